@@ -1,0 +1,129 @@
+"""Positional encodings, one file each, registered by name.
+
+>>> from pebench import encodings
+>>> pe = encodings.build("rope", d_model=64, n_heads=4, max_len=128)
+>>> "alibi" in encodings.names()
+True
+
+``randomized:<base>`` wraps any other encoding with the randomized positions
+of Ruoss et al. (2023), e.g. ``build("randomized:rope", ...)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from typing import Any
+
+from pebench.encodings.base import PositionalEncoding, relative_distance
+from pebench.registry import Registry
+
+ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding")
+
+KINDS = ("none", "input", "rotary", "bias", "wrapper")
+
+
+def register(
+    name: str,
+    *,
+    kind: str,
+    paper: str,
+    has_parameters: bool,
+    causal_only: bool = False,
+    summary: str = "",
+):
+    """Class decorator registering a :class:`PositionalEncoding` under ``name``.
+
+    Args:
+        name: the name users pass to :func:`build`.
+        kind: which slot it uses: ``none``, ``input``, ``rotary``, ``bias``
+            or ``wrapper`` (changes the positions given to another encoding).
+        paper: BibTeX key of its paper in ``docs/references.bib``.
+        has_parameters: whether it adds trainable parameters.
+        causal_only: whether it is only defined for causal (decoder) models.
+        summary: one line for listings and docs.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+    def decorator(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
+        cls.name = name
+        return ENCODINGS.register(
+            name,
+            kind=kind,
+            paper=paper,
+            has_parameters=has_parameters,
+            causal_only=causal_only,
+            summary=summary or (inspect.getdoc(cls) or "").split("\n")[0],
+        )(cls)
+
+    return decorator
+
+
+def _import_all() -> None:
+    """Import every module of this package so that each registers itself."""
+    for module in pkgutil.iter_modules(__path__):
+        if module.name != "base":
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def names() -> list[str]:
+    """Names accepted by :func:`build` (``randomized:<base>`` is listed as ``randomized``)."""
+    return ENCODINGS.names()
+
+
+def meta(name: str) -> dict[str, Any]:
+    """Registry metadata of ``name`` (kind, paper, has_parameters, causal_only, summary)."""
+    base, _, inner = name.partition(":")
+    return ENCODINGS.meta(base)
+
+
+def options(name: str) -> dict[str, Any]:
+    """The keyword options of encoding ``name`` and their defaults."""
+    cls = ENCODINGS.get(name.partition(":")[0])
+    params = inspect.signature(cls.__init__).parameters
+    return {
+        key: p.default
+        for key, p in params.items()
+        if key not in ("self", "d_model", "n_heads", "max_len", "base") and p.kind is p.KEYWORD_ONLY
+    }
+
+
+def build(name: str, *, d_model: int, n_heads: int, max_len: int, **opts: Any) -> PositionalEncoding:
+    """Build the encoding registered as ``name``.
+
+    Args:
+        name: a registered name, or ``randomized:<base>`` for randomized
+            positions around any base encoding.
+        d_model: model width.
+        n_heads: attention heads.
+        max_len: positions the encoding must support at construction.
+        **opts: encoding-specific options (see :func:`options`).
+
+    Raises:
+        UnknownNameError: unknown name (the message suggests close names).
+        ValueError: an unknown option or an impossible configuration; the
+            message says what to change.
+    """
+    base, sep, inner = name.partition(":")
+    cls = ENCODINGS.get(base)
+    valid = options(base)
+    unknown = sorted(set(opts) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"encoding {base!r} has no option(s) {', '.join(unknown)}; "
+            f"valid options: {', '.join(f'{k}={v!r}' for k, v in valid.items()) or 'none'}"
+        )
+    if sep:
+        if "base" not in inspect.signature(cls.__init__).parameters:
+            raise ValueError(f"encoding {base!r} does not wrap another encoding; use {base!r} without ':'")
+        return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, base=inner, **opts)
+    if "base" in inspect.signature(cls.__init__).parameters:
+        raise ValueError(f"encoding {base!r} wraps another encoding; write it as '{base}:<base>', e.g. '{base}:rope'")
+    return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, **opts)
+
+
+_import_all()
+
+__all__ = ["ENCODINGS", "PositionalEncoding", "build", "meta", "names", "options", "register", "relative_distance"]

@@ -1,0 +1,27 @@
+"""No positional encoding (NoPE)."""
+
+from __future__ import annotations
+
+from pebench.encodings import register
+from pebench.encodings.base import PositionalEncoding
+
+
+@register("none", kind="none", paper="haviv2022nope", has_parameters=False,
+          summary="No positional information (NoPE); a decoder can still infer order from its causal mask.")
+class NoPE(PositionalEncoding):
+    """No positional encoding: all three hooks are the identity.
+
+    A bidirectional (encoder) transformer without positional information is
+    permutation-equivariant: permuting its input permutes its output in the
+    same way (tested). A causal decoder is not, because the causal mask
+    breaks the symmetry; Haviv et al. (2022) and Kazemnejad et al. (2023)
+    show such decoders learn positional information implicitly.
+
+    References: Haviv et al. 2022, "Transformer Language Models without
+    Positional Encodings Still Learn Positional Information";
+    Kazemnejad et al. 2023, "The Impact of Positional Encoding on Length
+    Generalization in Transformers".
+    """
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int) -> None:
+        super().__init__(d_model, n_heads, max_len)

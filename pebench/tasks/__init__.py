@@ -1,0 +1,65 @@
+"""Tasks, one family per file, registered by name.
+
+>>> from pebench import tasks
+>>> task = tasks.get("copy")
+>>> batch = task.sample(4, 8, torch.Generator().manual_seed(0))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any
+
+from pebench.registry import Registry
+from pebench.tasks.base import (
+    ARCHS,
+    IGNORE,
+    Batch,
+    Task,
+    model_vocab_size,
+    render,
+    shuffle_inputs,
+)
+
+TASKS: Registry[type[Task]] = Registry("task")
+
+
+def register(name: str, *, paper: str = "", **meta: Any):
+    """Class decorator registering a :class:`Task` subclass under ``name``.
+
+    ``order_dependent`` and ``version`` are read from the class and stored as
+    metadata too, so listings do not need to instantiate tasks.
+    """
+
+    def decorator(cls: type[Task]) -> type[Task]:
+        cls.name = name
+        return TASKS.register(
+            name, order_dependent=cls.order_dependent, version=cls.version, paper=paper, **meta
+        )(cls)
+
+    return decorator
+
+
+def _import_all() -> None:
+    for module in pkgutil.iter_modules(__path__):
+        if module.name != "base":
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def names() -> list[str]:
+    """Registered task names."""
+    return TASKS.names()
+
+
+def get(name: str) -> Task:
+    """An instance of the task registered as ``name`` (raises with close names if unknown)."""
+    return TASKS.get(name)()
+
+
+_import_all()
+
+__all__ = [
+    "ARCHS", "IGNORE", "TASKS", "Batch", "Task", "get", "model_vocab_size", "names",
+    "register", "render", "shuffle_inputs",
+]

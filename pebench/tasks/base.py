@@ -1,0 +1,146 @@
+"""The task interface and how a task is rendered for an encoder or a decoder.
+
+A task is a versioned, seeded generator of (input, output) token pairs over a
+fixed vocabulary of ``vocab_size`` symbols ``0..vocab_size-1``. "Length" is
+always the input length. Two special tokens are appended to every task's
+vocabulary when it is rendered for a model: ``SEP = vocab_size`` and
+``BLANK = vocab_size + 1`` (so a model needs ``vocab_size + 2`` embeddings,
+see :func:`model_vocab_size`).
+
+Rendering (Deletang et al. 2023 for the encoder):
+
+* decoder: tokens ``[x, SEP, y[:-1]]``, labels ``[-100 x len(x), y]`` — the
+  model reads the input and the separator and predicts the output with
+  teacher forcing (the label of position ``t`` is the token at ``t + 1``);
+* encoder: tokens ``[x, SEP, BLANK x len(y)]``, labels
+  ``[-100 x (len(x)+1), y]`` — the output is predicted at the blank positions
+  in one non-autoregressive pass.
+
+Labels equal to ``IGNORE = -100`` carry no loss (PyTorch's cross-entropy default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+IGNORE = -100
+ARCHS = ("encoder", "decoder")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch of task examples.
+
+    Attributes:
+        inputs: (N, L) int64 symbols in ``[0, vocab_size)``.
+        targets: (N, L_out) int64 symbols in ``[0, vocab_size)``.
+    """
+
+    inputs: Tensor
+    targets: Tensor
+
+
+class Task:
+    """Base class of every task.
+
+    Subclasses set the class attributes below and implement
+    :meth:`generate_inputs` and :meth:`solve`; :meth:`sample` combines them.
+
+    Attributes:
+        name: registry name (set by :func:`pebench.tasks.register`).
+        version: bump whenever the distribution of (input, output) pairs changes;
+            it is recorded in every result row.
+        order_dependent: whether permuting the input can change the output.
+        vocab_size: number of symbols used by inputs and outputs.
+        min_length: smallest input length the task is defined for.
+    """
+
+    name: str = "base"
+    version: int = 1
+    order_dependent: bool = True
+    vocab_size: int = 0
+    min_length: int = 1
+
+    def output_length(self, length: int) -> int:
+        """Output length for inputs of ``length`` (the same for every example)."""
+        raise NotImplementedError
+
+    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
+        """(n, length) int64 random inputs drawn with ``generator``."""
+        raise NotImplementedError
+
+    def solve(self, inputs: Tensor) -> Tensor:
+        """The correct outputs (n, output_length) for ``inputs`` (n, length)."""
+        raise NotImplementedError
+
+    def check_length(self, length: int) -> None:
+        """Raise ``ValueError`` if the task is not defined for ``length``."""
+        if length < self.min_length:
+            raise ValueError(f"task {self.name!r} needs input length >= {self.min_length}, got {length}")
+
+    def sample(self, n: int, length: int, generator: torch.Generator) -> Batch:
+        """``n`` examples of input length ``length``; deterministic in ``generator``'s state."""
+        self.check_length(length)
+        inputs = self.generate_inputs(n, length, generator)
+        return Batch(inputs=inputs, targets=self.solve(inputs))
+
+    def chance_accuracy(self, length: int) -> float:
+        """Token accuracy of the best input-independent guess at this length.
+
+        It is the accuracy of always predicting, at each output position, the
+        most likely output symbol there. The default estimates it from 20,000
+        examples drawn with a fixed seed; tasks override it with an exact formula
+        where one is known (tests check the two agree).
+        """
+        generator = torch.Generator().manual_seed(12345)
+        targets = self.sample(20_000, length, generator).targets
+        counts = torch.nn.functional.one_hot(targets, self.vocab_size).sum(0)  # (L_out, V)
+        return float(counts.max(-1).values.sum() / targets.numel())
+
+    def describe(self) -> str:
+        """A one-paragraph description (first paragraph of the docstring)."""
+        doc = (type(self).__doc__ or "").strip()
+        return doc.split("\n\n")[0].replace("\n", " ")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, version={self.version})"
+
+
+def model_vocab_size(task: Task) -> int:
+    """Embedding-table size a model needs for ``task``: its symbols + SEP + BLANK."""
+    return task.vocab_size + 2
+
+
+def render(task: Task, batch: Batch, arch: str) -> tuple[Tensor, Tensor]:
+    """Turn a batch into model tokens and labels for ``arch`` (see module doc).
+
+    Returns:
+        tokens (N, T) int64 and labels (N, T) int64 with ``IGNORE`` where no loss.
+    """
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    inputs, targets = batch.inputs, batch.targets
+    n, length = inputs.shape
+    out_len = targets.shape[1]
+    sep = torch.full((n, 1), task.vocab_size, dtype=torch.long, device=inputs.device)
+    if arch == "decoder":
+        tokens = torch.cat([inputs, sep, targets[:, :-1]], dim=1)  # (N, L + L_out)
+        ignore = torch.full((n, length), IGNORE, dtype=torch.long, device=inputs.device)
+        labels = torch.cat([ignore, targets], dim=1)
+    else:
+        blanks = torch.full((n, out_len), task.vocab_size + 1, dtype=torch.long, device=inputs.device)
+        tokens = torch.cat([inputs, sep, blanks], dim=1)  # (N, L + 1 + L_out)
+        ignore = torch.full((n, length + 1), IGNORE, dtype=torch.long, device=inputs.device)
+        labels = torch.cat([ignore, targets], dim=1)
+    return tokens, labels
+
+
+def shuffle_inputs(inputs: Tensor, generator: torch.Generator) -> Tensor:
+    """Permute the tokens of each input row independently (for the shuffled condition)."""
+    n, length = inputs.shape
+    keys = torch.rand(n, length, generator=generator)
+    perm = keys.argsort(dim=1).to(inputs.device)
+    return torch.gather(inputs, 1, perm)
