@@ -112,29 +112,53 @@ def evaluate(
     model.eval()
     rows = []
     for length in lengths:
-        generator = eval_generator(seed, length)
-        batches = []
-        for start in range(0, n_examples, batch_size):
-            batches.append(task.sample(min(batch_size, n_examples - start), length, generator))
-        shuffle_generator = torch.Generator().manual_seed(seed + 1)
-        for condition in conditions:
-            totals: dict[str, float] = {}
-            for batch in batches:
-                if condition == "shuffled":
-                    batch = Batch(inputs=shuffle_inputs(batch.inputs, shuffle_generator), targets=batch.targets)
-                for key, value in _score(model, task, batch, decoding, device).items():
-                    totals[key] = totals.get(key, 0.0) + value
-            rows.append(
-                {
-                    "eval_len": length,
-                    "condition": condition,
-                    "decoding": decoding,
-                    "token_acc": totals["token_hits"] / totals["n_tokens"],
-                    "seq_acc": totals["seq_hits"] / totals["n"],
-                    "loss": totals["loss_sum"] / totals["n_tokens"],
-                    "n": int(totals["n"]),
-                }
+        # Encodings that sample positions (randomized) draw from torch's global
+        # RNG: seed it per length so evaluation is deterministic and leave the
+        # caller's RNG state as it was.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed * 7_919 + length)
+            rows.extend(
+                _evaluate_length(model, task, length, n_examples, batch_size, seed, conditions, decoding, device)
             )
+    return rows
+
+
+def _evaluate_length(
+    model: Transformer,
+    task: Task,
+    length: int,
+    n_examples: int,
+    batch_size: int,
+    seed: int,
+    conditions: tuple[str, ...],
+    decoding: str,
+    device: torch.device,
+) -> list[dict]:
+    """Rows of one evaluation length (see :func:`evaluate`)."""
+    rows = []
+    generator = eval_generator(seed, length)
+    batches = []
+    for start in range(0, n_examples, batch_size):
+        batches.append(task.sample(min(batch_size, n_examples - start), length, generator))
+    shuffle_generator = torch.Generator().manual_seed(seed + 1)
+    for condition in conditions:
+        totals: dict[str, float] = {}
+        for batch in batches:
+            if condition == "shuffled":
+                batch = Batch(inputs=shuffle_inputs(batch.inputs, shuffle_generator), targets=batch.targets)
+            for key, value in _score(model, task, batch, decoding, device).items():
+                totals[key] = totals.get(key, 0.0) + value
+        rows.append(
+            {
+                "eval_len": length,
+                "condition": condition,
+                "decoding": decoding,
+                "token_acc": totals["token_hits"] / totals["n_tokens"],
+                "seq_acc": totals["seq_hits"] / totals["n"],
+                "loss": totals["loss_sum"] / totals["n_tokens"],
+                "n": int(totals["n"]),
+            }
+        )
     return rows
 
 
@@ -154,7 +178,9 @@ def equivariance_gap(
     outputs) and ``P`` a random permutation of all its positions; positions
     given to the encoding are ``0..T-1`` in both passes. It is 0 up to float
     error for a bidirectional model without positional information and
-    positive whenever the model can tell positions apart.
+    positive whenever the model can tell positions apart. Both passes get
+    the same positions (drawn once from the encoding, so randomized
+    positions are compared like for like).
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.eval()
@@ -162,6 +188,9 @@ def equivariance_gap(
     tokens, _ = render(task, task.sample(n_examples, length, generator), model.config.arch)
     tokens = tokens.to(device)
     perm = torch.randperm(tokens.shape[1], generator=torch.Generator().manual_seed(seed)).to(device)
-    _, hidden = model(tokens, return_hidden=True)  # (N, T, D)
-    _, hidden_permuted = model(tokens[:, perm], return_hidden=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        pos = model.encoding.positions(tokens.shape[0], tokens.shape[1], device)
+    _, hidden = model(tokens, pos=pos, return_hidden=True)  # (N, T, D)
+    _, hidden_permuted = model(tokens[:, perm], pos=pos, return_hidden=True)
     return float((hidden_permuted - hidden[:, perm]).norm() / hidden.norm())

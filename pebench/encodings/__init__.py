@@ -76,7 +76,12 @@ def names() -> list[str]:
 def meta(name: str) -> dict[str, Any]:
     """Registry metadata of ``name`` (kind, paper, has_parameters, causal_only, summary)."""
     base, _, inner = name.partition(":")
-    return ENCODINGS.meta(base)
+    info = ENCODINGS.meta(base)
+    if inner:  # a wrapper has parameters / is causal-only if what it wraps is
+        inner_info = meta(inner)
+        info["has_parameters"] = info["has_parameters"] or inner_info["has_parameters"]
+        info["causal_only"] = info["causal_only"] or inner_info["causal_only"]
+    return info
 
 
 def options(name: str) -> dict[str, Any]:

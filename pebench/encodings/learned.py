@@ -1,0 +1,63 @@
+"""Learned absolute position embeddings (Gehring et al. 2017; BERT, Devlin et al. 2019)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from pebench.encodings import register
+from pebench.encodings.base import PositionalEncoding
+
+POLICIES = ("error", "clamp")
+
+
+@register("learned", kind="input", paper="gehring2017convolutional", has_parameters=True,
+          summary="A learned vector per absolute position (max_len rows) added to the embeddings.")
+class Learned(PositionalEncoding):
+    """Learned absolute positional embeddings, added to the token embeddings.
+
+    Gehring et al. 2017, "Convolutional Sequence to Sequence Learning"
+    (Section 3.1), and BERT (Devlin et al. 2019): a table ``P`` of ``max_len``
+    trainable vectors, ``embed(x, pos) = x + P[pos]``. Initialised
+    ``N(0, 0.02^2)`` as in BERT / GPT-2.
+
+    Positions ``>= max_len`` have no row. By default (``policy="error"``) they
+    raise a :class:`ValueError` naming the position and the fix, because a
+    silent fallback would turn a length-extrapolation experiment into a
+    different experiment. ``policy="clamp"`` maps every position
+    ``>= max_len`` to the last row ``max_len - 1`` — a common baseline
+    ("repeat the last learned position") that must be chosen explicitly.
+
+    Args:
+        d_model: model width D.
+        n_heads: attention heads (unused).
+        max_len: rows of the table: positions ``0 .. max_len - 1``.
+        policy: ``"error"`` (default) or ``"clamp"`` for positions ``>= max_len``.
+
+    Shapes:
+        ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, policy: str = "error") -> None:
+        super().__init__(d_model, n_heads, max_len)
+        if policy not in POLICIES:
+            raise ValueError(f"learned policy must be one of {POLICIES}, got {policy!r}")
+        self.policy = policy
+        self.table = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.table.weight, mean=0.0, std=0.02)
+
+    def embed(self, x: Tensor, pos: Tensor) -> Tensor:
+        if pos.numel() and int(pos.min()) < 0:
+            raise ValueError(f"learned positions must be >= 0, got {int(pos.min())}")
+        if self.policy == "clamp":
+            pos = pos.clamp(max=self.max_len - 1)
+        elif pos.numel() and int(pos.max()) >= self.max_len:
+            largest = int(pos.max())
+            raise ValueError(
+                f"learned positional table has max_len={self.max_len} rows (positions 0..{self.max_len - 1}) "
+                f"but got position {largest}; build it with max_len >= {largest + 1}, or pass policy='clamp' "
+                f"to reuse row {self.max_len - 1} for every position >= {self.max_len}"
+            )
+        return x + self.table(pos).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, policy={self.policy!r}"

@@ -1,0 +1,121 @@
+"""Randomized positional encodings (Ruoss et al. 2023): a wrapper around any other encoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from pebench.encodings import build, register
+from pebench.encodings.base import PositionalEncoding
+
+EVAL_POSITIONS = ("random", "arange")
+
+
+@register("randomized", kind="wrapper", paper="ruoss2023randomized", has_parameters=False,
+          summary="Wraps any encoding: positions are a sorted random subset of [0, max_position).")
+class Randomized(PositionalEncoding):
+    """Randomized positions for any base encoding, built as ``randomized:<base>``.
+
+    Ruoss et al. 2023, "Randomized Positional Encodings Boost Length
+    Generalization of Transformers": instead of ``0 .. T-1``, a sequence of
+    length T gets the positions of a uniformly random subset of size T of
+    ``[0, max_position)``, drawn without replacement and sorted ascending, so
+    the model sees during training every position a test sequence of length
+    up to ``max_position`` will use. The base encoding (built with
+    ``max_len = max_position``) then encodes those positions; its ``embed``,
+    ``rotate`` and ``bias`` are used unchanged.
+
+    Conventions (checked against the reference code,
+    google-deepmind/randomized_positional_encodings):
+
+    * ``max_position`` is the paper's L; it must be at least the longest
+      evaluated length (the reference example uses L = 2048 with training
+      lengths up to 40).
+      The default is ``max_len`` (the design contract: positions from
+      ``[0, max_len)``), so build it with ``max_len`` >= the longest
+      evaluation length, or pass ``max_position``.
+    * ``eval_positions="random"`` (default): also in eval mode positions are a
+      sorted random subset, as in the reference code, which samples them on
+      every call (``noisy_fixed_positional_encodings``) and evaluates with a
+      fresh RNG key per batch. ``"arange"`` uses ``0 .. T-1`` in eval mode.
+    * ``per_example=True`` (default): each batch row gets its own subset,
+      positions (B, T). The reference code draws one subset per batch (shared
+      by its rows); ``per_example=False`` does that, positions (T,).
+
+    Sampling uses torch's global CPU RNG (so ``torch.manual_seed`` makes a run
+    deterministic, and the same on every device) unless ``generator`` is set
+    to a CPU ``torch.Generator``; the positions are then moved to ``device``.
+
+    Args:
+        d_model, n_heads: passed to the base encoding.
+        max_len: default of ``max_position``.
+        base: registered name of the wrapped encoding.
+        max_position: L; positions are drawn from ``[0, L)``.
+        eval_positions: ``"random"`` or ``"arange"``, positions in eval mode.
+        per_example: one subset per batch row (True) or per batch (False).
+        base_options: keyword options of the base encoding, e.g. ``{"layout": "half"}``.
+
+    Shapes:
+        ``positions(B, T, device)`` -> (B, T) int64 (or (T,) with
+        ``per_example=False`` or ``eval_positions="arange"`` in eval mode);
+        the hooks have the shapes of the base encoding.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        base: str,
+        *,
+        max_position: int | None = None,
+        eval_positions: str = "random",
+        per_example: bool = True,
+        base_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(d_model, n_heads, max_len)
+        max_position = max_len if max_position is None else max_position
+        if max_position <= 0:
+            raise ValueError(f"randomized max_position must be positive, got {max_position}")
+        if eval_positions not in EVAL_POSITIONS:
+            raise ValueError(f"randomized eval_positions must be one of {EVAL_POSITIONS}, got {eval_positions!r}")
+        if base.partition(":")[0] == "randomized":
+            raise ValueError(f"randomized:{base} wraps randomized positions twice; wrap a plain encoding, "
+                             f"e.g. 'randomized:rope'")
+        self.base_name = base
+        self.max_position = max_position
+        self.eval_positions = eval_positions
+        self.per_example = per_example
+        self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_position, **(base_options or {}))
+        self.generator: torch.Generator | None = None
+
+    def positions(self, batch_size: int, length: int, device: torch.device | str) -> Tensor:
+        if length > self.max_position:
+            raise ValueError(
+                f"randomized positions draw {length} distinct positions from [0, {self.max_position}), which is "
+                f"impossible for length {length} > max_position={self.max_position}; build "
+                f"'randomized:{self.base_name}' with max_position >= the longest length you evaluate"
+            )
+        if not self.training and self.eval_positions == "arange":
+            return torch.arange(length, device=device)
+        rows = batch_size if self.per_example else 1
+        scores = torch.rand(rows, self.max_position, generator=self.generator)  # (rows, L), CPU
+        # the T largest of L iid uniforms are a uniformly random T-subset; sort to keep the order
+        subset = scores.topk(length, dim=-1).indices.sort(dim=-1).values  # (rows, T)
+        subset = subset.to(device)
+        return subset if self.per_example else subset[0]
+
+    def embed(self, x: Tensor, pos: Tensor) -> Tensor:
+        return self.inner.embed(x, pos)
+
+    def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
+        return self.inner.rotate(q, k, q_pos, k_pos)
+
+    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
+        return self.inner.bias(q_pos, k_pos)
+
+    def extra_repr(self) -> str:
+        return (f"base={self.base_name!r}, max_position={self.max_position}, eval_positions={self.eval_positions!r}, "
+                f"per_example={self.per_example}")

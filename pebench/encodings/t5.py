@@ -1,0 +1,112 @@
+"""T5 bucketed relative position bias (Raffel et al. 2020)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from pebench.encodings import register
+from pebench.encodings.base import PositionalEncoding, relative_distance
+
+
+def relative_position_bucket(
+    relative_position: Tensor, *, causal: bool, num_buckets: int = 32, max_distance: int = 128
+) -> Tensor:
+    """T5's bucket of each relative position ``memory - query`` (``k_pos - q_pos``), int64, same shape.
+
+    The mesh-tensorflow / HF ``_relative_position_bucket`` function:
+
+    * bidirectional (``causal=False``): half of the buckets for keys at or
+      before the query, half (offset by ``num_buckets / 2``) for keys after it;
+    * causal: every future key (``k_pos > q_pos``) falls in bucket 0 with the
+      query itself; all buckets are for the past.
+
+    Within a side of ``n`` buckets, distances ``0 .. n/2 - 1`` get a bucket
+    each; larger distances share ``n/2`` log-spaced buckets up to
+    ``max_distance``; every distance ``>= max_distance`` is in the last bucket.
+    Computed in float32 like the reference, so bucket boundaries agree exactly.
+    """
+    buckets = torch.zeros_like(relative_position)
+    if causal:
+        distance = (-relative_position).clamp(min=0)
+    else:
+        num_buckets //= 2
+        buckets += (relative_position > 0).long() * num_buckets
+        distance = relative_position.abs()
+    max_exact = num_buckets // 2
+    is_small = distance < max_exact
+    # clamp: log(0) is -inf; those distances are small and take the exact bucket anyway
+    log_ratio = torch.log(distance.clamp(min=max_exact).float() / max_exact) / math.log(max_distance / max_exact)
+    if_large = max_exact + (log_ratio * (num_buckets - max_exact)).long()
+    if_large = if_large.clamp(max=num_buckets - 1)
+    return buckets + torch.where(is_small, distance, if_large)
+
+
+@register("t5", kind="bias", paper="raffel2020t5", has_parameters=True,
+          summary="Learned per-head scalar bias for each of 32 log-spaced relative-distance buckets.")
+class T5RelativeBias(PositionalEncoding):
+    """T5 relative position bias: a learned scalar per head and distance bucket.
+
+    Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a
+    Unified Text-to-Text Transformer", Section 2.1: the score of query ``i``
+    and key ``j`` gets ``b[bucket(j - i), h]``, with ``num_buckets=32``
+    buckets (:func:`relative_position_bucket`, checked against HF
+    transformers' ``T5Attention._relative_position_bucket``) and
+    ``max_distance=128``. The table ``b`` is an ``nn.Embedding(num_buckets,
+    n_heads)`` initialised ``N(0, 1/D)`` as in HF ``T5PreTrainedModel``. One
+    module serves every layer, so — as in T5 — the bias is shared across
+    layers.
+
+    ``causal`` picks the bucket function: T5's encoder uses the bidirectional
+    one (``causal=False``, the default), its decoder the causal one. The runner
+    should pass ``causal=True`` for decoders to get the reference decoder
+    bucketing; with ``causal=False`` under a causal mask the model is still
+    valid (past keys just use 16 rather than 32 buckets).
+
+    Args:
+        d_model: model width D (sets the init scale).
+        n_heads: heads H (one bias each).
+        max_len: unused: every distance has a bucket.
+        causal: causal (decoder) or bidirectional (encoder) buckets.
+        num_buckets: number of buckets (32 in T5).
+        max_distance: distance from which all keys share the last bucket (128 in T5).
+
+    Shapes:
+        ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        *,
+        causal: bool = False,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+    ) -> None:
+        super().__init__(d_model, n_heads, max_len)
+        side = num_buckets if causal else num_buckets // 2
+        if side < 2 or (not causal and num_buckets % 2):
+            raise ValueError(f"t5 needs num_buckets >= 2 per side (and even when bidirectional), got {num_buckets}")
+        if max_distance <= side // 2:
+            raise ValueError(f"t5 max_distance must exceed the {side // 2} exact buckets, got {max_distance}")
+        self.causal = causal
+        self.num_buckets = num_buckets
+        self.max_distance = max_distance
+        self.relative_attention_bias = nn.Embedding(num_buckets, n_heads)
+        nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=d_model**-0.5)
+
+    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        buckets = relative_position_bucket(
+            relative_distance(q_pos, k_pos), causal=self.causal,
+            num_buckets=self.num_buckets, max_distance=self.max_distance,
+        )  # (Tq, Tk) or (B, Tq, Tk)
+        values = self.relative_attention_bias(buckets)  # (..., Tq, Tk, H)
+        return values.movedim(-1, -3).to(torch.float32)  # (H, Tq, Tk) or (B, H, Tq, Tk)
+
+    def extra_repr(self) -> str:
+        return (f"{super().extra_repr()}, causal={self.causal}, num_buckets={self.num_buckets}, "
+                f"max_distance={self.max_distance}")

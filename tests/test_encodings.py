@@ -1,0 +1,585 @@
+"""Positional encodings: golden values against the papers' formulas / reference code, and invariances."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from pebench import encodings
+from pebench.encodings.alibi import alibi_slopes
+from pebench.encodings.t5 import relative_position_bucket
+from pebench.registry import UnknownNameError
+
+D_MODEL, N_HEADS, MAX_LEN = 16, 4, 64
+HEAD_DIM = D_MODEL // N_HEADS
+
+
+def build(name: str, **options):
+    return encodings.build(name, d_model=options.pop("d_model", D_MODEL), n_heads=options.pop("n_heads", N_HEADS),
+                           max_len=options.pop("max_len", MAX_LEN), **options)
+
+
+def qk(batch: int = 2, heads: int = N_HEADS, length: int = 6, head_dim: int = HEAD_DIM, seed: int = 0):
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, heads, length, head_dim, generator=generator)
+    k = torch.randn(batch, heads, length, head_dim, generator=generator)
+    return q, k
+
+
+def scores(pe, q, k, q_pos, k_pos):
+    q, k = pe.rotate(q, k, q_pos, k_pos)
+    return q @ k.transpose(-1, -2)  # (B, H, Tq, Tk)
+
+
+# ---------------------------------------------------------------- sinusoidal
+
+
+def test_sinusoidal_matches_the_formula():
+    pe = build("sinusoidal", d_model=32)
+    pos = torch.arange(5, 70)
+    table = pe.table(pos).double()
+    expected = torch.empty(len(pos), 32, dtype=torch.float64)
+    for i in range(16):
+        angle = pos.double() / 10000 ** (2 * i / 32)
+        expected[:, 2 * i], expected[:, 2 * i + 1] = torch.sin(angle), torch.cos(angle)
+    torch.testing.assert_close(table, expected, atol=2e-5, rtol=0)
+
+
+def test_sinusoidal_toy_values():
+    pe = build("sinusoidal", d_model=4, n_heads=1)
+    row = pe.table(torch.tensor([1]))[0]
+    torch.testing.assert_close(row, torch.tensor([0.841, 0.540, 0.010, 1.000]), atol=5e-4, rtol=0)
+    expected = [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)]
+    torch.testing.assert_close(row, torch.tensor(expected), atol=1e-6, rtol=0)
+
+
+def test_sinusoidal_shift_is_a_rotation_of_each_frequency_pair():
+    d_model, shift = 8, 7
+    pe = build("sinusoidal", d_model=d_model, n_heads=1)
+    pos = torch.arange(0, 30)
+    now, later = pe.table(pos).double(), pe.table(pos + shift).double()
+    for i in range(d_model // 2):
+        angle = shift / 10000 ** (2 * i / d_model)
+        rotation = torch.tensor([[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]],
+                                dtype=torch.float64)  # acts on (sin, cos)
+        pair = now[:, 2 * i: 2 * i + 2]  # (T, 2)
+        torch.testing.assert_close(pair @ rotation.T, later[:, 2 * i: 2 * i + 2], atol=1e-5, rtol=0)
+
+
+def test_sinusoidal_embed_adds_the_table_for_batched_positions():
+    pe = build("sinusoidal")
+    x = torch.randn(2, 5, D_MODEL)
+    pos = torch.tensor([[0, 1, 2, 3, 4], [3, 9, 10, 20, 40]])
+    torch.testing.assert_close(pe.embed(x, pos), x + pe.table(pos))
+    torch.testing.assert_close(pe.embed(x, pos)[1], x[1] + pe.table(pos[1]))
+
+
+# ---------------------------------------------------------------- learned
+
+
+def test_learned_adds_its_table_and_is_trainable():
+    pe = build("learned")
+    assert pe.table.weight.shape == (MAX_LEN, D_MODEL)
+    assert 0.01 < pe.table.weight.std().item() < 0.03
+    x = torch.zeros(1, 3, D_MODEL)
+    torch.testing.assert_close(pe.embed(x, torch.tensor([0, 5, 63]))[0], pe.table.weight[[0, 5, 63]])
+
+
+def test_learned_past_max_len_raises_a_clear_error():
+    pe = build("learned", max_len=8)
+    with pytest.raises(ValueError, match=r"max_len=8.*position 9.*max_len >= 10.*policy='clamp'"):
+        pe.embed(torch.zeros(1, 10, D_MODEL), torch.arange(10))
+
+
+def test_learned_clamp_policy_reuses_the_last_row():
+    pe = build("learned", max_len=8, policy="clamp")
+    out = pe.embed(torch.zeros(1, 10, D_MODEL), torch.arange(10))[0]
+    torch.testing.assert_close(out[8], pe.table.weight[7])
+    torch.testing.assert_close(out[9], pe.table.weight[7])
+    torch.testing.assert_close(out[:8], pe.table.weight)
+
+
+# ---------------------------------------------------------------- rope
+
+
+def roformer_reference(x: torch.Tensor, pos: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """RoFormer Eq. 15 by hand: pair (x_2i, x_2i+1) as a complex number times exp(i m theta_i)."""
+    head_dim = x.shape[-1]
+    pairs = torch.complex(x[..., 0::2].double(), x[..., 1::2].double())  # (..., T, Dh/2)
+    freqs = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    angles = pos.double()[:, None] * freqs  # m theta_i
+    rotated = pairs * torch.polar(torch.ones((), dtype=torch.float64), angles)  # times exp(i m theta_i)
+    return torch.stack((rotated.real, rotated.imag), dim=-1).flatten(-2)
+
+
+def test_rope_matches_the_roformer_formula():
+    pe = build("rope", d_model=32, n_heads=2)
+    q, k = qk(heads=2, length=9, head_dim=16)
+    pos = torch.arange(3, 12)
+    q_rot, k_rot = pe.rotate(q, k, pos, pos)
+    torch.testing.assert_close(q_rot.double(), roformer_reference(q, pos), atol=1e-5, rtol=0)
+    torch.testing.assert_close(k_rot.double(), roformer_reference(k, pos), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("options", [{}, {"layout": "half"}, {"rotary_fraction": 0.5},
+                                     {"scaling": "yarn", "scaling_factor": 4.0}])
+def test_rope_scores_depend_only_on_relative_offset(options):
+    pe = build("rope", **options)
+    q, k = qk(length=7)
+    pos = torch.arange(7)
+    torch.testing.assert_close(scores(pe, q, k, pos + 37, pos + 37), scores(pe, q, k, pos, pos), atol=1e-4, rtol=0)
+    batched = torch.stack((pos, pos + 11))  # (B, T): per-row offsets
+    shifted = scores(pe, q, k, batched, batched)
+    torch.testing.assert_close(shifted, scores(pe, q, k, pos, pos), atol=1e-4, rtol=0)
+
+
+def test_rope_layouts_agree_up_to_a_permutation_of_head_dims():
+    interleaved, half = build("rope"), build("rope", layout="half")
+    permutation = torch.cat((torch.arange(0, HEAD_DIM, 2), torch.arange(1, HEAD_DIM, 2)))  # (2i, 2i+1) -> (i, i+Dh/2)
+    q, k = qk()
+    pos = torch.arange(4, 10)
+    q_i, k_i = interleaved.rotate(q, k, pos, pos)
+    q_h, k_h = half.rotate(q[..., permutation], k[..., permutation], pos, pos)
+    torch.testing.assert_close(q_h, q_i[..., permutation])
+    torch.testing.assert_close(k_h, k_i[..., permutation])
+
+
+def test_rope_partial_rotary_leaves_the_other_dims_untouched():
+    pe = build("rope", d_model=32, n_heads=2, rotary_fraction=0.25)  # head_dim 16, rotate 4
+    assert pe.rotary_dim == 4
+    q, k = qk(heads=2, head_dim=16)
+    pos = torch.arange(6) + 3
+    q_rot, _ = pe.rotate(q, k, pos, pos)
+    torch.testing.assert_close(q_rot[..., 4:], q[..., 4:], atol=0, rtol=0)
+    torch.testing.assert_close(q_rot[..., :4].double(), roformer_reference(q[..., :4], pos), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("scaling", ["linear", "ntk", "yarn"])
+def test_rope_scaling_at_factor_one_is_plain_rope(scaling):
+    plain, scaled = build("rope"), build("rope", scaling=scaling, scaling_factor=1.0)
+    q, k = qk()
+    pos = torch.arange(6) * 9
+    for a, b in zip(plain.rotate(q, k, pos, pos), scaled.rotate(q, k, pos, pos), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_rope_linear_scaling_is_plain_rope_at_interpolated_positions():
+    plain, linear = build("rope"), build("rope", scaling="linear", scaling_factor=4.0)
+    q, k = qk()
+    pos = torch.arange(6) * 4
+    for a, b in zip(linear.rotate(q, k, pos, pos), plain.rotate(q, k, pos // 4, pos // 4), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_rope_ntk_scaling_changes_the_base():
+    head_dim, factor = 16, 8.0
+    plain = build("rope", d_model=32, n_heads=2)
+    ntk = build("rope", d_model=32, n_heads=2, scaling="ntk", scaling_factor=factor)
+    base = 10000 * factor ** (head_dim / (head_dim - 2))
+    expected = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    torch.testing.assert_close(ntk.inv_freq.double(), expected, rtol=1e-6, atol=0)
+    torch.testing.assert_close(ntk.inv_freq[0], plain.inv_freq[0])  # highest frequency kept
+    torch.testing.assert_close(ntk.inv_freq[-1], plain.inv_freq[-1] / factor)  # lowest interpolated by s
+
+
+def test_rope_yarn_blends_frequencies_and_scales_attention():
+    factor = 4.0
+    plain = build("rope", d_model=128, n_heads=2)  # head_dim 64
+    yarn = build("rope", d_model=128, n_heads=2, scaling="yarn", scaling_factor=factor, original_max_len=2048)
+    # ramp bounds for Dh=64, L=2048, theta=1e4: pair index floor(8.06) = 8 (beta_fast) and ceil(20.1) = 21 (beta_slow)
+    torch.testing.assert_close(yarn.inv_freq[:9], plain.inv_freq[:9])
+    torch.testing.assert_close(yarn.inv_freq[21:], plain.inv_freq[21:] / factor)
+    between = yarn.inv_freq[9:21] / plain.inv_freq[9:21]
+    assert torch.all((between < 1) & (between > 1 / factor)) and torch.all(between[1:] < between[:-1])
+    mscale = 0.1 * math.log(factor) + 1
+    assert yarn.attention_factor == pytest.approx(mscale)
+    q, k = qk(heads=2, head_dim=64)
+    zero = torch.zeros(6, dtype=torch.long)  # no rotation: only the temperature remains
+    q_rot, k_rot = yarn.rotate(q, k, zero, zero)
+    torch.testing.assert_close(q_rot, q * mscale)
+    torch.testing.assert_close(q_rot @ k_rot.transpose(-1, -2), mscale**2 * (q @ k.transpose(-1, -2)))
+
+
+def test_rope_state_loads_across_scaling_options():
+    trained = build("rope")
+    assert not list(trained.parameters()) and trained.state_dict() == {}
+    build("rope", scaling="yarn", scaling_factor=4.0).load_state_dict(trained.state_dict())
+
+
+def test_rope_keeps_the_dtype_of_q_and_k():
+    q, k = qk()
+    pos = torch.arange(6)
+    q_rot, k_rot = build("rope").rotate(q.bfloat16(), k.bfloat16(), pos, pos)
+    assert q_rot.dtype == k_rot.dtype == torch.bfloat16
+
+
+def test_rope_cache_is_exact_and_follows_new_positions():
+    pe = build("rope")
+    q, k = qk()
+    pos = torch.arange(6)
+    first = pe.rotate(q, k, pos, pos)[0]
+    again = pe.rotate(q, k, pos, pos)[0]  # cached
+    torch.testing.assert_close(first, again, atol=0, rtol=0)
+    pos += 5  # in place: the cache must notice
+    torch.testing.assert_close(pe.rotate(q, k, pos, pos)[0], build("rope").rotate(q, k, pos, pos)[0])
+    with torch.inference_mode():  # inference tensors have no version counter: computed, not cached
+        inference_pos = torch.arange(6)
+        torch.testing.assert_close(pe.rotate(q, k, inference_pos, inference_pos)[0], first)
+
+
+# ---------------------------------------------------------------- alibi
+
+
+def get_slopes(n):
+    """The ALiBi reference ``get_slopes`` (ofirpress/attention_with_linear_biases), as the oracle."""
+
+    def get_slopes_power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    return (get_slopes_power_of_2(closest_power_of_2)
+            + get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2])
+
+
+@pytest.mark.parametrize("n_heads", range(1, 33))
+def test_alibi_slopes_equal_the_reference(n_heads):
+    assert alibi_slopes(n_heads) == get_slopes(n_heads)
+
+
+def test_alibi_slopes_for_8_12_16_heads():
+    assert alibi_slopes(8) == [1 / 2, 1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128, 1 / 256]
+    twelve = [1 / 2, 1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128, 1 / 256,
+              0.7071067811865476, 0.3535533905932738, 0.1767766952966369, 0.08838834764831845]  # 2^-0.5 .. 2^-3.5
+    assert alibi_slopes(12) == pytest.approx(twelve, rel=1e-15)
+    assert alibi_slopes(16) == pytest.approx([2 ** (-0.5 * h) for h in range(1, 17)], rel=1e-15)
+
+
+def test_alibi_causal_and_symmetric_bias_matrices():
+    pos = torch.arange(4)
+    past = torch.tensor([[0, 0, 0, 0], [1, 0, 0, 0], [2, 1, 0, 0], [3, 2, 1, 0]], dtype=torch.float32)
+    causal = build("alibi", n_heads=8, d_model=32, causal=True).bias(pos, pos)  # head slopes 1/2, 1/4, ...
+    assert causal.shape == (8, 4, 4) and causal.dtype == torch.float32
+    torch.testing.assert_close(causal[0], -0.5 * past)
+    torch.testing.assert_close(causal[7], -past / 256)
+    symmetric = build("alibi", n_heads=8, d_model=32).bias(pos, pos)
+    torch.testing.assert_close(symmetric[1], -0.25 * (past + past.T))
+    offset = build("alibi", n_heads=8, d_model=32, past_offset=0.5).bias(pos, pos)
+    torch.testing.assert_close(offset[0], -0.5 * (past + past.T) + 0.25 * (past > 0))
+
+
+def test_alibi_uses_explicit_positions():
+    pe = build("alibi", n_heads=8, d_model=32)
+    pos = torch.tensor([[0, 3, 7], [10, 11, 30]])
+    bias = pe.bias(pos, pos)  # (B, H, T, T)
+    assert bias.shape == (2, 8, 3, 3)
+    assert bias[0, 0, 2, 0].item() == -0.5 * 7 and bias[1, 0, 2, 1].item() == -0.5 * 19
+
+
+# ---------------------------------------------------------------- t5
+
+
+def hf_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """HF transformers ``T5Attention._relative_position_bucket``, as the oracle."""
+    relative_buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)
+    )
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return relative_buckets
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("num_buckets", "max_distance"), [(32, 128), (16, 64), (64, 300)])
+def test_t5_buckets_equal_the_reference(causal, num_buckets, max_distance):
+    relative = torch.arange(-1000, 1001)
+    ours = relative_position_bucket(relative, causal=causal, num_buckets=num_buckets, max_distance=max_distance)
+    reference = hf_relative_position_bucket(relative, not causal, num_buckets, max_distance)
+    assert torch.equal(ours, reference)
+
+
+T5_BIDIRECTIONAL = {0: 0, -1: 1, -7: 7, -8: 8, -20: 10, -50: 13, -100: 15, -127: 15, -1000: 15,
+                    1: 17, 7: 23, 8: 24, 20: 26, 50: 29, 100: 31, 1000: 31}
+T5_CAUSAL = {0: 0, 5: 0, 1000: 0, -1: 1, -15: 15, -16: 16, -20: 17, -50: 24, -100: 30, -200: 31, -1000: 31}
+
+
+@pytest.mark.parametrize(("causal", "known"), [(False, T5_BIDIRECTIONAL), (True, T5_CAUSAL)])
+def test_t5_known_buckets(causal, known):
+    # by hand, e.g. bidirectional -50: 8 + floor(log(50/8) / log(128/8) * 8) = 8 + floor(5.29) = 13;
+    # causal -50: 16 + floor(log(50/16) / log(128/16) * 16) = 16 + floor(8.77) = 24
+    relative = torch.tensor(list(known))
+    assert relative_position_bucket(relative, causal=causal).tolist() == list(known.values())
+
+
+def test_t5_buckets_are_monotone_log_spaced_and_capped():
+    distance = torch.arange(0, 400)
+    past = relative_position_bucket(-distance, causal=True)
+    assert torch.all(past[1:] >= past[:-1])
+    assert past[:16].tolist() == list(range(16))  # exact below num_buckets / 2
+    assert torch.all(past[113:] == 31) and past[112] == 30  # 31 = [16 * 8^(15/16), inf): capped at max_distance
+    widths = torch.bincount(past[16:128])[16:]  # distances per log bucket grow ~geometrically
+    assert widths.tolist() == [3, 2, 3, 3, 4, 4, 5, 6, 6, 7, 8, 10, 10, 12, 14, 15]
+    future = relative_position_bucket(distance, causal=False)
+    assert torch.all(future[1:] >= future[:-1]) and future[0] == 0 and future[1] == 17
+
+
+def test_t5_bias_is_the_bucket_lookup():
+    pe = build("t5", causal=True)
+    pos = torch.arange(5) + 3
+    bias = pe.bias(pos, pos)
+    assert bias.shape == (N_HEADS, 5, 5)
+    buckets = relative_position_bucket(pos[None, :] - pos[:, None], causal=True)
+    torch.testing.assert_close(bias, pe.relative_attention_bias.weight[buckets].permute(2, 0, 1))
+
+
+# ---------------------------------------------------------------- xpos
+
+
+def torchscale_xpos(x, downscale, head_dim, scale_base=512):
+    """The torchscale ``XPOS.forward`` formula (offset 0), as the oracle. x: (B, T, Dh)."""
+    length = x.shape[1]
+    scale_vector = (torch.arange(0, head_dim, 2) + 0.4 * head_dim) / (1.4 * head_dim)
+    min_pos = -length // 2
+    scale = scale_vector ** (torch.arange(min_pos, length + min_pos).float() / scale_base)[:, None]  # (T, Dh/2)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim // 2) / (head_dim // 2)))
+    angles = torch.arange(length).float()[:, None] * inv_freq
+    sin, cos = torch.sin(angles), torch.cos(angles)
+    if downscale:
+        scale = 1 / scale
+    sin, cos = (torch.repeat_interleave(t * scale, 2, dim=-1) for t in (sin, cos))
+    rotated_pairs = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+    return x * cos + rotated_pairs * sin
+
+
+@pytest.mark.parametrize("length", [7, 8])
+def test_xpos_matches_torchscale(length):
+    pe = build("xpos", d_model=32, n_heads=2)
+    q, k = qk(batch=1, heads=2, length=length, head_dim=16)
+    pos = torch.arange(length)
+    q_rot, k_rot = pe.rotate(q, k, pos, pos)
+    torch.testing.assert_close(q_rot[0, 1], torchscale_xpos(q[:, 1], False, 16)[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(k_rot[0, 0], torchscale_xpos(k[:, 0], True, 16)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_xpos_scores_depend_only_on_relative_offset():
+    pe = build("xpos")
+    q, k = qk(length=8)
+    pos = torch.arange(8)
+    torch.testing.assert_close(scores(pe, q, k, pos + 300, pos + 300), scores(pe, q, k, pos, pos),
+                               atol=1e-4, rtol=1e-4)
+
+
+def test_xpos_score_decays_with_distance():
+    pe = build("xpos", d_model=32, n_heads=2)  # head_dim 16
+    content = torch.zeros(1, 1, 1, 16)
+    content[..., 14] = 1.0  # the lowest-frequency pair: rotation hardly moves it, the decay dominates
+    query_pos = torch.tensor([1000])
+    key_pos = torch.arange(0, 1001, 50)
+    q, k = pe.rotate(content, content.expand(1, 1, len(key_pos), 16), query_pos, key_pos)
+    score = (q @ k.transpose(-1, -2))[0, 0, 0]  # keys from far (distance 1000) to near (0)
+    assert torch.all(score[1:] > score[:-1])
+    zeta = (14 + 0.4 * 16) / (1.4 * 16)
+    assert score[0].item() / score[-1].item() == pytest.approx(zeta ** (1000 / 512) * math.cos(1000 * 1e4 ** -0.875),
+                                                               rel=1e-4)
+
+
+# ---------------------------------------------------------------- fire
+
+
+def fire_reference(pe, length):
+    """The FIRE appendix code (positions 0..T-1), with this module's parameters, as the oracle."""
+    positions = torch.arange(length, dtype=torch.float)
+    rel_distance = positions[:, None] - positions[None, :]
+    threshold = torch.abs(pe.threshold_multiplier * pe.init_threshold)
+    pos_normalizer = torch.max(positions, threshold)[:, None]
+    rel_distance = torch.log(torch.abs(pe.c * rel_distance) + 1)
+    pos_normalizer = torch.log(torch.abs(pe.c * pos_normalizer) + 1) + 1e-6
+    return pe.mlp((rel_distance / pos_normalizer).unsqueeze(-1)).permute(2, 0, 1)
+
+
+def test_fire_matches_the_reference_code():
+    pe = build("fire", init_threshold=8.0)
+    torch.testing.assert_close(pe.bias(torch.arange(20), torch.arange(20)), fire_reference(pe, 20))
+
+
+def test_fire_is_learnable():
+    pe = build("fire")
+    assert pe.bias(torch.arange(6), torch.arange(6)).shape == (N_HEADS, 6, 6)
+    pe.bias(torch.arange(6), torch.arange(6)).square().sum().backward()
+    for name, parameter in pe.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+
+
+def test_fire_is_defined_far_beyond_training_length():
+    pe = build("fire", max_len=16)
+    far = torch.arange(0, 160, 3)
+    bias = pe.bias(far, far)
+    assert bias.shape == (N_HEADS, len(far), len(far)) and torch.isfinite(bias).all()
+    batched = torch.stack((far, far + 7))
+    assert pe.bias(batched, batched).shape == (2, N_HEADS, len(far), len(far))
+
+
+# ---------------------------------------------------------------- randomized
+
+
+def test_randomized_positions_are_sorted_unique_and_in_range():
+    pe = build("randomized:rope", max_position=50)
+    pe.train()
+    pos = pe.positions(16, 30, "cpu")
+    assert pos.shape == (16, 30) and pos.dtype == torch.int64
+    assert torch.all(pos[:, 1:] > pos[:, :-1])  # sorted and unique
+    assert pos.min() >= 0 and pos.max() < 50
+    assert not torch.equal(pos[0], pos[1])  # one subset per example
+    full = pe.positions(2, 50, "cpu")
+    assert torch.equal(full, torch.arange(50).expand(2, 50))
+
+
+def test_randomized_positions_are_deterministic_under_a_seed():
+    pe = build("randomized:sinusoidal")
+    torch.manual_seed(3)
+    first = pe.positions(4, 10, "cpu")
+    torch.manual_seed(3)
+    assert torch.equal(first, pe.positions(4, 10, "cpu"))
+    pe.generator = torch.Generator().manual_seed(3)
+    own = pe.positions(4, 10, "cpu")
+    pe.generator = torch.Generator().manual_seed(3)
+    assert torch.equal(own, pe.positions(4, 10, "cpu"))
+
+
+def test_randomized_eval_positions():
+    random_eval = build("randomized:rope").eval()
+    pos = random_eval.positions(3, 20, "cpu")  # the reference code samples at test time too
+    assert pos.shape == (3, 20) and torch.all(pos[:, 1:] > pos[:, :-1])
+    arange_eval = build("randomized:rope", eval_positions="arange").eval()
+    assert torch.equal(arange_eval.positions(3, 20, "cpu"), torch.arange(20))
+    assert build("randomized:rope", per_example=False).positions(3, 20, "cpu").shape == (20,)
+
+
+def test_randomized_rejects_lengths_beyond_max_position():
+    pe = build("randomized:rope", max_position=10)
+    with pytest.raises(ValueError, match="max_position=10"):
+        pe.positions(2, 11, "cpu")
+
+
+def test_randomized_builds_its_base_with_max_position_and_options():
+    pe = build("randomized:learned", max_position=200)
+    assert pe.inner.table.weight.shape == (200, D_MODEL)
+    x = torch.zeros(2, 30, D_MODEL)
+    assert pe.embed(x, pe.positions(2, 30, "cpu")).shape == x.shape
+    assert build("randomized:rope", base_options={"layout": "half"}).inner.layout == "half"
+
+
+# ---------------------------------------------------------------- build errors
+
+
+def test_unknown_name_suggests_close_names():
+    with pytest.raises(UnknownNameError, match="Did you mean 'rope'"):
+        build("ropee")
+
+
+def test_unknown_option_lists_valid_options():
+    with pytest.raises(ValueError, match=r"no option\(s\) base_freq.*valid options: theta=10000.0"):
+        build("rope", base_freq=500.0)
+
+
+@pytest.mark.parametrize("name", ["rope", "xpos"])
+def test_odd_head_dim_fails_at_build(name):
+    with pytest.raises(ValueError, match="even"):
+        build(name, d_model=12, n_heads=4)  # head_dim 3
+
+
+def test_odd_rotary_dims_fail_at_build():
+    with pytest.raises(ValueError, match="rotary_fraction"):
+        build("rope", rotary_fraction=0.75)  # head_dim 4 -> 3 rotated dims
+
+
+def test_wrapper_syntax_errors():
+    with pytest.raises(ValueError, match="'randomized:<base>'"):
+        build("randomized")
+    with pytest.raises(ValueError, match="does not wrap"):
+        build("rope:alibi")
+    with pytest.raises(ValueError, match="twice"):
+        build("randomized:randomized:rope")
+
+
+# ---------------------------------------------------------------- every encoding
+
+
+def every_encoding() -> list[str]:
+    names = []
+    for name in encodings.names():
+        if encodings.meta(name)["kind"] == "wrapper":
+            names += [f"{name}:{base}" for base in ("sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "fire")]
+        else:
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", every_encoding())
+@pytest.mark.parametrize("batched", [False, True])
+def test_hooks_have_the_documented_shapes(name, batched):
+    pe = build(name)
+    B, T = 2, 7
+    pos = torch.arange(5, 5 + T)  # offset positions
+    if batched:
+        pos = torch.stack((pos, pos + 3))
+    x = torch.randn(B, T, D_MODEL)
+    embedded = pe.embed(x, pos)
+    assert embedded.shape == x.shape and torch.isfinite(embedded).all()
+    q, k = qk(batch=B, length=T)
+    q_out, k_out = pe.rotate(q, k, pos, pos)
+    assert q_out.shape == q.shape and k_out.shape == k.shape and q_out.dtype == q.dtype
+    bias = pe.bias(pos, pos)
+    if encodings.meta(name)["kind"] == "bias" or name.split(":")[-1] in ("alibi", "t5", "fire"):
+        assert bias.shape == ((B, N_HEADS, T, T) if batched else (N_HEADS, T, T))
+        assert bias.dtype == torch.float32 and torch.isfinite(bias).all()
+    else:
+        assert bias is None
+
+
+@pytest.mark.parametrize("name", [n for n in every_encoding() if encodings.meta(n)["kind"] != "wrapper"])
+def test_default_positions_are_arange(name):
+    pe = build(name)
+    assert torch.equal(pe.positions(2, 6, "cpu"), torch.arange(6))
+
+
+@pytest.mark.parametrize("name", ["alibi", "t5"])
+def test_relative_biases_ignore_a_common_offset(name):
+    pe = build(name)
+    pos = torch.arange(9)
+    torch.testing.assert_close(pe.bias(pos + 40, pos + 40), pe.bias(pos, pos))
+
+
+def test_parameter_free_encodings_have_no_state():
+    for name, meta in ((n, encodings.meta(n)) for n in encodings.names()):
+        if not meta["has_parameters"] and meta["kind"] != "wrapper":
+            pe = build(name)
+            assert not list(pe.parameters()) and pe.state_dict() == {}, name
+
+
+def test_every_paper_key_is_in_the_bibliography():
+    bibliography = (Path(__file__).parents[1] / "docs" / "references.bib").read_text()
+    keys = set(re.findall(r"^@\w+\{([^,]+),", bibliography, flags=re.MULTILINE))
+    for name in encodings.names():
+        assert encodings.meta(name)["paper"] in keys, name
+    assert {"chen2023pi", "bloc97ntk2023", "peng2023yarn", "devlin2019bert", "kazemnejad2023nope"} <= keys
