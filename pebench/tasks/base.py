@@ -56,6 +56,8 @@ class Task:
         order_dependent: whether permuting the input can change the output.
         vocab_size: number of symbols used by inputs and outputs.
         min_length: smallest input length the task is defined for.
+        max_length: largest input length the task is defined for, or ``None``
+            if there is no limit (e.g. ``count`` writes its answer in three digits).
     """
 
     name: str = "base"
@@ -63,6 +65,7 @@ class Task:
     order_dependent: bool = True
     vocab_size: int = 0
     min_length: int = 1
+    max_length: int | None = None
 
     def output_length(self, length: int) -> int:
         """Output length for inputs of ``length`` (the same for every example)."""
@@ -80,12 +83,23 @@ class Task:
         """Raise ``ValueError`` if the task is not defined for ``length``."""
         if length < self.min_length:
             raise ValueError(f"task {self.name!r} needs input length >= {self.min_length}, got {length}")
+        if self.max_length is not None and length > self.max_length:
+            raise ValueError(f"task {self.name!r} needs input length <= {self.max_length}, got {length}")
 
-    def sample(self, n: int, length: int, generator: torch.Generator) -> Batch:
-        """``n`` examples of input length ``length``; deterministic in ``generator``'s state."""
+    def sample(self, n: int, length: int, generator: torch.Generator, split: str = "train") -> Batch:
+        """``n`` examples of input length ``length``; deterministic in ``generator``'s state.
+
+        ``split`` is ``"train"`` or ``"eval"``; synthetic tasks draw both from
+        the same distribution (fresh samples), a corpus task draws them from
+        disjoint parts of its text.
+        """
         self.check_length(length)
         inputs = self.generate_inputs(n, length, generator)
         return Batch(inputs=inputs, targets=self.solve(inputs))
+
+    def render(self, batch: Batch, arch: str) -> tuple[Tensor, Tensor]:
+        """Model tokens and labels for ``arch``; see :func:`render` (tasks may override)."""
+        return render_pair(self, batch, arch)
 
     def chance_accuracy(self, length: int) -> float:
         """Token accuracy of the best input-independent guess at this length.
@@ -116,6 +130,18 @@ def model_vocab_size(task: Task) -> int:
 
 def render(task: Task, batch: Batch, arch: str) -> tuple[Tensor, Tensor]:
     """Turn a batch into model tokens and labels for ``arch`` (see module doc).
+
+    Calls ``task.render``, which is :func:`render_pair` unless the task
+    overrides it (``charlm`` renders a plain next-token stream).
+
+    Returns:
+        tokens (N, T) int64 and labels (N, T) int64 with ``IGNORE`` where no loss.
+    """
+    return task.render(batch, arch)
+
+
+def render_pair(task: Task, batch: Batch, arch: str) -> tuple[Tensor, Tensor]:
+    """The input/output rendering of the module doc (decoder: teacher forcing; encoder: blanks).
 
     Returns:
         tokens (N, T) int64 and labels (N, T) int64 with ``IGNORE`` where no loss.

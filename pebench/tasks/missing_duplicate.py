@@ -1,0 +1,58 @@
+"""Missing duplicate: restore the masked symbol of a string written twice."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pebench.tasks import register
+from pebench.tasks.base import Task
+
+MASK = 2
+PAD = 3
+
+
+@register("missing_duplicate", paper="ruoss2023randomized")
+class MissingDuplicate(Task):
+    """A binary string written twice with one symbol masked; output that symbol: ``0 1 1 0 0 M 1 0 -> 1``.
+
+    An input of length ``L`` is ``w w`` for a uniform binary ``w`` of length
+    ``h = L // 2``, with one uniformly chosen position of the ``2h`` replaced
+    by the mask token 2, followed for odd ``L`` by the padding token 3 (the
+    construction of Deletang et al.'s code). The answer is the masked symbol,
+    i.e. the symbol ``h`` positions away from the mask: ``1 0 1 1 M 1 3 -> 0``.
+    Output: 1 token; ``vocab_size = 4``; ``min_length = 2``. On inputs that do
+    not contain exactly one mask in the first ``2h`` positions (only shuffled
+    ones), :meth:`solve` uses the first mask, or position 0 if there is none.
+
+    Order-dependent: the answer is read at a fixed offset from the mask. The
+    masked symbol is a uniform bit, so chance token accuracy is exactly
+    ``1/2``. Introduced by Ruoss et al. (2023) alongside Deletang et al.'s
+    (2023) tasks (context-sensitive).
+    """
+
+    version = 1
+    order_dependent = True
+    vocab_size = 4
+    min_length = 2
+
+    def output_length(self, length: int) -> int:
+        return 1
+
+    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
+        half = length // 2
+        strings = torch.randint(0, 2, (n, half), generator=generator)
+        doubled = torch.cat([strings, strings], dim=1)  # (n, 2h)
+        masked = torch.randint(0, 2 * half, (n, 1), generator=generator)
+        doubled = doubled.scatter(1, masked, MASK)
+        padding = torch.full((n, length % 2), PAD, dtype=torch.long)
+        return torch.cat([doubled, padding], dim=1)  # (n, L)
+
+    def solve(self, inputs: Tensor) -> Tensor:
+        half = inputs.shape[1] // 2
+        doubled = inputs[:, : 2 * half]
+        mask_pos = (doubled == MASK).long().argmax(dim=1, keepdim=True)  # first mask, 0 if none
+        return torch.gather(doubled, 1, (mask_pos + half) % (2 * half))
+
+    def chance_accuracy(self, length: int) -> float:
+        return 0.5

@@ -1,0 +1,38 @@
+"""Reverse: output the input sequence back to front."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pebench.tasks import register
+from pebench.tasks.base import Task
+
+
+@register("reverse", paper="deletang2023chomsky")
+class Reverse(Task):
+    """Reverse the input: ``a b c -> c b a``.
+
+    Order-dependent: the i-th output is the input at position ``L-1-i``, so
+    any permutation that moves a token to a position holding a different
+    symbol changes the answer. Inputs are uniform over ``vocab_size = 10``
+    symbols and every output position is one uniform input symbol, so chance
+    token accuracy is exactly ``1/10``. "Reverse string" in Deletang et al.
+    (2023), a deterministic context-free task.
+    """
+
+    version = 1
+    order_dependent = True
+    vocab_size = 10
+
+    def output_length(self, length: int) -> int:
+        return length
+
+    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
+        return torch.randint(0, self.vocab_size, (n, length), generator=generator)
+
+    def solve(self, inputs: Tensor) -> Tensor:
+        return inputs.flip(1)
+
+    def chance_accuracy(self, length: int) -> float:
+        return 1.0 / self.vocab_size
