@@ -1,0 +1,60 @@
+"""RoPE scaling at evaluation: linear interpolation, NTK-aware and YaRN, no retraining.
+
+Models are trained with plain RoPE on lengths 1..N; the trained weights are
+then evaluated past N with the rotary frequencies rescaled by factor
+s = 4 (linear: Chen et al. 2023; NTK-aware: bloc97 2023; YaRN: Peng et al.
+2023), beside the unscaled model. RoPE has no trainable parameters, so the
+same state dict loads into every variant.
+"""
+
+import json
+
+from pebench import tasks
+from pebench.experiment import SCALES, SEEDS, Experiment, register_experiment
+
+FACTOR = 4.0  # the longest evaluated input is 4x the longest training input
+
+
+def variants(task: str, train_max_len: int) -> list[list[str]]:
+    """The scaled variants; YaRN needs the trained context (rendered length: input + SEP + output)."""
+    trained_context = train_max_len + 1 + tasks.get(task).output_length(train_max_len)
+    return [
+        ["linear", json.dumps({"scaling": "linear", "scaling_factor": FACTOR})],
+        ["ntk", json.dumps({"scaling": "ntk", "scaling_factor": FACTOR})],
+        ["yarn", json.dumps({"scaling": "yarn", "scaling_factor": FACTOR, "original_max_len": trained_context})],
+    ]
+
+
+def configs(suite: str, train_max_len: int, lengths: list[int], task_list: list[str]):
+    def make():
+        pairs = []
+        for task in task_list:
+            base = {
+                **SCALES[suite],
+                "task": task,
+                "train_max_len": train_max_len,
+                "eval_lengths": lengths,
+                "eval_variants": variants(task, train_max_len),
+            }
+            pairs.append((base, {"arch": ["decoder"], "encoding": ["rope"], "seed": SEEDS[suite]}))
+        return pairs
+
+    return make
+
+
+EXPERIMENT = register_experiment(Experiment(
+    name="rope_scaling",
+    description="Plain-RoPE models evaluated past their training length with linear, NTK and YaRN scaling.",
+    configs={
+        "smoke": configs("smoke", 8, [8, 16, 32], ["copy"]),
+        "standard": configs("standard", 8, [4, 8, 12, 16, 24, 32], ["copy", "reverse"]),
+        "paper": configs("paper", 40, [20, 40, 80, 120, 160], ["copy", "reverse", "odds_first", "majority"]),
+    },
+    script=__file__,
+))
+
+
+if __name__ == "__main__":
+    from pebench.cli import main
+
+    raise SystemExit(main(["run", "--suite", "standard", "--experiment", EXPERIMENT.name]))

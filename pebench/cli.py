@@ -1,0 +1,180 @@
+"""The ``pebench`` command.
+
+::
+
+    pebench list encodings|tasks|suites|experiments
+    pebench run --suite standard [--experiment NAME ...] [--filter key=value ...]
+                [--workers N | --dask ADDRESS] [--device cpu|cuda] [--out DIR] [--dry-run]
+
+Bad arguments (unknown names, impossible configurations, an unwritable
+output folder) print one line to stderr and exit with status 2 before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pebench import encodings, tasks
+from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
+from pebench.registry import UnknownNameError
+from pebench.results import ResultsError
+
+EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A bad command line; reported as one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse's default prints usage too)
+        raise UsageError(message)
+
+
+def _parse_filters(filters: Sequence[str]) -> dict[str, set[str]]:
+    parsed: dict[str, set[str]] = {}
+    for item in filters:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--filter expects key=value, got {item!r}")
+        parsed.setdefault(key, set()).update(value.split(","))
+    return parsed
+
+
+def select_runs(suite: str, experiments: Sequence[str], filters: Sequence[str]) -> list[RunSpec]:
+    """The runs of ``suite`` restricted to ``experiments`` and ``key=value`` filters."""
+    registry = load_experiments()
+    for name in experiments:
+        registry.get(name)
+    specs = suite_runs(suite, experiments or None)
+    wanted = _parse_filters(filters)
+    if wanted:
+        resolved = [spec.resolved() for spec in specs]
+        valid = sorted(resolved[0]) if resolved else []
+        for key in wanted:
+            if resolved and key not in resolved[0]:
+                raise UsageError(f"unknown filter key {key!r}; valid: {', '.join(valid)}")
+        specs = [
+            spec for spec, flat in zip(specs, resolved, strict=True)
+            if all(str(flat[key]) in values for key, values in wanted.items())
+        ]
+    return specs
+
+
+def _check_writable(out: Path) -> None:
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise UsageError(f"output folder {out} is not writable (checked {probe}); choose another --out")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise UsageError(f"output folder {out} is not writable; choose another --out")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print registered encodings, tasks, suites or experiments."""
+    if args.what == "encodings":
+        for name in encodings.names():
+            meta = encodings.meta(name)
+            print(f"{name:12s} {meta['kind']:8s} {meta['summary']}")
+    elif args.what == "tasks":
+        for name in tasks.names():
+            task = tasks.get(name)
+            kind = "order-dependent" if task.order_dependent else "order-invariant"
+            print(f"{name:18s} v{task.version} {kind:16s} {task.describe()[:80]}")
+    elif args.what == "suites":
+        for suite in SUITES:
+            print(f"{suite:10s} {len(suite_runs(suite))} runs")
+    else:
+        for name, experiment in ((n, load_experiments().get(n)) for n in load_experiments().names()):
+            counts = ", ".join(f"{s}={len(experiment.runs(s))}" for s in SUITES)
+            print(f"{name:22s} {counts}  {experiment.description[:70]}")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run (or resume) a suite."""
+    from pebench.runner import run_sweep
+
+    specs = select_runs(args.suite, args.experiment, args.filter)
+    if not specs:
+        raise UsageError("no runs match the given --experiment/--filter options")
+    out = Path(args.out) if args.out else Path("results") / "local" / args.suite
+    if args.device and args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {args.device} requested but CUDA is not available")
+    if args.dry_run:
+        for spec in specs:
+            print(f"{spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} seed={spec.seed}")
+        print(f"{len(specs)} runs -> {out}")
+        return EXIT_OK
+    _check_writable(out)
+    executor = "dask" if args.dask else ("processes" if args.workers > 1 else "serial")
+    dask_address = None if args.dask in (None, "local") else args.dask
+    summary = run_sweep(
+        specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device
+    )
+    print(
+        f"{summary.total} runs: {summary.skipped} already complete, {summary.done} run now "
+        f"({summary.failed} failed, {summary.diverged} diverged), {len(summary.blocked)} blocked by bad files; "
+        f"{summary.seconds:.0f}s -> {out}"
+    )
+    return EXIT_FAILED_RUNS if summary.failed or summary.blocked else EXIT_OK
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``pebench`` command."""
+    parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("list", help="list encodings, tasks, suites or experiments")
+    p.add_argument("what", choices=["encodings", "tasks", "suites", "experiments"])
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="run or resume a suite")
+    p.add_argument("--suite", required=True, choices=SUITES)
+    p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
+                   help="only runs whose config has KEY=VALUE (VALUE may be a,b,c; repeatable)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    group.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, or 'local' for a LocalCluster")
+    p.add_argument("--dask-workers", type=int, default=2, help="workers of a local Dask cluster")
+    p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    p.add_argument("--out", help="results folder (default results/local/<suite>)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    logging.basicConfig(format="pebench: %(levelname)s: %(message)s", level=logging.WARNING)
+    try:
+        args = make_parser().parse_args(argv)
+        if args.verbose:
+            logging.getLogger("pebench").setLevel(logging.DEBUG)
+        if getattr(args, "workers", 1) < 1:
+            raise UsageError(f"--workers must be >= 1, got {args.workers}")
+        if getattr(args, "dask", None) == "local":
+            args.workers = args.dask_workers
+        return args.func(args)
+    except UsageError as exc:
+        print(f"pebench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (UnknownNameError, ValueError, ResultsError, FileNotFoundError) as exc:
+        print(f"pebench: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Run specifications, experiment grids, stable run ids and suites.
+
+A :class:`RunSpec` is the fully resolved configuration of one training run
+and its evaluation; its :attr:`~RunSpec.run_id` is a hash of that
+configuration, so the same run has the same id on every machine. An
+:class:`Experiment` is a base configuration plus a grid (every combination of
+the listed values) that expands to run specs; a suite is a named set of
+experiments, each expanded at the suite's scale (``smoke``, ``standard``,
+``paper``).
+
+Experiments are declared by thin scripts under ``experiments/`` that call
+:func:`register_experiment`; :func:`load_experiments` imports them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import itertools
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pebench import encodings, tasks
+from pebench.evaluate import CONDITIONS, DECODINGS
+from pebench.model import ARCHS
+from pebench.registry import Registry
+from pebench.train import TrainConfig
+
+SUITES = ("smoke", "standard", "paper")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How a trained model is evaluated."""
+
+    lengths: tuple[int, ...] = (4, 8, 16, 32, 64)  # input lengths
+    n_examples: int = 256  # examples per length and condition
+    batch_size: int = 256  # examples per forward pass
+    conditions: tuple[str, ...] = ("original",)  # see pebench.evaluate.CONDITIONS
+    decoding: str = "teacher"  # "teacher" or "greedy"
+    equivariance: bool = False  # record the permutation-equivariance gap at init and after training
+    # Evaluation-time variants of the encoding: (label, options JSON) pairs; the
+    # trained weights are loaded into an encoding rebuilt with these options
+    # (e.g. RoPE scaling). Empty = evaluate the trained model as is.
+    variants: tuple[tuple[str, str], ...] = ()
+    seed: int = 0  # evaluation data seed, shared by every run so all see the same examples
+
+    def __post_init__(self) -> None:
+        if not self.lengths or min(self.lengths) < 1:
+            raise ValueError(f"eval lengths must be a non-empty list of positive ints, got {self.lengths}")
+        for condition in self.conditions:
+            if condition not in CONDITIONS:
+                raise ValueError(f"unknown condition {condition!r}; valid: {', '.join(CONDITIONS)}")
+        if self.decoding not in DECODINGS:
+            raise ValueError(f"unknown decoding {self.decoding!r}; valid: {', '.join(DECODINGS)}")
+        if self.n_examples < 1 or self.batch_size < 1:
+            raise ValueError("n_examples and batch_size must be positive")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """The complete configuration of one run (train once, evaluate at many lengths)."""
+
+    suite: str
+    experiment: str
+    task: str
+    encoding: str
+    arch: str
+    seed: int
+    encoding_options: str = "{}"  # canonical JSON of the encoding's options
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def __post_init__(self) -> None:
+        validate_spec(self)
+
+    @property
+    def task_version(self) -> int:
+        """Version of the task, part of the run's identity."""
+        return tasks.TASKS.get(self.task).version
+
+    def options(self) -> dict[str, Any]:
+        """The encoding options as a dict."""
+        return json.loads(self.encoding_options)
+
+    def max_len(self) -> int:
+        """Longest rendered sequence the model sees (sizes fixed-size position tables)."""
+        task = tasks.get(self.task)
+        longest = max(max(self.eval.lengths), self.train.train_max_len)
+        return longest + task.output_length(longest) + 1
+
+    def resolved(self) -> dict[str, Any]:
+        """Flat dict of every field (train and eval fields inlined), plus the task version."""
+        flat: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "train":
+                flat.update(value.to_dict())
+            elif f.name == "eval":
+                for g in dataclasses.fields(value):
+                    item = getattr(value, g.name)
+                    flat[f"eval_{g.name}"] = json.dumps(item) if isinstance(item, tuple) else item
+            else:
+                flat[f.name] = value
+        flat["seed"] = self.seed
+        flat["task_version"] = self.task_version
+        return flat
+
+    @property
+    def run_id(self) -> str:
+        """Stable 16-hex-digit hash of :meth:`resolved` (independent of field order)."""
+        payload = json.dumps(self.resolved(), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def canonical_options(options: Mapping[str, Any] | str | None) -> str:
+    """Canonical JSON (sorted keys, no spaces) of encoding options."""
+    if options is None:
+        return "{}"
+    if isinstance(options, str):
+        options = json.loads(options)
+    return json.dumps(dict(options), sort_keys=True, separators=(",", ":"))
+
+
+def validate_spec(spec: RunSpec) -> None:
+    """Reject impossible configurations with a message saying what to change."""
+    if spec.suite not in SUITES:
+        raise ValueError(f"unknown suite {spec.suite!r}; valid: {', '.join(SUITES)}")
+    if spec.arch not in ARCHS:
+        raise ValueError(f"unknown arch {spec.arch!r}; valid: {', '.join(ARCHS)}")
+    tasks.TASKS.get(spec.task)
+    task = tasks.get(spec.task)
+    if getattr(task, "decoder_only", False) and spec.arch != "decoder":
+        raise ValueError(f"task {spec.task!r} is a language-modelling task and needs arch='decoder'")
+    encodings.ENCODINGS.get(spec.encoding.partition(":")[0])
+    if spec.d_model % spec.n_heads:
+        raise ValueError(f"d_model={spec.d_model} is not divisible by n_heads={spec.n_heads}")
+    if spec.train.train_min_len < task.min_length:
+        raise ValueError(f"task {spec.task!r} needs train_min_len >= {task.min_length}")
+    if min(spec.eval.lengths) < task.min_length:
+        raise ValueError(f"task {spec.task!r} needs eval lengths >= {task.min_length}")
+    # Building the encoding checks its options (unknown keys, odd head dims, ...).
+    encodings.build(
+        spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(), **spec.options()
+    )
+    for _label, options in spec.eval.variants:
+        merged = {**spec.options(), **json.loads(options)}
+        encodings.build(spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(), **merged)
+
+
+# --------------------------------------------------------------------------- grids
+
+RUN_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - {"train", "eval", "suite", "experiment"}
+TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"}
+EVAL_FIELDS = {f"eval_{f.name}" for f in dataclasses.fields(EvalConfig)}
+KEYS = RUN_FIELDS | TRAIN_FIELDS | EVAL_FIELDS
+
+
+def make_spec(suite: str, experiment: str, config: Mapping[str, Any]) -> RunSpec:
+    """Build a :class:`RunSpec` from a flat config dict (keys of :data:`KEYS`).
+
+    Raises:
+        ValueError: unknown keys (the valid keys are listed) or invalid values.
+    """
+    unknown = sorted(set(config) - KEYS)
+    if unknown:
+        raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(KEYS))}")
+    run = {k: v for k, v in config.items() if k in RUN_FIELDS}
+    run["encoding_options"] = canonical_options(run.get("encoding_options"))
+    train_kwargs = {k: v for k, v in config.items() if k in TRAIN_FIELDS}
+    eval_kwargs = {k[len("eval_") :]: _as_tuple(v) for k, v in config.items() if k in EVAL_FIELDS}
+    if "seed" not in run:
+        raise ValueError("config needs a 'seed'")
+    train = TrainConfig(seed=run["seed"], **train_kwargs)
+    return RunSpec(suite=suite, experiment=experiment, train=train, eval=EvalConfig(**eval_kwargs), **run)
+
+
+def _as_tuple(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_as_tuple(v) for v in value)
+    return value
+
+
+def expand(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, as dicts (in a stable order)."""
+    keys = list(grid)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(list(grid[k]) for k in keys))]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A named experiment: for each suite, a base config and a grid.
+
+    Attributes:
+        name: experiment name (a column of every result row).
+        description: one paragraph for listings and docs.
+        configs: maps a suite name to a function returning a list of
+            ``(base, grid)`` pairs; each grid expands over its base.
+    """
+
+    name: str
+    description: str
+    configs: Mapping[str, Callable[[], list[tuple[dict[str, Any], dict[str, list[Any]]]]]]
+    script: str = ""
+
+    def runs(self, suite: str) -> list[RunSpec]:
+        """The run specs of this experiment in ``suite`` (empty if it is not part of it)."""
+        if suite not in SUITES:
+            raise ValueError(f"unknown suite {suite!r}; valid: {', '.join(SUITES)}")
+        if suite not in self.configs:
+            return []
+        specs = []
+        for base, grid in self.configs[suite]():
+            for point in expand(grid):
+                specs.append(make_spec(suite, self.name, {**base, **point}))
+        return specs
+
+
+EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+
+
+def register_experiment(experiment: Experiment) -> Experiment:
+    """Register ``experiment`` (called at import time by each script in ``experiments/``)."""
+    if experiment.name not in EXPERIMENTS:
+        EXPERIMENTS.register(experiment.name, description=experiment.description)(experiment)
+    return experiment
+
+
+def experiments_dir() -> Path:
+    """The ``experiments/`` folder: ``./experiments`` if it exists, else the one beside the package."""
+    here = Path.cwd() / "experiments"
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parent.parent / "experiments"
+
+
+def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
+    """Import every experiment script in ``directory`` (default ``experiments/``)."""
+    directory = directory or experiments_dir()
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"experiments folder {directory} not found; run pebench from a source checkout of the repository"
+        )
+    for path in sorted(directory.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module_name = f"pebench_experiments.{path.stem}"
+        if module_name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return EXPERIMENTS
+
+
+def suite_runs(suite: str, experiments: Iterable[str] | None = None) -> list[RunSpec]:
+    """All run specs of ``suite`` (optionally only the named experiments), ids unique."""
+    registry = load_experiments()
+    names = list(experiments) if experiments else registry.names()
+    specs: list[RunSpec] = []
+    for name in names:
+        specs.extend(registry.get(name).runs(suite))
+    ids = [s.run_id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"suite {suite!r} contains duplicate runs; check the experiment grids")
+    return specs
+
+
+# --------------------------------------------------------------------------- shared protocol
+
+#: every encoding compared by the standard experiments (randomized around RoPE)
+COMPARED_ENCODINGS = (
+    "none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "fire", "randomized:rope",
+)
+
+#: model and training scale per suite, shared by the experiments so that every
+#: encoding and task is compared at the same width, depth and budget
+SCALES: dict[str, dict[str, Any]] = {
+    "smoke": {"d_model": 32, "n_layers": 1, "n_heads": 4, "steps": 30, "batch_size": 16, "warmup_steps": 5,
+              "lr": 1e-3, "eval_n_examples": 32},
+    "standard": {"d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 3000, "batch_size": 32, "warmup_steps": 100,
+                 "lr": 3e-3, "eval_n_examples": 256},
+    "paper": {"d_model": 256, "n_layers": 4, "n_heads": 8, "steps": 20000, "batch_size": 128, "warmup_steps": 1000,
+              "lr": 5e-4, "eval_n_examples": 1024},
+}
+
+#: seeds per suite
+SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2], "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}

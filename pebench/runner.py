@@ -1,0 +1,428 @@
+"""Execute runs: in-process, on a local process pool, or on a Dask cluster; resumable.
+
+Each run trains one model and evaluates it; its rows are written to
+``<out>/raw/<run_id>.csv`` atomically (a temporary file in the same folder,
+then ``os.replace``), so a killed sweep — even ``kill -9`` — loses at most
+the runs in flight and never leaves a partial file. On restart, runs whose
+CSV exists and is valid are skipped; runs recorded as ``failed`` (an
+exception, possibly transient) are retried, ``diverged`` runs are kept.
+
+Workers only compute rows; the parent process writes every file, so a Dask
+cluster needs no shared file system.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+import pebench
+from pebench import encodings, tasks
+from pebench.evaluate import equivariance_gap, evaluate
+from pebench.experiment import RunSpec
+from pebench.model import ModelConfig, Transformer, default_device
+from pebench.results import ResultsError, validate_frame
+from pebench.train import train
+
+log = logging.getLogger("pebench")
+
+EXECUTORS = ("serial", "processes", "dask")
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def build_encoding(spec: RunSpec, **overrides: Any) -> encodings.PositionalEncoding:
+    """The encoding of ``spec`` (``causal`` set from the architecture when the encoding has that option)."""
+    options = {**spec.options(), **overrides}
+    if "causal" in encodings.options(spec.encoding) and "causal" not in options:
+        options["causal"] = spec.arch == "decoder"
+    return encodings.build(spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(), **options)
+
+
+def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
+    """The untrained model of ``spec``, initialised from ``spec.seed``."""
+    task = tasks.get(spec.task)
+    config = ModelConfig(
+        vocab_size=tasks.model_vocab_size(task),
+        arch=spec.arch,
+        d_model=spec.d_model,
+        n_layers=spec.n_layers,
+        n_heads=spec.n_heads,
+        mlp_ratio=spec.mlp_ratio,
+        dropout=spec.dropout,
+    )
+    torch.manual_seed(spec.seed)
+    return Transformer(config, build_encoding(spec, **encoding_overrides))
+
+
+def execute(spec: RunSpec, device: str | None = None) -> list[dict[str, Any]]:
+    """Train and evaluate one run; return its result rows (never raises for a run's own failure).
+
+    A run that raises is recorded as one row with ``status="failed"`` and the
+    error; a run whose loss diverges is evaluated anyway and marked
+    ``status="diverged"``.
+    """
+    device = torch.device(device) if device else default_device()
+    base = {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__}
+    try:
+        task = tasks.get(spec.task)
+        model = build_model(spec).to(device)
+        gap_init = (
+            equivariance_gap(model, task, spec.train.train_max_len, seed=spec.eval.seed, device=device)
+            if spec.eval.equivariance
+            else float("nan")
+        )
+        result = train(model, task, spec.train, device=device)
+        gap_trained = (
+            equivariance_gap(model, task, spec.train.train_max_len, seed=spec.eval.seed, device=device)
+            if spec.eval.equivariance
+            else float("nan")
+        )
+        variants = [("trained", None)] + [(label, json.loads(opts)) for label, opts in spec.eval.variants]
+        rows = []
+        for label, options in variants:
+            evaluated = model
+            if options is not None:
+                evaluated = build_model(spec, **options).to(device)
+                evaluated.load_state_dict(model.state_dict())
+            for row in evaluate(
+                evaluated,
+                task,
+                spec.eval.lengths,
+                n_examples=spec.eval.n_examples,
+                batch_size=spec.eval.batch_size,
+                seed=spec.eval.seed,
+                conditions=spec.eval.conditions,
+                decoding=spec.eval.decoding,
+                device=device,
+            ):
+                rows.append({**row, "variant": label, "chance_token_acc": task.chance_accuracy(row["eval_len"])})
+        common = {
+            "params": model.num_parameters(),
+            "encoding_params": model.encoding_parameters(),
+            "train_seconds": result.seconds,
+            "steps_done": result.steps_done,
+            "final_train_loss": result.final_loss,
+            "equivariance_gap_init": gap_init,
+            "equivariance_gap_trained": gap_trained,
+            "status": result.status,
+            "error": result.error,
+            "device": str(device),
+        }
+        return [{**base, **row, **common} for row in rows]
+    except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        log.debug("run %s failed:\n%s", spec.run_id, traceback.format_exc())
+        return [{**base, "status": "failed", "error": detail, "device": str(device)}]
+
+
+def _execute_in_worker(spec: RunSpec, device: str | None, threads: int) -> list[dict[str, Any]]:
+    """Process-pool / Dask entry point: limit threads, then :func:`execute`."""
+    torch.set_num_threads(threads)
+    return execute(spec, device)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def raw_dir(out: Path) -> Path:
+    """Folder of the per-run CSVs of a suite folder."""
+    return Path(out) / "raw"
+
+
+def write_rows_atomic(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write ``rows`` as CSV to ``path`` atomically (temp file + fsync + rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", newline="") as handle:
+            pd.DataFrame(rows).to_csv(handle, index=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@dataclass
+class ExistingResults:
+    """What an output folder already holds."""
+
+    complete: set[str]  # run ids with a valid CSV to keep
+    retry: set[str]  # run ids recorded as failed
+    bad: dict[str, str]  # file name -> why it is malformed or foreign
+
+
+def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
+    """Classify the CSVs in ``out/raw`` against the expected run ids.
+
+    Leftover temporary files of a killed sweep are removed; every other file
+    is left untouched.
+    """
+    expected = set(expected)
+    found = ExistingResults(complete=set(), retry=set(), bad={})
+    folder = raw_dir(out)
+    if not folder.is_dir():
+        return found
+    for tmp in folder.glob(".*.tmp"):
+        tmp.unlink()
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith("."):
+            continue
+        if path.suffix != ".csv":
+            found.bad[path.name] = "not a .csv file"
+            continue
+        try:
+            frame = pd.read_csv(path)
+            validate_frame(frame, path)
+        except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            found.bad[path.name] = str(exc).splitlines()[0]
+            continue
+        ids = set(frame["run_id"])
+        if ids != {path.stem}:
+            found.bad[path.name] = f"its run_id column {sorted(ids)} does not match the file name"
+            continue
+        if path.stem not in expected:
+            continue  # a valid run of another configuration: kept, not part of this sweep
+        if (frame["status"] == "failed").any():
+            found.retry.add(path.stem)
+        else:
+            found.complete.add(path.stem)
+    return found
+
+
+def git_state() -> dict[str, Any]:
+    """Git sha and dirty flag of the source checkout (``None`` outside git)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+        return {"git_sha": sha, "git_dirty": dirty}
+    except (OSError, subprocess.CalledProcessError):
+        return {"git_sha": None, "git_dirty": None}
+
+
+def write_manifest(out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int) -> dict[str, Any]:
+    """Record this invocation in ``out/manifest.json`` (earlier invocations are kept)."""
+    path = Path(out) / "manifest.json"
+    manifest: dict[str, Any] = {"suite": suite, "invocations": []}
+    if path.exists():
+        try:
+            manifest = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    entry = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **git_state(),
+        "pebench_version": pebench.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "device": device,
+        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "executor": executor,
+        "workers": workers,
+        "n_runs": n_runs,
+    }
+    manifest["suite"] = suite
+    manifest.setdefault("invocations", []).append(entry)
+    manifest["latest"] = entry
+    tmp = path.with_name(".manifest.json.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.replace(tmp, path)
+    return entry
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did."""
+
+    total: int
+    skipped: int
+    done: int
+    failed: int
+    diverged: int
+    blocked: list[str]
+    seconds: float
+
+
+def _progress(total: int, initial: int) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
+    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise."""
+    start = time.perf_counter()
+    count = [initial]
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, initial=initial, unit="run", dynamic_ncols=True)
+
+        def update(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
+            bar.set_postfix_str(f"{spec.experiment}/{spec.task}/{spec.encoding}/{spec.arch}/s{spec.seed}")
+            bar.update(1)
+            if bar.n >= total:
+                bar.close()
+
+        return update
+
+    def log_line(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
+        count[0] += 1
+        elapsed = time.perf_counter() - start
+        done_here = count[0] - initial
+        eta = elapsed / done_here * (total - count[0]) if done_here else 0.0
+        print(
+            f"[{count[0]}/{total}] {spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} "
+            f"seed={spec.seed} status={rows[0].get('status')} elapsed={elapsed:.0f}s eta={eta:.0f}s",
+            flush=True,
+        )
+
+    return log_line
+
+
+def default_threads(workers: int) -> int:
+    """Torch threads per worker so that ``workers`` processes never oversubscribe the cores."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def run_sweep(
+    specs: Sequence[RunSpec],
+    out: Path,
+    *,
+    executor: str = "serial",
+    workers: int = 1,
+    dask_address: str | None = None,
+    device: str | None = None,
+    on_done: Callable[[RunSpec, list[dict[str, Any]]], None] | None = None,
+) -> SweepSummary:
+    """Run every spec not already complete in ``out`` and write its CSV.
+
+    Args:
+        specs: the runs (typically :func:`pebench.experiment.suite_runs`).
+        out: the suite's results folder; CSVs go to ``out/raw/``.
+        executor: ``serial`` (in this process), ``processes`` (a local pool of
+            ``workers`` processes) or ``dask`` (``dask_address``, or a
+            LocalCluster of ``workers`` single-threaded workers if ``None``).
+        workers: parallel workers for ``processes`` / local Dask.
+        device: torch device for every run (default CUDA if available).
+        on_done: called with (spec, rows) after each run's file is written;
+            default a progress bar / log lines.
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    start = time.perf_counter()
+    out = Path(out)
+    raw_dir(out).mkdir(parents=True, exist_ok=True)
+    by_id = {spec.run_id: spec for spec in specs}
+    existing = scan(out, by_id)
+    for name, why in sorted(existing.bad.items()):
+        log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
+    blocked = sorted(run_id for run_id in by_id if f"{run_id}.csv" in existing.bad)
+    todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
+    device_name = device or str(default_device())
+    write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor, workers)
+    summary = SweepSummary(
+        total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0, blocked=blocked, seconds=0.0
+    )
+    callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked))
+
+    def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
+        write_rows_atomic(raw_dir(out) / f"{spec.run_id}.csv", rows)
+        status = rows[0].get("status")
+        summary.done += 1
+        summary.failed += status == "failed"
+        summary.diverged += status == "diverged"
+        if status == "failed":
+            log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
+        callback(spec, rows)
+
+    if executor == "serial" or not todo:
+        for spec in todo:
+            finish(spec, execute(spec, device))
+    elif executor == "processes":
+        threads = default_threads(workers)
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # fork + torch threads is unsafe
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(_execute_in_worker, spec, device, threads): spec for spec in todo}
+            for future in as_completed(futures):
+                finish(futures[future], future.result())
+    else:
+        _run_dask(todo, finish, dask_address, workers, device)
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _run_dask(
+    todo: Sequence[RunSpec],
+    finish: Callable[[RunSpec, list[dict[str, Any]]], None],
+    address: str | None,
+    workers: int,
+    device: str | None,
+) -> None:
+    """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler."""
+    try:
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import as_completed as dask_completed
+    except ImportError:
+        raise RuntimeError("the dask executor needs the 'dist' extra: pip install 'pebench[dist]'") from None
+    cluster = None
+    if address is None:
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+        )
+        client = Client(cluster)
+        threads = default_threads(workers)
+    else:
+        client = Client(address)
+        threads = 0  # 0 = keep each remote worker's own default
+    try:
+        futures = []
+        for spec in todo:
+            future = client.submit(
+                _execute_in_dask, spec, device, threads, key=f"pebench-{spec.run_id}", retries=2, pure=False
+            )
+            futures.append(future)
+        specs_by_key = {f.key: s for f, s in zip(futures, todo, strict=True)}
+        for future in dask_completed(futures):
+            finish(specs_by_key[future.key], future.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _execute_in_dask(spec: RunSpec, device: str | None, threads: int) -> list[dict[str, Any]]:
+    if threads:
+        torch.set_num_threads(threads)
+    return execute(spec, device)

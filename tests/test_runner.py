@@ -1,0 +1,221 @@
+"""Runner, specs and CLI: resume after kill -9, atomic files, executors agree, bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pebench.cli import main
+from pebench.experiment import make_spec, suite_runs
+from pebench.results import ResultsError, load
+from pebench.runner import run_sweep, scan, write_rows_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMING_COLUMNS = ["train_seconds"]
+
+
+def tiny_spec(**overrides):
+    config = {
+        "task": "copy", "encoding": "rope", "arch": "decoder", "seed": 0, "d_model": 16, "n_layers": 1,
+        "n_heads": 2, "steps": 3, "batch_size": 4, "warmup_steps": 1, "train_max_len": 4,
+        "eval_lengths": [2, 6], "eval_n_examples": 8, **overrides,
+    }
+    return make_spec("smoke", "test", config)
+
+
+def tiny_specs():
+    return [tiny_spec(encoding=e, seed=s) for e in ("rope", "alibi") for s in (0, 1)]
+
+
+def without_timing(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=TIMING_COLUMNS).sort_values(["run_id", "eval_len"]).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- specs
+
+
+def test_run_id_is_stable_and_sensitive():
+    assert tiny_spec().run_id == tiny_spec().run_id
+    assert tiny_spec().run_id != tiny_spec(seed=1).run_id
+    assert tiny_spec().run_id != tiny_spec(encoding_options={"layout": "half"}).run_id
+    assert len(tiny_spec().run_id) == 16
+
+
+def test_unknown_keys_and_values_are_rejected_with_choices():
+    with pytest.raises(ValueError, match="valid keys: .*d_model"):
+        tiny_spec(dmodel=32)
+    with pytest.raises(KeyError, match="Did you mean 'rope'"):
+        tiny_spec(encoding="ropee")
+    with pytest.raises(ValueError, match="arch"):
+        tiny_spec(arch="seq2seq")
+    with pytest.raises(ValueError, match="valid options"):
+        tiny_spec(encoding_options={"bogus": 1})
+    with pytest.raises(ValueError, match="divisible"):
+        tiny_spec(d_model=18, n_heads=4)
+
+
+def test_suites_expand_with_unique_ids():
+    smoke = suite_runs("smoke")
+    standard = suite_runs("standard")
+    assert 0 < len(smoke) < len(standard)
+    assert len({s.run_id for s in standard}) == len(standard)
+    assert {s.seed for s in standard} >= {0, 1, 2}
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_write_rows_atomic_replaces_and_leaves_no_temp(tmp_path):
+    path = tmp_path / "x.csv"
+    write_rows_atomic(path, [{"a": 1}])
+    write_rows_atomic(path, [{"a": 2}])
+    assert pd.read_csv(path)["a"].tolist() == [2]
+    assert [p.name for p in tmp_path.iterdir()] == ["x.csv"]
+
+
+def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
+    specs = tiny_specs()
+    summary = run_sweep(specs, tmp_path, on_done=lambda spec, rows: None)
+    assert summary.done == 4 and summary.skipped == 0
+    files = sorted(p.stem for p in (tmp_path / "raw").glob("*.csv"))
+    assert files == sorted(s.run_id for s in specs)
+    frame = load(tmp_path)
+    assert set(frame["status"]) == {"ok"} and len(frame) == 8
+    assert (tmp_path / "manifest.json").exists()
+    again = run_sweep(specs, tmp_path, on_done=lambda spec, rows: None)
+    assert again.done == 0 and again.skipped == 4
+
+
+def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
+    import pebench.runner as runner
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner, "train", explode)
+    spec = tiny_spec()
+    run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    frame = load(tmp_path)
+    assert frame["status"].tolist() == ["failed"] and "boom" in frame["error"][0]
+    monkeypatch.undo()
+    assert scan(tmp_path, [spec.run_id]).retry == {spec.run_id}
+    summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    assert summary.done == 1 and set(load(tmp_path)["status"]) == {"ok"}
+
+
+def test_malformed_and_foreign_files_are_reported_not_overwritten(tmp_path, caplog):
+    specs = tiny_specs()[:2]
+    raw = tmp_path / "raw"
+    raw.mkdir(parents=True)
+    (raw / f"{specs[0].run_id}.csv").write_text("garbage,without\n1\n\"unterminated")
+    (raw / "notes.txt").write_text("hello")
+    (raw / "foreign.csv").write_text("a,b\n1,2\n")
+    summary = run_sweep(specs, tmp_path, on_done=lambda s, r: None)
+    assert summary.blocked == [specs[0].run_id] and summary.done == 1
+    assert (raw / f"{specs[0].run_id}.csv").read_text().startswith("garbage")
+    assert (raw / "foreign.csv").read_text() == "a,b\n1,2\n"
+    messages = " ".join(caplog.messages)
+    assert "foreign.csv" in messages and "notes.txt" in messages
+    with pytest.raises(ResultsError, match=r"raw/\w+\.csv: "):  # names the bad file
+        load(tmp_path)
+
+
+def test_executors_give_identical_rows(tmp_path):
+    pytest.importorskip("dask.distributed")
+    specs = tiny_specs()
+    frames = {}
+    for executor in ("serial", "processes", "dask"):
+        out = tmp_path / executor
+        run_sweep(specs, out, executor=executor, workers=2, on_done=lambda s, r: None)
+        frames[executor] = without_timing(load(out))
+    pd.testing.assert_frame_equal(frames["serial"], frames["processes"])
+    pd.testing.assert_frame_equal(frames["serial"], frames["dask"])
+
+
+def test_killed_sweep_resumes_without_partial_files(tmp_path):
+    """kill -9 a real `pebench run` mid-sweep, then finish it: nothing lost or corrupt."""
+    out = tmp_path / "smoke"
+    cmd = [sys.executable, "-m", "pebench.cli", "run", "--suite", "smoke", "--experiment", "order_sensitivity",
+           "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list((out / "raw").glob("*.csv"))) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = {p.name: p.read_bytes() for p in (out / "raw").glob("*.csv")}
+    assert 3 <= len(before) < len(suite_runs("smoke", ["order_sensitivity"]))
+    for content in before.values():  # every file that exists is complete
+        assert content.endswith(b"\n") and len(pd.read_csv(pd.io.common.BytesIO(content))) > 0
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before)} already complete" in done.stdout
+    after = {p.name: p.read_bytes() for p in (out / "raw").glob("*.csv")}
+    assert len(after) == len(suite_runs("smoke", ["order_sensitivity"]))
+    assert all(after[name] == content for name, content in before.items())  # untouched
+    assert not list((out / "raw").glob(".*"))  # no temp files left
+    load(out)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--suite", "nightly"], "invalid choice"),
+        (["run", "--suite", "smoke", "--experiment", "lenght_extrapolation"], "Did you mean"),
+        (["run", "--suite", "smoke", "--filter", "encoding"], "key=value"),
+        (["run", "--suite", "smoke", "--filter", "colour=red"], "unknown filter key"),
+        (["run", "--suite", "smoke", "--filter", "encoding=nonexistent"], "no runs match"),
+        (["run", "--suite", "smoke", "--workers", "0"], "--workers"),
+        (["list", "widgets"], "invalid choice"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path):
+    code = main([*argv, "--out", str(tmp_path / "out")] if argv[0] == "run" else argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_unwritable_output_dir_exits_2(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        code = main(["run", "--suite", "smoke", "--out", str(locked / "results")])
+        assert code == 2 and "not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_unwritable_output_path_that_is_a_file_exits_2(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["run", "--suite", "smoke", "--out", str(blocker / "results")])
+    assert code == 2 and "not writable" in capsys.readouterr().err
+
+
+def test_list_commands(capsys):
+    for what in ("encodings", "tasks", "suites", "experiments"):
+        assert main(["list", what]) == 0
+    out = capsys.readouterr().out
+    assert "alibi" in out and "reverse" in out and "standard" in out and "length_extrapolation" in out
+
+
+def test_dry_run_writes_nothing(tmp_path, capsys):
+    assert main(["run", "--suite", "smoke", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    assert "runs ->" in capsys.readouterr().out and not (tmp_path / "o").exists()
