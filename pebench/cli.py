@@ -5,10 +5,14 @@
     pebench list encodings|tasks|suites|experiments
     pebench run --suite standard [--experiment NAME ...] [--filter key=value ...]
                 [--workers N | --dask ADDRESS] [--device cpu|cuda] [--out DIR] [--dry-run]
+    pebench report --results DIR [--out DIR]
+    pebench compare LOCAL REFERENCE
+    pebench show --results DIR [--experiment NAME ...]
 
 Bad arguments (unknown names, impossible configurations, an unwritable
-output folder) print one line to stderr and exit with status 2 before
-anything is written.
+output folder, a malformed results folder) print one line to stderr and exit
+with status 2 before anything is written. ``compare`` exits 0 when every
+reference cell reproduces, 1 when some do not.
 """
 
 from __future__ import annotations
@@ -130,6 +134,45 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_FAILED_RUNS if summary.failed or summary.blocked else EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write summary CSVs, figures and tables of a results folder."""
+    from pebench.report import write_report
+
+    results_dir = Path(args.results)
+    out = Path(args.out) if args.out else results_dir
+    _check_writable(out)
+    report = write_report(results_dir, out)
+    for kind, artifacts in (("figure", report.figures), ("table", report.tables)):
+        for artifact in artifacts:
+            print(f"{kind:6s} {artifact.name}: {', '.join(str(p) for p in artifact.paths.values())}")
+    for line in report.skipped:
+        print(f"skipped {line}")
+    print("findings:")
+    for finding in report.findings:
+        print(f"  {finding}")
+    print(f"{len(report.figures)} figures, {len(report.tables)} tables -> {out}")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Check whether LOCAL reproduces REFERENCE cell by cell."""
+    from pebench.compare import compare
+
+    comparison = compare(args.local, args.reference)
+    print(comparison.summary())
+    return EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print the results tables of a folder to the terminal."""
+    from pebench.report import tables_for
+
+    for table in tables_for(args.results, args.experiment):
+        print(table.to_text())
+        print()
+    return EXIT_OK
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pebench`` command."""
     parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.")
@@ -153,6 +196,21 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="results folder (default results/local/<suite>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="write summary CSVs, figures and tables of a results folder")
+    p.add_argument("--results", required=True, help="results folder (containing raw/)")
+    p.add_argument("--out", help="output folder (default: the results folder)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="does a rerun reproduce the reference results? (exit 1 if not)")
+    p.add_argument("local", help="results folder of the rerun")
+    p.add_argument("reference", help="reference results folder, e.g. results/standard")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("show", help="print the results tables to the terminal")
+    p.add_argument("--results", required=True, help="results folder (containing raw/)")
+    p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
+    p.set_defaults(func=cmd_show)
     return parser
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,7 +56,9 @@ METRIC_COLUMNS = (
 STATUSES = ("ok", "diverged", "failed")
 
 #: what makes a cell: one configuration whose seeds are aggregated
-CELL_COLUMNS = ("experiment", "task", "task_version", "arch", "encoding", "encoding_options", "variant", "train_max_len")
+CELL_COLUMNS = (
+    "experiment", "task", "task_version", "arch", "encoding", "encoding_options", "variant", "train_max_len",
+)
 #: cells compared with each other (encodings, and RoPE-scaling variants) share these
 GROUP_COLUMNS = ("experiment", "task", "task_version", "arch", "train_max_len")
 #: what distinguishes the contenders inside a group
@@ -96,6 +99,10 @@ GENERALIZATION_FRACTION = 0.9
 ALPHA = 0.05
 
 
+#: columns that can look numeric but are text (run id "3e69517866536022" would parse as inf)
+TEXT_COLUMNS = ("run_id", "pebench_version", "error")
+
+
 class ResultsError(ValueError):
     """A results file or folder that does not follow the schema."""
 
@@ -110,27 +117,42 @@ def validate_frame(frame: pd.DataFrame, source: str | Path = "<frame>") -> pd.Da
         ResultsError: naming ``source`` and what is wrong (missing columns,
             unknown status, metrics out of range).
     """
+    _check_columns(frame, source)
+    _check_values(frame, source)
+    return frame
+
+
+def _check_columns(frame: pd.DataFrame, source: str | Path) -> None:
     if frame.empty:
         raise ResultsError(f"{source}: no rows")
     missing = [c for c in IDENTITY_COLUMNS if c not in frame.columns]
     if missing:
         raise ResultsError(f"{source}: not a pebench result file, missing column(s) {', '.join(missing)}")
-    bad_status = sorted(set(frame["status"]) - set(STATUSES))
+    bad_status = sorted(set(frame["status"]) - set(STATUSES), key=str)
     if bad_status:
         raise ResultsError(f"{source}: unknown status value(s) {bad_status}; valid: {', '.join(STATUSES)}")
-    completed = frame[frame["status"] != "failed"]
-    if not completed.empty:
+    if (frame["status"] != "failed").any():
         missing = [c for c in METRIC_COLUMNS if c not in frame.columns]
         if missing:
             raise ResultsError(f"{source}: completed run without metric column(s) {', '.join(missing)}")
-        for column in ("token_acc", "seq_acc"):
-            values = pd.to_numeric(completed[column], errors="coerce")
-            if values.isna().any() or ((values < 0) | (values > 1)).any():
-                raise ResultsError(f"{source}: {column} must be a number in [0, 1]")
-        for column in ("eval_len", "train_max_len", "loss"):
-            if pd.to_numeric(completed[column], errors="coerce").isna().any():
-                raise ResultsError(f"{source}: {column} must be a number in every row of a completed run")
-    return frame
+
+
+def _check_values(frame: pd.DataFrame, source: str | Path) -> None:
+    completed = frame[frame["status"] != "failed"]
+    if completed.empty:
+        return
+    for column in ("token_acc", "seq_acc"):
+        values = pd.to_numeric(completed[column], errors="coerce")
+        if values.isna().any() or ((values < 0) | (values > 1)).any():
+            raise ResultsError(f"{source}: {column} must be a number in [0, 1]")
+    for column in ("eval_len", "train_max_len", "loss"):
+        if pd.to_numeric(completed[column], errors="coerce").isna().any():
+            raise ResultsError(f"{source}: {column} must be a number in every row of a completed run")
+
+
+def read_run_csv(path: str | Path) -> pd.DataFrame:
+    """Read one run CSV with :data:`TEXT_COLUMNS` as text (not validated; see :func:`validate_frame`)."""
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str))
 
 
 def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
@@ -154,11 +176,18 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     frames = []
     for path in paths:
         try:
-            frame = pd.read_csv(path)
+            frame = read_run_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
-        frames.append(validate_frame(frame, path))
+        _check_columns(frame, path)
+        frames.append(frame)
     data = pd.concat(frames, ignore_index=True, sort=False)
+    try:
+        _check_values(data, folder)  # once for all files; on failure find the file to name
+    except ResultsError:
+        for path, frame in zip(paths, frames, strict=True):
+            _check_values(frame, path)
+        raise
     if not include_failed:
         data = data[data["status"] != "failed"].reset_index(drop=True)
     return data
@@ -260,7 +289,7 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     runs["order_dependent"] = dependent
     runs["order_reliance"] = np.where(dependent == True, effect, np.nan)  # noqa: E712 (None -> NaN)
     runs["invariance_gap"] = np.where(dependent == False, effect, np.nan)  # noqa: E712
-    return runs.sort_values([*CELL_COLUMNS, "seed"], key=_sort_key).reset_index(drop=True)
+    return runs.sort_values([*CELL_COLUMNS, "seed"], key=sort_key).reset_index(drop=True)
 
 
 def _generalization_lengths(original: pd.DataFrame, id_seq_acc: pd.Series, keys: list[str]) -> pd.Series:
@@ -288,10 +317,12 @@ def _failed_runs(data: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def _sort_key(column: pd.Series) -> pd.Series:
+def sort_key(column: pd.Series) -> pd.Series:
     """Sort encodings and variants in their canonical order, everything else naturally."""
     if column.name == "encoding":
         return column.map(encoding_rank)
+    if column.name == "task":  # order-dependent tasks first, then the controls
+        return column.map(lambda task: (order_dependent(task) is False, task))
     if column.name == "variant":
         order = {"trained": 0, "linear": 1, "ntk": 2, "yarn": 3}
         return column.map(lambda v: order.get(v, len(order)))
@@ -385,7 +416,7 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Da
     failed = runs[runs["status"] == "failed"].sort_values("seed")
     status["failed_seeds"] = failed.groupby(keys, sort=False, dropna=False)["seed"].agg(
         lambda s: ",".join(str(v) for v in s))
-    status["failed_seeds"] = status["failed_seeds"].fillna("")
+    status["failed_seeds"] = [v if isinstance(v, str) else "" for v in status["failed_seeds"]]
     completed = runs[runs["status"] != "failed"]
     statistics = grouped_statistics(completed, keys, metrics)
     cells = status.join(statistics).reset_index()
@@ -420,7 +451,7 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
     frame = grouped_statistics(completed, keys, directions)
     frame["chance_token_acc"] = completed.groupby(keys, sort=False, dropna=False)["chance_token_acc"].mean()
     frame = frame.reset_index()
-    return frame.sort_values([*CELL_COLUMNS, "condition", "eval_len"], key=_sort_key).reset_index(drop=True)
+    return frame.sort_values([*CELL_COLUMNS, "condition", "eval_len"], key=sort_key).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -450,7 +481,9 @@ def welch_greater(best: np.ndarray, other: np.ndarray) -> float:
         return float("nan")
     if best.var(ddof=1) == 0 and other.var(ddof=1) == 0:  # t undefined: the difference is exact
         return 1.0 if best.mean() <= other.mean() else 0.0
-    return float(stats.ttest_ind(best, other, equal_var=False, alternative="greater").pvalue)
+    with warnings.catch_warnings():  # nearly identical seeds: scipy warns about precision, the p-value is fine
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_ind(best, other, equal_var=False, alternative="greater").pvalue)
 
 
 def compare_to_best(

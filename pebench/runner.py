@@ -36,7 +36,7 @@ from pebench import encodings, tasks
 from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
-from pebench.results import ResultsError, validate_frame
+from pebench.results import ResultsError, read_run_csv, validate_frame
 from pebench.train import train
 
 log = logging.getLogger("pebench")
@@ -190,7 +190,7 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
             found.bad[path.name] = "not a .csv file"
             continue
         try:
-            frame = pd.read_csv(path)
+            frame = read_run_csv(path)
             validate_frame(frame, path)
         except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             found.bad[path.name] = str(exc).splitlines()[0]

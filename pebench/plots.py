@@ -1,0 +1,239 @@
+"""Result figures. Each function takes the raw results DataFrame (as returned by
+:func:`pebench.results.load`), aggregates it with :mod:`pebench.results` and
+returns a :class:`matplotlib.figure.Figure`.
+
+Figures are built on :class:`~matplotlib.figure.Figure` directly, without
+pyplot: no global state, no GUI backend, nothing is shown. Save them with
+``figure.savefig(path)``. Every encoding keeps the same colour in every
+figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFormatter
+
+from pebench import results
+from pebench.experiment import COMPARED_ENCODINGS
+
+#: colour of each compared encoding (tab10, then grey for any other encoding)
+ENCODING_COLORS = dict(zip(COMPARED_ENCODINGS, [f"C{i}" for i in range(10)], strict=False))
+VARIANT_COLORS = {"trained": "C3", "linear": "C0", "ntk": "C2", "yarn": "C4"}
+TRAIN_SHADE = {"color": "0.9", "zorder": 0}
+METRIC_NAMES = {"ood_token_acc": "OOD token accuracy", "id_token_acc": "ID token accuracy",
+                "ood_seq_acc": "OOD sequence accuracy", "id_seq_acc": "ID sequence accuracy"}
+
+
+def label(encoding: str, encoding_options: str = "{}") -> str:
+    """Display name of an encoding with its options (``rope``, ``rope {"layout":"half"}``)."""
+    return encoding if encoding_options in ("{}", "", None) or pd.isna(encoding_options) else \
+        f"{encoding} {encoding_options}"
+
+
+def _select(data: pd.DataFrame, experiment: str, **equal: object) -> pd.DataFrame:
+    rows = data[data["experiment"] == experiment]
+    for column, value in equal.items():
+        if value is not None:
+            rows = rows[rows[column] == value]
+    if rows.empty:
+        found = ", ".join(sorted(map(str, data["experiment"].unique())))
+        where = "".join(f", {k}={v}" for k, v in equal.items() if v is not None)
+        raise ValueError(f"no rows of experiment {experiment!r}{where} in the results; experiments present: {found}")
+    return rows
+
+
+def _grid(n: int, ncols: int = 3, width: float = 3.6, height: float = 2.9) -> tuple[Figure, np.ndarray]:
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    figure = Figure(figsize=(max(6.4, width * ncols + 1.6), height * nrows + 0.9), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(nrows, ncols, squeeze=False).ravel())
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return figure, axes[:n]
+
+
+def _length_axis(ax, lengths: Sequence[int], xlabel: str) -> None:
+    """Log-2 x axis ticked at the evaluated lengths."""
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(lengths))))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel(xlabel)
+
+
+def _shade_training(ax, frame: pd.DataFrame) -> None:
+    low = float(frame["eval_len"].min())
+    ax.axvspan(low / 1.2, float(frame["train_max_len"].max()), **TRAIN_SHADE, label="training lengths")
+
+
+def _curve_panels(
+    curves: pd.DataFrame, hue: str, colors: dict[str, str], metric: str, ylabel: str, title: str,
+    *, log_y: bool = False, chance: bool = True, xlabel: str = "evaluation length (input tokens)",
+) -> Figure:
+    """One panel per task: ``metric`` vs length, one line (mean) and band (95% CI) per ``hue`` value."""
+    tasks = list(dict.fromkeys(curves["task"]))
+    figure, axes = _grid(len(tasks))
+    for ax, task in zip(axes, tasks, strict=True):
+        frame = curves[curves["task"] == task]
+        _shade_training(ax, frame)
+        for name, line in frame.groupby(hue, sort=False):
+            line = line.sort_values("eval_len")
+            x, mean, ci = line["eval_len"], line[f"{metric}_mean"], line[f"{metric}_ci95"].fillna(0.0)
+            color = colors.get(name, "0.4")
+            ax.plot(x, mean, marker="o", markersize=3, color=color, label=name)
+            ax.fill_between(x, mean - ci, mean + ci, color=color, alpha=0.15, linewidth=0)
+        if chance:
+            level = frame.groupby("eval_len")["chance_token_acc"].mean()
+            ax.plot(level.index, level.values, color="k", linestyle="--", linewidth=1, label="chance")
+            ax.set_ylim(-0.02, 1.02)
+        if log_y:
+            ax.set_yscale("log")
+            plain = FuncFormatter(lambda value, _: f"{value:g}")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+            ax.tick_params(axis="y", which="minor", labelsize="x-small")
+        _length_axis(ax, frame["eval_len"], xlabel)
+        ax.set_title(task)
+        ax.set_ylabel(ylabel)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[1:]:  # panels can differ in which lines they have
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            if text not in labels:
+                handles.append(handle)
+                labels.append(text)
+    figure.legend(handles, labels, loc="outside right center", fontsize="small", frameon=False)
+    figure.suptitle(title, fontsize="medium")
+    return figure
+
+
+def _labelled_curves(data: pd.DataFrame) -> pd.DataFrame:
+    frame = results.curves(data)
+    frame["label"] = [label(e, o) for e, o in zip(frame["encoding"], frame["encoding_options"], strict=True)]
+    return frame
+
+
+def accuracy_vs_length(
+    data: pd.DataFrame, experiment: str = "length_extrapolation", *, arch: str | None = None,
+    metric: str = "token_acc", condition: str = "original",
+) -> Figure:
+    """Accuracy vs evaluation length, one panel per task and one line per encoding.
+
+    Lines are means over seeds, bands 95% t-intervals; the grey area is the
+    training range and the dashed line chance level. ``arch=None`` takes the
+    first architecture present.
+    """
+    rows = _select(data, experiment, arch=arch)
+    arch = arch or sorted(rows["arch"].unique())[0]
+    rows = rows[(rows["arch"] == arch) & (rows["status"] != "failed")]
+    frame = _labelled_curves(rows)
+    frame = frame[(frame["condition"] == condition) & (frame["variant"] == "trained")]
+    colors = {label(e, o): ENCODING_COLORS.get(e, "0.4") for e, o in zip(frame["encoding"], frame["encoding_options"],
+                                                                          strict=True)}
+    kind = "token" if metric == "token_acc" else "sequence"
+    return _curve_panels(frame, "label", colors, metric, f"{kind} accuracy",
+                         f"{experiment}: {kind} accuracy vs length ({arch})\nmean and 95% CI over seeds")
+
+
+def rope_scaling(data: pd.DataFrame, experiment: str = "rope_scaling", *, metric: str = "token_acc") -> Figure:
+    """Plain-RoPE models evaluated with each scaling variant: accuracy vs length, one line per variant."""
+    rows = _select(data, experiment)
+    frame = _labelled_curves(rows[rows["status"] != "failed"])
+    frame = frame[frame["condition"] == "original"]
+    kind = "token" if metric == "token_acc" else "sequence"
+    return _curve_panels(frame, "variant", VARIANT_COLORS, metric, f"{kind} accuracy",
+                         f"{experiment}: RoPE scaling at evaluation\nmean and 95% CI over seeds")
+
+
+def perplexity_vs_length(data: pd.DataFrame, experiment: str = "lm_extrapolation") -> Figure:
+    """Character-LM perplexity vs evaluation length (log scale), one line per encoding."""
+    rows = _select(data, experiment)
+    frame = _labelled_curves(rows[rows["status"] != "failed"])
+    frame = frame[(frame["condition"] == "original") & (frame["variant"] == "trained")]
+    colors = {label(e, o): ENCODING_COLORS.get(e, "0.4") for e, o in zip(frame["encoding"], frame["encoding_options"],
+                                                                          strict=True)}
+    return _curve_panels(frame, "label", colors, "perplexity", "perplexity (log scale)",
+                         f"{experiment}: perplexity vs context length\nmean and 95% CI over seeds", log_y=True,
+                         chance=False, xlabel="evaluation context (characters)")
+
+
+def ood_heatmap(
+    data: pd.DataFrame, experiment: str = "length_extrapolation", *, metric: str = "ood_token_acc"
+) -> Figure:
+    """Mean ``metric`` (default OOD token accuracy) over seeds, encodings x tasks; one panel per architecture."""
+    rows = _select(data, experiment)
+    cells = results.aggregate(results.run_metrics(rows))
+    cells = cells[cells["variant"] == "trained"]
+    archs = sorted(cells["arch"].unique())
+    tasks = list(dict.fromkeys(cells["task"]))
+    figure = Figure(figsize=(max(5.0, 1.0 * len(tasks) * len(archs) + 3.0), 0.42 * cells["encoding"].nunique() + 1.8),
+                    layout="constrained")
+    axes = np.atleast_1d(figure.subplots(1, len(archs), squeeze=False).ravel())
+    image = None
+    for ax, arch in zip(axes, archs, strict=True):
+        part = cells[cells["arch"] == arch].copy()
+        part["label"] = [label(e, o) for e, o in zip(part["encoding"], part["encoding_options"], strict=True)]
+        order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(results.encoding_rank))["label"]))
+        table = part.pivot_table(index="label", columns="task", values=f"{metric}_mean", sort=False)
+        table = table.reindex(index=order, columns=tasks)
+        image = ax.imshow(table.to_numpy(float), vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for (i, j), value in np.ndenumerate(table.to_numpy(float)):
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                        color="black" if value > 0.6 else "white")
+        ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+        ax.set_yticks(range(len(order)), order)
+        ax.set_title(arch)
+    name = METRIC_NAMES.get(metric, metric.replace("_", " "))
+    figure.colorbar(image, ax=list(axes), label=f"{name} (mean over seeds)", shrink=0.9)
+    figure.suptitle(f"{experiment}: {name}\nper encoding and task", fontsize="medium")
+    return figure
+
+
+def order_sensitivity(data: pd.DataFrame, experiment: str = "order_sensitivity") -> Figure:
+    """Original minus shuffled token accuracy per encoding and task; encoder and decoder side by side.
+
+    On order-dependent tasks (solid bars) this is the order reliance — high
+    is good; on order-invariant controls (hatched) it is the invariance gap —
+    it should be ~0. Error bars are 95% CIs over seeds.
+    """
+    rows = _select(data, experiment)
+    runs = results.run_metrics(rows)
+    runs["order_effect"] = runs["order_reliance"].fillna(runs["invariance_gap"])
+    cells = results.grouped_statistics(
+        runs[runs["status"] != "failed"], list(results.CELL_COLUMNS), {"order_effect": True}
+    ).reset_index()
+    cells["order_dependent"] = cells["task"].map(results.order_dependent)
+    archs = [a for a in ("encoder", "decoder") if a in set(cells["arch"])] or sorted(cells["arch"].unique())
+    tasks = (
+        cells.drop_duplicates("task").sort_values("order_dependent", ascending=False, kind="stable")["task"].tolist()
+    )
+    encodings = sorted(cells["encoding"].unique(), key=results.encoding_rank)
+    figure = Figure(figsize=(max(5.0, 0.75 * len(encodings)) * len(archs), 3.8), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(1, len(archs), sharey=True, squeeze=False).ravel())
+    width = 0.8 / max(1, len(tasks))
+    dependent_colors = iter(["C0", "C1", "C2", "C4", "C5", "C6"])
+    control_colors = iter(["0.35", "0.55", "0.75", "0.85"])
+    colors = {t: next(dependent_colors if results.order_dependent(t) else control_colors, "0.5") for t in tasks}
+    for ax, arch in zip(axes, archs, strict=True):
+        part = cells[(cells["arch"] == arch) & (cells["variant"] == "trained")]
+        for k, task in enumerate(tasks):
+            bars = part[part["task"] == task].set_index("encoding").reindex(encodings)
+            dependent = bool(results.order_dependent(task))
+            kind = "order-dependent" if dependent else "control"
+            ax.bar(np.arange(len(encodings)) + (k - (len(tasks) - 1) / 2) * width, bars["order_effect_mean"],
+                   width, yerr=bars["order_effect_ci95"].fillna(0.0), color=colors[task],
+                   hatch=None if dependent else "//", edgecolor="white" if dependent else "0.2", linewidth=0.5,
+                   error_kw={"elinewidth": 0.8, "capsize": 1.5}, label=f"{task} ({kind})")
+        ax.axhline(0.0, color="k", linewidth=0.8)
+        ax.set_ylim(min(-0.1, ax.get_ylim()[0]), max(0.5, ax.get_ylim()[1]))  # keep small effects looking small
+        ax.set_xticks(range(len(encodings)), encodings, rotation=35, ha="right")
+        ax.set_title(arch)
+        ax.set_ylabel("original − shuffled token accuracy")
+    axes[0].legend(fontsize="small", frameon=False)
+    figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good) vs "
+                    "invariance gap (controls, ~0 is good)", fontsize="medium")
+    return figure

@@ -1,0 +1,765 @@
+"""Write the report of a results folder: summary CSVs, figures and citable tables.
+
+>>> report = write_report(Path("results/standard"))  # doctest: +SKIP
+>>> report.findings[0]  # doctest: +SKIP
+'NoPE encoder: 0.10 ± 0.01 token accuracy on order-dependent tasks (chance 0.10) vs 0.97 on controls'
+
+Layout under ``out_dir`` (default: the results folder itself)::
+
+    summary/runs.csv          one row per run and evaluation variant (pebench.results.run_metrics)
+    summary/cells.csv         across seeds: mean, std, 95% CI, best-of-seeds, counts (aggregate)
+    summary/curves.csv        the same per evaluation length (curves)
+    summary/comparisons.csv   every encoding vs the best of its task (compare_to_best)
+    summary/status.csv        failed and diverged runs with their errors
+    figures/<name>.svg|.pdf|.png
+    tables/<name>.csv|.md|.tex
+    report.json               the artifacts, findings and protocol (for the docs build)
+
+Experiments missing from a results set are skipped. Tables show mean ± 95%
+CI over seeds, the best mean per task in bold and the encodings not
+significantly worse than it underlined (LaTeX) or in italics (Markdown); see
+:mod:`pebench.results` for the statistics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pebench import plots, results
+from pebench.results import CELL_COLUMNS, GROUP_COLUMNS
+
+FIGURE_FORMATS = ("svg", "pdf", "png")
+TABLE_FORMATS = ("csv", "md", "tex")
+#: experiments with their own figures and tables; any other experiment gets the length-extrapolation layout
+KNOWN_EXPERIMENTS = ("length_extrapolation", "order_sensitivity", "rope_scaling", "lm_extrapolation")
+MARK_LEGEND = (
+    "Bold: best mean of its task; underlined (LaTeX) / italics (Markdown): not significantly worse than the best "
+    f"(one-sided Welch t-test, Holm-corrected per task, alpha = {results.ALPHA}); needs >= 2 seeds."
+)
+
+
+@dataclass
+class Artifact:
+    """A written figure or table: its ``paths`` map a format (``svg``, ``tex``, ...) to a file."""
+
+    name: str
+    title: str
+    caption: str
+    paths: dict[str, Path]
+
+
+@dataclass
+class Report:
+    """What :func:`write_report` wrote and found."""
+
+    figures: list[Artifact]
+    tables: list[Artifact]
+    findings: list[str]
+    protocol: str
+    summaries: dict[str, Path] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # what could not be made, and why
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def format_number(value: float, kind: str = "acc") -> str:
+    """A number as printed in tables: ``acc``/``ratio`` 2 decimals, ``length`` integer, ``ppl``, ``gap``, ``int``."""
+    if value is None or not np.isfinite(value):
+        return "—"
+    if kind in ("acc", "ratio"):
+        return f"{value:.2f}"
+    if kind in ("length", "int"):
+        return f"{value:.0f}"
+    if kind == "ppl":
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    if kind == "gap":
+        return "0" if value == 0 else f"{value:.1e}" if abs(value) < 0.01 else f"{value:.2f}"
+    raise ValueError(f"unknown number kind {kind!r}")
+
+
+def format_mean_ci(mean: float, ci: float, kind: str = "acc") -> str:
+    """``mean ± ci`` (just the mean when the CI is undefined, e.g. one seed)."""
+    if mean is None or not np.isfinite(mean):
+        return "—"
+    if ci is None or not np.isfinite(ci):
+        return format_number(mean, kind)
+    return f"{format_number(mean, kind)} ± {format_number(ci, 'gap' if kind == 'gap' else kind)}"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+    "~": r"\textasciitilde{}", "|": r"\textbar{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "−": r"$-$",
+    "—": "---", "–": "--",
+    "≥": r"$\geq$", "‖": r"$\|$", "≤": r"$\leq$", "×": r"$\times$", "<": r"$<$", ">": r"$>$", "≈": r"$\approx$",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX special characters escaped (``sum_mod`` -> ``sum\\_mod``, ``±`` -> ``$\\pm$``)."""
+    text = str(text).replace(">=", "≥").replace("<=", "≤")
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+@dataclass
+class Table:
+    """A results table, rendered to CSV (``data``: the numbers), Markdown, LaTeX booktabs and plain text.
+
+    ``marks[i][j]`` is ``"best"``, ``"tied"`` (not significantly worse) or
+    ``None``; ``group_starts`` are the rows that begin a new group (a
+    ``\\midrule`` above them); the first ``key_columns`` columns are printed
+    only when they change within the table.
+    """
+
+    name: str
+    title: str
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+    marks: list[list[str | None]]
+    group_starts: list[int]
+    key_columns: int
+    data: pd.DataFrame
+
+    def _display_rows(self) -> list[list[str]]:
+        shown, previous = [], None
+        for i, row in enumerate(self.rows):
+            keys = row[: self.key_columns]
+            blank = [previous is not None and i not in self.group_starts and keys[: k + 1] == previous[: k + 1]
+                     for k in range(self.key_columns)]
+            shown.append(["" if b else v for b, v in zip(blank, keys, strict=True)] + row[self.key_columns:])
+            previous = keys
+        return shown
+
+    def to_latex(self) -> str:
+        align = "l" * self.key_columns + "r" * (len(self.headers) - self.key_columns)
+        lines = [
+            "% generated by pebench report; needs \\usepackage{booktabs}",
+            r"\begin{table}[t]",
+            r"\centering",
+            r"\small",
+            f"\\caption{{{latex_escape(self.title)}. {latex_escape(self.caption)}}}",
+            f"\\label{{tab:pebench-{self.name.replace('_', '-')}}}",
+            f"\\begin{{tabular}}{{{align}}}",
+            r"\toprule",
+            " & ".join(latex_escape(h) for h in self.headers) + r" \\",
+            r"\midrule",
+        ]
+        for i, (row, marks) in enumerate(zip(self._display_rows(), self.marks, strict=True)):
+            if i in self.group_starts and i > 0:
+                lines.append(r"\midrule")
+            cells = []
+            for text, mark in zip(row, marks, strict=True):
+                text = latex_escape(text)
+                cells.append(f"\\textbf{{{text}}}" if mark == "best" else f"\\underline{{{text}}}" if mark == "tied"
+                             else text)
+            lines.append(" & ".join(cells) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        def escape(text: str) -> str:
+            return text.replace("|", r"\|")
+
+        align = [":--"] * self.key_columns + ["--:"] * (len(self.headers) - self.key_columns)
+        lines = ["| " + " | ".join(escape(h) for h in self.headers) + " |", "|" + "|".join(align) + "|"]
+        for row, marks in zip(self._display_rows(), self.marks, strict=True):
+            cells = [f"**{escape(t)}**" if m == "best" and t else f"*{escape(t)}*" if m == "tied" and t else escape(t)
+                     for t, m in zip(row, marks, strict=True)]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + f"\n\n{self.title}. {self.caption}\n"
+
+    def to_text(self) -> str:
+        """Fixed-width text for a terminal: ``*`` after the best, ``~`` after those not significantly worse."""
+        suffix = {"best": " *", "tied": " ~", None: ""}
+        rows = [[t + suffix[m] if t else t for t, m in zip(row, marks, strict=True)]
+                for row, marks in zip(self._display_rows(), self.marks, strict=True)]
+        widths = [max(len(str(c)) for c in column) for column in zip(self.headers, *rows, strict=True)]
+
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(c.ljust(w) if k < self.key_columns else c.rjust(w)
+                             for k, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+        out = [self.title, line(self.headers), "  ".join("-" * w for w in widths)]
+        for i, row in enumerate(rows):
+            if i in self.group_starts and i > 0:
+                out.append("")
+            out.append(line(row))
+        out.append("* best mean of its task; ~ not significantly worse (Welch t-test, Holm, alpha 0.05)")
+        return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- table builders
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A table column showing a per-run metric over seeds.
+
+    ``better``: True/False to mark the best (and tied) cells per task, None
+    for no marks; ``ci``: show ``± CI``.
+    """
+
+    header: str
+    column: str
+    kind: str = "acc"
+    better: bool | None = True
+    ci: bool = True
+
+
+def _runs_text(row: pd.Series) -> str:
+    text = str(int(row["n_seeds"]))
+    extra = []
+    if row["n_diverged"]:
+        extra.append(f"{int(row['n_diverged'])} diverged")
+    if row["n_failed"]:
+        extra.append(f"{int(row['n_failed'])} failed")
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _cell_label(row: pd.Series, column: str) -> str:
+    if column == "encoding":
+        return plots.label(row["encoding"], row["encoding_options"])
+    if column == "order_dependent":
+        return {True: "order-dependent", False: "control"}.get(row["order_dependent"], "?")
+    return str(row[column])
+
+
+def metric_table(
+    name: str, title: str, caption: str, runs: pd.DataFrame, cells: pd.DataFrame,
+    keys: Sequence[tuple[str, str]], metrics: Sequence[Metric], group: str = "task",
+) -> Table:
+    """A table with one row per cell: ``keys`` ((header, column) pairs) then ``metrics`` then the run count.
+
+    Marks compare the contenders (encodings, variants) of each task
+    (:data:`pebench.results.GROUP_COLUMNS`) with :func:`pebench.results.compare_to_best`.
+    """
+    cells = cells.sort_values(list(CELL_COLUMNS), key=results.sort_key).reset_index(drop=True)
+    data = cells[list(CELL_COLUMNS) + ["order_dependent", "n_runs", "n_seeds", "n_diverged", "n_failed",
+                                       "failed_seeds"]].copy()
+    marks = pd.DataFrame(index=cells.index)
+    for metric in metrics:
+        for stat in ("mean", "ci95", "std", "best", "n"):
+            data[f"{metric.column}_{stat}"] = cells[f"{metric.column}_{stat}"]
+        if metric.better is None:
+            marks[metric.column] = None
+            continue
+        tests = results.compare_to_best(runs, metric.column, metric.better)
+        merged = cells[list(CELL_COLUMNS)].merge(tests, on=list(CELL_COLUMNS), how="left")
+        data[f"{metric.column}_is_best"] = merged["is_best"].fillna(False).astype(bool).to_numpy()
+        data[f"{metric.column}_not_worse"] = merged["not_worse"].fillna(False).astype(bool).to_numpy()
+        data[f"{metric.column}_p_holm"] = merged["p_holm"].to_numpy()
+        marks[metric.column] = np.where(data[f"{metric.column}_is_best"], "best",
+                                        np.where(data[f"{metric.column}_not_worse"], "tied", None))
+    rows, mark_rows, group_starts = [], [], []
+    previous_group = None
+    for i, row in cells.iterrows():
+        current = tuple(row[c] for c in GROUP_COLUMNS) if group == "task" else row[group]
+        if current != previous_group:
+            group_starts.append(len(rows))
+            previous_group = current
+        text = [_cell_label(row, column) for _, column in keys]
+        text += [format_mean_ci(row[f"{m.column}_mean"], row[f"{m.column}_ci95"] if m.ci else float("nan"), m.kind)
+                 for m in metrics]
+        text.append(_runs_text(row))
+        rows.append(text)
+        metric_marks = [marks.at[i, m.column] for m in metrics]
+        mark_rows.append([None] * len(keys) + [v if isinstance(v, str) else None for v in metric_marks] + [None])
+    headers = [h for h, _ in keys] + [m.header for m in metrics] + ["Seeds"]
+    return Table(name, title, caption, headers, rows, mark_rows, group_starts, len(keys), data)
+
+
+def _caption(look: str, protocol: str, runs: pd.DataFrame) -> str:
+    seeds = runs.groupby(list(CELL_COLUMNS))["seed"].nunique()
+    per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    return (f"{look} Mean ± 95% t-interval over {per_cell} seeds per cell (no interval with one seed); "
+            f"chance = token accuracy of the best input-independent guess. {MARK_LEGEND} Protocol: {protocol}")
+
+
+def extrapolation_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
+    """ID fit and extrapolation per task and encoding, one table per architecture."""
+    tables = []
+    archs = sorted(cells["arch"].unique())
+    for arch in archs:
+        part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
+        name = experiment if len(archs) == 1 else f"{experiment}_{arch}"
+        metrics = [
+            Metric("Chance", "ood_chance_token_acc", better=None, ci=False),
+            Metric("ID token acc", "id_token_acc"),
+            Metric("OOD token acc", "ood_token_acc"),
+            Metric("OOD/ID", "extrapolation_ratio", "ratio", better=None),
+            Metric("OOD seq acc", "ood_seq_acc"),
+            Metric("Gen. length", "generalization_length", "length"),
+        ]
+        look = (f"{arch.capitalize()} models: compare OOD token accuracy (lengths beyond training) with the ID fit "
+                "beside it and with chance; OOD/ID near 1 means no loss past the training length; generalization "
+                f"length = largest evaluated length up to which sequence accuracy stays >= "
+                f"{results.GENERALIZATION_FRACTION} x its ID value (— when ID sequence accuracy < "
+                f"{results.GENERALIZATION_MIN_ID_SEQ_ACC}).")
+        tables.append(metric_table(
+            name, f"{experiment}: length extrapolation ({arch})", _caption(look, protocol, part_runs),
+            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], metrics,
+        ))
+    return tables
+
+
+def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
+    """Original vs shuffled accuracy, order reliance / invariance gap and equivariance gaps, one table per arch."""
+    tables = []
+    cells = cells.copy()
+    cells["order_effect_mean"] = cells["order_reliance_mean"].fillna(cells["invariance_gap_mean"])
+    cells["order_effect_ci95"] = cells["order_reliance_ci95"].fillna(cells["invariance_gap_ci95"])
+    for stat in ("std", "best", "n"):
+        cells[f"order_effect_{stat}"] = cells[f"order_reliance_{stat}"].where(
+            cells["order_dependent"] == True, cells[f"invariance_gap_{stat}"])  # noqa: E712
+    runs = runs.assign(order_effect=runs["order_reliance"].fillna(runs["invariance_gap"]))
+    runs = runs.assign(order_effect=runs["order_effect"].where(runs["order_dependent"] == True))  # noqa: E712
+    for arch in [a for a in ("encoder", "decoder") if a in set(cells["arch"])] + \
+            sorted(set(cells["arch"]) - {"encoder", "decoder"}):
+        part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
+        metrics = [
+            Metric("Chance", "id_chance_token_acc", better=None, ci=False),
+            Metric("Original", "id_token_acc"),
+            Metric("Shuffled", "shuffled_token_acc", better=None),
+            Metric("Orig. − shuf.", "order_effect"),
+            Metric("Equiv. gap (init)", "equivariance_gap_init", "gap", better=None, ci=False),
+            Metric("Equiv. gap (trained)", "equivariance_gap_trained", "gap", better=None, ci=False),
+        ]
+        look = (f"{arch.capitalize()} models at training lengths, inputs original vs shuffled (scored against the "
+                "original targets). Orig. − shuf. is the order reliance on order-dependent tasks (high is good; "
+                "marked) and the invariance gap on controls (should be ~0). Equiv. gap = ‖f(Px) − P f(x)‖ / ‖f(x)‖ "
+                "of the final hidden states (0 = the model cannot see order; mean over seeds).")
+        tables.append(metric_table(
+            f"{experiment}_{arch}", f"{experiment}: order sensitivity ({arch})", _caption(look, protocol, part_runs),
+            part_runs, part_cells, [("Task", "task"), ("Type", "order_dependent"), ("Encoding", "encoding")],
+            metrics,
+        ))
+    return tables
+
+
+def rope_scaling_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
+    """Plain RoPE vs its evaluation-time scalings per task."""
+    metrics = [
+        Metric("Chance", "ood_chance_token_acc", better=None, ci=False),
+        Metric("ID token acc", "id_token_acc"),
+        Metric("OOD token acc", "ood_token_acc"),
+        Metric("OOD/ID", "extrapolation_ratio", "ratio", better=None),
+        Metric("OOD seq acc", "ood_seq_acc"),
+        Metric("Gen. length", "generalization_length", "length"),
+    ]
+    look = ("The same trained RoPE weights evaluated unscaled (trained) and with linear, NTK-aware and YaRN "
+            "frequency scaling: look for OOD gains without an ID loss.")
+    return [metric_table(experiment, f"{experiment}: RoPE scaling at evaluation", _caption(look, protocol, runs),
+                         runs, cells, [("Task", "task"), ("Variant", "variant")], metrics)]
+
+
+def lm_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
+    """Character-LM perplexity at the training context and beyond."""
+    metrics = [
+        Metric("Chance", "id_chance_token_acc", better=None, ci=False),
+        Metric("PPL @ train len", "train_perplexity", "ppl", better=False),
+        Metric("ID PPL", "id_perplexity", "ppl", better=False),
+        Metric("OOD PPL", "ood_perplexity", "ppl", better=False),
+        Metric("OOD/train PPL", "perplexity_ratio", "ratio", better=False),
+        Metric("OOD token acc", "ood_token_acc"),
+    ]
+    look = ("Perplexity = exp(mean loss per character); OOD = unweighted mean of the per-length losses beyond the "
+            "training context; OOD/train PPL near 1 means no degradation with longer contexts (lower is better).")
+    return [metric_table(experiment, f"{experiment}: language-model perplexity vs context length",
+                         _caption(look, protocol, runs), runs, cells, [("Task", "task"), ("Encoding", "encoding")],
+                         metrics)]
+
+
+def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:
+    """Parameter counts per encoding and architecture, and how many more than NoPE (flagged above 10%)."""
+    completed = runs[(runs["status"] != "failed") & (runs["variant"] == "trained")]
+    keys = ["experiment", "task", "arch", "train_max_len"]
+    base = completed[completed["encoding"] == "none"].groupby(keys)["params"].first().rename("none_params")
+    frame = completed.join(base, on=keys)
+    frame["extra"] = frame["params"] / frame["none_params"] - 1.0
+    grouped = frame.groupby(["arch", "encoding", "encoding_options"], sort=False)
+    data = grouped.agg(params_min=("params", "min"), params_max=("params", "max"),
+                       encoding_params_min=("encoding_params", "min"), encoding_params_max=("encoding_params", "max"),
+                       extra_vs_none_max=("extra", "max")).reset_index()
+    data = data.sort_values(["arch", "encoding"], key=results.sort_key).reset_index(drop=True)
+    data["over_10_percent"] = data["extra_vs_none_max"] > 0.10
+
+    def span(low: float, high: float) -> str:
+        return f"{low:,.0f}" if low == high else f"{low:,.0f}–{high:,.0f}"
+
+    rows, marks, starts = [], [], []
+    for i, row in data.iterrows():
+        if i == 0 or row["arch"] != data.at[i - 1, "arch"]:
+            starts.append(len(rows))
+        extra = row["extra_vs_none_max"]
+        rows.append([row["arch"], plots.label(row["encoding"], row["encoding_options"]),
+                     span(row["params_min"], row["params_max"]),
+                     span(row["encoding_params_min"], row["encoding_params_max"]),
+                     "—" if not np.isfinite(extra) else f"{100 * extra:+.1f}%",
+                     "yes" if row["over_10_percent"] else "no"])
+        marks.append([None] * 6)
+    caption = ("Trainable parameters of the whole model and of the encoding alone (ranges over tasks and "
+               "experiments: vocabularies and position-table sizes differ), and the largest increase over the NoPE "
+               f"model of the same task; more than 10% is flagged as a fairness caveat. Model: {protocol}")
+    return Table("parameters", "Parameter counts per encoding", caption,
+                 ["Arch", "Encoding", "Params", "Encoding params", "Max extra vs NoPE", "> 10%"],
+                 rows, marks, starts, 2, data)
+
+
+def status_table(runs: pd.DataFrame) -> Table:
+    """Runs per experiment and status; failed and diverged runs are listed, never dropped."""
+    unique = runs.drop_duplicates("run_id")
+    counts = unique.groupby(["experiment", "status"]).size().unstack(fill_value=0)
+    counts = counts.reindex(columns=list(results.STATUSES), fill_value=0).reset_index()
+    rows = [[r["experiment"], str(r["ok"] + r["diverged"] + r["failed"]), str(r["ok"]), str(r["diverged"]),
+             str(r["failed"])] for _, r in counts.iterrows()]
+    bad = unique[unique["status"] != "ok"]
+    listed = "; ".join(f"{r.experiment}/{r.task}/{r.encoding}/{r.arch}/seed {r.seed} ({r.status})"
+                       for r in bad.itertuples()) or "none"
+    caption = ("Every run of the results set by status: diverged runs (training loss above the divergence "
+               "threshold) are evaluated and included in the means; failed runs (an exception) have no numbers "
+               f"and are counted in the Seeds column of every table. Not ok: {listed}.")
+    return Table("runs", "Runs by status", caption, ["Experiment", "Runs", "ok", "diverged", "failed"], rows,
+                 [[None] * 5 for _ in rows], list(range(len(rows)))[:1], 1, counts)
+
+
+# --------------------------------------------------------------------------- protocol and findings
+
+
+def _values(series: pd.Series) -> str:
+    values = sorted(series.dropna().unique().tolist())
+    return "/".join(format(v, "g") if isinstance(v, float) else str(v) for v in values) or "?"
+
+
+def experiment_protocol(data: pd.DataFrame) -> str:
+    """One sentence: model size, training budget and lengths, evaluation lengths, seeds."""
+    completed = data[data["status"] != "failed"]
+    source = completed if not completed.empty else data
+    train_min = _values(data["train_min_len"]) if "train_min_len" in data else "1"
+    n_examples = f"{_values(data['eval_n_examples'])} examples per length, " if "eval_n_examples" in data else ""
+    decoding = f"{_values(data['eval_decoding'])} decoding, " if "eval_decoding" in data else ""
+    eval_lengths = ", ".join(str(v) for v in sorted(source["eval_len"].dropna().astype(int).unique())) \
+        if "eval_len" in source else "?"
+    conditions = _values(source["condition"]) if "condition" in source else "original"
+    train_max = _values(data["train_max_len"])
+    train_lengths = train_max if train_min == train_max else f"{train_min}-{train_max}"
+    return (f"{_values(data['arch'])}, d_model {_values(data['d_model'])}, layers {_values(data['n_layers'])}, "
+            f"heads {_values(data['n_heads'])}; {_values(data['steps'])} steps of batch {_values(data['batch_size'])}"
+            f" at lr {_values(data['lr'])} on input lengths {train_lengths}; evaluated "
+            f"at lengths {eval_lengths} ({n_examples}{decoding}conditions {conditions}); "
+            f"seeds {_values(data['seed'])}; {data['encoding'].nunique()} encodings, tasks "
+            f"{', '.join(sorted(data['task'].unique()))}.")
+
+
+def _manifest_line(results_dir: Path) -> str:
+    path = results_dir / "manifest.json"
+    if not path.exists():
+        return "no manifest.json"
+    try:
+        latest = json.loads(path.read_text()).get("latest", {})
+    except json.JSONDecodeError:
+        return f"{path} is not valid JSON"
+    sha = (latest.get("git_sha") or "?")[:10] + (" (dirty)" if latest.get("git_dirty") else "")
+    return (f"pebench {latest.get('pebench_version', '?')}, git {sha}, torch {latest.get('torch_version', '?')}, "
+            f"python {latest.get('python_version', '?')}, device {latest.get('device', '?')}, "
+            f"{latest.get('platform', '?')}, {latest.get('date', '?')}")
+
+
+def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
+    """Seed statistics of the per-seed mean over tasks (seeds are paired by their index across tasks)."""
+    per_seed = runs[runs["status"] != "failed"].groupby("seed")[metric].mean()
+    return results.seed_statistics(per_seed.to_numpy())
+
+
+def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
+    """Best and worst extrapolating encoding (mean over tasks) and the best per task."""
+    out = []
+    cells = cells[cells["variant"] == "trained"]
+    for arch, part in cells.groupby("arch"):
+        if part["ood_token_acc_mean"].notna().sum() == 0:
+            continue
+        mean_over_tasks = part.groupby("encoding")[["ood_token_acc_mean", "id_token_acc_mean",
+                                                    "ood_chance_token_acc_mean"]].mean()
+        ranked = mean_over_tasks.sort_values("ood_token_acc_mean", ascending=False).dropna()
+        if ranked.empty:
+            continue
+        best, worst = ranked.index[0], ranked.index[-1]
+        out.append(
+            f"{experiment} ({arch}, mean over {part['task'].nunique()} tasks): best OOD token accuracy "
+            f"{best} {ranked.at[best, 'ood_token_acc_mean']:.2f} (ID {ranked.at[best, 'id_token_acc_mean']:.2f}), "
+            f"worst {worst} {ranked.at[worst, 'ood_token_acc_mean']:.2f} "
+            f"(ID {ranked.at[worst, 'id_token_acc_mean']:.2f}); "
+            f"chance {ranked['ood_chance_token_acc_mean'].mean():.2f}."
+        )
+        tests = results.compare_to_best(runs[(runs["arch"] == arch) & (runs["variant"] == "trained")],
+                                        "ood_token_acc")
+        for task, rows in tests.groupby("task", sort=False):
+            top = rows[rows["is_best"]].iloc[0]
+            cell = part[(part["task"] == task) & (part["encoding"] == top["encoding"])].iloc[0]
+            tied = [e for e in rows[rows["not_worse"]]["encoding"] if e != top["encoding"]]
+            out.append(
+                f"{task} ({arch}): best OOD token accuracy {top['encoding']} "
+                f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} "
+                f"(ID {cell['id_token_acc_mean']:.2f}, chance {cell['ood_chance_token_acc_mean']:.2f}); "
+                f"not significantly worse: {', '.join(tied) if tied else 'none'}."
+            )
+    return out
+
+
+def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
+    """NoPE's order blindness, the order reliance / invariance gap ranking, and equivariance gaps."""
+    out = []
+    runs = runs[runs["status"] != "failed"]
+    for arch, part in runs.groupby("arch"):
+        dependent, controls = part[part["order_dependent"] == True], part[part["order_dependent"] == False]  # noqa: E712
+        none_dep, none_ctl = dependent[dependent["encoding"] == "none"], controls[controls["encoding"] == "none"]
+        if not none_dep.empty and not none_ctl.empty:
+            dep, ctl = _across_tasks(none_dep, "id_token_acc"), _across_tasks(none_ctl, "id_token_acc")
+            chance = none_dep["id_chance_token_acc"].mean()
+            out.append(
+                f"NoPE {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} token accuracy on order-dependent tasks "
+                f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls."
+            )
+        if not dependent.empty:
+            reliance = dependent.groupby("encoding")["order_reliance"].mean().sort_values(ascending=False).dropna()
+            gaps = controls.groupby("encoding")["invariance_gap"].mean().abs().sort_values(ascending=False).dropna()
+            if not reliance.empty:
+                text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
+                        f"tasks): highest {reliance.index[0]} {reliance.iloc[0]:.2f}, lowest {reliance.index[-1]} "
+                        f"{reliance.iloc[-1]:.2f}")
+                if not gaps.empty:
+                    text += f"; largest invariance gap on controls: {gaps.index[0]} {gaps.iloc[0]:.2f}"
+                out.append(text + ".")
+        gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
+        if "none" in gaps.index and arch == "encoder" and np.isfinite(gaps.at["none", "equivariance_gap_trained"]):
+            others = gaps.drop(index="none")["equivariance_gap_trained"].dropna()
+            text = (f"Permutation-equivariance gap, NoPE encoder: {gaps.at['none', 'equivariance_gap_init']:.1e} at "
+                    f"init, {gaps.at['none', 'equivariance_gap_trained']:.1e} after training")
+            if not others.empty:
+                text += f" (smallest other encoding: {others.idxmin()} {others.min():.1e})"
+            out.append(text + ".")
+    return out
+
+
+def findings_rope(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
+    """OOD token accuracy of each RoPE scaling variant, mean over tasks."""
+    per_variant = cells.groupby("variant", sort=False)[["ood_token_acc_mean", "id_token_acc_mean"]].mean()
+    per_variant = per_variant.sort_index(key=lambda s: s.map({"trained": 0, "linear": 1, "ntk": 2, "yarn": 3}))
+    if per_variant["ood_token_acc_mean"].isna().all():
+        return []
+    parts = ", ".join(f"{v} {row['ood_token_acc_mean']:.2f}" for v, row in per_variant.iterrows())
+    return [f"RoPE scaling (OOD token accuracy, mean over {cells['task'].nunique()} tasks): {parts}; "
+            f"ID token accuracy unscaled {per_variant['id_token_acc_mean'].iloc[0]:.2f}."]
+
+
+def findings_lm(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
+    """Perplexity degradation beyond the training context: best and worst encoding."""
+    cells = cells[cells["variant"] == "trained"].dropna(subset=["perplexity_ratio_mean"])
+    if cells.empty:
+        return []
+    ranked = cells.sort_values("perplexity_ratio_mean")
+    best, worst = ranked.iloc[0], ranked.iloc[-1]
+
+    def describe(row: pd.Series) -> str:
+        name = plots.label(row["encoding"], row["encoding_options"])
+        return (f"{name} {format_number(row['ood_perplexity_mean'], 'ppl')} "
+                f"({row['perplexity_ratio_mean']:.2f}x its perplexity at the training length, "
+                f"{format_number(row['train_perplexity_mean'], 'ppl')})")
+
+    lengths = f"{int(runs['train_max_len'].max())}"
+    return [f"{experiment}: perplexity beyond the training context ({lengths} characters): least degradation "
+            f"{describe(best)}, most {describe(worst)}."]
+
+
+def findings_status(runs: pd.DataFrame) -> str:
+    unique = runs.drop_duplicates("run_id")
+    counts = unique["status"].value_counts()
+    return (f"{len(unique)} runs: {counts.get('ok', 0)} ok, {counts.get('diverged', 0)} diverged (included in the "
+            f"means), {counts.get('failed', 0)} failed (counted, listed in tables/runs).")
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
+    import matplotlib
+
+    paths = {}
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}, "png": {}}
+    with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none"}):
+        for ext in FIGURE_FORMATS:
+            path = directory / f"{name}.{ext}"
+            figure.savefig(path, metadata=metadata[ext], dpi=150 if ext == "png" else "figure")
+            paths[ext] = path
+    return paths
+
+
+def _save_table(table: Table, directory: Path) -> Artifact:
+    paths = {ext: directory / f"{table.name}.{ext}" for ext in TABLE_FORMATS}
+    table.data.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(table.to_markdown())
+    paths["tex"].write_text(table.to_latex())
+    return Artifact(table.name, table.title, table.caption, paths)
+
+
+#: experiment -> (table builder, finding builder)
+_TABLES: dict[str, Callable[..., list[Table]]] = {
+    "length_extrapolation": extrapolation_tables,
+    "order_sensitivity": order_tables,
+    "rope_scaling": rope_scaling_tables,
+    "lm_extrapolation": lm_tables,
+}
+_FINDINGS: dict[str, Callable[..., list[str]]] = {
+    "length_extrapolation": findings_length,
+    "order_sensitivity": findings_order,
+    "rope_scaling": findings_rope,
+    "lm_extrapolation": findings_lm,
+}
+
+
+def _figures_for(experiment: str, data: pd.DataFrame) -> list[tuple[str, str, str, Callable[[], object]]]:
+    """(name, title, caption, make) of the figures of ``experiment``."""
+    shade = "grey area: training lengths; dashed: chance; bands: 95% CI over seeds"
+    if experiment == "order_sensitivity":
+        return [(experiment, "Order sensitivity",
+                 "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
+                 "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
+                 "should); encoder and decoder side by side. Error bars: 95% CI over seeds.",
+                 lambda: plots.order_sensitivity(data, experiment))]
+    if experiment == "rope_scaling":
+        return [(experiment, "RoPE scaling at evaluation",
+                 "Token accuracy vs evaluation length of plain-RoPE models evaluated unscaled and with linear, NTK "
+                 f"and YaRN scaling; look at the lengths right of the grey area ({shade}).",
+                 lambda: plots.rope_scaling(data, experiment))]
+    if experiment == "lm_extrapolation":
+        return [(f"{experiment}_perplexity", "Language-model perplexity vs context length",
+                 "Character-LM perplexity (log scale) vs evaluation context; flat lines right of the grey area "
+                 "(training context) mean the encoding extrapolates; rising lines mean it does not. "
+                 "Bands: 95% CI over seeds.",
+                 lambda: plots.perplexity_vs_length(data, experiment))]
+    figures = []
+    for arch in sorted(data["arch"].unique()):
+        for metric, kind in (("token_acc", "token"), ("seq_acc", "sequence")):
+            figures.append((
+                f"{experiment}_{arch}_{metric}", f"{experiment}: {kind} accuracy vs length ({arch})",
+                f"{kind.capitalize()} accuracy vs evaluation length, one line per encoding ({shade}); look at how "
+                "fast each line falls right of the grey area, and whether it stays above chance.",
+                lambda arch=arch, metric=metric: plots.accuracy_vs_length(data, experiment, arch=arch, metric=metric),
+            ))
+    figures.append((
+        f"{experiment}_ood_heatmap", f"{experiment}: OOD token accuracy",
+        "Mean OOD token accuracy (lengths beyond training, mean over seeds) per encoding and task; bright rows are "
+        "encodings that extrapolate on every task; compare with chance in the tables.",
+        lambda: plots.ood_heatmap(data, experiment),
+    ))
+    return figures
+
+
+def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Report:
+    """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
+
+    Raises:
+        ResultsError: ``results_dir`` holds no valid results (the message names the bad file).
+    """
+    results_dir = Path(results_dir)
+    out_dir = Path(out_dir) if out_dir is not None else results_dir
+    data = results.load(results_dir)
+    runs = results.run_metrics(data)
+    cells = results.aggregate(runs)
+    folders = {name: out_dir / name for name in ("summary", "figures", "tables")}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    summaries = {
+        "runs": folders["summary"] / "runs.csv",
+        "cells": folders["summary"] / "cells.csv",
+        "curves": folders["summary"] / "curves.csv",
+        "comparisons": folders["summary"] / "comparisons.csv",
+        "status": folders["summary"] / "status.csv",
+    }
+    runs.to_csv(summaries["runs"], index=False)
+    cells.to_csv(summaries["cells"], index=False)
+    results.curves(data).to_csv(summaries["curves"], index=False)
+    comparisons = [results.compare_to_best(runs, metric, higher)
+                   for metric, higher in (("id_token_acc", True), ("ood_token_acc", True), ("ood_perplexity", False))]
+    pd.concat(comparisons, ignore_index=True).dropna(subset=["mean"]).to_csv(summaries["comparisons"], index=False)
+    status_columns = [c for c in ("experiment", "task", "encoding", "arch", "seed", "status", "run_id", "error")
+                      if c in data.columns]
+    data[data["status"] != "ok"].drop_duplicates("run_id")[status_columns].to_csv(summaries["status"], index=False)
+
+    experiments = list(dict.fromkeys(runs["experiment"]))
+    experiments.sort(key=lambda e: KNOWN_EXPERIMENTS.index(e) if e in KNOWN_EXPERIMENTS else len(KNOWN_EXPERIMENTS))
+    protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e in experiments}
+    figures, tables, findings, skipped = [], [], [], []
+    for experiment in experiments:
+        part_data = data[data["experiment"] == experiment]
+        part_runs, part_cells = runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment]
+        if part_runs["status"].eq("failed").all():
+            skipped.append(f"{experiment}: every run failed; no figures or tables")
+            continue
+        for name, title, caption, make in _figures_for(experiment, part_data):
+            try:
+                figure = make()
+            except ValueError as exc:
+                skipped.append(f"figure {name}: {exc}")
+                continue
+            figures.append(Artifact(name, title, caption, _save_figure(figure, folders["figures"], name)))
+        builder = _TABLES.get(experiment, extrapolation_tables)
+        for table in builder(part_runs, part_cells, experiment, protocols[experiment]):
+            tables.append(_save_table(table, folders["tables"]))
+        findings.extend(_FINDINGS.get(experiment, findings_length)(part_runs, part_cells, experiment))
+    model = (f"d_model {_values(data['d_model'])}, layers {_values(data['n_layers'])}, "
+             f"heads {_values(data['n_heads'])}, the same for every encoding.")
+    tables.append(_save_table(parameter_table(runs, model), folders["tables"]))
+    tables.append(_save_table(status_table(runs), folders["tables"]))
+    findings.append(findings_status(runs))
+    protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {_manifest_line(results_dir)}"])
+    report = Report(figures, tables, findings, protocol, summaries, skipped)
+    _write_index(report, out_dir)
+    return report
+
+
+def _write_index(report: Report, out_dir: Path) -> None:
+    """``report.json``: the artifacts (paths relative to ``out_dir``), findings and protocol."""
+
+    def artifact(item: Artifact) -> dict:
+        return {"name": item.name, "title": item.title, "caption": item.caption,
+                "paths": {ext: str(path.relative_to(out_dir)) for ext, path in item.paths.items()}}
+
+    index = {
+        "figures": [artifact(f) for f in report.figures],
+        "tables": [artifact(t) for t in report.tables],
+        "findings": report.findings,
+        "protocol": report.protocol,
+        "summaries": {k: str(p.relative_to(out_dir)) for k, p in report.summaries.items()},
+        "skipped": report.skipped,
+    }
+    (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+
+
+def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list[Table]:
+    """The tables of ``results_dir`` (optionally only ``experiments``) without writing anything (``pebench show``)."""
+    data = results.load(results_dir)
+    if experiments:
+        present = set(data["experiment"])
+        missing = [e for e in experiments if e not in present]
+        if missing:
+            raise results.ResultsError(
+                f"{results_dir}: no runs of experiment(s) {', '.join(missing)}; present: {', '.join(sorted(present))}")
+        data = data[data["experiment"].isin(experiments)]
+    runs = results.run_metrics(data)
+    cells = results.aggregate(runs)
+    tables = []
+    for experiment in dict.fromkeys(runs["experiment"]):
+        part = data[data["experiment"] == experiment]
+        builder = _TABLES.get(experiment, extrapolation_tables)
+        tables += builder(runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment],
+                          experiment, experiment_protocol(part))
+    return tables
+
+

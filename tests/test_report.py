@@ -1,0 +1,243 @@
+"""write_report outputs, LaTeX/Markdown tables, the reproduction check and the report/compare/show commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_results import curve_run, run_frame, write_synthetic_results
+
+from pebench.cli import main
+from pebench.compare import FLOOR, compare
+from pebench.report import Artifact, Report, latex_escape, tables_for, write_report
+from pebench.results import ResultsError
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    return write_synthetic_results(tmp_path_factory.mktemp("reference"))
+
+
+@pytest.fixture(scope="module")
+def report(synthetic, tmp_path_factory) -> Report:
+    return write_report(synthetic, out_dir=tmp_path_factory.mktemp("out"))
+
+
+def copy_results(source: Path, target: Path) -> Path:
+    shutil.copytree(source / "raw", target / "raw")
+    return target
+
+
+def edit_runs(folder: Path, where: dict, column: str, change) -> None:
+    """Apply ``change`` to ``column`` in the OOD rows of every run CSV matching ``where``."""
+    for path in (folder / "raw").glob("*.csv"):
+        frame = pd.read_csv(path)
+        if all((frame[k] == v).all() for k, v in where.items()) and "eval_len" in frame:
+            ood = frame["eval_len"] > frame["train_max_len"]
+            frame.loc[ood, column] = change(frame.loc[ood, column])
+            frame.to_csv(path, index=False)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_writes_every_artifact(report):
+    assert isinstance(report, Report)
+    figures = {a.name for a in report.figures}
+    assert figures == {
+        "length_extrapolation_decoder_token_acc", "length_extrapolation_decoder_seq_acc",
+        "length_extrapolation_ood_heatmap", "order_sensitivity", "rope_scaling", "lm_extrapolation_perplexity",
+    }
+    tables = {a.name for a in report.tables}
+    assert tables == {"length_extrapolation", "order_sensitivity_encoder", "order_sensitivity_decoder",
+                      "rope_scaling", "lm_extrapolation", "parameters", "runs"}
+    for artifact in report.figures + report.tables:
+        assert isinstance(artifact, Artifact) and artifact.title and artifact.caption
+        for path in artifact.paths.values():
+            assert path.exists() and path.stat().st_size > 0
+    assert set(report.figures[0].paths) == {"svg", "pdf", "png"}
+    assert set(report.tables[0].paths) == {"csv", "md", "tex"}
+    for path in report.summaries.values():
+        assert path.exists()
+    out = report.figures[0].paths["svg"].parent.parent
+    index = json.loads((out / "report.json").read_text())
+    assert index["findings"] == report.findings and index["tables"][0]["paths"]["tex"].startswith("tables/")
+
+
+def test_table_captions_state_the_protocol(report):
+    for table in report.tables:
+        if table.name in ("runs",):
+            continue
+        assert re.search(r"seeds|d_model", table.caption), table.name
+    length = next(t for t in report.tables if t.name == "length_extrapolation")
+    assert "input lengths 1-8" in length.caption and "lengths 4, 8, 16, 32" in length.caption
+    assert "seeds 0/1/2" in length.caption and "10 steps" in length.caption
+
+
+def test_findings_carry_numbers(report):
+    assert all(isinstance(f, str) and re.search(r"\d\.\d", f) for f in report.findings[:-1])
+    text = "\n".join(report.findings)
+    assert re.search(r"NoPE encoder: 0\.1\d ± 0\.0\d token accuracy on order-dependent tasks \(chance 0\.10\) "
+                     r"vs 0\.9\d ± 0\.0\d on controls", text)
+    assert "copy (decoder): best OOD token accuracy alibi" in text
+    assert "RoPE scaling (OOD token accuracy, mean over 1 tasks): trained 0.20, linear 0.30" in text
+    assert "least degradation alibi" in text and "most rope" in text
+    assert report.findings[-1].startswith("54 runs: 52 ok, 1 diverged") and "1 failed" in report.findings[-1]
+
+
+def test_latex_is_booktabs_with_escaped_names(report):
+    tex = next(t for t in report.tables if t.name == "length_extrapolation").paths["tex"].read_text()
+    assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index(r"\end{tabular}")
+    assert r"length\_extrapolation" in tex and r"$\pm$" in tex and "±" not in tex
+    assert r"\textbf{" in tex  # the best of each task
+    assert tex.count(r"\begin{tabular}{llrrrrrrr}") == 1
+    body = tex[tex.index(r"\toprule"):tex.index(r"\bottomrule")]
+    for line in body.splitlines()[1:]:
+        if line not in (r"\midrule",):
+            assert line.endswith(r"\\") and line.count("&") == 8, line
+    assert latex_escape("sum_mod") == r"sum\_mod"
+    assert latex_escape("randomized:rope 50% & {x} #1 ~ ^ \\") == \
+        r"randomized:rope 50\% \& \{x\} \#1 \textasciitilde{} \textasciicircum{} \textbackslash{}"
+
+
+def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
+    frames = [run_frame("length_extrapolation", "sum_mod", encoding, "decoder", seed, 8,
+                        [{"eval_len": 8, "token_acc": 0.9 - 0.1 * k}, {"eval_len": 16, "token_acc": 0.5}])
+              for k, encoding in enumerate(("randomized:rope", "alibi")) for seed in (0, 1)]
+    raw = tmp_path / "results" / "raw"
+    raw.mkdir(parents=True)
+    for frame in frames:
+        frame.to_csv(raw / f"{frame['run_id'].iloc[0]}.csv", index=False)
+    report = write_report(tmp_path / "results")  # default out_dir = the results folder
+    tex = (tmp_path / "results" / "tables" / "length_extrapolation.tex").read_text()
+    assert r"sum\_mod" in tex and "randomized:rope" in tex and "sum_mod" not in tex
+    assert {a.name for a in report.tables} == {"length_extrapolation", "parameters", "runs"}  # others skipped
+
+
+def test_markdown_marks_best_and_ties(report):
+    md = next(t for t in report.tables if t.name == "length_extrapolation").paths["md"].read_text()
+    lines = md.splitlines()
+    assert lines[0].startswith("| Task | Encoding | Chance | ID token acc | OOD token acc")
+    alibi = next(line for line in lines if "| alibi |" in line)
+    assert alibi.count("**") >= 4  # best ID and OOD token accuracy on copy
+    assert "2 (1 failed)" in md and "3 (1 diverged)" in md  # failures are shown, never dropped
+    csv = pd.read_csv(next(t for t in report.tables if t.name == "length_extrapolation").paths["csv"])
+    assert {"ood_token_acc_mean", "ood_token_acc_ci95", "ood_token_acc_best", "ood_token_acc_is_best",
+            "ood_token_acc_not_worse", "n_failed"} <= set(csv.columns)
+
+
+def test_report_from_real_runs(tmp_path):
+    from pebench.experiment import make_spec
+    from pebench.runner import run_sweep
+
+    config = {"task": "copy", "arch": "decoder", "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 2,
+              "batch_size": 4, "warmup_steps": 1, "train_max_len": 4, "eval_lengths": [2, 4, 8], "eval_n_examples": 8}
+    specs = [make_spec("smoke", "length_extrapolation", {**config, "encoding": e, "seed": 0}) for e in ("none", "rope")]
+    run_sweep(specs, tmp_path / "res", on_done=lambda spec, rows: None)
+    report = write_report(tmp_path / "res", tmp_path / "out")
+    assert {a.name for a in report.tables} == {"length_extrapolation", "parameters", "runs"}
+    assert "software: pebench" in report.protocol
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_identical_results_reproduce(synthetic):
+    comparison = compare(synthetic, synthetic)
+    assert comparison.all_reproduce and comparison.n_cells == comparison.n_reproduced > 20
+    assert comparison.verdict.startswith(f"{comparison.n_cells} of {comparison.n_cells} cells reproduce")
+
+
+def test_a_shifted_cell_does_not_reproduce_and_is_listed(synthetic, tmp_path):
+    local = copy_results(synthetic, tmp_path / "local")
+    edit_runs(local, {"task": "copy", "encoding": "alibi"}, "token_acc", lambda s: s - 0.2)
+    edit_runs(local, {"task": "majority", "encoding": "alibi"}, "token_acc", lambda s: s - FLOOR / 4)
+    comparison = compare(local, synthetic)
+    assert not comparison.all_reproduce
+    assert comparison.n_reproduced == comparison.n_cells - 1
+    assert comparison.verdict.startswith(f"{comparison.n_cells - 1} of {comparison.n_cells} cells reproduce")
+    assert len(comparison.failing) == 1
+    assert comparison.failing[0].startswith("length_extrapolation/copy/alibi/decoder: ood_token_acc")
+    row = comparison.metrics.set_index(["task", "encoding", "metric"]).loc[("copy", "alibi", "ood_token_acc")]
+    assert row["difference"] == pytest.approx(-0.2)
+
+
+def test_tolerance_is_two_standard_errors_with_a_floor(synthetic):
+    comparison = compare(synthetic, synthetic)
+    rows = comparison.metrics.set_index(["experiment", "task", "encoding", "arch", "variant", "metric"]).sort_index()
+    row = rows.loc[("length_extrapolation", "copy", "rope", "decoder", "trained", "ood_token_acc")]
+    standard_error = (row["local_std"] ** 2 / row["local_n"] + row["reference_std"] ** 2 / row["reference_n"]) ** 0.5
+    assert row["tolerance"] == pytest.approx(max(FLOOR, 2 * standard_error))
+    assert row["local_n"] == 2  # the failed seed is not a sample
+    lm = rows.loc[("lm_extrapolation", "charlm", "rope", "decoder", "trained")]
+    assert set(lm.index) == {"id_loss", "ood_loss"}  # perplexity compared on the log scale
+
+
+def test_cells_on_one_side_are_reported(synthetic, tmp_path):
+    local = copy_results(synthetic, tmp_path / "local")
+    for path in (local / "raw").glob("*.csv"):
+        if pd.read_csv(path)["experiment"].iloc[0] == "lm_extrapolation":
+            path.unlink()
+    extra = curve_run(0, {4: 1.0, 16: 0.5}, encoding="t5")
+    extra.to_csv(local / "raw" / f"{extra['run_id'].iloc[0]}.csv", index=False)
+    comparison = compare(local, synthetic)
+    assert len(comparison.only_reference) == 3 and len(comparison.only_local) == 1
+    assert not comparison.all_reproduce
+    assert "3 reference cells not in the rerun, 1 rerun cells not in the reference" in comparison.verdict
+    assert "only in the reference:\n  lm_extrapolation/charlm/none/decoder\n" in comparison.summary()
+
+
+def test_unrelated_results_are_bad_input(synthetic, tmp_path):
+    frame = run_frame("other", "copy", "rope", "decoder", 0, 8, [{"eval_len": 8, "token_acc": 1.0}])
+    (tmp_path / "raw").mkdir()
+    frame.to_csv(tmp_path / "raw" / "x.csv", index=False)
+    with pytest.raises(ResultsError, match="share no cell"):
+        compare(tmp_path, synthetic)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def test_cli_report_show_and_compare(synthetic, tmp_path, capsys):
+    small = tmp_path / "small"
+    (small / "raw").mkdir(parents=True)
+    for path in (synthetic / "raw").glob("*.csv"):
+        if pd.read_csv(path)["experiment"].iloc[0] == "rope_scaling":
+            shutil.copy(path, small / "raw")
+    assert main(["report", "--results", str(small), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "findings:" in out and (tmp_path / "out" / "tables" / "rope_scaling.tex").exists()
+
+    assert main(["show", "--results", str(synthetic), "--experiment", "rope_scaling"]) == 0
+    out = capsys.readouterr().out
+    assert "rope_scaling: RoPE scaling at evaluation" in out and "yarn" in out and "length_extrapolation" not in out
+
+    assert main(["compare", str(synthetic), str(synthetic)]) == 0
+    assert "cells reproduce" in capsys.readouterr().out
+    local = copy_results(synthetic, tmp_path / "local")
+    edit_runs(local, {"task": "copy", "encoding": "alibi"}, "token_acc", lambda s: s - 0.3)
+    assert main(["compare", str(local), str(synthetic)]) == 1
+    assert "not reproduced:" in capsys.readouterr().out
+
+
+def test_cli_bad_input_exits_2_with_one_line(synthetic, tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "missing"), str(synthetic)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pebench: error:") and "missing" in err and err.count("\n") == 1
+    assert main(["show", "--results", str(synthetic), "--experiment", "nope"]) == 2
+    assert "no runs of experiment(s) nope" in capsys.readouterr().err
+    bad = copy_results(synthetic, tmp_path / "bad")
+    (bad / "raw" / "zz.csv").write_text("suite\nstandard\n")
+    assert main(["report", "--results", str(bad)]) == 2
+    assert "zz.csv" in capsys.readouterr().err
+    assert main(["report"]) == 2
+
+
+def test_tables_for_without_writing(synthetic):
+    tables = tables_for(synthetic, ["length_extrapolation"])
+    assert [t.name for t in tables] == ["length_extrapolation"]
+    assert "* best mean of its task" in tables[0].to_text()
