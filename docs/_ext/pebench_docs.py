@@ -1,0 +1,662 @@
+"""Generate the registry-, results- and figure-driven pages of the pebench site at build time.
+
+Everything under ``docs/_generated/`` is written here when the builder starts
+(Sphinx event ``builder-inited``), before Sphinx reads the sources:
+
+* ``encodings/<name>.md``: one page per registered encoding;
+* ``tasks/<name>.md``: one page per registered task;
+* ``results/<suite>.md``: one page per suite folder in ``results/``, from
+  :func:`pebench.report.write_report` (and a "local rerun" page when
+  ``results/local/standard`` exists);
+* ``api/<module>.md``: one autodoc page per importable ``pebench`` module;
+* ``figures/*.svg``: the teaching figures of :mod:`pebench.explain`;
+* ``includes/*.md``: tables included by the hand-written pages.
+
+The hand-written pages never name a generated file that might be missing:
+they use glob toctrees, includes of files that are always written, and
+substitutions (``generate`` returns their values).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import pebench
+from pebench import encodings, explain, tasks
+
+DOCS = Path(__file__).resolve().parent.parent
+ROOT = DOCS.parent
+KIND_SLOTS = {
+    "none": "none: no positional information",
+    "input": "input: added to the token embeddings (`embed`)",
+    "rotary": "rotary: transforms queries and keys (`rotate`)",
+    "bias": "bias: added to the attention scores (`bias`)",
+    "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
+}
+#: papers cited on an encoding's page besides its registry ``paper``
+EXTRA_CITATIONS = {
+    "none": ["kazemnejad2023nope"],
+    "learned": ["devlin2019bert"],
+    "rope": ["chen2023pi", "bloc97ntk2023", "peng2023yarn"],
+}
+#: suite folders in results/ that are not reference suites
+NOT_SUITES = {"local", "performance"}
+FIGURE_FORMATS = ("svg", "png")
+TABLE_DOWNLOADS = ("tex", "csv")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def write(path: Path, text: str) -> None:
+    """Write ``text`` if it differs from the file's content (keeps Sphinx's incremental builds quiet)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def source_path(path: Path, srcdir: Path = DOCS) -> str:
+    """``path`` as a Sphinx source-absolute path (``/_generated/...``), for images and downloads."""
+    return "/" + Path(path).resolve().relative_to(srcdir.resolve()).as_posix()
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (as a reader would type it), else absolute."""
+    path = Path(path).resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def markdown_table(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
+    """A MyST (GitHub-style) table; cell text is escaped for ``|``."""
+
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def save_figure(fig, stem: Path, formats: Iterable[str] = ("svg",)) -> None:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for ext in formats:
+        fig.savefig(stem.with_suffix(f".{ext}"), bbox_inches="tight", dpi=110)
+
+
+def doc_title(text: str) -> str:
+    return text.replace("`", "")
+
+
+# --------------------------------------------------------------------------- encodings
+
+
+def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
+    """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
+    meta = encodings.meta(name)
+    cls = encodings.ENCODINGS.get(name)
+    options = encodings.options(name)
+    papers = [meta["paper"], *EXTRA_CITATIONS.get(name, [])]
+    call_name = f"{name}:rope" if meta["kind"] == "wrapper" else name
+    lines = [
+        f"# `{name}`: {meta['summary']}",
+        "",
+        markdown_table(["", ""], [
+            ["slot", KIND_SLOTS.get(meta["kind"], meta["kind"])],
+            ["trainable parameters", "yes" if meta["has_parameters"] else "no"],
+            ["causal (decoder) only", "yes" if meta["causal_only"] else "no"],
+            ["paper", ", ".join(f"{{cite:t}}`{key}`" for key in papers)],
+            ["class", f"`{cls.__module__}.{cls.__qualname__}`"],
+        ]),
+        "## Options",
+        "",
+    ]
+    if options:
+        lines.append(markdown_table(["option", "default"], [[f"`{k}`", f"`{v!r}`"] for k, v in options.items()]))
+    else:
+        lines.append("None: the encoding is fully determined by the model's width and heads.\n")
+    opts = "".join(f", {k}={v!r}" for k, v in options.items() if v is not None)
+    lines += [
+        "Build it by name (every option may be omitted; its default is shown):",
+        "",
+        "```python",
+        "from pebench import encodings",
+        "",
+        f'pe = encodings.build("{call_name}", d_model=64, n_heads=4, max_len=128{opts})',
+        "```",
+        "",
+        f"and select it in a run with `pebench run --suite smoke --filter encoding={call_name}`.",
+        "",
+    ]
+    example = explain.encoding_example(name)
+    if example is not None:
+        fig, caption = example
+        stem = out / "figures" / f"encoding_{name}"
+        save_figure(fig, stem)
+        image = source_path(stem.with_suffix(".svg"), srcdir)
+        lines += ["## Example", "", f":::{{figure}} {image}", f":alt: {name} example", "", caption, ":::", ""]
+    lines += [
+        "## Definition and conventions",
+        "",
+        "The class docstring, which states the formula, the convention and the reference code it was checked "
+        "against:",
+        "",
+        "```{eval-rst}",
+        f".. autoclass:: {cls.__module__}.{cls.__qualname__}",
+        "   :no-index:",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def encodings_table() -> str:
+    rows = []
+    for name in encodings.names():
+        meta = encodings.meta(name)
+        rows.append([f"{{doc}}`{name} </_generated/encodings/{name}>`", meta["kind"],
+                     "yes" if meta["has_parameters"] else "no", "yes" if meta["causal_only"] else "no",
+                     f"{{cite:t}}`{meta['paper']}`", meta["summary"]])
+    return markdown_table(["name", "slot", "parameters", "causal only", "paper", "summary"], rows)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def _example_length(task: tasks.Task) -> int:
+    length = max(task.min_length, 5)
+    return length if task.max_length is None else min(length, task.max_length)
+
+
+def _token_text(task: tasks.Task, token: int) -> str:
+    return {task.vocab_size: "SEP", task.vocab_size + 1: "_", tasks.IGNORE: "·"}.get(token, str(token))
+
+
+def rendered_table(task: tasks.Task, batch: tasks.Batch, arch: str) -> str:
+    tokens, labels = tasks.render(task, batch, arch)
+    rows = [["token", *(_token_text(task, int(t)) for t in tokens[0])],
+            ["label", *(_token_text(task, int(t)) for t in labels[0])]]
+    return markdown_table(["position", *range(tokens.shape[1])], rows)
+
+
+def task_page(name: str) -> str:
+    task = tasks.get(name)
+    meta = tasks.TASKS.meta(name)
+    length = _example_length(task)
+    batch = task.sample(2, length, torch.Generator().manual_seed(0), split="eval")
+    archs = ["decoder"] if meta.get("decoder_only") else list(tasks.ARCHS)
+    lines = [
+        f"# `{name}`",
+        "",
+        task.describe(),
+        "",
+        markdown_table(["", ""], [
+            ["version", task.version],
+            ["order", "order-dependent" if task.order_dependent else "order-invariant (a control)"],
+            ["symbols (`vocab_size`)", task.vocab_size],
+            ["input lengths", f"{task.min_length} .. {task.max_length or 'any'}"],
+            [f"chance token accuracy at length {length}", f"{task.chance_accuracy(length):.3f}"],
+            ["architectures", ", ".join(archs)],
+            ["source", f"{{cite:t}}`{meta['paper']}`" if meta.get("paper") else "pebench"],
+        ]),
+        f"## Examples (length {length}, seed 0)",
+        "",
+        markdown_table(["input", "output"], [[" ".join(map(str, x.tolist())), " ".join(map(str, y.tolist()))]
+                                             for x, y in zip(batch.inputs, batch.targets, strict=True)]),
+    ]
+    single = tasks.Batch(inputs=batch.inputs[:1], targets=batch.targets[:1])
+    for arch in archs:
+        lines += [f"### Rendered for the {arch}", "", rendered_table(task, single, arch)]
+    lines += [
+        "`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
+        "(label -100); see {func}`pebench.tasks.base.render_pair`.",
+        "",
+        "## Definition",
+        "",
+        "```{eval-rst}",
+        f".. autoclass:: {type(task).__module__}.{type(task).__qualname__}",
+        "   :no-index:",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def tasks_table() -> str:
+    rows = []
+    for name in tasks.names():
+        task = tasks.get(name)
+        rows.append([f"{{doc}}`{name} </_generated/tasks/{name}>`",
+                     "dependent" if task.order_dependent else "invariant", task.vocab_size, task.version,
+                     task.describe()])
+    return markdown_table(["task", "order", "symbols", "version", "definition"], rows)
+
+
+# --------------------------------------------------------------------------- protocol (experiments, suites)
+
+
+def _values(specs, key) -> str:
+    values = sorted({str(spec.resolved()[key]) for spec in specs})
+    return ", ".join(values)
+
+
+def experiments_tables() -> str:
+    from pebench.experiment import SCALES, SEEDS, SUITES, load_experiments, suite_runs
+
+    scale_keys = sorted({k for scale in SCALES.values() for k in scale})
+    out = ["### Scale of each suite", "",
+           markdown_table(["suite", "runs", "seeds", *scale_keys],
+                          [[suite, len(suite_runs(suite)), ", ".join(map(str, SEEDS[suite])),
+                            *(SCALES[suite].get(k, "") for k in scale_keys)] for suite in SUITES])]
+    registry = load_experiments()
+    for name in registry.names():
+        experiment = registry.get(name)
+        specs = experiment.runs("standard")
+        out += [f"### `{name}`", "", experiment.description, ""]
+        if not specs:
+            out.append("Not part of the standard suite.\n")
+            continue
+        rows = [[key, _values(specs, key)] for key in
+                ("task", "encoding", "arch", "train_min_len", "train_max_len", "eval_lengths", "eval_conditions",
+                 "eval_variants", "seed")]
+        rows = [row for row in rows if row[1] not in ("", "[]")]
+        out += [f"In the standard suite ({len(specs)} runs):", "", markdown_table(["setting", "values"], rows)]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- results
+
+
+def suite_folders(results: Path) -> list[Path]:
+    """Reference suite folders in ``results/`` (those with raw CSVs or a manifest)."""
+    if not results.is_dir():
+        return []
+    return sorted(p for p in results.iterdir() if p.is_dir() and p.name not in NOT_SUITES
+                  and ((p / "raw").is_dir() or (p / "manifest.json").exists()))
+
+
+def manifest_section(folder: Path) -> str:
+    path = folder / "manifest.json"
+    if not path.exists():
+        return f"No `manifest.json` in `{shown(folder)}`.\n"
+    manifest = json.loads(path.read_text())
+    latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
+    keys = ("date", "git_sha", "git_dirty", "pebench_version", "torch_version", "python_version", "device",
+            "cuda_device", "platform", "processor", "cpu_count", "executor", "workers", "n_runs")
+    rows = [[f"`{k}`", latest[k]] for k in keys if k in latest and latest[k] is not None]
+    n = len(manifest.get("invocations", []))
+    note = f"The folder was written by {n} invocation(s) of `pebench run`; the latest:" if n else "Manifest:"
+    return f"{note}\n\n" + markdown_table(["field", "value"], rows)
+
+
+def _render_report(report, srcdir: Path) -> list[str]:
+    lines = []
+    if report.protocol:
+        lines += ["## Protocol", "", report.protocol, ""]
+    skipped = getattr(report, "skipped", [])
+    if skipped:
+        lines += ["Not shown, because the results do not allow it:", "", *(f"- {item}" for item in skipped), ""]
+    if report.findings:
+        lines += ["## Findings", "", *(f"- {finding}" for finding in report.findings), ""]
+    if report.figures:
+        lines += ["## Figures", ""]
+    for artifact in report.figures:
+        image = next((artifact.paths[ext] for ext in FIGURE_FORMATS if ext in artifact.paths), None)
+        lines += [f"### {artifact.title}", ""]
+        if image is not None:
+            lines += [f":::{{figure}} {source_path(image, srcdir)}", f":alt: {artifact.title}", "",
+                      artifact.caption, ":::", ""]
+        downloads = [f"{{download}}`{ext.upper()} <{source_path(p, srcdir)}>`" for ext, p in artifact.paths.items()]
+        lines += ["Download: " + ", ".join(downloads), ""]
+    if report.tables:
+        lines += ["## Tables", ""]
+    for artifact in report.tables:
+        table = Path(artifact.paths["md"]).read_text().strip() if "md" in artifact.paths else ""
+        lines += [f"### {artifact.title}", ""]
+        if artifact.caption not in table:  # the Markdown table may carry its caption already
+            lines += [artifact.caption, ""]
+        if table:
+            lines += [table, ""]
+        downloads = [f"{{download}}`{ext.upper()} <{source_path(artifact.paths[ext], srcdir)}>`"
+                     for ext in (*TABLE_DOWNLOADS, "md") if ext in artifact.paths]
+        lines += ["Download: " + ", ".join(downloads), ""]
+    summaries = getattr(report, "summaries", {})
+    if summaries:
+        lines += ["## Summary data", "", "Per-run and aggregated values behind the figures and tables: " + ", ".join(
+            f"{{download}}`{name} <{source_path(path, srcdir)}>`" for name, path in summaries.items()
+            if Path(path).exists()), ""]
+    return lines
+
+
+def _write_report(folder: Path, out: Path):
+    """``pebench.report.write_report(folder, out_dir=out)``, or ``None`` if that module does not exist yet."""
+    try:
+        from pebench.report import write_report
+    except ImportError:
+        return None
+    return write_report(folder, out_dir=out)
+
+
+def _count_runs(folder: Path) -> int:
+    return len(list((folder / "raw").glob("*.csv"))) if (folder / "raw").is_dir() else 0
+
+
+def results_page(folder: Path, out: Path, srcdir: Path = DOCS) -> str:
+    """The page of one suite folder; report artifacts are written under ``out``."""
+    suite = folder.name
+    rel = shown(folder)
+    lines = [f"# Results: `{suite}` suite", "",
+             f"Generated when this site was built from the {_count_runs(folder)} run files in `{rel}/raw/`.", "",
+             "## Provenance", "", manifest_section(folder)]
+    report = _write_report(folder, out)
+    if report is None:
+        lines += ["The analysis module `pebench.report` is not part of this version of pebench, so this page shows "
+                  "no figures or tables yet.", ""]
+    else:
+        lines += _render_report(report, srcdir)
+    return "\n".join(lines)
+
+
+def missing_results_page(suite: str) -> str:
+    return "\n".join([
+        f"# Results: `{suite}` suite",
+        "",
+        f"There are no results in `results/{suite}` yet, so no figures or tables are shown. "
+        "They appear here once the reference run is committed:",
+        "",
+        "```bash",
+        f"pebench run --suite {suite} --out results/{suite} --workers 2",
+        f"pebench report --results results/{suite}",
+        "```",
+        "",
+    ])
+
+
+def compare_section(local: Path, reference: Path) -> list[str]:
+    """The output of ``pebench.compare.compare(local, reference)``: its verdict and its summary."""
+    try:
+        from pebench import compare as compare_module
+    except ImportError:
+        compare_module = None
+    if compare_module is None or not hasattr(compare_module, "compare"):
+        return ["The reproduction check `pebench.compare` is not part of this version of pebench.", ""]
+    result = compare_module.compare(local, reference)
+    lines = ["## Reproduction check", "",
+             f"`pebench compare {shown(local)} {shown(reference)}`:", ""]
+    verdict = getattr(result, "verdict", None)
+    if verdict:
+        lines += [f"**{verdict}**", ""]
+    summary = result.summary() if callable(getattr(result, "summary", None)) else str(result)
+    if verdict and summary.startswith(verdict):
+        summary = summary[len(verdict):].strip()
+    if summary:
+        lines += ["```text", summary, "```", ""]
+    return lines
+
+
+def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> str:
+    """Local rerun beside the reference: both manifests, the comparison, and the figures side by side."""
+    lines = ["# Local rerun of the standard suite", "",
+             f"`{shown(local)}` ({_count_runs(local)} run files), written by `tox -e bench` on this "
+             f"machine, beside the committed reference `{shown(reference)}` "
+             f"({_count_runs(reference)} run files).", "",
+             "## Provenance of the rerun", "", manifest_section(local)]
+    if reference.is_dir():
+        lines += ["## Provenance of the reference", "", manifest_section(reference)]
+        lines += compare_section(local, reference)
+    local_report = _write_report(local, out / "local")
+    reference_report = _write_report(reference, out / "reference") if reference.is_dir() else None
+    if local_report is None:
+        lines += ["The analysis module `pebench.report` is not part of this version of pebench, so no figures "
+                  "are shown.", ""]
+        return "\n".join(lines)
+    if local_report.findings:
+        lines += ["## Findings of the rerun", "", *(f"- {f}" for f in local_report.findings), ""]
+    reference_figures = {a.name: a for a in reference_report.figures} if reference_report else {}
+    for artifact in local_report.figures:
+        local_image = next((artifact.paths[e] for e in FIGURE_FORMATS if e in artifact.paths), None)
+        ref = reference_figures.get(artifact.name)
+        ref_image = next((ref.paths[e] for e in FIGURE_FORMATS if e in ref.paths), None) if ref else None
+        if local_image is None:
+            continue
+        lines += [f"### {artifact.title}", "", artifact.caption, "",
+                  ":::{list-table}", ":header-rows: 1", "", "* - reference", "  - local rerun",
+                  f"* - {f'![reference]({source_path(ref_image, srcdir)})' if ref_image else 'not in the reference'}",
+                  f"  - ![local rerun]({source_path(local_image, srcdir)})", ":::", ""]
+    for artifact in local_report.tables:
+        if "md" in artifact.paths:
+            table = Path(artifact.paths["md"]).read_text().strip()
+            caption = [] if artifact.caption in table else [artifact.caption, ""]
+            lines += [f"### {artifact.title} (local rerun)", "", *caption, table, ""]
+    return "\n".join(lines)
+
+
+def generate_results(results: Path, out: Path, srcdir: Path = DOCS) -> list[str]:
+    """Write one page per suite folder (always one for ``standard``) and the local-rerun page; return names."""
+    pages = []
+    folders = {folder.name: folder for folder in suite_folders(results)}
+    for suite in sorted({"standard", *folders}):
+        page = out / f"{suite}.md"
+        if suite in folders:
+            write(page, results_page(folders[suite], out / suite, srcdir))
+        else:
+            write(page, missing_results_page(suite))
+        pages.append(suite)
+    local = results / "local" / "standard"
+    if local.is_dir() and _count_runs(local):
+        write(out / "local-standard.md", local_page(local, results / "standard", out / "local-standard", srcdir))
+        pages.append("local-standard")
+    return pages
+
+
+# --------------------------------------------------------------------------- API
+
+
+def api_modules() -> list[str]:
+    """Every ``pebench`` module that imports (modules still being written are left out, not fatal)."""
+    names = ["pebench"]
+    for info in pkgutil.walk_packages(pebench.__path__, "pebench."):
+        try:
+            importlib.import_module(info.name)
+        except Exception:  # noqa: BLE001 - a module that does not import has no API page
+            continue
+        names.append(info.name)
+    return sorted(names)
+
+
+def api_page(module: str) -> str:
+    doc = (inspect.getdoc(importlib.import_module(module)) or "").split("\n")[0]
+    return "\n".join([f"# `{module}`", "", "```{eval-rst}", f".. automodule:: {module}", "   :members:",
+                      "   :ignore-module-all:", "```", "", f"<!-- {doc_title(doc)} -->", ""])
+
+
+# --------------------------------------------------------------------------- concepts figures
+
+
+def generate_figures(out: Path) -> dict[str, str]:
+    """The teaching figures of the Concepts page; returns substitutions with the numbers they show."""
+    figures = {
+        "sinusoidal_heatmap": explain.sinusoidal_heatmap,
+        "sinusoidal_waves": explain.sinusoidal_waves,
+        "rotation_property": explain.rotation_property,
+        "score_decay": explain.score_decay_figure,
+        "bias_matrices": explain.bias_figure,
+        "attention_maps": explain.attention_maps,
+        "permutation_demo": explain.permutation_demo,
+    }
+    for name, make in figures.items():
+        save_figure(make(), out / name)
+    rope, nope = explain.demo_model("rope"), explain.demo_model("none")
+    tokens = explain.demo_tokens()
+    perm = explain.permutation(tokens.shape[1])
+    decay_rope = explain.score_decay("rope")
+    decay_xpos = explain.score_decay("xpos")
+    return {
+        "demo_rope_token_acc": f"{rope.token_acc:.2f}",
+        "demo_rope_seq_acc": f"{rope.seq_acc:.2f}",
+        "demo_none_token_acc": f"{nope.token_acc:.2f}",
+        "demo_none_seq_acc": f"{nope.seq_acc:.2f}",
+        "demo_chance": f"{tasks.get('copy').chance_accuracy(8):.2f}",
+        "perm_gap_none": f"{explain.permutation_gap(nope.model, tokens, perm):.1e}",
+        "perm_gap_rope": f"{explain.permutation_gap(rope.model, tokens, perm):.2f}",
+        "shift_error": f"{explain.sinusoidal_shift_error(5):.0e}",
+        "decay_rope_100": f"{float(decay_rope[100]):.2f}",
+        "decay_xpos_100": f"{float(decay_xpos[100]):.2f}",
+    }
+
+
+# --------------------------------------------------------------------------- citation
+
+
+def git_year() -> int:
+    """Year of the checked-out commit (the current year outside git)."""
+    try:
+        stamp = subprocess.run(["git", "log", "-1", "--format=%cI"], cwd=ROOT, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        return datetime.fromisoformat(stamp).year
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return datetime.now(timezone.utc).year
+
+
+def suite_bibtex(citation_file: Path = ROOT / "CITATION.cff") -> str:
+    """BibTeX of pebench from ``CITATION.cff`` (title, authors, version, license, repository if given)."""
+    import yaml
+
+    cff = yaml.safe_load(citation_file.read_text())
+    authors = " and ".join(
+        f"{{{a['name']}}}" if "name" in a else f"{a['family-names']}, {a['given-names']}" for a in cff["authors"]
+    )
+    fields = {"title": f"{{{cff['title']}}}: {cff.get('abstract', '').split('.')[0]}".rstrip(": "),
+              "author": authors, "year": str(git_year()), "version": cff.get("version", pebench.__version__),
+              "license": cff.get("license", ""), "url": cff.get("repository-code", "")}
+    body = ",\n".join(f"  {key:<8} = {{{value}}}" for key, value in fields.items() if value)
+    return f"@software{{pebench,\n{body}\n}}"
+
+
+def bib_entries(bib: Path = DOCS / "references.bib") -> dict[str, str]:
+    """Raw text of each entry of ``references.bib`` by key."""
+    text = bib.read_text()
+    starts = [m for m in re.finditer(r"^@\w+\{([^,]+),", text, flags=re.M)]
+    entries = {}
+    for current, following in zip(starts, [*starts[1:], None], strict=True):
+        end = following.start() if following else len(text)
+        entries[current.group(1).strip()] = text[current.start():end].strip()
+    return entries
+
+
+def cite_include() -> str:
+    entries = bib_entries()
+    lines = ["### pebench", "", "```bibtex", suite_bibtex(), "```", ""]
+    seen: set[str] = set()
+    for name in encodings.names():
+        for key in [encodings.meta(name)["paper"], *EXTRA_CITATIONS.get(name, [])]:
+            if key in seen or key not in entries:
+                continue
+            seen.add(key)
+            lines += [f"### {key} (`{name}`)", "", "```bibtex", entries[key], "```", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- performance
+
+
+def performance_includes(srcdir: Path = DOCS) -> list[Path]:
+    """Files that ``docs/performance.md`` includes with ``{include}`` (pages of their own they must not be)."""
+    page = srcdir / "performance.md"
+    if not page.exists():
+        return []
+    found = re.findall(r"^[`:]{3,}\{include\}\s+(\S+)", page.read_text(), flags=re.M)
+    return [(page.parent / name).resolve() for name in found]
+
+
+def performance_docs(srcdir: Path = DOCS) -> list[str]:
+    """Toctree entry of the performance page: docs/performance.md if it is complete, else the fallback page."""
+    page = srcdir / "performance.md"
+    if page.exists() and all(path.exists() for path in performance_includes(srcdir)):
+        return ["performance"]
+    return ["_generated/performance"]
+
+
+PERFORMANCE_FALLBACK = """# Performance
+
+This build of the site includes no performance measurements: the throughput benchmark
+(`python experiments/throughput.py`) has not been run for it, or its tables (`docs/performance_tables.md`)
+were not generated. Running the benchmark writes `results/performance/*.csv` and those tables, which
+report training throughput against x-transformers, the fraction of the matmul peak reached, and the
+effect of worker processes and seed batching.
+"""
+
+
+def excluded_sources(srcdir: Path = DOCS) -> list[str]:
+    """``exclude_patterns`` entries for files that are included into other pages, not pages themselves."""
+    excluded = [path.relative_to(srcdir.resolve()).as_posix() for path in performance_includes(srcdir)
+                if path.is_relative_to(srcdir.resolve())]
+    if performance_docs(srcdir) != ["performance"] and (srcdir / "performance.md").exists():
+        excluded.append("performance.md")  # incomplete (a missing include): the fallback page replaces it
+    return excluded
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str, str]:
+    """Write every generated page under ``srcdir/_generated``; return the MyST substitutions."""
+    out = srcdir / "_generated"
+    for sub in ("encodings", "tasks", "api"):  # registries may shrink: stale pages must go
+        shutil.rmtree(out / sub, ignore_errors=True)
+    for name in encodings.names():
+        write(out / "encodings" / f"{name}.md", encoding_page(name, out, srcdir))
+    for name in tasks.names():
+        write(out / "tasks" / f"{name}.md", task_page(name))
+    results_out = out / "results"
+    shutil.rmtree(results_out, ignore_errors=True)  # pages and artifacts of suites that may be gone
+    generate_results(results, results_out, srcdir)
+    for module in api_modules():
+        write(out / "api" / f"{module}.md", api_page(module))
+    if performance_docs(srcdir) != ["performance"]:
+        write(out / "performance.md", PERFORMANCE_FALLBACK)
+    else:
+        (out / "performance.md").unlink(missing_ok=True)
+    includes = out / "includes"
+    write(includes / "encodings_table.md", encodings_table())
+    write(includes / "tasks_table.md", tasks_table())
+    write(includes / "experiments.md", experiments_tables())
+    write(includes / "cite.md", cite_include())
+    substitutions = generate_figures(out / "figures")
+    substitutions["version"] = pebench.__version__
+    substitutions["n_encodings"] = str(len(encodings.names()))
+    substitutions["n_tasks"] = str(len(tasks.names()))
+    return substitutions
+
+
+def results_root() -> Path:
+    """The folder of result suites: ``results/``, or ``$PEBENCH_DOCS_RESULTS`` (to preview another set)."""
+    return Path(os.environ.get("PEBENCH_DOCS_RESULTS", ROOT / "results")).resolve()
+
+
+def _on_builder_inited(app) -> None:
+    app.config.myst_substitutions.update(generate(Path(app.srcdir), results_root()))
+
+
+def _on_source_read(app, docname: str, source: list[str]) -> None:
+    # the index toctree names the performance page that exists (the performance engineer's or the fallback)
+    if docname == "index":
+        source[0] = source[0].replace("PERFORMANCE_PAGE", "\n".join(performance_docs(Path(app.srcdir))))
+
+
+def setup(app) -> dict[str, Any]:
+    app.connect("builder-inited", _on_builder_inited, priority=400)  # before MyST reads its configuration
+    app.connect("source-read", _on_source_read)
+    return {"version": pebench.__version__, "parallel_read_safe": True}

@@ -1,0 +1,188 @@
+"""The documentation site: its generators, the worked example of docs/extending.md, and a full -W build."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pebench import encodings, tasks
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLE = DOCS / "examples" / "scaled_sinusoidal.py"
+
+
+def load_generators():
+    spec = importlib.util.spec_from_file_location("pebench_docs", DOCS / "_ext" / "pebench_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return load_generators()
+
+
+def test_citation_cff_matches_the_package():
+    import yaml
+
+    import pebench
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0"
+    assert cff["version"] == pebench.__version__
+    assert cff["title"] == "pebench" and cff["authors"]
+
+
+def test_every_cited_key_is_in_the_bibliography(gen):
+    keys = set(gen.bib_entries())
+    cited = {encodings.meta(name)["paper"] for name in encodings.names()}
+    cited |= {tasks.TASKS.meta(name)["paper"] for name in tasks.names() if tasks.TASKS.meta(name)["paper"]}
+    cited |= {key for extra in gen.EXTRA_CITATIONS.values() for key in extra}
+    assert cited <= keys, f"missing from docs/references.bib: {sorted(cited - keys)}"
+
+
+def test_suite_bibtex(gen):
+    text = gen.suite_bibtex()
+    assert text.startswith("@software{pebench,") and "version  = {0.1.0}" in text
+
+
+@pytest.mark.parametrize("name", encodings.names())
+def test_encoding_page(gen, name, tmp_path):
+    page = gen.encoding_page(name, tmp_path / "_generated", srcdir=tmp_path)
+    meta = encodings.meta(name)
+    assert f"{{cite:t}}`{meta['paper']}`" in page
+    assert ".. autoclass::" in page and ":no-index:" in page
+    for option, default in encodings.options(name).items():
+        assert f"| `{option}` | `{default!r}` |" in page
+
+
+@pytest.mark.parametrize("name", ["copy", "charlm", "count"])
+def test_task_page(gen, name):
+    page = gen.task_page(name)
+    assert "Rendered for the decoder" in page
+    assert ("Rendered for the encoder" in page) == (not tasks.TASKS.meta(name).get("decoder_only", False))
+
+
+def test_missing_results_page_shows_no_numbers(gen, tmp_path):
+    pages = gen.generate_results(tmp_path / "results", tmp_path / "out", srcdir=tmp_path)
+    assert pages == ["standard"]
+    text = (tmp_path / "out" / "standard.md").read_text()
+    assert "no results in `results/standard` yet" in text
+
+
+@dataclass
+class FakeArtifact:
+    name: str
+    title: str
+    caption: str
+    paths: dict = field(default_factory=dict)
+
+
+@dataclass
+class FakeReport:
+    figures: list
+    tables: list
+    findings: list
+    protocol: str
+
+
+def test_report_rendering(gen, tmp_path):
+    out = tmp_path / "_generated" / "results" / "standard"
+    out.mkdir(parents=True)
+    for name in ("fig.svg", "fig.pdf", "table.md", "table.tex", "table.csv"):
+        (out / name).write_text("| a | b |\n|---|---|\n| 1 | 2 |\n" if name.endswith(".md") else "x")
+    report = FakeReport(
+        figures=[FakeArtifact("fig", "A figure", "Its caption.", {"svg": out / "fig.svg", "pdf": out / "fig.pdf"})],
+        tables=[FakeArtifact("table", "A table", "Table caption.",
+                             {"md": out / "table.md", "tex": out / "table.tex", "csv": out / "table.csv"})],
+        findings=["first finding"],
+        protocol="Trained on lengths 1-16.",
+    )
+    text = "\n".join(gen._render_report(report, tmp_path))
+    assert ":::{figure} /_generated/results/standard/fig.svg" in text and "Its caption." in text
+    assert "{download}`PDF </_generated/results/standard/fig.pdf>`" in text
+    assert "| 1 | 2 |" in text and "{download}`TEX </_generated/results/standard/table.tex>`" in text
+    assert "- first finding" in text and "Trained on lengths 1-16." in text
+
+
+def test_manifest_section(gen, tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"suite": "standard", "invocations": [{}], "latest": {"git_sha": "abc123", "device": "cpu"}}))
+    text = gen.manifest_section(tmp_path)
+    assert "| `git_sha` | abc123 |" in text and "| `device` | cpu |" in text
+
+
+def test_api_modules_import(gen):
+    modules = gen.api_modules()
+    for required in ("pebench.registry", "pebench.encodings", "pebench.encodings.rope", "pebench.tasks",
+                     "pebench.model", "pebench.train", "pebench.evaluate", "pebench.experiment",
+                     "pebench.runner", "pebench.cli", "pebench.explain"):
+        assert required in modules
+
+
+EXAMPLE_CHECK = """
+import runpy, sys
+import torch
+runpy.run_path(sys.argv[1])  # as if saved in pebench/encodings/: registers "scaled_sinusoidal"
+from pebench import encodings
+assert "scaled_sinusoidal" in encodings.names()
+assert encodings.options("scaled_sinusoidal") == {"theta": 10000.0, "init_scale": 1.0}
+scaled = encodings.build("scaled_sinusoidal", d_model=16, n_heads=2, max_len=32)
+plain = encodings.build("sinusoidal", d_model=16, n_heads=2, max_len=32)
+x, pos = torch.randn(2, 10, 16), torch.arange(10)
+assert torch.equal(scaled.embed(x, pos), plain.embed(x, pos))  # starts out as sinusoidal
+assert sum(p.numel() for p in scaled.parameters()) == 1
+import pebench.experiment as experiment
+experiment.COMPARED_ENCODINGS = (*experiment.COMPARED_ENCODINGS, "scaled_sinusoidal")  # the one-line edit
+from pebench.cli import main
+sys.exit(main(["run", "--suite", "smoke", "--experiment", "length_extrapolation", "--filter",
+               "encoding=scaled_sinusoidal", "--filter", "task=copy", "--out", sys.argv[2]]))
+"""
+
+
+def test_extending_example_runs_under_the_protocol(tmp_path):
+    """docs/extending.md: the example file registers, builds, and `pebench run --filter encoding=...` runs it."""
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-c", EXAMPLE_CHECK, str(EXAMPLE), str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    from pebench.results import load
+
+    frame = load(out)
+    assert set(frame["encoding"]) == {"scaled_sinusoidal"} and set(frame["status"]) == {"ok"}
+    assert (frame["encoding_params"] == 1).all()
+
+
+def test_extending_page_shows_the_tested_file():
+    assert "```{literalinclude} examples/scaled_sinusoidal.py" in (DOCS / "extending.md").read_text()
+
+
+def test_site_builds_without_warnings(tmp_path):
+    """The whole site, warnings as errors, as `tox -e docs` builds it (into a temporary folder)."""
+    pytest.importorskip("sphinx")
+    pytest.importorskip("myst_parser")
+    pytest.importorskip("sphinxcontrib.bibtex")
+    pytest.importorskip("furo")
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"),
+         str(DOCS), str(tmp_path / "html")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = tmp_path / "html"
+    for page in ("index", "quickstart", "protocol", "concepts", "results", "extending", "distributed", "api",
+                 "cite", "references", "_generated/encodings/rope", "_generated/tasks/copy",
+                 "_generated/results/standard"):
+        assert (html / f"{page}.html").exists(), page
+    assert seconds < 120, f"the docs build took {seconds:.0f}s"
