@@ -123,6 +123,16 @@ class Task:
         return f"{type(self).__name__}(name={self.name!r}, version={self.version})"
 
 
+class SequenceTask(Task):
+    """A task on uniform random symbols whose output is as long as its input (copy, reverse, ...)."""
+
+    def output_length(self, length: int) -> int:
+        return length
+
+    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
+        return torch.randint(0, self.vocab_size, (n, length), generator=generator)
+
+
 def model_vocab_size(task: Task) -> int:
     """Embedding-table size a model needs for ``task``: its symbols + SEP + BLANK."""
     return task.vocab_size + 2

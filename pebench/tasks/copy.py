@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from pebench.tasks import register
-from pebench.tasks.base import Task
+from pebench.tasks.base import SequenceTask
 
 
 @register("copy", paper="deletang2023chomsky")
-class Copy(Task):
+class Copy(SequenceTask):
     """Copy the input: ``a b c -> a b c``.
 
     Order-dependent: the i-th output is the i-th input. Inputs are uniform
@@ -21,12 +20,6 @@ class Copy(Task):
     version = 1
     order_dependent = True
     vocab_size = 10
-
-    def output_length(self, length: int) -> int:
-        return length
-
-    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
-        return torch.randint(0, self.vocab_size, (n, length), generator=generator)
 
     def solve(self, inputs: Tensor) -> Tensor:
         return inputs.clone()

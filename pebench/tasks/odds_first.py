@@ -6,11 +6,11 @@ import torch
 from torch import Tensor
 
 from pebench.tasks import register
-from pebench.tasks.base import Task
+from pebench.tasks.base import SequenceTask
 
 
 @register("odds_first", paper="deletang2023chomsky")
-class OddsFirst(Task):
+class OddsFirst(SequenceTask):
     """Tokens at odd positions first, then even ones: ``a b c d e -> a c e b d``.
 
     Positions are counted from 1 as in Deletang et al. (2023), whose example
@@ -25,12 +25,6 @@ class OddsFirst(Task):
     version = 1
     order_dependent = True
     vocab_size = 10
-
-    def output_length(self, length: int) -> int:
-        return length
-
-    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
-        return torch.randint(0, self.vocab_size, (n, length), generator=generator)
 
     def solve(self, inputs: Tensor) -> Tensor:
         return torch.cat([inputs[:, 0::2], inputs[:, 1::2]], dim=1)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from pebench.tasks import register
-from pebench.tasks.base import Task
+from pebench.tasks.base import SequenceTask
 
 
 @register("reverse", paper="deletang2023chomsky")
-class Reverse(Task):
+class Reverse(SequenceTask):
     """Reverse the input: ``a b c -> c b a``.
 
     Order-dependent: the i-th output is the input at position ``L-1-i``, so
@@ -24,12 +23,6 @@ class Reverse(Task):
     version = 1
     order_dependent = True
     vocab_size = 10
-
-    def output_length(self, length: int) -> int:
-        return length
-
-    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
-        return torch.randint(0, self.vocab_size, (n, length), generator=generator)
 
     def solve(self, inputs: Tensor) -> Tensor:
         return inputs.flip(1)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import math
 
-import torch
 from torch import Tensor
 
 from pebench.tasks import register
-from pebench.tasks.base import Task
+from pebench.tasks.base import SequenceTask
 
 
 @register("sort", paper="deletang2023chomsky")
-class Sort(Task):
+class Sort(SequenceTask):
     """Sort the input ascending: ``3 1 2 1 -> 1 1 2 3``.
 
     Inputs are uniform over ``vocab_size = 10`` symbols; the output has the
@@ -36,12 +35,6 @@ class Sort(Task):
     version = 1
     order_dependent = False
     vocab_size = 10
-
-    def output_length(self, length: int) -> int:
-        return length
-
-    def generate_inputs(self, n: int, length: int, generator: torch.Generator) -> Tensor:
-        return torch.randint(0, self.vocab_size, (n, length), generator=generator)
 
     def solve(self, inputs: Tensor) -> Tensor:
         return inputs.sort(dim=1).values
