@@ -27,6 +27,7 @@ from torch import Tensor
 
 from pebench.model import Transformer
 from pebench.tasks import IGNORE, Batch, Task, render, shuffle_inputs
+from pebench.train import first_labeled
 
 CONDITIONS = ("original", "shuffled")
 DECODINGS = ("teacher", "greedy")
@@ -41,9 +42,11 @@ def eval_generator(seed: int, length: int) -> torch.Generator:
 def _score(model: Transformer, task: Task, batch: Batch, decoding: str, device: torch.device) -> dict[str, float]:
     """Summed token hits, sequence hits, summed loss and counts for one batch."""
     tokens, labels = render(task, batch, model.config.arch)
-    tokens, labels = tokens.to(device), labels.to(device)
-    logits = model(tokens)  # (N, T, V)
-    mask = labels != IGNORE  # (N, T)
+    # a Transformer computes logits only from the first labeled position on (the rest carry no score)
+    first = first_labeled(labels) if isinstance(model, Transformer) else 0
+    tokens, labels = tokens.to(device), labels[:, first:].to(device)
+    logits = model(tokens, outputs=tokens.shape[1] - first) if first else model(tokens)  # (N, T - first, V)
+    mask = labels != IGNORE  # (N, T - first)
     loss = F.cross_entropy(logits[mask], labels[mask], reduction="sum")
     if decoding == "greedy" and model.config.arch == "decoder":
         predictions = _greedy(model, tokens, batch.targets.shape[1])
@@ -51,10 +54,11 @@ def _score(model: Transformer, task: Task, batch: Batch, decoding: str, device: 
         predictions = logits.argmax(-1)[mask].view(labels.shape[0], -1)  # (N, L_out)
     targets = batch.targets.to(device)
     hits = predictions == targets  # (N, L_out)
+    token_hits, seq_hits, loss_sum = torch.stack([hits.sum(), hits.all(dim=1).sum(), loss]).tolist()  # one sync
     return {
-        "token_hits": float(hits.sum()),
-        "seq_hits": float(hits.all(dim=1).sum()),
-        "loss_sum": float(loss),
+        "token_hits": token_hits,
+        "seq_hits": seq_hits,
+        "loss_sum": loss_sum,
         "n_tokens": float(hits.numel()),
         "n": float(hits.shape[0]),
     }
@@ -65,7 +69,8 @@ def _greedy(model: Transformer, tokens: Tensor, out_len: int) -> Tensor:
     prefix = tokens[:, : tokens.shape[1] - out_len + 1]  # [x, SEP]
     outputs = []
     for _ in range(out_len):
-        next_token = model(prefix)[:, -1].argmax(-1, keepdim=True)  # (N, 1)
+        logits = model(prefix, outputs=1) if isinstance(model, Transformer) else model(prefix)
+        next_token = logits[:, -1].argmax(-1, keepdim=True)  # (N, 1)
         outputs.append(next_token)
         prefix = torch.cat([prefix, next_token], dim=1)
     return torch.cat(outputs, dim=1)

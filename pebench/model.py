@@ -12,7 +12,9 @@ T5 and ALiBi). The model never branches on the encoding's name.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -70,16 +72,27 @@ class Attention(nn.Module):
         self.dropout = config.dropout
 
     def forward(
-        self, x: Tensor, encoding: PositionalEncoding, pos: Tensor, mask: Tensor | None, is_causal: bool
+        self,
+        x: Tensor,
+        encoding: PositionalEncoding,
+        pos: Tensor,
+        mask: Tensor | None,
+        is_causal: bool,
+        q_pos: Tensor | None = None,
     ) -> Tensor:
+        """Attention output (B, Tq, D); queries at every position, or only at the last ``Tq`` given ``q_pos``."""
         B, T, D = x.shape
         qkv = self.qkv(x).view(B, T, 3, self.n_heads, D // self.n_heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, Dh)
-        q, k = encoding.rotate(q, k, pos, pos)
+        if q_pos is None:
+            q_pos = pos
+        else:
+            q = q[:, :, T - q_pos.shape[-1] :]  # (B, H, Tq, Dh)
+        q, k = encoding.rotate(q, k, q_pos, pos)
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0
-        )  # (B, H, T, Dh)
-        return self.proj(y.transpose(1, 2).reshape(B, T, D))
+        )  # (B, H, Tq, Dh)
+        return self.proj(y.transpose(1, 2).reshape(B, q.shape[2], D))
 
 
 class Block(nn.Module):
@@ -98,9 +111,19 @@ class Block(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(
-        self, x: Tensor, encoding: PositionalEncoding, pos: Tensor, mask: Tensor | None, is_causal: bool
+        self,
+        x: Tensor,
+        encoding: PositionalEncoding,
+        pos: Tensor,
+        mask: Tensor | None,
+        is_causal: bool,
+        q_pos: Tensor | None = None,
     ) -> Tensor:
-        x = x + self.drop(self.attn(self.ln_attn(x), encoding, pos, mask, is_causal))
+        """(B, T, D) -> (B, T, D), or (B, Tq, D) for the last Tq positions given their positions ``q_pos``."""
+        attended = self.attn(self.ln_attn(x), encoding, pos, mask, is_causal, q_pos)
+        if q_pos is not None:
+            x = x[:, x.shape[1] - q_pos.shape[-1] :]
+        x = x + self.drop(attended)
         return x + self.drop(self.mlp(self.ln_mlp(x)))
 
 
@@ -130,7 +153,11 @@ class Transformer(nn.Module):
         self.ln_final = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size)
         self._init_weights()
-        self._causal_masks: dict[tuple[int, str], Tensor] = {}
+        # Per-(length, device) caches of tensors that do not change between steps
+        # (see _positions and _mask). They hold no autograd graph.
+        self._default_positions = type(encoding).positions is PositionalEncoding.positions
+        self._position_cache: dict[tuple, Tensor] = {}
+        self._mask_cache: dict[tuple, Any] = {}
 
     def _init_weights(self) -> None:
         # GPT-2 style: N(0, 0.02) for linear layers, residual projections scaled
@@ -147,39 +174,110 @@ class Transformer(nn.Module):
                 nn.init.zeros_(module.bias)
         nn.init.normal_(self.token_embedding.weight, std=1.0)
 
-    def _mask(self, bias: Tensor | None, length: int, device: torch.device) -> tuple[Tensor | None, bool]:
-        """Float attention mask and SDPA's ``is_causal`` flag for this forward pass."""
-        causal = self.config.arch == "decoder"
-        if bias is None:
-            return None, causal
-        if bias.dim() == 3:
-            bias = bias.unsqueeze(0)  # (1, H, T, T)
-        if causal:
-            key = (length, str(device))
-            if key not in self._causal_masks:
-                upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
-                self._causal_masks[key] = torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
-            bias = bias + self._causal_masks[key]
-        return bias.to(self.head.weight.dtype), False
+    def _positions(self, batch_size: int, length: int, device: torch.device) -> Tensor:
+        """Default positions of a batch; ``0..T-1`` is cached per (length, device).
 
-    def forward(self, tokens: Tensor, pos: Tensor | None = None, return_hidden: bool = False):
+        Reusing one tensor per length lets the encodings' caches (cos/sin tables,
+        bias buckets, keyed by the position tensor) hit on every step, not only
+        across the layers of one pass. Cached tensors are created outside
+        inference mode so training may use them after an evaluation.
+        """
+        if not self._default_positions:
+            return self.encoding.positions(batch_size, length, device)
+        key = (length, str(device))
+        pos = self._position_cache.get(key)
+        if pos is None:
+            with torch.inference_mode(False):
+                pos = self._position_cache[key] = torch.arange(length, device=device)
+        return pos
+
+    def _causal_mask(self, length: int, device: torch.device) -> Tensor:
+        """(T, T) float mask: 0 on and below the diagonal, -inf above; cached."""
+        key = ("causal", length, str(device))
+        if key not in self._mask_cache:
+            with torch.inference_mode(False):
+                upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
+                self._mask_cache[key] = torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
+        return self._mask_cache[key]
+
+    def _mask(self, pos: Tensor, length: int, device: torch.device) -> tuple[Tensor | None, bool]:
+        """Float attention mask and SDPA's ``is_causal`` flag for this forward pass.
+
+        An encoding without parameters gives the same bias for the same cached
+        positions, so its final mask (bias + causal mask, in the model's dtype)
+        is cached too, keyed by the identity and version of its buffers; a
+        learned bias (T5, FIRE) is recomputed every pass, as its graph changes.
+        """
+        causal = self.config.arch == "decoder"
+        cacheable = (
+            self._default_positions
+            and self._position_cache.get((length, str(device))) is pos
+            and next(self.encoding.parameters(), None) is None
+        )
+        key = None
+        if cacheable:
+            buffers = tuple((id(b), b._version) for b in self.encoding.buffers() if not b.is_inference())
+            key = ("bias", length, str(device), self.head.weight.dtype, buffers)
+            if key in self._mask_cache:
+                return self._mask_cache[key]
+        with torch.inference_mode(False) if cacheable else contextlib.nullcontext():
+            bias = self.encoding.bias(pos, pos)
+            if bias is None:
+                mask, is_causal = None, causal
+            else:
+                if bias.dim() == 3:
+                    bias = bias.unsqueeze(0)  # (1, H, T, T)
+                if causal:
+                    bias = bias + self._causal_mask(length, device)
+                mask, is_causal = bias.to(self.head.weight.dtype), False
+        if cacheable:
+            self._mask_cache[key] = (mask, is_causal)
+        return mask, is_causal
+
+    def forward(
+        self, tokens: Tensor, pos: Tensor | None = None, return_hidden: bool = False, outputs: int | None = None
+    ):
         """Logits (B, T, V) for ``tokens`` (B, T); also the final hidden states if asked.
 
         Args:
             tokens: (B, T) int64 token ids.
             pos: (T,) or (B, T) int64 positions; default ``encoding.positions``.
             return_hidden: also return the final (post-LayerNorm) hidden states (B, T, D).
+            outputs: only the last ``outputs`` positions' logits (and hidden states): (B, outputs, V).
+                The last block then attends from those queries only and skips its MLP and the
+                head elsewhere. The values equal the matching slice of the full output (the
+                tasks' loss sits on such a suffix; :func:`pebench.train.train` uses it).
         """
         B, T = tokens.shape
         if pos is None:
-            pos = self.encoding.positions(B, T, tokens.device)
+            pos = self._positions(B, T, tokens.device)
         x = self.encoding.embed(self.token_embedding(tokens), pos)  # (B, T, D)
-        mask, is_causal = self._mask(self.encoding.bias(pos, pos), T, tokens.device)
-        for block in self.blocks:
-            x = block(x, self.encoding, pos, mask, is_causal)
+        mask, is_causal = self._mask(pos, T, tokens.device)
+        last_mask, last_is_causal, q_pos = mask, is_causal, None
+        if outputs is not None and outputs < T:
+            first = T - outputs
+            q_pos = self._suffix(pos, first)
+            if is_causal:  # SDPA's is_causal aligns the corners top-left; a suffix of queries needs the mask
+                last_mask, last_is_causal = self._causal_mask(T, tokens.device)[first:], False
+            elif mask is not None:
+                last_mask = mask[..., first:, :]
+        for index, block in enumerate(self.blocks):
+            if index == len(self.blocks) - 1 and q_pos is not None:
+                x = block(x, self.encoding, pos, last_mask, last_is_causal, q_pos)  # (B, outputs, D)
+            else:
+                x = block(x, self.encoding, pos, mask, is_causal)
         hidden = self.ln_final(x)
-        logits = self.head(hidden)  # (B, T, V)
+        logits = self.head(hidden)  # (B, T or outputs, V)
         return (logits, hidden) if return_hidden else logits
+
+    def _suffix(self, pos: Tensor, first: int) -> Tensor:
+        """``pos[..., first:]``; one cached tensor per (length, first) for cached default positions."""
+        key = ("suffix", pos.shape[-1], first, str(pos.device))
+        if self._position_cache.get((pos.shape[-1], str(pos.device))) is not pos:
+            return pos[..., first:]
+        if key not in self._position_cache:
+            self._position_cache[key] = pos[..., first:]
+        return self._position_cache[key]
 
     def num_parameters(self) -> int:
         """Number of trainable parameters, the encoding's included."""

@@ -5,6 +5,14 @@ is uniform in ``[train_min_len, train_max_len]``; AdamW with linear warmup and
 cosine decay; gradient-norm clipping. The same config and seed give a
 bit-identical loss curve on CPU. A non-finite or exploding loss stops training
 with ``status="diverged"`` instead of raising.
+
+Speed (see docs/performance.md): the loss sits on the output positions, a
+suffix of every rendered sequence, so the model computes logits only there
+(``Transformer.forward(..., outputs=)``); the optimizer and gradient clipping
+run as multi-tensor (``foreach``) kernels; losses are read from an
+accelerator in blocks (:class:`LossMonitor`). Runs that differ only in seed
+can be trained together by :func:`pebench.batched.train_batched`; they then
+share the per-step length stream (``TrainConfig.length_seed``).
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ class TrainConfig:
     train_min_len: int = 1  # shortest training input length
     train_max_len: int = 16  # longest training input length
     seed: int = 0  # data order (the model's init seed is set where it is built)
+    # Seed of the per-step length stream; None = ``seed``. Runs that share it see the same length at
+    # every step, so they can be trained together by pebench.batched.train_batched.
+    length_seed: int | None = None
     divergence_loss: float = 1e4  # a loss above this counts as divergence
 
     def __post_init__(self) -> None:
@@ -51,8 +62,12 @@ class TrainConfig:
             raise ValueError("warmup_steps and grad_clip must be >= 0 and min_lr_ratio in [0, 1]")
 
     def to_dict(self) -> dict:
-        """Flat dict of the config, for result rows."""
-        return asdict(self)
+        """Flat dict of the config, for result rows (``length_seed`` only when set, so run ids of
+        configs that leave it at its default are unchanged)."""
+        flat = asdict(self)
+        if flat["length_seed"] is None:
+            del flat["length_seed"]
+        return flat
 
 
 @dataclass
@@ -93,12 +108,31 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.A
         is_matrix = param.dim() >= 2 and "embedding" not in name and not name.startswith("encoding")
         (decay if is_matrix else no_decay).append(param)
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-8)
+    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-8, foreach=True)
 
 
 def data_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """The CPU generator that draws training data for ``seed`` (separate from init)."""
     return torch.Generator().manual_seed(1_000_003 * seed + 17)
+
+
+def length_generator(config: TrainConfig) -> torch.Generator:
+    """The CPU generator of the per-step input lengths: seeded by ``length_seed``, else by ``seed``."""
+    return torch.Generator().manual_seed(config.seed if config.length_seed is None else config.length_seed)
+
+
+def draw_length(config: TrainConfig, generator: torch.Generator) -> int:
+    """The input length of the next step, uniform in ``[train_min_len, train_max_len]``."""
+    return int(torch.randint(config.train_min_len, config.train_max_len + 1, (1,), generator=generator))
+
+
+def first_labeled(labels: torch.Tensor) -> int:
+    """Index of the first column of ``labels`` (N, T) with a loss: the tasks' loss sits on a suffix.
+
+    Read from the CPU labels before they move to the device, so it costs no device sync.
+    """
+    labeled = (labels != IGNORE).any(dim=0)  # (T,)
+    return int(labeled.int().argmax()) if bool(labeled.any()) else 0
 
 
 def train(model: Transformer, task: Task, config: TrainConfig, device: torch.device | str | None = None) -> TrainResult:
@@ -120,30 +154,79 @@ def train(model: Transformer, task: Task, config: TrainConfig, device: torch.dev
     task.check_length(config.train_min_len)
     optimizer = make_optimizer(model, config)
     generator = data_generator(config.seed)
-    length_generator = torch.Generator().manual_seed(config.seed)
+    lengths = length_generator(config)
     torch.manual_seed(config.seed)  # dropout and randomized positions
-    result = TrainResult(status="ok")
+    params = [p for p in model.parameters() if p.requires_grad]
+    monitor = LossMonitor(config, device)
     start = time.perf_counter()
     for step in range(config.steps):
-        length = int(torch.randint(config.train_min_len, config.train_max_len + 1, (1,), generator=length_generator))
+        length = draw_length(config, lengths)
         tokens, labels = render(task, task.sample(config.batch_size, length, generator), model.config.arch)
+        first = first_labeled(labels)
         tokens, labels = tokens.to(device, non_blocking=True), labels.to(device, non_blocking=True)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, config)
-        logits = model(tokens)
-        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+        logits = model(tokens, outputs=tokens.shape[1] - first)  # only where the loss is
+        loss = F.cross_entropy(logits.flatten(0, 1), labels[:, first:].flatten(), ignore_index=IGNORE)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            torch.nn.utils.clip_grad_norm_(params, config.grad_clip, foreach=True)
         optimizer.step()
-        value = loss.item()
-        result.losses.append(value)
-        result.steps_done = step + 1
-        if not math.isfinite(value) or value > config.divergence_loss:
-            result.status = "diverged"
-            result.error = f"loss {value} at step {step} (length {length})"
+        if monitor.record(loss, length):
             break
+    result = monitor.result()
     result.seconds = time.perf_counter() - start
     model.eval()
     return result
+
+
+class LossMonitor:
+    """Collects per-step losses and stops training at divergence, with few host-device syncs.
+
+    On CPU every loss is read at once (reading it costs nothing). On an
+    accelerator the losses stay on the device and are read every
+    :attr:`sync_every` steps, so the loop never waits for the device in
+    between; the first diverged step of a block is then found in the block,
+    and the losses, ``steps_done`` and ``error`` are those of that step (the
+    model itself may have taken up to ``sync_every - 1`` more steps).
+    """
+
+    sync_every = 32
+
+    def __init__(self, config: TrainConfig, device: torch.device) -> None:
+        self.config = config
+        self.every = 1 if device.type == "cpu" else self.sync_every
+        self.pending: list[tuple[torch.Tensor, int]] = []  # (loss, length) not yet read
+        self.losses: list[float] = []
+        self.error = ""
+
+    def record(self, loss: torch.Tensor, length: int) -> bool:
+        """Add the loss of the next step; True if training must stop (divergence)."""
+        self.pending.append((loss.detach(), length))
+        if len(self.pending) >= self.every:
+            return self.flush()
+        return False
+
+    def flush(self) -> bool:
+        """Read the pending losses; True if one of them diverged."""
+        if not self.pending:
+            return False
+        if len(self.pending) == 1:
+            values = [self.pending[0][0].item()]
+        else:
+            values = torch.stack([loss for loss, _ in self.pending]).tolist()
+        lengths = [length for _, length in self.pending]
+        self.pending = []
+        for value, length in zip(values, lengths, strict=True):
+            self.losses.append(value)
+            if not math.isfinite(value) or value > self.config.divergence_loss:
+                self.error = f"loss {value} at step {len(self.losses) - 1} (length {length})"
+                return True
+        return False
+
+    def result(self) -> TrainResult:
+        """The :class:`TrainResult` so far (reads any pending losses)."""
+        self.flush()
+        status = "diverged" if self.error else "ok"
+        return TrainResult(status=status, losses=self.losses, steps_done=len(self.losses), error=self.error)

@@ -21,8 +21,13 @@ positions of a batch; only position-sampling wrappers override it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import torch
 from torch import Tensor, nn
+
+Value = TypeVar("Value")
 
 
 class PositionalEncoding(nn.Module):
@@ -81,3 +86,37 @@ def relative_distance(q_pos: Tensor, k_pos: Tensor) -> Tensor:
     the T5 and ALiBi reference code: ``relative_position = memory - query``).
     """
     return k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)
+
+
+class PositionCache:
+    """Remembers what an encoding computed for the most recent position tensors.
+
+    Every layer of one forward pass uses the same position tensors, and the
+    model reuses one position tensor per length (``Transformer._positions``),
+    so tables derived from positions only (RoPE/xPos cos and sin, sinusoidal
+    tables, T5 buckets, the learned table's range check) are computed once per
+    length for a whole training run instead of once per layer and step.
+    Entries are keyed by the identity and in-place version of the position
+    tensor (and by inference mode); the cache holds a reference to the tensor,
+    so its identity cannot be reused while cached. Inference tensors have no
+    version counter, so they are never cached. Only for values that carry no
+    autograd graph.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._entries: list[tuple[Tensor, tuple[int, bool], Any]] = []
+
+    def get(self, pos: Tensor, compute: Callable[[Tensor], Value]) -> Value:
+        if pos.is_inference():
+            return compute(pos)
+        key = (pos._version, torch.is_inference_mode_enabled())
+        for cached_pos, cached_key, value in self._entries:
+            if cached_pos is pos and cached_key == key:
+                return value
+        value = compute(pos)
+        self._entries = [(pos, key, value), *self._entries[: self.size - 1]]
+        return value
+
+    def clear(self) -> None:
+        self._entries = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from pebench.encodings import register
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings.base import PositionalEncoding, PositionCache
 
 POLICIES = ("error", "clamp")
 
@@ -44,14 +44,16 @@ class Learned(PositionalEncoding):
         self.policy = policy
         self.table = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.table.weight, mean=0.0, std=0.02)
+        self._range = PositionCache()
 
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:
-        if pos.numel() and int(pos.min()) < 0:
-            raise ValueError(f"learned positions must be >= 0, got {int(pos.min())}")
+        # the range check reads the positions on the host: once per position tensor (a device sync on GPU)
+        smallest, largest = self._range.get(pos, lambda p: (int(p.min()), int(p.max())) if p.numel() else (0, -1))
+        if smallest < 0:
+            raise ValueError(f"learned positions must be >= 0, got {smallest}")
         if self.policy == "clamp":
             pos = pos.clamp(max=self.max_len - 1)
-        elif pos.numel() and int(pos.max()) >= self.max_len:
-            largest = int(pos.max())
+        elif largest >= self.max_len:
             raise ValueError(
                 f"learned positional table has max_len={self.max_len} rows (positions 0..{self.max_len - 1}) "
                 f"but got position {largest}; build it with max_len >= {largest + 1}, or pass policy='clamp' "

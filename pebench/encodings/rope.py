@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import register
-from pebench.encodings._rotary import LAYOUTS, PositionCache, apply_rotation, rotation_angles
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings._rotary import LAYOUTS, apply_rotation, rotation_angles
+from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
 def _default_inv_freq(rotary_dim: int, theta: float) -> Tensor:

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import register
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
 @register("sinusoidal", kind="input", paper="vaswani2017attention", has_parameters=False,
@@ -50,6 +50,7 @@ class Sinusoidal(PositionalEncoding):
         self.theta = theta
         exponents = torch.arange(0, d_model, 2, dtype=torch.float64) / d_model  # 2i / D
         self.register_buffer("inv_freq", (theta ** -exponents).to(torch.float32), persistent=False)  # (D/2,)
+        self._tables = PositionCache()  # the model reuses one position tensor per length
 
     def table(self, pos: Tensor) -> Tensor:
         """The encodings of ``pos`` (T,) or (B, T): (T, D) or (B, T, D), float32."""
@@ -57,7 +58,7 @@ class Sinusoidal(PositionalEncoding):
         return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # (..., T, D) interleaved
 
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:
-        return x + self.table(pos).to(x.dtype)
+        return x + self._tables.get(pos, self.table).to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, theta={self.theta}"

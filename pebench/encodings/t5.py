@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from pebench.encodings import register
-from pebench.encodings.base import PositionalEncoding, relative_distance
+from pebench.encodings.base import PositionalEncoding, PositionCache, relative_distance
 
 
 def relative_position_bucket(
@@ -98,12 +98,20 @@ class T5RelativeBias(PositionalEncoding):
         self.max_distance = max_distance
         self.relative_attention_bias = nn.Embedding(num_buckets, n_heads)
         nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=d_model**-0.5)
+        self._buckets = PositionCache()  # the model reuses one position tensor per length
 
-    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
-        buckets = relative_position_bucket(
+    def buckets(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """Bucket of every (query, key) pair: (Tq, Tk) or (B, Tq, Tk) int64."""
+        return relative_position_bucket(
             relative_distance(q_pos, k_pos), causal=self.causal,
             num_buckets=self.num_buckets, max_distance=self.max_distance,
-        )  # (Tq, Tk) or (B, Tq, Tk)
+        )
+
+    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        if q_pos is k_pos:  # self-attention: the buckets depend on the positions only, cache them
+            buckets = self._buckets.get(q_pos, lambda p: self.buckets(p, p))
+        else:
+            buckets = self.buckets(q_pos, k_pos)  # (Tq, Tk) or (B, Tq, Tk)
         values = self.relative_attention_bias(buckets)  # (..., Tq, Tk, H)
         return values.movedim(-1, -3).to(torch.float32)  # (H, Tq, Tk) or (B, H, Tq, Tk)
 

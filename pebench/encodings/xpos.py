@@ -6,8 +6,8 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import register
-from pebench.encodings._rotary import PositionCache, apply_rotation, rotation_angles
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings._rotary import apply_rotation, rotation_angles
+from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
 @register("xpos", kind="rotary", paper="sun2023xpos", has_parameters=False, causal_only=True,

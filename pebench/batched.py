@@ -1,0 +1,347 @@
+"""Seed-batched training: S models that differ only in seed, trained together as one batched model.
+
+Shape notation: S models (seeds), B batch, T length, D width, H heads, Dh head width, V vocab.
+
+:func:`train_batched` stacks the weights of S :class:`~pebench.model.Transformer` s of the same
+architecture into (S, ...) tensors and runs every linear layer as one batched matmul
+(``baddbmm``) and all S attention computations as one ``scaled_dot_product_attention`` call, so
+the per-operation overhead that dominates small models on a CPU is paid once per step instead of
+S times. Each model keeps its own data (``data_generator(config.seed)``), its own positions
+(randomized encodings draw from a per-model RNG stream, as :func:`~pebench.train.train` does
+after ``torch.manual_seed(config.seed)``), its own loss, its own gradient-norm clipping and its
+own AdamW state, so model ``s`` ends up equal — within float rounding — to
+``train(models[s], task, configs[s])`` (tested).
+
+The one shared quantity is the per-step input length: all S runs must draw it from the same
+stream, i.e. set the same :attr:`~pebench.train.TrainConfig.length_seed` (train() then uses it
+too, so batched and separate training stay equivalent). Every other config field must be equal
+across the batch, and dropout must be 0 (a batched dropout mask could not reproduce S separate
+RNG streams).
+
+Encodings without parameters and with the default positions (none, sinusoidal, rope, xpos,
+alibi and RoPE variants) are applied once to the whole (S * B) batch; encodings with parameters
+(learned, t5, fire) or sampled positions (randomized) are applied model by model, with each
+model's own encoding module, whose parameters are trained in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from pebench.encodings import PositionalEncoding
+from pebench.model import Transformer
+from pebench.tasks import IGNORE, Task, render
+from pebench.train import (
+    TrainConfig,
+    TrainResult,
+    data_generator,
+    draw_length,
+    first_labeled,
+    learning_rate,
+    length_generator,
+    train,
+)
+
+
+def _stack(models: Sequence[Transformer], name: str) -> nn.Parameter:
+    return nn.Parameter(torch.stack([model.get_parameter(name).detach() for model in models]))
+
+
+def _is_matrix(name: str, param: Tensor) -> bool:
+    """Whether ``make_optimizer`` gives this (unstacked) parameter weight decay."""
+    return param.dim() >= 2 and "embedding" not in name and not name.startswith("encoding")
+
+
+def _same_encoding(encodings: Sequence[PositionalEncoding]) -> bool:
+    """All encodings of the same class and options, with equal buffers."""
+    first = encodings[0]
+    reference = list(first.buffers())
+    for other in encodings[1:]:
+        if type(other) is not type(first) or repr(other) != repr(first):
+            return False
+        buffers = list(other.buffers())
+        if len(buffers) != len(reference):
+            return False
+        if not all(torch.equal(a, b) for a, b in zip(reference, buffers, strict=True)):
+            return False
+    return True
+
+
+class BatchedTransformer(nn.Module):
+    """S transformers of one configuration, their weights stacked along a leading model dimension.
+
+    Built from the models (their current weights are copied); :meth:`copy_back` copies the trained
+    weights back. The encodings stay the models' own modules (not copied).
+
+    ``forward(tokens)``: tokens (S, B, T) -> logits (S, B, T, V).
+    """
+
+    def __init__(self, models: Sequence[Transformer]) -> None:
+        super().__init__()
+        if not models:
+            raise ValueError("train_batched needs at least one model")
+        config = models[0].config
+        for model in models[1:]:
+            if model.config != config:
+                raise ValueError(f"seed-batched models must share one ModelConfig; got {config} and {model.config}")
+        if config.dropout:
+            raise ValueError(f"seed-batched training needs dropout=0 (got {config.dropout}): a batched dropout "
+                             f"mask cannot reproduce the separate runs; train these models with train()")
+        self.config = config
+        self.models = list(models)  # plain list: their encodings are used, their other weights are copies
+        self.encodings = [model.encoding for model in models]
+        self.shared_encoding = (
+            models[0]._default_positions
+            and next(models[0].encoding.parameters(), None) is None
+            and _same_encoding(self.encodings)
+        )
+        self.names = [name for name, _ in models[0].named_parameters() if not name.startswith("encoding.")]
+        # nn.ParameterDict keys may not contain dots
+        self.stacked = nn.ParameterDict({name.replace(".", "__"): _stack(models, name) for name in self.names})
+        self.decay = {name: _is_matrix(name, models[0].get_parameter(name)) for name in self.names}
+
+    def weight(self, name: str) -> Tensor:
+        """The stacked (S, ...) parameter of the models' parameter ``name``."""
+        return self.stacked[name.replace(".", "__")]
+
+    @torch.no_grad()
+    def copy_back(self, index: int) -> None:
+        """Copy model ``index``'s current weights from the stack into the model."""
+        for name in self.names:
+            self.models[index].get_parameter(name).copy_(self.weight(name)[index])
+
+    def _linear(self, x: Tensor, name: str) -> Tensor:
+        """x (S, N, Din) -> (S, N, Dout) with model s's weight (Dout, Din) and bias (Dout,)."""
+        weight, bias = self.weight(f"{name}.weight"), self.weight(f"{name}.bias")
+        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+    def _layer_norm(self, x: Tensor, name: str) -> Tensor:
+        """Per-model LayerNorm of x (S, N, D)."""
+        x = F.layer_norm(x, x.shape[-1:])
+        return torch.addcmul(self.weight(f"{name}.bias").unsqueeze(1), x, self.weight(f"{name}.weight").unsqueeze(1))
+
+    def positions(self, batch_size: int, length: int, device: torch.device, rng_states: list[Tensor] | None):
+        """Positions of every model: one tensor (shared) or a list (per model, each from its own RNG stream)."""
+        if self.shared_encoding:
+            return self.models[0]._positions(batch_size, length, device)
+        positions = []
+        for index, model in enumerate(self.models):
+            if rng_states is None:
+                positions.append(model._positions(batch_size, length, device))
+                continue
+            torch.set_rng_state(rng_states[index])
+            positions.append(model._positions(batch_size, length, device))
+            rng_states[index] = torch.get_rng_state()
+        return positions
+
+    def forward(self, tokens: Tensor, positions: Tensor | list[Tensor], outputs: int | None = None) -> Tensor:
+        """Logits (S, B, T, V) of tokens (S, B, T), or of the last ``outputs`` positions (see Transformer)."""
+        S, B, T = tokens.shape
+        D, H = self.config.d_model, self.config.n_heads
+        table = self.weight("token_embedding.weight")  # (S, V, D)
+        x = table[torch.arange(S, device=tokens.device).view(S, 1, 1), tokens]  # (S, B, T, D)
+        if self.shared_encoding:
+            x = self.encodings[0].embed(x.view(S * B, T, D), positions).view(S, B * T, D)
+            mask, is_causal = self.models[0]._mask(positions, T, tokens.device)
+        else:
+            x = torch.stack([enc.embed(x[s], positions[s]) for s, enc in enumerate(self.encodings)]).view(S, B * T, D)
+            masks = [model._mask(positions[s], T, tokens.device) for s, model in enumerate(self.models)]
+            is_causal = masks[0][1]
+            mask = None
+            if masks[0][0] is not None:
+                stacked = torch.stack([m.expand(B, H, T, T) for m, _ in masks])  # (S, B, H, T, T)
+                mask = stacked.view(S * B, H, T, T)
+        first = 0 if outputs is None or outputs >= T else T - outputs
+        for layer in range(self.config.n_layers):
+            last = layer == self.config.n_layers - 1 and first > 0  # queries of the output suffix only
+            prefix = f"blocks.{layer}"
+            h = self._layer_norm(x, f"{prefix}.ln_attn")
+            qkv = self._linear(h, f"{prefix}.attn.qkv").view(S * B, T, 3, H, D // H)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (S * B, H, T, Dh)
+            layer_mask, layer_is_causal = mask, is_causal
+            if last:
+                q = q[:, :, first:]  # (S * B, H, Tq, Dh)
+                if is_causal:
+                    layer_mask, layer_is_causal = self.models[0]._causal_mask(T, tokens.device)[first:], False
+                elif mask is not None:
+                    layer_mask = mask[..., first:, :]
+            Tq = q.shape[2]
+            if self.shared_encoding:
+                q_pos = self.models[0]._suffix(positions, first) if last else positions
+                q, k = self.encodings[0].rotate(q, k, q_pos, positions)
+            else:
+                rotated = []
+                for s, enc in enumerate(self.encodings):
+                    q_pos = self.models[s]._suffix(positions[s], first) if last else positions[s]
+                    rotated.append(enc.rotate(q.view(S, B, H, Tq, -1)[s], k.view(S, B, H, T, -1)[s],
+                                              q_pos, positions[s]))
+                q = torch.stack([r[0] for r in rotated]).view(S * B, H, Tq, -1)
+                k = torch.stack([r[1] for r in rotated]).view(S * B, H, T, -1)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=layer_mask, is_causal=layer_is_causal)
+            y = y.transpose(1, 2).reshape(S, B * Tq, D)  # (S, B * Tq, D)
+            if last:
+                x = x.view(S, B, T, D)[:, :, first:].reshape(S, B * Tq, D)
+            x = x + self._linear(y, f"{prefix}.attn.proj")
+            h = F.gelu(self._linear(self._layer_norm(x, f"{prefix}.ln_mlp"), f"{prefix}.mlp.0"))
+            x = x + self._linear(h, f"{prefix}.mlp.2")
+        logits = self._linear(self._layer_norm(x, "ln_final"), "head")  # (S, B * Tq, V)
+        return logits.view(S, B, T - first, -1)
+
+
+def _check_configs(configs: Sequence[TrainConfig]) -> None:
+    if configs[0].length_seed is None and len(configs) > 1:
+        raise ValueError("seed-batched runs must share the per-step length stream: set the same "
+                         "TrainConfig.length_seed on every config (train() then uses it too)")
+    reference = dataclasses.replace(configs[0], seed=0)
+    for config in configs[1:]:
+        if dataclasses.replace(config, seed=0) != reference:
+            raise ValueError(f"seed-batched configs may differ only in seed; got {configs[0]} and {config}")
+
+
+def make_batched_optimizer(batched: BatchedTransformer, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with the parameter groups of :func:`pebench.train.make_optimizer`, over stacked weights.
+
+    AdamW is elementwise, so one optimizer over (S, ...) tensors is S independent optimizers.
+    """
+    decay = [batched.weight(name) for name in batched.names if batched.decay[name]]
+    no_decay = [batched.weight(name) for name in batched.names if not batched.decay[name]]
+    no_decay += [p for enc in batched.encodings for p in enc.parameters() if p.requires_grad]
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-8, foreach=True)
+
+
+def _clip_per_model(batched: BatchedTransformer, max_norm: float) -> None:
+    """``clip_grad_norm_`` of each model separately: one global gradient norm per model."""
+    stacked = [batched.weight(name) for name in batched.names]
+    squares = torch.stack([p.grad.flatten(1).pow(2).sum(1) for p in stacked if p.grad is not None]).sum(0)  # (S,)
+    own = [[p for p in enc.parameters() if p.grad is not None] for enc in batched.encodings]
+    if any(own):
+        squares = squares + torch.stack([
+            sum((p.grad.pow(2).sum() for p in params), torch.zeros((), device=squares.device)) for params in own
+        ])
+    coef = (max_norm / (squares.sqrt() + 1e-6)).clamp(max=1.0)  # (S,)
+    for p in stacked:
+        if p.grad is not None:
+            p.grad.mul_(coef.view(-1, *([1] * (p.dim() - 1))))
+    for index, params in enumerate(own):
+        for p in params:
+            p.grad.mul_(coef[index])
+
+
+def train_batched(
+    models: Sequence[Transformer],
+    task: Task,
+    configs: Sequence[TrainConfig],
+    device: torch.device | str | None = None,
+) -> list[TrainResult]:
+    """Train S models that differ only in seed together; equal to S :func:`~pebench.train.train` calls.
+
+    Args:
+        models: S transformers of one :class:`~pebench.model.ModelConfig` (dropout 0), each
+            initialised from its own seed; trained in place (their weights are replaced by the
+            trained ones at the end).
+        task: the task all of them train on.
+        configs: one :class:`~pebench.train.TrainConfig` per model, equal except ``seed`` and with a
+            common ``length_seed`` (one config may be given alone, with any ``length_seed``).
+        device: where to train; default the first model's device.
+
+    Returns:
+        One :class:`~pebench.train.TrainResult` per model. A diverged model stops there (its weights
+        are those of its diverging step, as with train()) while the others continue; ``seconds`` is
+        the shared wall time of the loop.
+    """
+    if len(models) != len(configs):
+        raise ValueError(f"got {len(models)} models but {len(configs)} configs; pass one config per model")
+    _check_configs(configs)
+    if len(models) == 1:  # nothing to batch: the plain loop is faster (mm instead of bmm)
+        return [train(models[0], task, configs[0], device)]
+    config = configs[0]
+    device = torch.device(device) if device is not None else next(models[0].parameters()).device
+    for model in models:
+        model.to(device).train()
+    task.check_length(config.train_min_len)
+    batched = BatchedTransformer(models).to(device)
+    optimizer = make_batched_optimizer(batched, config)
+    generators = [data_generator(c.seed) for c in configs]
+    lengths = length_generator(config)
+    # per-model global-RNG streams (randomized positions), as train() seeds torch.manual_seed(config.seed)
+    rng_states = None
+    if not models[0]._default_positions:
+        with torch.random.fork_rng(devices=[]):
+            rng_states = []
+            for c in configs:
+                torch.manual_seed(c.seed)
+                rng_states.append(torch.get_rng_state())
+    S = len(models)
+    results = [TrainResult(status="ok") for _ in models]
+    active = list(range(S))
+    sync_every = 1 if device.type == "cpu" else 32
+    frozen: dict[int, dict[str, Tensor]] = {}  # encoding state of diverged models at their last step
+    pending: list[tuple[Tensor, int, int]] = []  # (losses (S,), step, length) not yet read
+    start = time.perf_counter()
+
+    def flush() -> None:
+        if not pending:
+            return
+        values = torch.stack([losses for losses, _, _ in pending]).tolist()
+        for row, (_, step, length) in zip(values, pending, strict=True):
+            for index in list(active):
+                value = row[index]
+                result = results[index]
+                result.losses.append(value)
+                result.steps_done = step + 1
+                if not math.isfinite(value) or value > config.divergence_loss:
+                    result.status = "diverged"
+                    result.error = f"loss {value} at step {step} (length {length})"
+                    active.remove(index)
+                    batched.copy_back(index)
+                    frozen[index] = {k: v.clone() for k, v in models[index].encoding.state_dict().items()}
+        pending.clear()
+
+    with torch.random.fork_rng(devices=[]):
+        for step in range(config.steps):
+            if not active:
+                break
+            length = draw_length(config, lengths)
+            arch = batched.config.arch
+            rendered = [render(task, task.sample(config.batch_size, length, g), arch) for g in generators]
+            tokens = torch.stack([t for t, _ in rendered])  # (S, B, T)
+            labels = torch.stack([label for _, label in rendered])
+            first = first_labeled(labels.flatten(0, 1))
+            tokens, labels = tokens.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, config)
+            positions = batched.positions(config.batch_size, tokens.shape[-1], device, rng_states)
+            logits = batched(tokens, positions, outputs=tokens.shape[-1] - first)  # (S, B, T - first, V)
+            labels = labels[..., first:]
+            token_losses = F.cross_entropy(
+                logits.flatten(0, 2), labels.flatten(), ignore_index=IGNORE, reduction="none"
+            ).view(S, -1)  # (S, B * (T - first))
+            counts = (labels != IGNORE).flatten(1).sum(1)  # (S,)
+            losses = token_losses.sum(1) / counts  # (S,): each model's mean loss, as train()
+            optimizer.zero_grad(set_to_none=True)
+            losses.sum().backward()  # the models share no weights: each gets the gradient of its own loss
+            if config.grad_clip > 0:
+                _clip_per_model(batched, config.grad_clip)
+            optimizer.step()
+            pending.append((losses.detach(), step, length))
+            if len(pending) >= sync_every:
+                flush()
+        flush()
+    seconds = time.perf_counter() - start
+    for index in active:
+        batched.copy_back(index)
+    for index, state in frozen.items():  # a diverged model's own encoding kept training: restore it
+        models[index].encoding.load_state_dict(state)
+    for result, model in zip(results, models, strict=True):
+        result.seconds = seconds
+        model.eval()
+    return results
+
