@@ -124,7 +124,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = "dask" if args.dask else ("processes" if args.workers > 1 else "serial")
     dask_address = None if args.dask in (None, "local") else args.dask
     summary = run_sweep(
-        specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device
+        specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device,
+        seed_batch=args.seed_batch,
     )
     print(
         f"{summary.total} runs: {summary.skipped} already complete, {summary.done} run now "
@@ -195,6 +196,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", help="results folder (default results/local/<suite>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
+    p.add_argument("--seed-batch", action=argparse.BooleanOptionalAction, default=None,
+                   help="train runs that differ only in seed as one batched model (default: on CUDA only)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="write summary CSVs, figures and tables of a results folder")

@@ -15,7 +15,7 @@ import pytest
 from pebench.cli import main
 from pebench.experiment import make_spec, suite_runs
 from pebench.results import ResultsError, load
-from pebench.runner import run_sweep, scan, write_rows_atomic
+from pebench.runner import group_runs, run_sweep, scan, write_rows_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING_COLUMNS = ["train_seconds"]
@@ -137,6 +137,20 @@ def test_executors_give_identical_rows(tmp_path):
         frames[executor] = without_timing(load(out))
     pd.testing.assert_frame_equal(frames["serial"], frames["processes"])
     pd.testing.assert_frame_equal(frames["serial"], frames["dask"])
+
+
+def test_seed_batched_sweep_matches_one_by_one(tmp_path):
+    """Runs that share a length_seed train as one batched model with (nearly) the same results."""
+    specs = [tiny_spec(encoding=e, seed=s, length_seed=0) for e in ("rope", "alibi") for s in (0, 1, 2)]
+    assert len(group_runs(specs, seed_batch=True)) == 2 and len(group_runs(specs, seed_batch=False)) == 6
+    run_sweep(specs, tmp_path / "batched", seed_batch=True, on_done=lambda s, r: None)
+    run_sweep(specs, tmp_path / "single", seed_batch=False, on_done=lambda s, r: None)
+    batched, single = without_timing(load(tmp_path / "batched")), without_timing(load(tmp_path / "single"))
+    assert list(batched["run_id"]) == list(single["run_id"])
+    for column in ("token_acc", "seq_acc"):
+        assert (batched[column] - single[column]).abs().max() <= 1 / 16  # at most one flipped token of 16
+    assert (batched["loss"] - single["loss"]).abs().max() < 1e-4
+    assert (batched["final_train_loss"] - single["final_train_loss"]).abs().max() < 1e-4
 
 
 def test_killed_sweep_resumes_without_partial_files(tmp_path):
