@@ -93,6 +93,14 @@ class RunSpec:
         """The encoding options as a dict."""
         return json.loads(self.encoding_options)
 
+    def build_options(self, **overrides: Any) -> dict[str, Any]:
+        """Options the encoding is built with: :meth:`options`, ``overrides``, and ``causal``
+        from the architecture when the encoding has that option and it is not set."""
+        options = {**self.options(), **overrides}
+        if "causal" in encodings.options(self.encoding) and "causal" not in options:
+            options["causal"] = self.arch == "decoder"
+        return options
+
     def max_len(self) -> int:
         """Longest rendered sequence the model sees (sizes fixed-size position tables)."""
         task = tasks.get(self.task)
@@ -138,7 +146,6 @@ def validate_spec(spec: RunSpec) -> None:
         raise ValueError(f"unknown suite {spec.suite!r}; valid: {', '.join(SUITES)}")
     if spec.arch not in ARCHS:
         raise ValueError(f"unknown arch {spec.arch!r}; valid: {', '.join(ARCHS)}")
-    tasks.TASKS.get(spec.task)
     task = tasks.get(spec.task)
     if getattr(task, "decoder_only", False) and spec.arch != "decoder":
         raise ValueError(f"task {spec.task!r} is a language-modelling task and needs arch='decoder'")
@@ -149,13 +156,13 @@ def validate_spec(spec: RunSpec) -> None:
         raise ValueError(f"task {spec.task!r} needs train_min_len >= {task.min_length}")
     if min(spec.eval.lengths) < task.min_length:
         raise ValueError(f"task {spec.task!r} needs eval lengths >= {task.min_length}")
-    # Building the encoding checks its options (unknown keys, odd head dims, ...).
-    encodings.build(
-        spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(), **spec.options()
-    )
-    for _label, options in spec.eval.variants:
-        merged = {**spec.options(), **json.loads(options)}
-        encodings.build(spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(), **merged)
+    # Building the encoding, exactly as the runner will, checks its options
+    # (unknown keys, odd head dims, options that contradict the architecture, ...).
+    for overrides in [{}] + [json.loads(options) for _label, options in spec.eval.variants]:
+        encodings.build(
+            spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(),
+            **spec.build_options(**overrides),
+        )
 
 
 # --------------------------------------------------------------------------- grids

@@ -282,6 +282,17 @@ def _caption(look: str, protocol: str, runs: pd.DataFrame) -> str:
             f"chance = token accuracy of the best input-independent guess. {MARK_LEGEND} Protocol: {protocol}")
 
 
+#: columns of every extrapolation table (per encoding, or per RoPE scaling variant)
+EXTRAPOLATION_METRICS = (
+    Metric("Chance", "ood_chance_token_acc", better=None, ci=False),
+    Metric("ID token acc", "id_token_acc"),
+    Metric("OOD token acc", "ood_token_acc"),
+    Metric("OOD/ID", "extrapolation_ratio", "ratio", better=None),
+    Metric("OOD seq acc", "ood_seq_acc"),
+    Metric("Gen. length", "generalization_length", "length"),
+)
+
+
 def extrapolation_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
     """ID fit and extrapolation per task and encoding, one table per architecture."""
     tables = []
@@ -289,14 +300,6 @@ def extrapolation_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: st
     for arch in archs:
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
         name = experiment if len(archs) == 1 else f"{experiment}_{arch}"
-        metrics = [
-            Metric("Chance", "ood_chance_token_acc", better=None, ci=False),
-            Metric("ID token acc", "id_token_acc"),
-            Metric("OOD token acc", "ood_token_acc"),
-            Metric("OOD/ID", "extrapolation_ratio", "ratio", better=None),
-            Metric("OOD seq acc", "ood_seq_acc"),
-            Metric("Gen. length", "generalization_length", "length"),
-        ]
         look = (f"{arch.capitalize()} models: compare OOD token accuracy (lengths beyond training) with the ID fit "
                 "beside it and with chance; OOD/ID near 1 means no loss past the training length; generalization "
                 f"length = largest evaluated length up to which sequence accuracy stays >= "
@@ -304,7 +307,7 @@ def extrapolation_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: st
                 f"{results.GENERALIZATION_MIN_ID_SEQ_ACC}).")
         tables.append(metric_table(
             name, f"{experiment}: length extrapolation ({arch})", _caption(look, protocol, part_runs),
-            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], metrics,
+            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], list(EXTRAPOLATION_METRICS),
         ))
     return tables
 
@@ -345,18 +348,10 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
 
 def rope_scaling_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
     """Plain RoPE vs its evaluation-time scalings per task."""
-    metrics = [
-        Metric("Chance", "ood_chance_token_acc", better=None, ci=False),
-        Metric("ID token acc", "id_token_acc"),
-        Metric("OOD token acc", "ood_token_acc"),
-        Metric("OOD/ID", "extrapolation_ratio", "ratio", better=None),
-        Metric("OOD seq acc", "ood_seq_acc"),
-        Metric("Gen. length", "generalization_length", "length"),
-    ]
     look = ("The same trained RoPE weights evaluated unscaled (trained) and with linear, NTK-aware and YaRN "
             "frequency scaling: look for OOD gains without an ID loss.")
     return [metric_table(experiment, f"{experiment}: RoPE scaling at evaluation", _caption(look, protocol, runs),
-                         runs, cells, [("Task", "task"), ("Variant", "variant")], metrics)]
+                         runs, cells, [("Task", "task"), ("Variant", "variant")], list(EXTRAPOLATION_METRICS))]
 
 
 def lm_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:

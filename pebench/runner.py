@@ -49,11 +49,11 @@ EXECUTORS = ("serial", "processes", "dask")
 
 
 def build_encoding(spec: RunSpec, **overrides: Any) -> encodings.PositionalEncoding:
-    """The encoding of ``spec`` (``causal`` set from the architecture when the encoding has that option)."""
-    options = {**spec.options(), **overrides}
-    if "causal" in encodings.options(spec.encoding) and "causal" not in options:
-        options["causal"] = spec.arch == "decoder"
-    return encodings.build(spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(), **options)
+    """The encoding of ``spec`` with :meth:`~pebench.experiment.RunSpec.build_options`."""
+    return encodings.build(
+        spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(),
+        **spec.build_options(**overrides),
+    )
 
 
 def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
