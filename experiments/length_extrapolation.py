@@ -8,20 +8,24 @@ the correct previous ones), so the numbers measure per-position accuracy,
 not error compounding.
 """
 
-from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment
+from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment, task_steps
 
 TASKS = ["copy", "reverse", "majority"]
 
 
 def configs(suite: str, train_max_len: int, lengths: list[int], task_list: list[str], archs: list[str]):
     def make():
-        scale = SCALES[suite]
         # The shuffled condition and the equivariance gap make these decoder runs
         # the decoder half of the order-sensitivity analysis as well.
-        base = {**scale, "train_max_len": train_max_len, "eval_lengths": lengths,
-                "eval_conditions": ["original", "shuffled"], "eval_equivariance": True}
-        grid = {"task": task_list, "arch": archs, "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]}
-        return [(base, grid)]
+        pairs = []
+        for arch in archs:
+            for task in task_list:
+                base = {**SCALES[suite], "steps": task_steps(suite, arch, task), "train_max_len": train_max_len,
+                        "eval_lengths": lengths, "eval_conditions": ["original", "shuffled"],
+                        "eval_equivariance": True}
+                grid = {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]}
+                pairs.append((base, grid))
+        return pairs
 
     return make
 

@@ -37,7 +37,7 @@ EXPERIMENT = register_experiment(Experiment(
     description="Character-level LM trained at one context length; perplexity at longer contexts.",
     configs={
         "smoke": configs("smoke", 16, [8, 16, 32, 64]),
-        "standard": configs("standard", 32, [16, 32, 64, 128, 256], steps=1500),
+        "standard": configs("standard", 32, [16, 32, 64, 128, 256], steps=800),
         "paper": configs("paper", 128, [64, 128, 256, 512, 1024, 2048]),
     },
     script=__file__,

@@ -9,7 +9,7 @@ controls). The permutation-equivariance gap of the final hidden states is
 recorded at initialisation and after training: exactly 0 for a NoPE encoder.
 """
 
-from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment
+from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment, task_steps
 
 ORDER_DEPENDENT = ["copy", "reverse"]
 CONTROLS = ["majority"]
@@ -17,16 +17,20 @@ CONTROLS = ["majority"]
 
 def configs(suite: str, train_max_len: int, lengths: list[int], task_list: list[str], archs: list[str]):
     def make():
-        base = {
-            **SCALES[suite],
-            "train_max_len": train_max_len,
-            "eval_lengths": lengths,
-            "eval_conditions": ["original", "shuffled"],
-            "eval_equivariance": True,
-        }
-        grid = {"task": task_list, "arch": archs, "encoding": list(COMPARED_ENCODINGS),
-                "seed": SEEDS[suite]}
-        return [(base, grid)]
+        pairs = []
+        for arch in archs:
+            for task in task_list:
+                base = {
+                    **SCALES[suite],
+                    "steps": task_steps(suite, arch, task),
+                    "train_max_len": train_max_len,
+                    "eval_lengths": lengths,
+                    "eval_conditions": ["original", "shuffled"],
+                    "eval_equivariance": True,
+                }
+                grid = {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]}
+                pairs.append((base, grid))
+        return pairs
 
     return make
 

@@ -304,5 +304,25 @@ SCALES: dict[str, dict[str, Any]] = {
               "lr": 5e-4, "eval_n_examples": 1024, "length_seed": 0},
 }
 
+#: optimizer steps per (arch, task) where a suite departs from its scale's ``steps``: the same
+#: budget for every encoding, sized so that the absolute and relative encodings fit the task in
+#: distribution (docs/protocol.md). Reverse needs the longest: ALiBi's recency bias must learn to
+#: attend to a key 2i+1 positions back for output i, which takes it ~5000 steps at d_model 64.
+TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
+    "standard": {
+        ("decoder", "copy"): 2500,
+        ("decoder", "reverse"): 5000,
+        ("decoder", "majority"): 500,
+        ("encoder", "copy"): 1000,
+        ("encoder", "majority"): 400,
+    },
+}
+
+
+def task_steps(suite: str, arch: str, task: str) -> int:
+    """Optimizer steps of ``task`` on ``arch`` in ``suite``: :data:`TASK_STEPS`, else the suite's scale."""
+    return TASK_STEPS.get(suite, {}).get((arch, task), SCALES[suite]["steps"])
+
+
 #: seeds per suite
 SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2], "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}

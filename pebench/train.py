@@ -8,8 +8,9 @@ with ``status="diverged"`` instead of raising.
 
 Speed (see docs/performance.md): the loss sits on the output positions, a
 suffix of every rendered sequence, so the model computes logits only there
-(``Transformer.forward(..., outputs=)``); the optimizer and gradient clipping
-run as multi-tensor (``foreach``) kernels; losses are read from an
+(``Transformer.forward(..., outputs=)``); the parameters live in two flat
+buffers (:class:`FlatParameters`), so fused AdamW and gradient clipping cost a
+few vectorised operations per step; losses are read from an
 accelerator in blocks (:class:`LossMonitor`). Runs that differ only in seed
 can be trained together by :func:`pebench.batched.train_batched`; they then
 share the per-step length stream (``TrainConfig.length_seed``).
@@ -99,16 +100,84 @@ def learning_rate(step: int, config: TrainConfig) -> float:
     return config.lr * (config.min_lr_ratio + (1 - config.min_lr_ratio) * cosine)
 
 
-def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on weight matrices only (not biases, norms or tables)."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        is_matrix = param.dim() >= 2 and "embedding" not in name and not name.startswith("encoding")
-        (decay if is_matrix else no_decay).append(param)
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-8, foreach=True)
+def decays(name: str, param: torch.Tensor) -> bool:
+    """Whether AdamW decays this parameter: weight matrices only (not biases, norms, embeddings or PE)."""
+    return param.dim() >= 2 and "embedding" not in name and not name.startswith("encoding")
+
+
+class FlatParameters:
+    """A model's trainable parameters moved into one contiguous tensor per weight-decay group.
+
+    Every parameter (and its ``.grad``) becomes a view of a flat buffer, so the optimizer and the
+    gradient clipping work on two tensors instead of one per weight: on a CPU, where PyTorch's
+    ``foreach`` kernels are loops over the tensors, that removes most of the per-step overhead of
+    a small model (see docs/performance.md). The parameters stay the same leaf ``Parameter``
+    objects; backward accumulates into the flat gradient in place, so :meth:`zero_grad` must be
+    used instead of the optimizer's. The update is exactly AdamW's: a weight that got no
+    gradient in a step sees a zero gradient (torch's AdamW would skip a parameter whose ``.grad``
+    is None; every parameter of :class:`~pebench.model.Transformer` gets one in every step).
+
+    Args:
+        model: the model, already on its training device (moving it afterwards breaks the views).
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+        if not named:
+            raise ValueError("the model has no trainable parameters")
+        kinds = {(p.dtype, p.device) for _, p in named}
+        if len(kinds) > 1:
+            kinds_text = sorted(map(str, kinds))
+            raise ValueError(f"all parameters must share one dtype and device to be flattened, got {kinds_text}")
+        dtype, device = kinds.pop()
+        self.params: list[torch.Tensor] = []  # flat leaves, one per group
+        self.grads: list[torch.Tensor] = []
+        self.decay: list[bool] = []
+        for decay in (True, False):
+            members = [p for name, p in named if decays(name, p) == decay]
+            if not members:
+                continue
+            size = sum(p.numel() for p in members)
+            flat = torch.empty(size, dtype=dtype, device=device)
+            grad = torch.zeros(size, dtype=dtype, device=device)
+            offset = 0
+            with torch.no_grad():
+                for p in members:
+                    n = p.numel()
+                    flat[offset : offset + n].copy_(p.reshape(-1))
+                    p.data = flat[offset : offset + n].view_as(p)
+                    p.grad = grad[offset : offset + n].view_as(p)
+                    offset += n
+            leaf = flat.requires_grad_()
+            leaf.grad = grad
+            self.params.append(leaf)
+            self.grads.append(grad)
+            self.decay.append(decay)
+
+    def zero_grad(self) -> None:
+        """Set every gradient to zero, keeping the views."""
+        for grad in self.grads:
+            grad.zero_()
+
+    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
+        """:func:`torch.nn.utils.clip_grad_norm_` over all gradients; returns the norm before clipping."""
+        return torch.nn.utils.clip_grad_norm_(self.params, max_norm, foreach=True)
+
+
+def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> tuple[torch.optim.AdamW, FlatParameters]:
+    """AdamW with weight decay on weight matrices only (not biases, norms or tables), over flat parameters.
+
+    Returns the optimizer and the :class:`FlatParameters` it updates (use its ``zero_grad`` and
+    ``clip_grad_norm_``). The fused AdamW kernel is used on CPU and CUDA.
+    """
+    flat = FlatParameters(model)
+    groups = [
+        {"params": [param], "weight_decay": config.weight_decay if decay else 0.0}
+        for param, decay in zip(flat.params, flat.decay, strict=True)
+    ]
+    fused = flat.params[0].device.type in ("cpu", "cuda")
+    optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-8, fused=True if fused else None)
+    return optimizer, flat
 
 
 def data_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
@@ -152,11 +221,10 @@ def train(model: Transformer, task: Task, config: TrainConfig, device: torch.dev
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device).train()
     task.check_length(config.train_min_len)
-    optimizer = make_optimizer(model, config)
+    optimizer, flat = make_optimizer(model, config)
     generator = data_generator(config.seed)
     lengths = length_generator(config)
     torch.manual_seed(config.seed)  # dropout and randomized positions
-    params = [p for p in model.parameters() if p.requires_grad]
     monitor = LossMonitor(config, device)
     start = time.perf_counter()
     for step in range(config.steps):
@@ -168,10 +236,10 @@ def train(model: Transformer, task: Task, config: TrainConfig, device: torch.dev
             group["lr"] = learning_rate(step, config)
         logits = model(tokens, outputs=tokens.shape[1] - first)  # only where the loss is
         loss = F.cross_entropy(logits.flatten(0, 1), labels[:, first:].flatten(), ignore_index=IGNORE)
-        optimizer.zero_grad(set_to_none=True)
+        flat.zero_grad()
         loss.backward()
         if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(params, config.grad_clip, foreach=True)
+            flat.clip_grad_norm_(config.grad_clip)
         optimizer.step()
         if monitor.record(loss, length):
             break
