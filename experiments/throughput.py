@@ -9,8 +9,9 @@ Method. Every comparison is A/B interleaved in one process: for each repeat the 
 alternating order) train the same pre-generated batches for the same number of steps; the reported
 throughput is the median over repeats, the ratio is the median of the per-repeat ratios (robust to
 other jobs on a shared machine). A training step is the one of :func:`pebench.train.train`:
-forward, cross-entropy, backward, gradient clipping, AdamW. Model FLOPs are counted analytically
-(matmuls of the linear layers, the attention scores and values over the full T x T, and the output
+forward, cross-entropy, backward, gradient clipping, AdamW; every model, x-transformers' included,
+gets pebench's flat-parameter fused AdamW, so the ratios compare the models. Model FLOPs are counted
+analytically (matmuls of the linear layers, the attention scores and values over the full T x T, and the output
 head; x3 for forward + backward) and divided by the measured fp32 matmul peak of the same number of
 threads (model FLOPs utilization, MFU).
 
@@ -181,13 +182,16 @@ class Stepper:
 
     With ``point.loss == "outputs"`` the loss is on the second half of each sequence; a pebench
     model is then asked for those logits only (``outputs=``), as :func:`pebench.train.train` does.
+    Every model, x-transformers' included, gets pebench's optimizer (:func:`pebench.train.make_optimizer`:
+    flat parameters, fused AdamW, clipping on the flat gradients), so the ratios compare the models.
     """
 
     def __init__(self, model: torch.nn.Module, point: Point) -> None:
+        from pebench.train import TrainConfig, make_optimizer
+
         self.model = model.train()
         self.point = point
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.params, lr=1e-4, betas=(0.9, 0.98), foreach=True)
+        self.optimizer, self.flat = make_optimizer(model, TrainConfig(lr=1e-4))
         self.suffix = hasattr(model, "encoding_parameters")  # pebench's Transformer takes outputs=
 
     def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
@@ -197,9 +201,9 @@ class Stepper:
         else:
             logits = self.model(tokens)[:, first:]
         loss = F.cross_entropy(logits.flatten(0, 1), labels[:, first:].flatten())
-        self.optimizer.zero_grad(set_to_none=True)
+        self.flat.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, 1.0, foreach=True)
+        self.flat.clip_grad_norm_(1.0)
         self.optimizer.step()
 
     def flops(self, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:

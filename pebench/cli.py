@@ -51,12 +51,17 @@ def _parse_filters(filters: Sequence[str]) -> dict[str, set[str]]:
     return parsed
 
 
-def select_runs(suite: str, experiments: Sequence[str], filters: Sequence[str]) -> list[RunSpec]:
-    """The runs of ``suite`` restricted to ``experiments`` and ``key=value`` filters."""
+def select_runs(
+    suite: str, experiments: Sequence[str], filters: Sequence[str], extra_encodings: Sequence[str] = ()
+) -> list[RunSpec]:
+    """The runs of ``suite`` restricted to ``experiments`` and ``key=value`` filters, with
+    ``extra_encodings`` compared beside the standard ones."""
     registry = load_experiments()
     for name in experiments:
         registry.get(name)
-    specs = suite_runs(suite, experiments or None)
+    for name in extra_encodings:
+        encodings.meta(name)  # unknown names fail here, with suggestions
+    specs = suite_runs(suite, experiments or None, extra_encodings)
     wanted = _parse_filters(filters)
     if wanted:
         resolved = [spec.resolved() for spec in specs]
@@ -106,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
     from pebench.runner import run_sweep
 
-    specs = select_runs(args.suite, args.experiment, args.filter)
+    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding)
     if not specs:
         raise UsageError("no runs match the given --experiment/--filter options")
     out = Path(args.out) if args.out else Path("results") / "local" / args.suite
@@ -189,6 +194,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="only runs whose config has KEY=VALUE (VALUE may be a,b,c; repeatable)")
+    p.add_argument("--encoding", action="append", default=[], metavar="NAME",
+                   help="also compare this encoding, under the same protocol, in every grid that compares all "
+                        "the standard encodings (repeatable; e.g. a new one registered in pebench/encodings/)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     group.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, or 'local' for a LocalCluster")

@@ -20,7 +20,7 @@ import importlib.util
 import itertools
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,14 +220,25 @@ class Experiment:
     configs: Mapping[str, Callable[[], list[tuple[dict[str, Any], dict[str, list[Any]]]]]]
     script: str = ""
 
-    def runs(self, suite: str) -> list[RunSpec]:
-        """The run specs of this experiment in ``suite`` (empty if it is not part of it)."""
+    def runs(self, suite: str, extra_encodings: Sequence[str] = ()) -> list[RunSpec]:
+        """The run specs of this experiment in ``suite`` (empty if it is not part of it).
+
+        ``extra_encodings`` join every grid that compares all of :data:`COMPARED_ENCODINGS` (not,
+        e.g., the RoPE-only scaling grid), under the same protocol: how a new encoding is compared
+        with the baselines without editing pebench (``pebench run --encoding NAME``).
+        """
         if suite not in SUITES:
             raise ValueError(f"unknown suite {suite!r}; valid: {', '.join(SUITES)}")
         if suite not in self.configs:
             return []
         specs = []
         for base, grid in self.configs[suite]():
+            compared = list(grid.get("encoding", ()))
+            archs = set(grid.get("arch", [base.get("arch", "decoder")]))
+            extra = [name for name in extra_encodings if name not in compared
+                     and (archs == {"decoder"} or not encodings.meta(name)["causal_only"])]
+            if extra and set(COMPARED_ENCODINGS) <= set(compared):
+                grid = {**grid, "encoding": compared + extra}
             for point in expand(grid):
                 specs.append(make_spec(suite, self.name, {**base, **point}))
         return specs
@@ -271,13 +282,18 @@ def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
     return EXPERIMENTS
 
 
-def suite_runs(suite: str, experiments: Iterable[str] | None = None) -> list[RunSpec]:
-    """All run specs of ``suite`` (optionally only the named experiments), ids unique."""
+def suite_runs(
+    suite: str, experiments: Iterable[str] | None = None, extra_encodings: Sequence[str] = ()
+) -> list[RunSpec]:
+    """All run specs of ``suite`` (optionally only the named experiments), ids unique.
+
+    ``extra_encodings``: encodings compared beside :data:`COMPARED_ENCODINGS` (see :meth:`Experiment.runs`).
+    """
     registry = load_experiments()
     names = list(experiments) if experiments else registry.names()
     specs: list[RunSpec] = []
     for name in names:
-        specs.extend(registry.get(name).runs(suite))
+        specs.extend(registry.get(name).runs(suite, extra_encodings))
     ids = [s.run_id for s in specs]
     if len(set(ids)) != len(ids):
         raise ValueError(f"suite {suite!r} contains duplicate runs; check the experiment grids")

@@ -191,3 +191,82 @@ def test_shuffled_scores_against_original_targets():
     rows = evaluate(Oracle(), task, [8], n_examples=64, conditions=("original", "shuffled"))
     assert rows[0]["token_acc"] == 1.0 and rows[0]["seq_acc"] == 1.0
     assert rows[1]["token_acc"] < 0.5
+
+
+# --------------------------------------------------------------------------- flat-parameter AdamW
+
+
+def _reference_step(model, optimizer, tokens, labels, clip):
+    """One step the textbook way: per-parameter torch AdamW and clip_grad_norm_."""
+    logits = model(tokens)
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=tasks.IGNORE)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters()], clip)
+    optimizer.step()
+    return float(norm)
+
+
+def test_flat_adamw_equals_per_parameter_adamw(copy_task):
+    from pebench.train import decays, make_optimizer
+
+    config = TrainConfig(steps=25, batch_size=8, train_max_len=8, lr=3e-3, weight_decay=0.1, warmup_steps=5)
+    reference, flat_model = make_model("t5", "decoder", copy_task), make_model("t5", "decoder", copy_task)
+    groups = [
+        {"params": [p for n, p in reference.named_parameters() if decays(n, p)], "weight_decay": config.weight_decay},
+        {"params": [p for n, p in reference.named_parameters() if not decays(n, p)], "weight_decay": 0.0},
+    ]
+    torch_adamw = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98), eps=1e-8)
+    optimizer, flat = make_optimizer(flat_model, config)
+    generator = torch.Generator().manual_seed(0)
+    clip, clipped = 0.5, 0
+    for step in range(config.steps):
+        tokens, labels = tasks.render(copy_task, copy_task.sample(8, 1 + step % 8, generator), "decoder")
+        for group in torch_adamw.param_groups + optimizer.param_groups:
+            group["lr"] = learning_rate(step, config)
+        norm = _reference_step(reference, torch_adamw, tokens, labels, clip)
+        clipped += norm > clip
+        logits = flat_model(tokens)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=tasks.IGNORE)
+        flat.zero_grad()
+        loss.backward()
+        flat_norm = flat.clip_grad_norm_(clip)
+        optimizer.step()
+        assert float(flat_norm) == pytest.approx(norm, rel=1e-4)
+    assert clipped > 0  # the clipping path was exercised
+    for (name, a), b in zip(reference.named_parameters(), flat_model.parameters(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=name)
+    initial = make_model("t5", "decoder", copy_task)
+    assert all(not torch.equal(a, b) for a, b in zip(initial.parameters(), flat_model.parameters(), strict=True))
+
+
+def test_flat_parameters_are_views_of_the_flat_buffers(copy_task):
+    from pebench.train import FlatParameters, decays
+
+    model = make_model("learned", "decoder", copy_task)
+    named = dict(model.named_parameters())
+    flat = FlatParameters(model)
+    assert flat.decay == [True, False]
+    assert flat.params[0].numel() == sum(p.numel() for n, p in named.items() if decays(n, p))
+    assert sum(p.numel() for p in flat.params) == model.num_parameters()
+    assert dict(model.named_parameters()) == named  # the same Parameter objects
+    with torch.no_grad():
+        flat.params[0].zero_()
+    assert float(model.blocks[0].attn.qkv.weight.abs().sum()) == 0.0  # a decayed matrix
+    tokens, labels = tasks.render(copy_task, copy_task.sample(4, 5, torch.Generator().manual_seed(1)), "decoder")
+    model(tokens).sum().backward()
+    table_grad = model.encoding.table.weight.grad  # no decay: lives in the second flat gradient
+    assert table_grad.untyped_storage().data_ptr() == flat.grads[1].untyped_storage().data_ptr()
+    assert float(flat.grads[1].abs().sum()) > 0
+    flat.zero_grad()
+    assert float(sum(g.abs().sum() for g in flat.grads)) == 0.0
+    assert float(model.head.weight.grad.abs().sum()) == 0.0
+
+
+def test_flat_parameters_reject_mixed_dtypes(copy_task):
+    from pebench.train import FlatParameters
+
+    model = make_model("none", "decoder", copy_task)
+    model.head.double()
+    with pytest.raises(ValueError, match="one dtype and device"):
+        FlatParameters(model)

@@ -139,6 +139,40 @@ def test_executors_give_identical_rows(tmp_path):
     pd.testing.assert_frame_equal(frames["serial"], frames["dask"])
 
 
+def test_lost_dask_worker_runs_are_retried(tmp_path):
+    """SIGKILL a Dask worker process while it trains a run: the run is rescheduled, every run completes,
+    and the rows equal those of a serial sweep."""
+    distributed = pytest.importorskip("dask.distributed")
+    import threading
+
+    specs = [tiny_spec(encoding=e, seed=s, steps=1500) for e in ("rope", "alibi") for s in (0, 1)]
+    run_sweep(specs, tmp_path / "serial", on_done=lambda s, r: None)
+    out, outcome = tmp_path / "dask", {}
+    cluster_options = {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    with distributed.LocalCluster(**cluster_options) as cluster, distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> process id
+
+        def sweep() -> None:
+            outcome["summary"] = run_sweep(specs, out, executor="dask", dask_address=cluster.scheduler_address,
+                                           on_done=lambda s, r: None)
+
+        thread = threading.Thread(target=sweep)
+        thread.start()
+        deadline, victim = time.time() + 120, None
+        while victim is None and time.time() < deadline:
+            busy = [address for address, keys in client.processing().items() if keys]
+            victim = busy[0] if busy else None
+            time.sleep(0.01)
+        assert victim is not None, "no run ever started on the cluster"
+        os.kill(pids[victim], signal.SIGKILL)
+        thread.join(timeout=300)
+        assert not thread.is_alive()
+        assert victim not in client.run(os.getpid) or client.run(os.getpid)[victim] != pids[victim]
+    summary = outcome["summary"]
+    assert (summary.done, summary.failed) == (len(specs), 0)
+    pd.testing.assert_frame_equal(without_timing(load(tmp_path / "serial")), without_timing(load(out)))
+
+
 def test_seed_batched_sweep_matches_one_by_one(tmp_path):
     """Runs that share a length_seed train as one batched model with (nearly) the same results."""
     specs = [tiny_spec(encoding=e, seed=s, length_seed=0) for e in ("rope", "alibi") for s in (0, 1, 2)]
@@ -233,3 +267,19 @@ def test_list_commands(capsys):
 def test_dry_run_writes_nothing(tmp_path, capsys):
     assert main(["run", "--suite", "smoke", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     assert "runs ->" in capsys.readouterr().out and not (tmp_path / "o").exists()
+
+
+def test_extra_encoding_joins_every_full_comparison(capsys, tmp_path):
+    base = {e: len(suite_runs("smoke", [e])) for e in ("length_extrapolation", "rope_scaling", "order_sensitivity")}
+    extra = {e: suite_runs("smoke", [e], ["randomized:sinusoidal"]) for e in base}
+    tasks_archs = {e: {(s.task, s.arch) for s in extra[e]} for e in base}
+    for experiment in ("length_extrapolation", "order_sensitivity"):
+        added = [s for s in extra[experiment] if s.encoding == "randomized:sinusoidal"]
+        assert len(added) == len(tasks_archs[experiment]) and len(extra[experiment]) == base[experiment] + len(added)
+    assert len(extra["rope_scaling"]) == base["rope_scaling"]  # a RoPE-only grid is not a full comparison
+    code = main(["run", "--suite", "smoke", "--experiment", "length_extrapolation", "--encoding",
+                 "randomized:sinusoidal", "--dry-run", "--out", str(tmp_path / "out")])
+    assert code == 0 and "randomized:sinusoidal" in capsys.readouterr().out
+    assert main(["run", "--suite", "smoke", "--encoding", "sinusoidial", "--out", str(tmp_path / "out")]) == 2
+    assert "Did you mean" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -252,6 +252,12 @@ def _values(specs, key) -> str:
     return ", ".join(values)
 
 
+def _steps(specs) -> str:
+    """Optimizer steps per task and architecture, e.g. ``copy (decoder): 2500``."""
+    steps = sorted({(spec.task, spec.arch, spec.train.steps) for spec in specs})
+    return ", ".join(f"{task} ({arch}): {n}" for task, arch, n in steps)
+
+
 def experiments_tables() -> str:
     from pebench.experiment import SCALES, SEEDS, SUITES, load_experiments, suite_runs
 
@@ -271,7 +277,7 @@ def experiments_tables() -> str:
         rows = [[key, _values(specs, key)] for key in
                 ("task", "encoding", "arch", "train_min_len", "train_max_len", "eval_lengths", "eval_conditions",
                  "eval_variants", "seed")]
-        rows = [row for row in rows if row[1] not in ("", "[]")]
+        rows = [row for row in rows if row[1] not in ("", "[]")] + [["steps", _steps(specs)]]
         out += [f"In the standard suite ({len(specs)} runs):", "", markdown_table(["setting", "values"], rows)]
     return "\n".join(out)
 
