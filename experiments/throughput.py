@@ -35,6 +35,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from pebench.experiment import Experiment, register_experiment
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "performance"
 TABLES = ROOT / "docs" / "performance_tables.md"
@@ -512,6 +514,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         compile_gain(pts[0], "rope", passes=repeats).to_csv(args.out / "compile.csv", index=False)
     write_tables(args.out, args.tables)
     print(f"wrote {args.out}/*.csv and {args.tables}")
+
+
+def benchmark(suite: str, out: Path | None) -> None:
+    """``pebench run --suite SUITE --experiment throughput [--out DIR]``: ``--quick`` for the smoke suite.
+
+    The CSVs go to ``out`` (default ``results/performance``); the docs tables are regenerated only
+    when they are written to the default folder, from which the docs page reads.
+    """
+    argv = ["--quick"] if suite == "smoke" else []
+    if out is not None:
+        argv += ["--out", str(out), "--tables", str(Path(out) / "performance_tables.md")]
+    main(argv)
+
+
+register_experiment(Experiment(
+    name="throughput",
+    description="Training tokens/s vs x-transformers, MFU, seed batching, workers, torch.compile (a benchmark).",
+    configs={},
+    script=__file__,
+    benchmark=benchmark,
+))
 
 
 if __name__ == "__main__":

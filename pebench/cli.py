@@ -103,6 +103,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for name, experiment in ((n, load_experiments().get(n)) for n in load_experiments().names()):
             counts = ", ".join(f"{s}={len(experiment.runs(s))}" for s in SUITES)
+            if experiment.benchmark is not None:
+                counts = "benchmark (pebench run --experiment " + name + ")"
             print(f"{name:22s} {counts}  {experiment.description[:70]}")
     return EXIT_OK
 
@@ -111,6 +113,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
     from pebench.runner import run_sweep
 
+    registry = load_experiments()
+    benchmarks = [registry.get(name) for name in args.experiment if registry.get(name).benchmark is not None]
+    if benchmarks:  # benchmarks, not training grids (e.g. throughput): run them alone
+        if len(benchmarks) != len(args.experiment) or args.filter or args.encoding:
+            raise UsageError(f"{benchmarks[0].name} is a benchmark: run it alone, without --filter or --encoding")
+        for experiment in benchmarks:
+            if args.dry_run:
+                print(f"{experiment.name}: benchmark ({experiment.script})")
+                continue
+            if args.out:
+                _check_writable(Path(args.out))
+            experiment.benchmark(args.suite, Path(args.out) if args.out else None)
+        return EXIT_OK
     specs = select_runs(args.suite, args.experiment, args.filter, args.encoding)
     if not specs:
         raise UsageError("no runs match the given --experiment/--filter options")

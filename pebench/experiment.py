@@ -219,6 +219,10 @@ class Experiment:
     description: str
     configs: Mapping[str, Callable[[], list[tuple[dict[str, Any], dict[str, list[Any]]]]]]
     script: str = ""
+    #: a benchmark that is not a grid of training runs (e.g. ``throughput``): called as
+    #: ``benchmark(suite, out)`` by ``pebench run --experiment NAME`` (``out`` None = its own default
+    #: folder). It has no runs, so it never runs as part of a whole suite.
+    benchmark: Callable[[str, Path | None], None] | None = None
 
     def runs(self, suite: str, extra_encodings: Sequence[str] = ()) -> list[RunSpec]:
         """The run specs of this experiment in ``suite`` (empty if it is not part of it).

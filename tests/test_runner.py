@@ -283,3 +283,13 @@ def test_extra_encoding_joins_every_full_comparison(capsys, tmp_path):
     assert main(["run", "--suite", "smoke", "--encoding", "sinusoidial", "--out", str(tmp_path / "out")]) == 2
     assert "Did you mean" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_throughput_is_a_benchmark_experiment(capsys, tmp_path):
+    assert main(["list", "experiments"]) == 0
+    assert "throughput             benchmark (pebench run --experiment throughput)" in capsys.readouterr().out
+    assert main(["run", "--suite", "standard", "--experiment", "throughput", "--dry-run"]) == 0
+    assert "throughput: benchmark" in capsys.readouterr().out
+    assert main(["run", "--suite", "smoke", "--experiment", "throughput", "--filter", "task=copy"]) == 2
+    assert "run it alone" in capsys.readouterr().err
+    assert all(spec.experiment != "throughput" for spec in suite_runs("standard"))  # never part of a suite
