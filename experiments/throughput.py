@@ -26,6 +26,8 @@ import multiprocessing
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -525,7 +527,8 @@ def benchmark(suite: str, out: Path | None) -> None:
     argv = ["--quick"] if suite == "smoke" else []
     if out is not None:
         argv += ["--out", str(out), "--tables", str(Path(out) / "performance_tables.md")]
-    main(argv)
+    # in a fresh interpreter, as a script: its spawned worker processes must be able to import it
+    subprocess.run([sys.executable, __file__, *argv], check=True)
 
 
 register_experiment(Experiment(
