@@ -8,7 +8,7 @@ the correct previous ones), so the numbers measure per-position accuracy,
 not error compounding.
 """
 
-from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment, task_steps
+from pebench.experiment import Experiment, per_task_grids, register_experiment
 
 TASKS = ["copy", "reverse", "majority"]
 
@@ -17,15 +17,9 @@ def configs(suite: str, train_max_len: int, lengths: list[int], task_list: list[
     def make():
         # The shuffled condition and the equivariance gap make these decoder runs
         # the decoder half of the order-sensitivity analysis as well.
-        pairs = []
-        for arch in archs:
-            for task in task_list:
-                base = {**SCALES[suite], "steps": task_steps(suite, arch, task), "train_max_len": train_max_len,
-                        "eval_lengths": lengths, "eval_conditions": ["original", "shuffled"],
-                        "eval_equivariance": True}
-                grid = {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]}
-                pairs.append((base, grid))
-        return pairs
+        base = {"train_max_len": train_max_len, "eval_lengths": lengths,
+                "eval_conditions": ["original", "shuffled"], "eval_equivariance": True}
+        return per_task_grids(suite, base, task_list, archs)
 
     return make
 

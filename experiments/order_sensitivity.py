@@ -9,7 +9,7 @@ controls). The permutation-equivariance gap of the final hidden states is
 recorded at initialisation and after training: exactly 0 for a NoPE encoder.
 """
 
-from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment, task_steps
+from pebench.experiment import Experiment, per_task_grids, register_experiment
 
 ORDER_DEPENDENT = ["copy", "reverse"]
 CONTROLS = ["majority"]
@@ -17,20 +17,13 @@ CONTROLS = ["majority"]
 
 def configs(suite: str, train_max_len: int, lengths: list[int], task_list: list[str], archs: list[str]):
     def make():
-        pairs = []
-        for arch in archs:
-            for task in task_list:
-                base = {
-                    **SCALES[suite],
-                    "steps": task_steps(suite, arch, task),
-                    "train_max_len": train_max_len,
-                    "eval_lengths": lengths,
-                    "eval_conditions": ["original", "shuffled"],
-                    "eval_equivariance": True,
-                }
-                grid = {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]}
-                pairs.append((base, grid))
-        return pairs
+        base = {
+            "train_max_len": train_max_len,
+            "eval_lengths": lengths,
+            "eval_conditions": ["original", "shuffled"],
+            "eval_equivariance": True,
+        }
+        return per_task_grids(suite, base, task_list, archs)
 
     return make
 

@@ -42,6 +42,7 @@ from pebench.train import (
     TrainConfig,
     TrainResult,
     data_generator,
+    decays,
     draw_length,
     first_labeled,
     learning_rate,
@@ -52,11 +53,6 @@ from pebench.train import (
 
 def _stack(models: Sequence[Transformer], name: str) -> nn.Parameter:
     return nn.Parameter(torch.stack([model.get_parameter(name).detach() for model in models]))
-
-
-def _is_matrix(name: str, param: Tensor) -> bool:
-    """Whether ``make_optimizer`` gives this (unstacked) parameter weight decay."""
-    return param.dim() >= 2 and "embedding" not in name and not name.startswith("encoding")
 
 
 def _same_encoding(encodings: Sequence[PositionalEncoding]) -> bool:
@@ -105,7 +101,7 @@ class BatchedTransformer(nn.Module):
         self.names = [name for name, _ in models[0].named_parameters() if not name.startswith("encoding.")]
         # nn.ParameterDict keys may not contain dots
         self.stacked = nn.ParameterDict({name.replace(".", "__"): _stack(models, name) for name in self.names})
-        self.decay = {name: _is_matrix(name, models[0].get_parameter(name)) for name in self.names}
+        self.decay = {name: decays(name, models[0].get_parameter(name)) for name in self.names}
 
     def weight(self, name: str) -> Tensor:
         """The stacked (S, ...) parameter of the models' parameter ``name``."""

@@ -114,7 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pebench.runner import run_sweep
 
     registry = load_experiments()
-    benchmarks = [registry.get(name) for name in args.experiment if registry.get(name).benchmark is not None]
+    benchmarks = [e for e in map(registry.get, args.experiment) if e.benchmark is not None]
     if benchmarks:  # benchmarks, not training grids (e.g. throughput): run them alone
         if len(benchmarks) != len(args.experiment) or args.filter or args.encoding:
             raise UsageError(f"{benchmarks[0].name} is a benchmark: run it alone, without --filter or --encoding")

@@ -344,5 +344,18 @@ def task_steps(suite: str, arch: str, task: str) -> int:
     return TASK_STEPS.get(suite, {}).get((arch, task), SCALES[suite]["steps"])
 
 
+def per_task_grids(
+    suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]
+) -> list[tuple[dict[str, Any], dict[str, list[Any]]]]:
+    """One ``(base, grid)`` pair per (arch, task), each with its :func:`task_steps`, comparing every
+    encoding of :data:`COMPARED_ENCODINGS` over the suite's seeds."""
+    return [
+        ({**SCALES[suite], "steps": task_steps(suite, arch, task), **base},
+         {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]})
+        for arch in archs
+        for task in task_list
+    ]
+
+
 #: seeds per suite
 SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2], "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
