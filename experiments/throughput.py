@@ -43,7 +43,6 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "performance"
 TABLES = ROOT / "docs" / "performance_tables.md"
 ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos")
-STANDARD_TRAIN_LENGTHS = tuple(range(1, 17))  # the standard suite's input lengths 1..16
 
 
 @dataclass(frozen=True)
@@ -70,27 +69,40 @@ class Point:
         return max(self.lengths)
 
 
-def standard_lengths(seed: int = 0) -> tuple[int, ...]:
-    """Decoder sequence lengths of the standard suite (copy task: input L, SEP, output L - 1 -> 2L), shuffled."""
-    lengths = [2 * length for length in STANDARD_TRAIN_LENGTHS]
+def copy_lengths(max_input: int, seed: int = 0) -> tuple[int, ...]:
+    """Decoder sequence lengths of the copy task for inputs 1..``max_input`` (input L, SEP, output L - 1
+    -> 2L tokens), one per step, shuffled."""
+    lengths = [2 * length for length in range(1, max_input + 1)]
     order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(seed)).tolist()
     return tuple(lengths[i] for i in order)
 
 
+def suite_point() -> Point:
+    """The standard suite's training step, read from its copy-task runs: width, depth, heads, batch, lengths
+    (each training length 4 times per timed pass)."""
+    from pebench.experiment import suite_runs
+
+    spec = next(s for s in suite_runs("standard") if s.task == "copy" and s.arch == "decoder")
+    return Point("suite", spec.d_model, spec.train.batch_size, copy_lengths(spec.train.train_max_len) * 4,
+                 n_layers=spec.n_layers, n_heads=spec.n_heads, mlp_ratio=spec.mlp_ratio, loss="outputs")
+
+
 def points(quick: bool) -> list[Point]:
     """The measured points; the first is the standard suite's training step (loss on the outputs)."""
-    standard = standard_lengths()
-    suite = [
-        Point("standard", 64, 64, standard, loss="outputs"),
-        Point("standard-d128", 128, 64, standard, loss="outputs"),
-        Point("standard-all", 64, 64, standard),
+    suite = suite_point()
+    long32 = copy_lengths(16)  # inputs 1..16: sequences of 2..32 tokens
+    base = [
+        suite,
+        Point("suite-all", suite.d_model, suite.batch_size, suite.lengths, loss="all"),
+        Point("d128-B64-T32", 128, 64, long32, loss="outputs"),
     ]
     if quick:
-        return suite
-    return suite + [
-        Point("standard-d128-all", 128, 64, standard),
-        Point("B32-T128-d128", 128, 32, (128,) * 4),
-        Point("B16-T256-d128", 128, 16, (256,) * 4),
+        return base
+    return base + [
+        Point("d64-B64-T32", 64, 64, long32, loss="outputs"),
+        Point("d128-B64-T32-all", 128, 64, long32),
+        Point("d128-B32-T128-all", 128, 32, (128,) * 4),
+        Point("d128-B16-T256-all", 128, 16, (256,) * 4),
     ]
 
 

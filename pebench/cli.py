@@ -135,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         if not torch.cuda.is_available():
             raise UsageError(f"--device {args.device} requested but CUDA is not available")
+    if args.compile and args.seed_batch:
+        raise UsageError("--compile cannot be combined with --seed-batch (seed-batched training runs eagerly)")
     if args.dry_run:
         for spec in specs:
             print(f"{spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} seed={spec.seed}")
@@ -145,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     dask_address = None if args.dask in (None, "local") else args.dask
     summary = run_sweep(
         specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device,
-        seed_batch=args.seed_batch,
+        seed_batch=args.seed_batch, compile=args.compile,
     )
     print(
         f"{summary.total} runs: {summary.skipped} already complete, {summary.done} run now "
@@ -221,6 +223,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
     p.add_argument("--seed-batch", action=argparse.BooleanOptionalAction, default=None,
                    help="train runs that differ only in seed as one batched model (default: on CUDA only)")
+    p.add_argument("--compile", action="store_true",
+                   help="train under torch.compile (inductor; needs a C++ compiler on CPU). Off by default: "
+                        "slower on a 2-core CPU, compile time included (docs: performance)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="write summary CSVs, figures and tables of a results folder")

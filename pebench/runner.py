@@ -129,20 +129,21 @@ def _failed(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[st
     return [{**_identity(spec), "status": "failed", "error": detail, "device": str(device)}]
 
 
-def execute(spec: RunSpec, device: str | None = None) -> list[dict[str, Any]]:
+def execute(spec: RunSpec, device: str | None = None, compile: bool = False) -> list[dict[str, Any]]:
     """Train and evaluate one run; return its result rows (never raises for a run's own failure).
 
     A run that raises is recorded as one row with ``status="failed"`` and the
     error; a run whose loss diverges is evaluated anyway and marked
-    ``status="diverged"``.
+    ``status="diverged"``. ``compile``: train under ``torch.compile`` (see
+    :func:`pebench.train.train`); the rows record it in their ``compiled`` column.
     """
     device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(spec.task)
         model = build_model(spec).to(device)
         gap_init = _gap(spec, model, task, device)
-        result = train(model, task, spec.train, device=device)
-        return _rows(spec, model, result, gap_init, device)
+        result = train(model, task, spec.train, device=device, compile=compile)
+        return [{**row, "compiled": compile} for row in _rows(spec, model, result, gap_init, device)]
     except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep
         return _failed(spec, exc, device)
 
@@ -160,13 +161,16 @@ def batch_key(spec: RunSpec) -> str | None:
     return json.dumps(flat, sort_keys=True, default=str)
 
 
-def execute_group(specs: Sequence[RunSpec], device: str | None = None) -> list[list[dict[str, Any]]]:
+def execute_group(
+    specs: Sequence[RunSpec], device: str | None = None, compile: bool = False
+) -> list[list[dict[str, Any]]]:
     """Seed-batched :func:`execute` of runs with one :func:`batch_key`; rows per spec, in order.
 
-    Falls back to one :func:`execute` per spec if batched training raises.
+    Falls back to one :func:`execute` per spec if batched training raises. ``compile`` applies to
+    single runs only (:func:`run_sweep` never groups runs when it is set).
     """
     if len(specs) == 1:
-        return [execute(specs[0], device)]
+        return [execute(specs[0], device, compile)]
     torch_device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(specs[0].task)
@@ -179,7 +183,7 @@ def execute_group(specs: Sequence[RunSpec], device: str | None = None) -> list[l
     out = []
     for spec, model, result, gap in zip(specs, models, results, gaps, strict=True):
         try:
-            out.append(_rows(spec, model, result, gap, torch_device))
+            out.append([{**row, "compiled": False} for row in _rows(spec, model, result, gap, torch_device)])
         except Exception as exc:
             out.append(_failed(spec, exc, torch_device))
     return out
@@ -204,11 +208,13 @@ def group_runs(specs: Sequence[RunSpec], seed_batch: bool, max_group: int = 8) -
     return units
 
 
-def _execute_in_worker(specs: list[RunSpec], device: str | None, threads: int) -> list[list[dict[str, Any]]]:
+def _execute_in_worker(
+    specs: list[RunSpec], device: str | None, threads: int, compile: bool = False
+) -> list[list[dict[str, Any]]]:
     """Process-pool / Dask entry point: limit threads (0 = keep the worker's default), then :func:`execute_group`."""
     if threads:
         torch.set_num_threads(threads)
-    return execute_group(specs, device)
+    return execute_group(specs, device, compile)
 
 
 # --------------------------------------------------------------------------- files
@@ -302,7 +308,9 @@ def git_state() -> dict[str, Any]:
         return {"git_sha": None, "git_dirty": None}
 
 
-def write_manifest(out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int) -> dict[str, Any]:
+def write_manifest(
+    out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False
+) -> dict[str, Any]:
     """Record this invocation in ``out/manifest.json`` (earlier invocations are kept)."""
     path = Path(out) / "manifest.json"
     manifest: dict[str, Any] = {"suite": suite, "invocations": []}
@@ -324,6 +332,7 @@ def write_manifest(out: Path, suite: str, n_runs: int, device: str, executor: st
         "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "executor": executor,
         "workers": workers,
+        "compile": compile,
         "n_runs": n_runs,
     }
     manifest["suite"] = suite
@@ -382,6 +391,12 @@ def _progress(total: int, initial: int) -> Callable[[RunSpec, list[dict[str, Any
     return log_line
 
 
+def estimated_cost(spec: RunSpec) -> float:
+    """Relative training cost of a run, to start long runs first: steps x batch x (longest training
+    input + its rendered outputs) x width^2. Only the order of runs depends on it."""
+    return spec.train.steps * spec.train.batch_size * 2 * spec.train.train_max_len * spec.d_model**2
+
+
 def default_threads(workers: int) -> int:
     """Torch threads per worker so that ``workers`` processes never oversubscribe the cores."""
     return max(1, (os.cpu_count() or 1) // max(1, workers))
@@ -397,6 +412,7 @@ def run_sweep(
     device: str | None = None,
     on_done: Callable[[RunSpec, list[dict[str, Any]]], None] | None = None,
     seed_batch: bool | None = None,
+    compile: bool = False,
 ) -> SweepSummary:
     """Run every spec not already complete in ``out`` and write its CSV.
 
@@ -414,9 +430,16 @@ def run_sweep(
             ``length_seed``) as one seed-batched model (:func:`execute_group`).
             Default: on CUDA only; on the 2-core CPU it measured at most 1.2x
             faster and it balances worse across workers (docs: performance).
+        compile: train every run under ``torch.compile`` (:func:`pebench.train.train`); cannot be
+            combined with ``seed_batch``. Off by default (docs: performance).
+
+    Runs are started longest first (by :func:`estimated_cost`), so that parallel workers finish
+    together instead of one of them training the last long run alone.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    if compile and seed_batch:
+        raise ValueError("compile and seed_batch cannot be combined: seed-batched training runs eagerly")
     start = time.perf_counter()
     out = Path(out)
     raw_dir(out).mkdir(parents=True, exist_ok=True)
@@ -426,8 +449,9 @@ def run_sweep(
         log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
     blocked = sorted(run_id for run_id in by_id if f"{run_id}.csv" in existing.bad)
     todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
+    todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
     device_name = device or str(default_device())
-    write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor, workers)
+    write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor, workers, compile)
     summary = SweepSummary(
         total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0, blocked=blocked, seconds=0.0
     )
@@ -444,11 +468,11 @@ def run_sweep(
         callback(spec, rows)
 
     if seed_batch is None:
-        seed_batch = torch.device(device_name).type == "cuda"
+        seed_batch = torch.device(device_name).type == "cuda" and not compile
     units = group_runs(todo, seed_batch)
     if executor == "serial" or not todo:
         for unit in units:
-            for spec, rows in zip(unit, execute_group(unit, device), strict=True):
+            for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
                 finish(spec, rows)
     elif executor == "processes":
         threads = default_threads(workers)
@@ -456,12 +480,12 @@ def run_sweep(
 
         context = multiprocessing.get_context("spawn")  # fork + torch threads is unsafe
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_execute_in_worker, unit, device, threads): unit for unit in units}
+            futures = {pool.submit(_execute_in_worker, unit, device, threads, compile): unit for unit in units}
             for future in as_completed(futures):
                 for spec, rows in zip(futures[future], future.result(), strict=True):
                     finish(spec, rows)
     else:
-        _run_dask(units, finish, dask_address, workers, device)
+        _run_dask(units, finish, dask_address, workers, device, compile)
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -472,6 +496,7 @@ def _run_dask(
     address: str | None,
     workers: int,
     device: str | None,
+    compile: bool = False,
 ) -> None:
     """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler."""
     try:
@@ -492,7 +517,8 @@ def _run_dask(
     try:
         futures = [
             client.submit(
-                _execute_in_worker, unit, device, threads, key=f"pebench-{unit[0].run_id}", retries=2, pure=False
+                _execute_in_worker, unit, device, threads, compile, key=f"pebench-{unit[0].run_id}", retries=2,
+                pure=False,
             )
             for unit in units
         ]

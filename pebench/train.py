@@ -204,7 +204,13 @@ def first_labeled(labels: torch.Tensor) -> int:
     return int(labeled.int().argmax()) if bool(labeled.any()) else 0
 
 
-def train(model: Transformer, task: Task, config: TrainConfig, device: torch.device | str | None = None) -> TrainResult:
+def train(
+    model: Transformer,
+    task: Task,
+    config: TrainConfig,
+    device: torch.device | str | None = None,
+    compile: bool = False,
+) -> TrainResult:
     """Train ``model`` on ``task`` in place.
 
     Args:
@@ -213,6 +219,10 @@ def train(model: Transformer, task: Task, config: TrainConfig, device: torch.dev
         config: optimisation settings; ``config.seed`` fixes data order and any
             randomness inside the model (dropout, randomized positions).
         device: where to train; default the model's current device.
+        compile: run the forward pass under ``torch.compile`` (inductor, dynamic shapes); the
+            parameters are shared, so ``model`` itself is trained. Off by default: on a 2-core
+            CPU it is slower, compile time included (docs: performance). Losses then agree with
+            eager training to float rounding, not bit for bit.
 
     Returns:
         A :class:`TrainResult`; ``status`` is ``"diverged"`` if the loss became
@@ -226,6 +236,7 @@ def train(model: Transformer, task: Task, config: TrainConfig, device: torch.dev
     lengths = length_generator(config)
     torch.manual_seed(config.seed)  # dropout and randomized positions
     monitor = LossMonitor(config, device)
+    forward = torch.compile(model, dynamic=True) if compile else model
     start = time.perf_counter()
     for step in range(config.steps):
         length = draw_length(config, lengths)
@@ -234,7 +245,7 @@ def train(model: Transformer, task: Task, config: TrainConfig, device: torch.dev
         tokens, labels = tokens.to(device, non_blocking=True), labels.to(device, non_blocking=True)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, config)
-        logits = model(tokens, outputs=tokens.shape[1] - first)  # only where the loss is
+        logits = forward(tokens, outputs=tokens.shape[1] - first)  # only where the loss is
         loss = F.cross_entropy(logits.flatten(0, 1), labels[:, first:].flatten(), ignore_index=IGNORE)
         flat.zero_grad()
         loss.backward()

@@ -93,6 +93,14 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     assert again.done == 0 and again.skipped == 4
 
 
+def test_sweep_starts_the_longest_runs_first(tmp_path):
+    specs = [tiny_spec(steps=2, seed=0), tiny_spec(steps=6, seed=1), tiny_spec(steps=4, seed=2)]
+    order = []
+    run_sweep(specs, tmp_path, on_done=lambda spec, rows: order.append(spec.train.steps))
+    assert order == [6, 4, 2]
+    assert set(load(tmp_path)["compiled"]) == {False}
+
+
 def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
     import pebench.runner as runner
 
@@ -225,6 +233,7 @@ def test_killed_sweep_resumes_without_partial_files(tmp_path):
         (["run", "--suite", "smoke", "--filter", "colour=red"], "unknown filter key"),
         (["run", "--suite", "smoke", "--filter", "encoding=nonexistent"], "no runs match"),
         (["run", "--suite", "smoke", "--workers", "0"], "--workers"),
+        (["run", "--suite", "smoke", "--compile", "--seed-batch"], "cannot be combined"),
         (["list", "widgets"], "invalid choice"),
         (["frobnicate"], "invalid choice"),
     ],
