@@ -431,6 +431,50 @@ def compile_gain(point: Point, encoding: str, passes: int) -> pd.DataFrame:
     return pd.DataFrame([row])
 
 
+def suite_wall_time(suite: str, workers: int, out: Path) -> dict:
+    """Wall time of ``pebench run --suite SUITE --workers N --out OUT`` in a fresh interpreter.
+
+    ``out`` must hold no results: a resumed sweep would skip runs and time only part of the suite.
+    """
+    raw = out / "raw"
+    if raw.exists() and any(raw.glob("*.csv")):
+        raise SystemExit(f"{out} already holds results, so a sweep would resume and time only part of {suite}; "
+                         "choose an empty --suite-out folder")
+    command = [sys.executable, "-m", "pebench.cli", "run", "--suite", suite, "--workers", str(workers),
+               "--out", str(out)]
+    start = time.perf_counter()
+    subprocess.run(command, check=True)
+    seconds = time.perf_counter() - start
+    from pebench.runner import git_state
+
+    row = {"suite": suite, "workers": workers, "runs": len(list(raw.glob("*.csv"))), "wall_seconds": seconds,
+           "wall_minutes": seconds / 60, "cpu_count": os.cpu_count(), "git_sha": git_state()["git_sha"],
+           "date": time.strftime("%Y-%m-%d")}
+    print(f"suite {suite}: {row['runs']} runs in {seconds:.0f} s with {workers} workers", flush=True)
+    return row
+
+
+def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: Path) -> None:
+    """Time each of ``suites`` into ``out/<suite>`` (default a temporary folder, removed afterwards) and
+    update ``csv``, replacing the rows of the suites measured now."""
+    import shutil
+    import tempfile
+
+    rows = []
+    for suite in suites:
+        folder = Path(tempfile.mkdtemp(prefix=f"pebench-{suite}-")) if out is None else out / suite
+        try:
+            rows.append(suite_wall_time(suite, workers, folder))
+        finally:
+            if out is None:
+                shutil.rmtree(folder, ignore_errors=True)
+    frame = pd.DataFrame(rows)
+    if csv.exists():
+        kept = pd.read_csv(csv)
+        frame = pd.concat([kept[~kept.suite.isin(suites)], frame], ignore_index=True)
+    frame.to_csv(csv, index=False)
+
+
 # --------------------------------------------------------------------------- tables
 
 
@@ -479,6 +523,9 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
                   _markdown(pd.read_csv(out / "workers.csv"), "{:.0f}"), ""]
     if (out / "compile.csv").exists():
         parts += ["### torch.compile (pebench, dynamic shapes)\n", _markdown(pd.read_csv(out / "compile.csv")), ""]
+    if (out / "suites.csv").exists():
+        parts += ["### Suite wall time (`pebench run --suite S --workers N`, from scratch)\n",
+                  _markdown(pd.read_csv(out / "suites.csv"), "{:.1f}"), ""]
     text = "\n".join(parts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -494,9 +541,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the A/B comparison (default 1)")
     parser.add_argument("--out", type=Path, default=OUT, help="folder of the CSVs")
     parser.add_argument("--tables", type=Path, default=TABLES, help="markdown tables generated from the CSVs")
-    parser.add_argument("--only", nargs="*", default=["machine", "frameworks", "seeds", "workers", "compile"],
+    parser.add_argument("--only", nargs="*",
+                        default=["machine", "frameworks", "seeds", "workers", "compile", "suites"],
                         help="parts to measure")
     parser.add_argument("--tables-only", action="store_true", help="only regenerate the tables from the CSVs")
+    parser.add_argument("--suites", nargs="*", default=["smoke"],
+                        help="suites whose wall time the 'suites' part measures (default smoke; standard takes "
+                             "about 20 minutes on 2 cores)")
+    parser.add_argument("--suite-workers", type=int, default=2, help="workers of the timed suites (default 2)")
+    parser.add_argument("--suite-out", type=Path,
+                        help="keep the timed suites' results in SUITE_OUT/<suite> (must be empty; default: a "
+                             "temporary folder, removed)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.tables_only:
@@ -526,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.out / "workers.csv", index=False)
     if "compile" in args.only:
         compile_gain(pts[0], "rope", passes=repeats).to_csv(args.out / "compile.csv", index=False)
+    if "suites" in args.only and args.suites:
+        measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv")
     write_tables(args.out, args.tables)
     print(f"wrote {args.out}/*.csv and {args.tables}")
 
