@@ -440,16 +440,16 @@ def suite_wall_time(suite: str, workers: int, out: Path) -> dict:
     if raw.exists() and any(raw.glob("*.csv")):
         raise SystemExit(f"{out} already holds results, so a sweep would resume and time only part of {suite}; "
                          "choose an empty --suite-out folder")
+    from pebench.runner import git_state
+
     command = [sys.executable, "-m", "pebench.cli", "run", "--suite", suite, "--workers", str(workers),
                "--out", str(out)]
+    code = git_state()  # of the code that runs, before anything is written
     start = time.perf_counter()
     subprocess.run(command, check=True)
     seconds = time.perf_counter() - start
-    from pebench.runner import git_state
-
     row = {"suite": suite, "workers": workers, "runs": len(list(raw.glob("*.csv"))), "wall_seconds": seconds,
-           "wall_minutes": seconds / 60, "cpu_count": os.cpu_count(), "git_sha": git_state()["git_sha"],
-           "date": time.strftime("%Y-%m-%d")}
+           "wall_minutes": seconds / 60, "cpu_count": os.cpu_count(), **code, "date": time.strftime("%Y-%m-%d")}
     print(f"suite {suite}: {row['runs']} runs in {seconds:.0f} s with {workers} workers", flush=True)
     return row
 
