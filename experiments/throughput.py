@@ -2,8 +2,9 @@
 with 1 or 2 worker processes, seed-batched, and under ``torch.compile``.
 
 Run ``python experiments/throughput.py`` (about 25 minutes on 2 CPU cores) or ``--quick`` (a few
-minutes). Writes ``results/performance/*.csv`` and, from those CSVs, ``docs/performance_tables.md``
-(:func:`write_tables`; ``--tables-only`` regenerates it without measuring).
+minutes); ``--only suites --suites smoke standard`` times the suites themselves. Writes
+``results/performance/*.csv`` and, from those CSVs, ``docs/performance_tables.md`` (:func:`write_tables`;
+``--tables-only`` regenerates it without measuring).
 
 Method. Every comparison is A/B interleaved in one process: for each repeat the two models (in
 alternating order) train the same pre-generated batches for the same number of steps; the reported
@@ -59,6 +60,7 @@ class Point:
     vocab_size: int = 16
     arch: str = "decoder"
     loss: str = "all"  # "all" positions, or "outputs": the second half, as the tasks' decoder rendering
+    repeat_factor: int = 1  # x the run's repeats: cheap points buy a more stable median for little time
 
     def first(self, length: int) -> int:
         """First position with a loss."""
@@ -84,7 +86,8 @@ def suite_point() -> Point:
 
     spec = next(s for s in suite_runs("standard") if s.task == "copy" and s.arch == "decoder")
     return Point("suite", spec.d_model, spec.train.batch_size, copy_lengths(spec.train.train_max_len) * 4,
-                 n_layers=spec.n_layers, n_heads=spec.n_heads, mlp_ratio=spec.mlp_ratio, loss="outputs")
+                 n_layers=spec.n_layers, n_heads=spec.n_heads, mlp_ratio=spec.mlp_ratio, loss="outputs",
+                 repeat_factor=3)
 
 
 def points(quick: bool) -> list[Point]:
@@ -93,7 +96,7 @@ def points(quick: bool) -> list[Point]:
     long32 = copy_lengths(16)  # inputs 1..16: sequences of 2..32 tokens
     base = [
         suite,
-        Point("suite-all", suite.d_model, suite.batch_size, suite.lengths, loss="all"),
+        Point("suite-all", suite.d_model, suite.batch_size, suite.lengths, loss="all", repeat_factor=3),
         Point("d128-B64-T32", 128, 64, long32, loss="outputs"),
     ]
     if quick:
@@ -299,7 +302,9 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
             steppers = {name: Stepper(model, point) for name, model in models.items()}
             for stepper in steppers.values():
                 stepper.run(batches[:4])  # warm-up
-            times = interleaved({name: (lambda s=s, b=batches: s.run(b)) for name, s in steppers.items()}, repeats)
+            point_repeats = repeats * point.repeat_factor
+            times = interleaved({name: (lambda s=s, b=batches: s.run(b)) for name, s in steppers.items()},
+                                point_repeats)
             baseline = None
             if "x-transformers" in times:
                 variants = [n for n in ("x-transformers", "x-transformers-flash") if n in times]
@@ -308,9 +313,9 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
             for name, seconds in times.items():
                 median = statistics.median(seconds)
                 flops_per_pass = steppers[name].flops(batches)
-                ratio = (
-                    statistics.median(b / s for b, s in zip(baseline, seconds, strict=True)) if baseline else math.nan
-                )
+                ratios = [b / s for b, s in zip(baseline, seconds, strict=True)] if baseline else [math.nan] * 4
+                ratio = statistics.median(ratios)
+                quartiles = statistics.quantiles(ratios, n=4) if baseline else [math.nan] * 3
                 rows.append({
                     "point": point.name, "d_model": point.d_model, "batch_size": point.batch_size,
                     "mean_length": tokens_per_pass / point.batch_size / len(batches), "arch": point.arch,
@@ -319,7 +324,8 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
                     "param_ratio_vs_pebench": count_parameters(models[name]) / count_parameters(models["pebench"]),
                     "tokens_per_s": tokens_per_pass / median, "step_ms": 1e3 * median / len(batches),
                     "gflops": flops_per_pass / median / 1e9, "mfu": flops_per_pass / median / 1e9 / peak,
-                    "speedup_vs_best_xt": ratio, "repeats": repeats,
+                    "speedup_vs_best_xt": ratio, "speedup_q25": quartiles[0], "speedup_q75": quartiles[2],
+                    "repeats": point_repeats,
                 })
                 print(f"{point.name:14s} {encoding:10s} {name:21s} {rows[-1]['tokens_per_s']:9.0f} tok/s "
                       f"MFU {rows[-1]['mfu']:.2f} params {rows[-1]['params']} speedup {ratio:.2f}", flush=True)
@@ -499,13 +505,18 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
         if (out / "machine.csv").exists():  # MFU against the best peak measurement of the run
             frame["mfu"] = frame["gflops"] / pd.read_csv(out / "machine.csv")["matmul_peak_gflops"].max()
         pe = frame[frame.framework == "pebench"]
-        speed = pe.pivot_table(index="encoding", columns="point", values="speedup_vs_best_xt", sort=False)
+        pe = pe.assign(cell=[
+            f"{r.speedup_vs_best_xt:.2f} ({r.speedup_q25:.2f}-{r.speedup_q75:.2f})" if "speedup_q25" in pe else
+            f"{r.speedup_vs_best_xt:.2f}" for r in pe.itertuples()])
+        speed = pe.pivot(index="encoding", columns="point", values="cell").reindex(
+            index=pe.encoding.unique(), columns=pe.point.unique())
         mfu = frame.pivot_table(index=["encoding", "framework"], columns="point", values="mfu", sort=False)
         tps = frame.pivot_table(index=["encoding", "framework"], columns="point", values="tokens_per_s", sort=False)
         first = frame[frame.point == frame.point.iloc[0]]
         params = first[["encoding", "framework", "params", "param_ratio_vs_pebench"]]
         parts += [
-            "### Speed-up of pebench over the faster x-transformers attention (median of per-repeat ratios)\n",
+            "### Speed-up of pebench over the faster x-transformers attention\n",
+            "Median of the per-repeat ratios (interquartile range of the per-repeat ratios in brackets).\n",
             _markdown(speed.reset_index()), "",
             "### Model FLOPs utilization (fraction of the measured 1-thread fp32 matmul peak)\n",
             _markdown(mfu.reset_index()), "",
@@ -577,7 +588,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                       (1, 4, 8), steps=20 if args.quick else 32, repeats=3).to_csv(
             args.out / "seed_batching.csv", index=False)
     if "workers" in args.only:
-        worker_scaling(pts[0], "rope", steps=100 if args.quick else 300, repeats=3).to_csv(
+        worker_scaling(pts[0], "rope", steps=100 if args.quick else 1000, repeats=3).to_csv(
             args.out / "workers.csv", index=False)
     if "compile" in args.only:
         compile_gain(pts[0], "rope", passes=repeats).to_csv(args.out / "compile.csv", index=False)
