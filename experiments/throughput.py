@@ -533,7 +533,8 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
         parts += ["### Worker processes on 2 cores (aggregate training tokens/s)\n",
                   _markdown(pd.read_csv(out / "workers.csv"), "{:.0f}"), ""]
     if (out / "compile.csv").exists():
-        parts += ["### torch.compile (pebench, dynamic shapes)\n", _markdown(pd.read_csv(out / "compile.csv").fillna({"error": ""})), ""]
+        compiled = pd.read_csv(out / "compile.csv", dtype={"error": str}).fillna({"error": ""})
+        parts += ["### torch.compile (pebench, dynamic shapes)\n", _markdown(compiled), ""]
     if (out / "suites.csv").exists():
         parts += ["### Suite wall time (`pebench run --suite S --workers N`, from scratch)\n",
                   _markdown(pd.read_csv(out / "suites.csv"), "{:.1f}"), ""]
