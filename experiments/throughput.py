@@ -592,7 +592,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         worker_scaling(pts[0], "rope", steps=100 if args.quick else 1000, repeats=3).to_csv(
             args.out / "workers.csv", index=False)
     if "compile" in args.only:
-        compile_gain(pts[0], "rope", passes=repeats).to_csv(args.out / "compile.csv", index=False)
+        pd.concat([compile_gain(pts[0], encoding, passes=repeats) for encoding in ("none", "rope", "alibi")]).to_csv(
+            args.out / "compile.csv", index=False)
     if "suites" in args.only and args.suites:
         measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv")
     write_tables(args.out, args.tables)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench.encodings import PositionalEncoding
+from pebench.encodings.base import is_compiling
 
 ARCHS = ("encoder", "decoder")
 
@@ -184,6 +185,8 @@ class Transformer(nn.Module):
         """
         if not self._default_positions:
             return self.encoding.positions(batch_size, length, device)
+        if is_compiling():  # traced into the graph, so that one graph serves every length
+            return torch.arange(length, device=device)
         key = (length, str(device))
         pos = self._position_cache.get(key)
         if pos is None:
@@ -194,6 +197,9 @@ class Transformer(nn.Module):
     def _causal_mask(self, length: int, device: torch.device) -> Tensor:
         """(T, T) float mask: 0 on and below the diagonal, -inf above; cached."""
         key = ("causal", length, str(device))
+        if is_compiling():
+            upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
+            return torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
         if key not in self._mask_cache:
             with torch.inference_mode(False):
                 upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
@@ -210,7 +216,8 @@ class Transformer(nn.Module):
         """
         causal = self.config.arch == "decoder"
         cacheable = (
-            self._default_positions
+            not is_compiling()
+            and self._default_positions
             and self._position_cache.get((length, str(device))) is pos
             and next(self.encoding.parameters(), None) is None
         )
@@ -273,7 +280,7 @@ class Transformer(nn.Module):
     def _suffix(self, pos: Tensor, first: int) -> Tensor:
         """``pos[..., first:]``; one cached tensor per (length, first) for cached default positions."""
         key = ("suffix", pos.shape[-1], first, str(pos.device))
-        if self._position_cache.get((pos.shape[-1], str(pos.device))) is not pos:
+        if is_compiling() or self._position_cache.get((pos.shape[-1], str(pos.device))) is not pos:
             return pos[..., first:]
         if key not in self._position_cache:
             self._position_cache[key] = pos[..., first:]

@@ -88,6 +88,12 @@ def relative_distance(q_pos: Tensor, k_pos: Tensor) -> Tensor:
     return k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)
 
 
+def is_compiling() -> bool:
+    """True while ``torch.compile`` traces the code (False on torch versions without the query)."""
+    query = getattr(torch.compiler, "is_compiling", None)
+    return bool(query()) if query is not None else False
+
+
 class PositionCache:
     """Remembers what an encoding computed for the most recent position tensors.
 
@@ -100,7 +106,7 @@ class PositionCache:
     tensor (and by inference mode); the cache holds a reference to the tensor,
     so its identity cannot be reused while cached. Inference tensors have no
     version counter, so they are never cached. Only for values that carry no
-    autograd graph.
+    autograd graph. Bypassed while ``torch.compile`` traces (:func:`is_compiling`).
     """
 
     def __init__(self, size: int = 64) -> None:
@@ -108,7 +114,9 @@ class PositionCache:
         self._entries: list[tuple[Tensor, tuple[int, bool], Any]] = []
 
     def get(self, pos: Tensor, compute: Callable[[Tensor], Value]) -> Value:
-        if pos.is_inference():
+        # under torch.compile the computation is traced into the graph instead: a Python cache
+        # would make dynamo guard on its contents and recompile for every new length
+        if pos.is_inference() or is_compiling():
             return compute(pos)
         key = (pos._version, torch.is_inference_mode_enabled())
         for cached_pos, cached_key, value in self._entries:
