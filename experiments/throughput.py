@@ -313,9 +313,11 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
             for name, seconds in times.items():
                 median = statistics.median(seconds)
                 flops_per_pass = steppers[name].flops(batches)
-                ratios = [b / s for b, s in zip(baseline, seconds, strict=True)] if baseline else [math.nan] * 4
-                ratio = statistics.median(ratios)
-                quartiles = statistics.quantiles(ratios, n=4) if baseline else [math.nan] * 3
+                ratio = q25 = q75 = math.nan
+                if baseline:
+                    ratios = [b / s for b, s in zip(baseline, seconds, strict=True)]
+                    ratio = statistics.median(ratios)
+                    q25, _, q75 = statistics.quantiles(ratios, n=4)
                 rows.append({
                     "point": point.name, "d_model": point.d_model, "batch_size": point.batch_size,
                     "mean_length": tokens_per_pass / point.batch_size / len(batches), "arch": point.arch,
@@ -324,7 +326,7 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
                     "param_ratio_vs_pebench": count_parameters(models[name]) / count_parameters(models["pebench"]),
                     "tokens_per_s": tokens_per_pass / median, "step_ms": 1e3 * median / len(batches),
                     "gflops": flops_per_pass / median / 1e9, "mfu": flops_per_pass / median / 1e9 / peak,
-                    "speedup_vs_best_xt": ratio, "speedup_q25": quartiles[0], "speedup_q75": quartiles[2],
+                    "speedup_vs_best_xt": ratio, "speedup_q25": q25, "speedup_q75": q75,
                     "repeats": point_repeats,
                 })
                 print(f"{point.name:14s} {encoding:10s} {name:21s} {rows[-1]['tokens_per_s']:9.0f} tok/s "
@@ -505,8 +507,9 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
         if (out / "machine.csv").exists():  # MFU against the best peak measurement of the run
             frame["mfu"] = frame["gflops"] / pd.read_csv(out / "machine.csv")["matmul_peak_gflops"].max()
         pe = frame[frame.framework == "pebench"]
+        has_quartiles = "speedup_q25" in pe  # CSVs from before the quartiles were recorded have none
         pe = pe.assign(cell=[
-            f"{r.speedup_vs_best_xt:.2f} ({r.speedup_q25:.2f}-{r.speedup_q75:.2f})" if "speedup_q25" in pe else
+            f"{r.speedup_vs_best_xt:.2f} ({r.speedup_q25:.2f}-{r.speedup_q75:.2f})" if has_quartiles else
             f"{r.speedup_vs_best_xt:.2f}" for r in pe.itertuples()])
         speed = pe.pivot(index="encoding", columns="point", values="cell").reindex(
             index=pe.encoding.unique(), columns=pe.point.unique())

@@ -62,6 +62,12 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def causal_mask(length: int, device: torch.device) -> Tensor:
+    """(T, T) float mask: 0 on and below the diagonal, -inf above."""
+    upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
+    return torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with a fused QKV projection and the encoding's hooks."""
 
@@ -196,14 +202,12 @@ class Transformer(nn.Module):
 
     def _causal_mask(self, length: int, device: torch.device) -> Tensor:
         """(T, T) float mask: 0 on and below the diagonal, -inf above; cached."""
+        if is_compiling():  # traced into the graph, not cached (see _positions)
+            return causal_mask(length, device)
         key = ("causal", length, str(device))
-        if is_compiling():
-            upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
-            return torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
         if key not in self._mask_cache:
             with torch.inference_mode(False):
-                upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
-                self._mask_cache[key] = torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
+                self._mask_cache[key] = causal_mask(length, device)
         return self._mask_cache[key]
 
     def _mask(self, pos: Tensor, length: int, device: torch.device) -> tuple[Tensor | None, bool]:

@@ -80,9 +80,11 @@ def _gap(spec: RunSpec, model: Transformer, task: tasks.Task, device: torch.devi
 
 
 def _rows(
-    spec: RunSpec, model: Transformer, result: TrainResult, gap_init: float, device: torch.device
+    spec: RunSpec, model: Transformer, result: TrainResult, gap_init: float, device: torch.device,
+    compiled: bool = False,
 ) -> list[dict[str, Any]]:
-    """Evaluate a trained model (and its evaluation-time variants) into result rows."""
+    """Evaluate a trained model (and its evaluation-time variants) into result rows; ``compiled``:
+    whether it was trained under ``torch.compile``."""
     task = tasks.get(spec.task)
     gap_trained = _gap(spec, model, task, device)
     variants = [("trained", None)] + [(label, json.loads(opts)) for label, opts in spec.eval.variants]
@@ -115,6 +117,7 @@ def _rows(
         "status": result.status,
         "error": result.error,
         "device": str(device),
+        "compiled": compiled,
     }
     return [{**_identity(spec), **row, **common} for row in rows]
 
@@ -143,7 +146,7 @@ def execute(spec: RunSpec, device: str | None = None, compile: bool = False) -> 
         model = build_model(spec).to(device)
         gap_init = _gap(spec, model, task, device)
         result = train(model, task, spec.train, device=device, compile=compile)
-        return [{**row, "compiled": compile} for row in _rows(spec, model, result, gap_init, device)]
+        return _rows(spec, model, result, gap_init, device, compiled=compile)
     except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep
         return _failed(spec, exc, device)
 
@@ -183,7 +186,7 @@ def execute_group(
     out = []
     for spec, model, result, gap in zip(specs, models, results, gaps, strict=True):
         try:
-            out.append([{**row, "compiled": False} for row in _rows(spec, model, result, gap, torch_device)])
+            out.append(_rows(spec, model, result, gap, torch_device))
         except Exception as exc:
             out.append(_failed(spec, exc, torch_device))
     return out
