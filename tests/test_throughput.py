@@ -1,9 +1,13 @@
-"""The throughput benchmark's own arithmetic: its FLOP count (the MFU numerator), its points and its
-x-transformers baseline at equal configuration. Speed itself is measured by the benchmark, never here."""
+"""The throughput benchmark (:mod:`pebench.throughput`): its own arithmetic (the FLOP count, the MFU
+numerator), its points, its x-transformers baseline at equal configuration, its entry points and the docs
+tables it generates. Speed itself is measured by the benchmark, never here."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,13 +15,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from pebench import throughput
 from pebench.experiment import load_experiments, suite_runs
 
-
-@pytest.fixture(scope="module")
-def throughput():
-    load_experiments()
-    return sys.modules["pebench_experiments.throughput"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def counted_train_flops(model, tokens, first: int, suffix: bool) -> int:
@@ -30,7 +31,7 @@ def counted_train_flops(model, tokens, first: int, suffix: bool) -> int:
 
 
 @pytest.mark.parametrize("loss", ["all", "outputs"])
-def test_analytic_flops_match_torch_flop_counter(throughput, loss):
+def test_analytic_flops_match_torch_flop_counter(loss):
     point = throughput.Point("test", d_model=32, batch_size=4, lengths=(12,), loss=loss)
     model = throughput.build_pebench("none", point)
     tokens = torch.randint(0, point.vocab_size, (4, 12))
@@ -40,7 +41,7 @@ def test_analytic_flops_match_torch_flop_counter(throughput, loss):
     assert analytic == pytest.approx(counted, rel=0.02)
 
 
-def test_first_point_is_the_standard_suite_step(throughput):
+def test_first_point_is_the_standard_suite_step():
     point = throughput.points(quick=True)[0]
     spec = next(s for s in suite_runs("standard") if s.task == "copy" and s.arch == "decoder")
     assert (point.d_model, point.n_layers, point.n_heads, point.batch_size) == (
@@ -50,7 +51,7 @@ def test_first_point_is_the_standard_suite_step(throughput):
 
 
 @pytest.mark.parametrize("encoding", ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos"])
-def test_xtransformers_baseline_has_equal_configuration(throughput, encoding):
+def test_xtransformers_baseline_has_equal_configuration(encoding):
     pytest.importorskip("x_transformers")
     point = throughput.points(quick=True)[0]
     ours, theirs = throughput.build_pebench(encoding, point), throughput.build_xtransformers(encoding, point)
@@ -58,3 +59,24 @@ def test_xtransformers_baseline_has_equal_configuration(throughput, encoding):
     assert 0.95 <= ratio <= 1.05
     tokens = torch.randint(0, point.vocab_size, (2, 10))
     assert theirs(tokens).shape == ours(tokens).shape == (2, 10, point.vocab_size)
+
+
+def test_tables_regenerate_from_the_committed_csvs(tmp_path):
+    """docs/performance_tables.md is exactly what write_tables makes of results/performance/*.csv."""
+    committed = ROOT / "docs" / "performance_tables.md"
+    text = throughput.write_tables(ROOT / "results" / "performance", tmp_path / "tables.md")
+    assert text == (tmp_path / "tables.md").read_text() == committed.read_text()
+
+
+@pytest.mark.parametrize("command", [["-m", "pebench.throughput"], [str(ROOT / "experiments" / "throughput.py")]])
+def test_entry_points_regenerate_the_tables(tmp_path, command):
+    tables = tmp_path / "tables.md"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # this tree
+    subprocess.run([sys.executable, *command, "--tables-only", "--out", str(ROOT / "results" / "performance"),
+                    "--tables", str(tables)], check=True, cwd=ROOT, env=env, capture_output=True)
+    assert tables.read_text() == (ROOT / "docs" / "performance_tables.md").read_text()
+
+
+def test_benchmark_is_not_an_experiment():
+    """The thin script under experiments/ only imports: loading the experiments registers no benchmark."""
+    assert "throughput" not in load_experiments()
