@@ -1,4 +1,9 @@
-"""Tests of the task registry, every task's contract, hand-checked answers and chance levels."""
+"""Tests of the task registry, every task's contract, hand-checked answers and chance levels.
+
+The contract tests run over every registered task (``pebench.tasks.names()``, installed plugins'
+included), so a new task file gets them without editing this file; the hand-checked answers and
+chance levels pin the built-in tasks.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +14,54 @@ import pytest
 import torch
 
 from pebench import tasks
-from pebench.tasks import IGNORE, Batch, Task, model_vocab_size, render, shuffle_inputs
+from pebench.registry import load_entry_point_plugins
+from pebench.tasks import ARCHS, IGNORE, Batch, Task, model_vocab_size, render, shuffle_inputs
 
+# the built-in synthetic task families and their declared order dependence (golden)
 ORDER_DEPENDENT = [
     "addition", "associative_recall", "copy", "duplicate", "even_pairs", "missing_duplicate", "odds_first", "reverse",
 ]
 ORDER_INVARIANT = ["count", "majority", "parity", "sort", "sum_mod"]
-# the synthetic tasks: inputs drawn from a distribution, targets computed by solve(); tasks of other
-# kinds (e.g. a corpus-based language-modelling task) are tested in their own files
 SYNTHETIC = sorted(ORDER_DEPENDENT + ORDER_INVARIANT)
 
 
 def generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
+
+
+def in_range(task: Task, lengths) -> list[int]:
+    """The ``lengths`` the task is defined for, sorted, without repeats."""
+    top = task.max_length if task.max_length is not None else math.inf
+    return sorted({length for length in lengths if task.min_length <= length <= top})
+
+
+def clamp(task: Task, length: int) -> int:
+    """``length`` moved into the task's range of lengths."""
+    top = task.max_length if task.max_length is not None else length
+    return max(task.min_length, min(length, top))
+
+
+def allowed_archs(task: Task) -> tuple[str, ...]:
+    """The architectures a task renders for (a language-modelling task is decoder only)."""
+    return ("decoder",) if getattr(task, "decoder_only", False) else ARCHS
+
+
+def solvable(name: str) -> bool:
+    """Whether the task's targets are a function of its inputs (``solve``); a corpus task's are not."""
+    task = tasks.get(name)
+    try:
+        task.solve(task.sample(2, clamp(task, 8), generator(0)).inputs)
+    except NotImplementedError:
+        return False
+    return True
+
+
+load_entry_point_plugins()  # installed plugins' tasks get the contract tests too
+TASKS = tasks.names()
+# synthetic tasks: inputs drawn from a distribution, targets computed by solve()
+SOLVABLE = [name for name in TASKS if solvable(name)]
+SOLVABLE_ORDER_DEPENDENT = [name for name in SOLVABLE if tasks.get(name).order_dependent]
+SOLVABLE_ORDER_INVARIANT = [name for name in SOLVABLE if not tasks.get(name).order_dependent]
 
 
 def test_registry_lists_every_task_family():
@@ -37,35 +77,45 @@ def test_unknown_task_name_suggests_close_names():
         tasks.get("no_such_task")
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
+@pytest.mark.parametrize("name", TASKS)
 def test_task_declares_its_contract(name):
     task = tasks.get(name)
+    meta = tasks.TASKS.meta(name)
     assert isinstance(task, Task)
     assert task.name == name
-    assert isinstance(task.version, int) and task.version >= 1
-    assert isinstance(task.order_dependent, bool)
-    assert 2 <= task.vocab_size <= 16
+    assert isinstance(task.version, int) and task.version >= 1 and meta["version"] == task.version
+    assert isinstance(task.order_dependent, bool) and meta["order_dependent"] == task.order_dependent
+    assert task.vocab_size >= 2
     assert model_vocab_size(task) == task.vocab_size + 2
-    assert tasks.TASKS.meta(name)["paper"], "every task names its source"
-    doc = type(task).__doc__
-    assert "->" in doc and "hance" in doc, "docstring gives an example and the chance level"
+    assert task.min_length >= 1 and (task.max_length is None or task.max_length >= task.min_length)
+    assert meta["paper"], "every task names its source"
+    assert task.describe(), "the docstring's first paragraph describes the task"
+    assert "hance" in type(task).__doc__, "docstring gives the chance level"
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
-def test_sampling_is_deterministic_in_the_seed(name):
+@pytest.mark.parametrize("name", SOLVABLE)
+def test_synthetic_task_has_a_small_vocabulary_and_a_worked_example(name):
     task = tasks.get(name)
-    length = max(task.min_length, 8)
-    first = task.sample(32, length, generator(0))
-    again = task.sample(32, length, generator(0))
-    other = task.sample(32, length, generator(1))
+    assert 2 <= task.vocab_size <= 16
+    assert "->" in type(task).__doc__, "docstring gives an example"
+
+
+@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("split", ["train", "eval"])
+def test_sampling_is_deterministic_in_the_seed(name, split):
+    task = tasks.get(name)
+    length = clamp(task, 8)
+    first = task.sample(32, length, generator(0), split=split)
+    again = task.sample(32, length, generator(0), split=split)
+    other = task.sample(32, length, generator(1), split=split)
     assert torch.equal(first.inputs, again.inputs) and torch.equal(first.targets, again.targets)
     assert not torch.equal(first.inputs, other.inputs)
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
+@pytest.mark.parametrize("name", TASKS)
 def test_shapes_and_values_at_every_length(name):
     task = tasks.get(name)
-    for length in [*range(task.min_length, 65), 256]:
+    for length in in_range(task, [*range(task.min_length, 65), 256]):
         batch = task.sample(4, length, generator(length))
         assert batch.inputs.shape == (4, length) and batch.inputs.dtype == torch.long
         assert batch.targets.shape == (4, task.output_length(length)) and batch.targets.dtype == torch.long
@@ -73,11 +123,43 @@ def test_shapes_and_values_at_every_length(name):
             assert 0 <= tensor.min() and tensor.max() < task.vocab_size
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
+@pytest.mark.parametrize("name", SOLVABLE)
+def test_targets_are_the_solution_of_the_inputs(name):
+    task = tasks.get(name)
+    for length in in_range(task, [task.min_length, 7, 16, 64]):
+        batch = task.sample(16, length, generator(length))
+        assert torch.equal(task.solve(batch.inputs), batch.targets)
+
+
+@pytest.mark.parametrize("name", TASKS)
 def test_lengths_outside_the_task_range_are_rejected(name):
     task = tasks.get(name)
     with pytest.raises(ValueError, match=f">= {task.min_length}"):
         task.sample(1, task.min_length - 1, generator(0))
+    if task.max_length is not None:
+        with pytest.raises(ValueError, match=f"<= {task.max_length}"):
+            task.sample(1, task.max_length + 1, generator(0))
+
+
+@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_rendering_labels_exactly_the_targets(name, arch):
+    """Every rendering: tokens in the model's vocabulary, a label on each output position and none elsewhere,
+    the labels in order equal to the targets; an architecture the task does not allow is refused."""
+    task = tasks.get(name)
+    length = clamp(task, 6)
+    batch = task.sample(8, length, generator(0))
+    if arch not in allowed_archs(task):
+        with pytest.raises(ValueError, match="decoder"):
+            render(task, batch, arch)
+        return
+    tokens, labels = render(task, batch, arch)
+    assert tokens.shape == labels.shape and tokens.shape[0] == 8
+    assert tokens.dtype == labels.dtype == torch.long
+    assert 0 <= tokens.min() and tokens.max() < model_vocab_size(task)
+    supervised = labels != IGNORE  # (N, T)
+    assert (supervised.sum(1) == task.output_length(length)).all()
+    assert torch.equal(labels[supervised].view(8, -1), batch.targets)
 
 
 def test_count_rejects_lengths_its_three_digits_cannot_represent():
@@ -185,20 +267,20 @@ def test_solve_agrees_with_a_plain_python_reference(name):
             assert REFERENCES[name](row) == target
 
 
-@pytest.mark.parametrize("name", ORDER_INVARIANT)
+@pytest.mark.parametrize("name", SOLVABLE_ORDER_INVARIANT)
 def test_order_invariant_tasks_ignore_any_permutation(name):
     task = tasks.get(name)
-    for length in (2, 5, 16, 64):
+    for length in in_range(task, (2, 5, 16, 64)):
         batch = task.sample(200, length, generator(length))
         for seed in range(5):
             shuffled = shuffle_inputs(batch.inputs, generator(100 + seed))
             assert torch.equal(task.solve(shuffled), batch.targets)
 
 
-@pytest.mark.parametrize("name", ORDER_DEPENDENT)
+@pytest.mark.parametrize("name", SOLVABLE_ORDER_DEPENDENT)
 def test_order_dependent_tasks_change_under_some_permutation(name):
     task = tasks.get(name)
-    batch = task.sample(200, 12, generator(0))
+    batch = task.sample(200, clamp(task, 12), generator(0))
     changed = torch.zeros(200, dtype=torch.bool)
     for seed in range(10):
         shuffled = shuffle_inputs(batch.inputs, generator(100 + seed))
@@ -234,19 +316,21 @@ def test_known_chance_levels(name, length, expected):
     assert tasks.get(name).chance_accuracy(length) == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
+@pytest.mark.parametrize("name", TASKS)
 def test_exact_chance_agrees_with_monte_carlo(name):
     task = tasks.get(name)
-    for length in sorted({task.min_length, task.min_length + 1, 5, 12}):
+    for length in in_range(task, {task.min_length, task.min_length + 1, 5, 12}):
         exact = task.chance_accuracy(length)
         estimate = Task.chance_accuracy(task, length)  # the base class's Monte-Carlo estimate
         assert exact == pytest.approx(estimate, abs=0.012), f"length {length}"
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
-def test_chance_is_a_probability_at_long_lengths(name):
-    chance = tasks.get(name).chance_accuracy(256)
-    assert 0 < chance <= 1 and math.isfinite(chance)
+@pytest.mark.parametrize("name", TASKS)
+def test_chance_is_a_probability_at_every_length(name):
+    task = tasks.get(name)
+    for length in in_range(task, [task.min_length, 16, 256]):
+        chance = task.chance_accuracy(length)
+        assert 0 < chance <= 1 and math.isfinite(chance), f"length {length}"
 
 
 def test_render_decoder_and_encoder_on_a_hand_checked_example():
