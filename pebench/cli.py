@@ -2,12 +2,19 @@
 
 ::
 
+    pebench [--plugin PATH_OR_MODULE ...] <command> ...
     pebench list encodings|tasks|suites|experiments
     pebench run --suite standard [--experiment NAME ...] [--filter key=value ...]
+                [--encoding NAME ...] [--task NAME ...]
                 [--workers N | --dask ADDRESS] [--device cpu|cuda] [--out DIR] [--dry-run]
     pebench report --results DIR [--out DIR]
     pebench compare LOCAL REFERENCE
     pebench show --results DIR [--experiment NAME ...]
+
+``--plugin`` (repeatable, before the command) imports a ``.py`` file or a
+module that registers encodings, tasks, metrics or experiments; plugins that
+installed packages declare in the ``pebench.plugins`` entry-point group are
+loaded automatically (:mod:`pebench.registry`).
 
 Bad arguments (unknown names, impossible configurations, an unwritable
 output folder, a malformed results folder) print one line to stderr and exit
@@ -26,7 +33,7 @@ from pathlib import Path
 
 from pebench import encodings, tasks
 from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
-from pebench.registry import UnknownNameError
+from pebench.registry import UnknownNameError, load_plugins
 from pebench.results import ResultsError
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
@@ -52,16 +59,19 @@ def _parse_filters(filters: Sequence[str]) -> dict[str, set[str]]:
 
 
 def select_runs(
-    suite: str, experiments: Sequence[str], filters: Sequence[str], extra_encodings: Sequence[str] = ()
+    suite: str, experiments: Sequence[str], filters: Sequence[str], extra_encodings: Sequence[str] = (),
+    extra_tasks: Sequence[str] = (),
 ) -> list[RunSpec]:
     """The runs of ``suite`` restricted to ``experiments`` and ``key=value`` filters, with
-    ``extra_encodings`` compared beside the standard ones."""
+    ``extra_encodings`` and ``extra_tasks`` compared beside the standard ones."""
     registry = load_experiments()
     for name in experiments:
         registry.get(name)
     for name in extra_encodings:
         encodings.meta(name)  # unknown names fail here, with suggestions
-    specs = suite_runs(suite, experiments or None, extra_encodings)
+    for name in extra_tasks:
+        tasks.TASKS.get(name)
+    specs = suite_runs(suite, experiments or None, extra_encodings, extra_tasks)
     wanted = _parse_filters(filters)
     if wanted:
         resolved = [spec.resolved() for spec in specs]
@@ -103,8 +113,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for name, experiment in ((n, load_experiments().get(n)) for n in load_experiments().names()):
             counts = ", ".join(f"{s}={len(experiment.runs(s))}" for s in SUITES)
-            if experiment.benchmark is not None:
-                counts = "benchmark (pebench run --experiment " + name + ")"
             print(f"{name:22s} {counts}  {experiment.description[:70]}")
     return EXIT_OK
 
@@ -113,20 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
     from pebench.runner import run_sweep
 
-    registry = load_experiments()
-    benchmarks = [e for e in map(registry.get, args.experiment) if e.benchmark is not None]
-    if benchmarks:  # benchmarks, not training grids (e.g. throughput): run them alone
-        if len(benchmarks) != len(args.experiment) or args.filter or args.encoding:
-            raise UsageError(f"{benchmarks[0].name} is a benchmark: run it alone, without --filter or --encoding")
-        for experiment in benchmarks:
-            if args.dry_run:
-                print(f"{experiment.name}: benchmark ({experiment.script})")
-                continue
-            if args.out:
-                _check_writable(Path(args.out))
-            experiment.benchmark(args.suite, Path(args.out) if args.out else None)
-        return EXIT_OK
-    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding)
+    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
     if not specs:
         raise UsageError("no runs match the given --experiment/--filter options")
     out = Path(args.out) if args.out else Path("results") / "local" / args.suite
@@ -200,6 +195,10 @@ def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pebench`` command."""
     parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
+                        help="import a .py file or a module that registers encodings, tasks, metrics or experiments "
+                             "before the command runs (repeatable); entry points in the 'pebench.plugins' group are "
+                             "loaded automatically")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("list", help="list encodings, tasks, suites or experiments")
@@ -213,7 +212,10 @@ def make_parser() -> argparse.ArgumentParser:
                    help="only runs whose config has KEY=VALUE (VALUE may be a,b,c; repeatable)")
     p.add_argument("--encoding", action="append", default=[], metavar="NAME",
                    help="also compare this encoding, under the same protocol, in every grid that compares all "
-                        "the standard encodings (repeatable; e.g. a new one registered in pebench/encodings/)")
+                        "the standard encodings (repeatable; e.g. one registered by a --plugin file)")
+    p.add_argument("--task", action="append", default=[], metavar="NAME",
+                   help="also compare this task, under the same protocol, in every grid that compares the standard "
+                        "tasks (repeatable; e.g. one registered by a --plugin file)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     group.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, or 'local' for a LocalCluster")
@@ -252,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = make_parser().parse_args(argv)
         if args.verbose:
             logging.getLogger("pebench").setLevel(logging.DEBUG)
+        load_plugins(args.plugin)
         if getattr(args, "workers", 1) < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
         if getattr(args, "dask", None) == "local":

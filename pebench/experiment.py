@@ -219,24 +219,25 @@ class Experiment:
     description: str
     configs: Mapping[str, Callable[[], list[tuple[dict[str, Any], dict[str, list[Any]]]]]]
     script: str = ""
-    #: a benchmark that is not a grid of training runs (e.g. ``throughput``): called as
-    #: ``benchmark(suite, out)`` by ``pebench run --experiment NAME`` (``out`` None = its own default
-    #: folder). It has no runs, so it never runs as part of a whole suite.
-    benchmark: Callable[[str, Path | None], None] | None = None
 
-    def runs(self, suite: str, extra_encodings: Sequence[str] = ()) -> list[RunSpec]:
+    def runs(self, suite: str, extra_encodings: Sequence[str] = (), extra_tasks: Sequence[str] = ()) -> list[RunSpec]:
         """The run specs of this experiment in ``suite`` (empty if it is not part of it).
 
         ``extra_encodings`` join every grid that compares all of :data:`COMPARED_ENCODINGS` (not,
         e.g., the RoPE-only scaling grid), under the same protocol: how a new encoding is compared
         with the baselines without editing pebench (``pebench run --encoding NAME``).
+        ``extra_tasks`` join every family of per-task grids (:func:`per_task_grids`), each with the
+        same base configuration and architectures as the family's tasks (``pebench run --task NAME``).
         """
         if suite not in SUITES:
             raise ValueError(f"unknown suite {suite!r}; valid: {', '.join(SUITES)}")
         if suite not in self.configs:
             return []
         specs = []
-        for base, grid in self.configs[suite]():
+        pairs = self.configs[suite]()
+        if extra_tasks and isinstance(pairs, TaskGrids):
+            pairs = pairs.with_tasks(extra_tasks)
+        for base, grid in pairs:
             compared = list(grid.get("encoding", ()))
             archs = set(grid.get("arch", [base.get("arch", "decoder")]))
             extra = [name for name in extra_encodings if name not in compared
@@ -248,7 +249,7 @@ class Experiment:
         return specs
 
 
-EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+EXPERIMENTS: Registry[Experiment] = Registry("experiment", base=Experiment)
 
 
 def register_experiment(experiment: Experiment) -> Experiment:
@@ -287,17 +288,19 @@ def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
 
 
 def suite_runs(
-    suite: str, experiments: Iterable[str] | None = None, extra_encodings: Sequence[str] = ()
+    suite: str, experiments: Iterable[str] | None = None, extra_encodings: Sequence[str] = (),
+    extra_tasks: Sequence[str] = (),
 ) -> list[RunSpec]:
     """All run specs of ``suite`` (optionally only the named experiments), ids unique.
 
-    ``extra_encodings``: encodings compared beside :data:`COMPARED_ENCODINGS` (see :meth:`Experiment.runs`).
+    ``extra_encodings``/``extra_tasks``: encodings and tasks compared beside the standard ones
+    (see :meth:`Experiment.runs`).
     """
     registry = load_experiments()
     names = list(experiments) if experiments else registry.names()
     specs: list[RunSpec] = []
     for name in names:
-        specs.extend(registry.get(name).runs(suite, extra_encodings))
+        specs.extend(registry.get(name).runs(suite, extra_encodings, extra_tasks))
     ids = [s.run_id for s in specs]
     if len(set(ids)) != len(ids):
         raise ValueError(f"suite {suite!r} contains duplicate runs; check the experiment grids")
@@ -344,17 +347,31 @@ def task_steps(suite: str, arch: str, task: str) -> int:
     return TASK_STEPS.get(suite, {}).get((arch, task), SCALES[suite]["steps"])
 
 
-def per_task_grids(
-    suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]
-) -> list[tuple[dict[str, Any], dict[str, list[Any]]]]:
+class TaskGrids(list):
+    """The ``(base, grid)`` pairs of :func:`per_task_grids`, which remember how they were made so that
+    more tasks can join them under the same protocol (:meth:`with_tasks`)."""
+
+    def __init__(self, suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> None:
+        self.suite, self.base, self.tasks, self.archs = suite, dict(base), list(task_list), list(archs)
+        super().__init__(
+            ({**SCALES[suite], "steps": task_steps(suite, arch, task), **self.base},
+             {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]})
+            for arch in self.archs
+            for task in self.tasks
+            if arch == "decoder" or not getattr(tasks.TASKS.get(task), "decoder_only", False)
+        )
+
+    def with_tasks(self, extra: Sequence[str]) -> TaskGrids:
+        """These grids plus one per architecture for each task of ``extra`` not already compared
+        (a decoder-only task joins the decoder grids only)."""
+        return TaskGrids(self.suite, self.base, self.tasks + [t for t in extra if t not in self.tasks], self.archs)
+
+
+def per_task_grids(suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> TaskGrids:
     """One ``(base, grid)`` pair per (arch, task), each with its :func:`task_steps`, comparing every
-    encoding of :data:`COMPARED_ENCODINGS` over the suite's seeds."""
-    return [
-        ({**SCALES[suite], "steps": task_steps(suite, arch, task), **base},
-         {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]})
-        for arch in archs
-        for task in task_list
-    ]
+    encoding of :data:`COMPARED_ENCODINGS` over the suite's seeds; ``pebench run --task NAME`` adds
+    more tasks to them (:meth:`TaskGrids.with_tasks`)."""
+    return TaskGrids(suite, base, task_list, archs)
 
 
 #: seeds per suite

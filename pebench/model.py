@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pebench import encodings
 from pebench.encodings import PositionalEncoding
 from pebench.encodings.base import is_compiling
 
@@ -297,3 +298,25 @@ class Transformer(nn.Module):
     def encoding_parameters(self) -> int:
         """Number of trainable parameters added by the positional encoding."""
         return sum(p.numel() for p in self.encoding.parameters() if p.requires_grad)
+
+
+def build_model(
+    config: ModelConfig, encoding: str, *, max_len: int, seed: int | None = None, **options: Any
+) -> Transformer:
+    """The one factory of pebench models: the runner, seed-batched training, the throughput benchmark and
+    the tests all build their models here.
+
+    Args:
+        config: the architecture; ``causal`` is given to the encoding from ``config.arch``
+            (``decoder`` -> causal), never inferred elsewhere.
+        encoding: a registered encoding name (``randomized:<base>`` for wrappers).
+        max_len: positions the encoding must support (from the training configuration).
+        seed: if given, ``torch.manual_seed(seed)`` before the encoding and the model are initialised.
+        **options: the encoding's options (see :func:`pebench.encodings.options`).
+    """
+    if seed is not None:
+        torch.manual_seed(seed)
+    if "causal" in encodings.options(encoding) and "causal" not in options:
+        options["causal"] = config.arch == "decoder"
+    pe = encodings.build(encoding, d_model=config.d_model, n_heads=config.n_heads, max_len=max_len, **options)
+    return Transformer(config, pe)

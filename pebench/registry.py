@@ -1,18 +1,31 @@
-"""A small generic name -> object registry with per-entry metadata.
+"""A small generic name -> object registry with per-entry metadata, and plugins.
 
-Encodings, tasks, metrics and suites are all registered by name so that adding
-one never edits the model, the runner or the docs by hand::
+Encodings, tasks, metrics and experiments are all registered by name so that
+adding one never edits the model, the runner, the report or the docs by hand::
 
-    ENCODINGS = Registry("encoding")
+    ENCODINGS = Registry("encoding", base=PositionalEncoding)
 
     @ENCODINGS.register("alibi", kind="bias", paper="press2022alibi")
     class ALiBi(PositionalEncoding): ...
+
+Code outside the package registers its own entries the same way and is loaded
+as a *plugin*: :func:`load_plugin` imports a ``.py`` file or an importable
+module (``pebench --plugin PATH_OR_MODULE <verb>``), and
+:func:`load_entry_point_plugins` imports every plugin that an installed
+package declares in the ``pebench.plugins`` entry-point group. Worker
+processes of a sweep load the same plugins (:func:`loaded_plugins`).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -30,19 +43,33 @@ class Registry(Generic[T]):
 
     Args:
         kind: what the entries are ("encoding", "task", ...), used in error messages.
+        base: if given, every entry must be a subclass of ``base`` (or an instance of it).
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, base: type | None = None) -> None:
         self.kind = kind
+        self.base = base
         self._entries: dict[str, T] = {}
         self._meta: dict[str, dict[str, Any]] = {}
 
     def register(self, name: str, **meta: Any) -> Callable[[T], T]:
-        """Decorator registering ``obj`` under ``name`` with metadata ``meta``."""
+        """Decorator registering ``obj`` under ``name`` with metadata ``meta``.
+
+        Raises:
+            ValueError: ``name`` is empty or already registered (the message names the
+                module that registered it first), or ``obj`` is not a ``base``.
+        """
 
         def decorator(obj: T) -> T:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a {self.kind} needs a non-empty name, got {name!r}")
             if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
+                first = getattr(self._entries[name], "__module__", "?")
+                raise ValueError(f"{self.kind} {name!r} is registered twice (first by {first}); "
+                                 f"choose another name")
+            if self.base is not None and not _is_a(obj, self.base):
+                raise ValueError(f"{self.kind} {name!r} must be a subclass of "
+                                 f"{self.base.__module__}.{self.base.__qualname__}, got {obj!r}")
             self._entries[name] = obj
             self._meta[name] = dict(meta)
             return obj
@@ -76,8 +103,122 @@ class Registry(Generic[T]):
         """All registered names, sorted."""
         return sorted(self._entries)
 
+    def in_order(self) -> list[str]:
+        """All registered names in the order they were registered."""
+        return list(self._entries)
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _is_a(obj: object, base: type) -> bool:
+    return isinstance(obj, base) or (isinstance(obj, type) and issubclass(obj, base))
+
+
+# --------------------------------------------------------------------------- plugins
+
+#: entry-point group in which installed packages declare pebench plugins
+ENTRY_POINT_GROUP = "pebench.plugins"
+
+#: plugins loaded in this process, in order (what worker processes load again)
+_LOADED: list[str] = []
+
+
+class PluginError(ValueError):
+    """A plugin that cannot be found or fails to import; the message says which and why."""
+
+
+def load_plugin(source: str) -> None:
+    """Import user code that registers encodings, tasks, metrics or experiments.
+
+    Args:
+        source: a path to a ``.py`` file, or the name of an importable module
+            (``my_project.pebench_plugin``). Loading the same source twice does nothing.
+
+    Raises:
+        PluginError: the file or module does not exist, or importing it raised
+            (the message names the plugin and the error).
+    """
+    key = _plugin_key(source)
+    if key in _LOADED:
+        return
+    path = Path(source)
+    try:
+        if source.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise PluginError(f"plugin file {source} not found")
+            digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+            module_name = f"pebench_plugins.{path.stem}_{digest}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[module_name]
+                raise
+        else:
+            if importlib.util.find_spec(source) is None:
+                raise PluginError(f"plugin {source!r} is neither a .py file nor an importable module")
+            importlib.import_module(source)
+    except PluginError:
+        raise
+    except ModuleNotFoundError as exc:
+        raise PluginError(f"plugin {source!r} is neither a .py file nor an importable module ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 (any error in user code is reported as one line)
+        raise PluginError(f"plugin {source} failed to load: {type(exc).__name__}: {exc}") from exc
+    _LOADED.append(key)
+
+
+def _plugin_key(source: str) -> str:
+    """Files by absolute path (the same file given two ways loads once), modules by name."""
+    path = Path(source)
+    return str(path.resolve()) if source.endswith(".py") or path.is_file() else source
+
+
+def load_entry_point_plugins() -> list[str]:
+    """Load every plugin declared in the :data:`ENTRY_POINT_GROUP` entry-point group.
+
+    An entry point names a module (importing it registers its entries) or a
+    callable (called with no arguments), e.g. in the plugin's ``pyproject.toml``::
+
+        [project.entry-points."pebench.plugins"]
+        my_encodings = "my_project.pebench_plugin"
+
+    Returns:
+        The names of the entry points loaded now.
+
+    Raises:
+        PluginError: an entry point fails to load (the message names it).
+    """
+    loaded = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        key = f"entry-point:{entry.name}={entry.value}"
+        if key in _LOADED:
+            continue
+        try:
+            target = entry.load()
+            if callable(target):
+                target()
+        except Exception as exc:  # noqa: BLE001 (any error in user code is reported as one line)
+            raise PluginError(f"plugin entry point {entry.name!r} ({entry.value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        _LOADED.append(key)
+        loaded.append(entry.name)
+    return loaded
+
+
+def loaded_plugins() -> list[str]:
+    """Plugin files and modules loaded in this process with :func:`load_plugin`, in order."""
+    return [key for key in _LOADED if not key.startswith("entry-point:")]
+
+
+def load_plugins(sources: Iterable[str], entry_points: bool = True) -> None:
+    """Load the entry-point plugins (unless ``entry_points`` is False), then each of ``sources``."""
+    if entry_points:
+        load_entry_point_plugins()
+    for source in sources:
+        load_plugin(source)

@@ -37,6 +37,8 @@ from pebench.batched import train_batched
 from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
+from pebench.model import build_model as build_from_config
+from pebench.registry import load_plugins, loaded_plugins
 from pebench.results import ResultsError, read_run_csv, validate_frame
 from pebench.train import TrainResult, train
 
@@ -68,8 +70,8 @@ def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
         mlp_ratio=spec.mlp_ratio,
         dropout=spec.dropout,
     )
-    torch.manual_seed(spec.seed)
-    return Transformer(config, build_encoding(spec, **encoding_overrides))
+    return build_from_config(config, spec.encoding, max_len=spec.max_len(), seed=spec.seed,
+                             **spec.build_options(**encoding_overrides))
 
 
 def _gap(spec: RunSpec, model: Transformer, task: tasks.Task, device: torch.device) -> float:
@@ -212,9 +214,11 @@ def group_runs(specs: Sequence[RunSpec], seed_batch: bool, max_group: int = 8) -
 
 
 def _execute_in_worker(
-    specs: list[RunSpec], device: str | None, threads: int, compile: bool = False
+    specs: list[RunSpec], device: str | None, threads: int, compile: bool = False, plugins: Sequence[str] = ()
 ) -> list[list[dict[str, Any]]]:
-    """Process-pool / Dask entry point: limit threads (0 = keep the worker's default), then :func:`execute_group`."""
+    """Process-pool / Dask entry point: load the parent's plugins (a spawned worker starts with none of its
+    registrations), limit threads (0 = keep the worker's default), then :func:`execute_group`."""
+    load_plugins(plugins)
     if threads:
         torch.set_num_threads(threads)
     return execute_group(specs, device, compile)
@@ -483,7 +487,8 @@ def run_sweep(
 
         context = multiprocessing.get_context("spawn")  # fork + torch threads is unsafe
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_execute_in_worker, unit, device, threads, compile): unit for unit in units}
+            futures = {pool.submit(_execute_in_worker, unit, device, threads, compile, loaded_plugins()): unit
+                       for unit in units}
             for future in as_completed(futures):
                 for spec, rows in zip(futures[future], future.result(), strict=True):
                     finish(spec, rows)
@@ -520,7 +525,8 @@ def _run_dask(
     try:
         futures = [
             client.submit(
-                _execute_in_worker, unit, device, threads, compile, key=f"pebench-{unit[0].run_id}", retries=2,
+                _execute_in_worker, unit, device, threads, compile, loaded_plugins(), key=f"pebench-{unit[0].run_id}",
+                retries=2,
                 pure=False,
             )
             for unit in units

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def test_every_cited_key_is_in_the_bibliography(gen):
     keys = set(gen.bib_entries())
     cited = {encodings.meta(name)["paper"] for name in encodings.names()}
     cited |= {tasks.TASKS.meta(name)["paper"] for name in tasks.names() if tasks.TASKS.meta(name)["paper"]}
-    cited |= {key for extra in gen.EXTRA_CITATIONS.values() for key in extra}
+    cited |= {key for name in encodings.names() for key in encodings.meta(name)["cites"]}
     assert cited <= keys, f"missing from docs/references.bib: {sorted(cited - keys)}"
 
 
@@ -170,17 +169,14 @@ def test_site_builds_without_warnings(tmp_path):
     pytest.importorskip("myst_parser")
     pytest.importorskip("sphinxcontrib.bibtex")
     pytest.importorskip("furo")
-    start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"),
          str(DOCS), str(tmp_path / "html")],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
-    seconds = time.perf_counter() - start
     assert done.returncode == 0, done.stdout + done.stderr
     html = tmp_path / "html"
     for page in ("index", "quickstart", "protocol", "concepts", "results", "extending", "distributed", "api",
                  "cite", "references", "_generated/encodings/rope", "_generated/tasks/copy",
                  "_generated/results/standard"):
         assert (html / f"{page}.html").exists(), page
-    assert seconds < 120, f"the docs build took {seconds:.0f}s"

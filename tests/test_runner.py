@@ -7,13 +7,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from pebench.cli import main
-from pebench.experiment import make_spec, suite_runs
+from pebench.experiment import COMPARED_ENCODINGS, make_spec, suite_runs
 from pebench.results import ResultsError, load
 from pebench.runner import group_runs, run_sweep, scan, write_rows_atomic
 
@@ -294,11 +295,26 @@ def test_extra_encoding_joins_every_full_comparison(capsys, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_throughput_is_a_benchmark_experiment(capsys, tmp_path):
+def test_throughput_is_a_benchmark_not_an_experiment(capsys):
     assert main(["list", "experiments"]) == 0
-    assert "throughput             benchmark (pebench run --experiment throughput)" in capsys.readouterr().out
-    assert main(["run", "--suite", "standard", "--experiment", "throughput", "--dry-run"]) == 0
-    assert "throughput: benchmark" in capsys.readouterr().out
-    assert main(["run", "--suite", "smoke", "--experiment", "throughput", "--filter", "task=copy"]) == 2
-    assert "run it alone" in capsys.readouterr().err
-    assert all(spec.experiment != "throughput" for spec in suite_runs("standard"))  # never part of a suite
+    assert "throughput" not in capsys.readouterr().out
+    assert main(["run", "--suite", "smoke", "--experiment", "throughput", "--dry-run"]) == 2
+    assert "unknown experiment 'throughput'" in capsys.readouterr().err
+
+
+def test_extra_task_joins_every_per_task_grid(capsys, tmp_path):
+    """``--task NAME`` adds one grid per architecture to each per-task family, with that family's protocol."""
+    base = {s.run_id: s for s in suite_runs("smoke")}
+    extra = [s for s in suite_runs("smoke", extra_tasks=["sort"]) if s.run_id not in base]
+    by_experiment = {}
+    for spec in extra:
+        by_experiment.setdefault(spec.experiment, set()).add((spec.task, spec.arch, spec.encoding))
+    assert set(by_experiment) == {"length_extrapolation", "order_sensitivity"}  # not rope_scaling or the LM
+    assert by_experiment["length_extrapolation"] == {("sort", "decoder", e) for e in COMPARED_ENCODINGS}
+    assert {arch for _, arch, _ in by_experiment["order_sensitivity"]} == {"encoder", "decoder"}
+    sibling = next(s for s in base.values() if s.experiment == "length_extrapolation")
+    added = next(s for s in extra if s.experiment == "length_extrapolation")
+    assert replace(added.train, seed=0) == replace(sibling.train, seed=0)  # smoke: one budget for every task
+    assert (added.eval, added.d_model, added.n_layers) == (sibling.eval, sibling.d_model, sibling.n_layers)
+    assert main(["run", "--suite", "smoke", "--task", "srot", "--dry-run"]) == 2
+    assert "Did you mean 'sort'" in capsys.readouterr().err

@@ -46,12 +46,6 @@ KIND_SLOTS = {
     "bias": "bias: added to the attention scores (`bias`)",
     "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
 }
-#: papers cited on an encoding's page besides its registry ``paper``
-EXTRA_CITATIONS = {
-    "none": ["kazemnejad2023nope"],
-    "learned": ["devlin2019bert"],
-    "rope": ["chen2023pi", "bloc97ntk2023", "peng2023yarn"],
-}
 #: suite folders in results/ that are not reference suites
 NOT_SUITES = {"local", "performance"}
 FIGURE_FORMATS = ("svg", "png")
@@ -108,7 +102,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     meta = encodings.meta(name)
     cls = encodings.ENCODINGS.get(name)
     options = encodings.options(name)
-    papers = [meta["paper"], *EXTRA_CITATIONS.get(name, [])]
+    papers = [meta["paper"], *meta["cites"]]
     call_name = f"{name}:rope" if meta["kind"] == "wrapper" else name
     lines = [
         f"# `{name}`: {meta['summary']}",
@@ -567,7 +561,7 @@ def cite_include() -> str:
     lines = ["### pebench", "", "```bibtex", suite_bibtex(), "```", ""]
     seen: set[str] = set()
     for name in encodings.names():
-        for key in [encodings.meta(name)["paper"], *EXTRA_CITATIONS.get(name, [])]:
+        for key in [encodings.meta(name)["paper"], *encodings.meta(name)["cites"]]:
             if key in seen or key not in entries:
                 continue
             seen.add(key)

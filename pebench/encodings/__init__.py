@@ -19,7 +19,7 @@ from typing import Any
 from pebench.encodings.base import PositionalEncoding, relative_distance
 from pebench.registry import Registry
 
-ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding")
+ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding", base=PositionalEncoding)
 
 KINDS = ("none", "input", "rotary", "bias", "wrapper")
 
@@ -32,6 +32,8 @@ def register(
     has_parameters: bool,
     causal_only: bool = False,
     summary: str = "",
+    baseline: bool = False,
+    cites: tuple[str, ...] = (),
 ):
     """Class decorator registering a :class:`PositionalEncoding` under ``name``.
 
@@ -43,20 +45,28 @@ def register(
         has_parameters: whether it adds trainable parameters.
         causal_only: whether it is only defined for causal (decoder) models.
         summary: one line for listings and docs.
+        baseline: the position-free baseline the analysis compares against (NoPE); at most one
+            encoding is the baseline.
+        cites: BibTeX keys of further papers its docs page cites (e.g. the RoPE scalings).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
     def decorator(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
-        cls.name = name
-        return ENCODINGS.register(
+        if baseline and baseline_name() is not None:
+            raise ValueError(f"encoding {name!r} is declared the baseline, but {baseline_name()!r} already is")
+        ENCODINGS.register(
             name,
             kind=kind,
             paper=paper,
             has_parameters=has_parameters,
             causal_only=causal_only,
             summary=summary or (inspect.getdoc(cls) or "").split("\n")[0],
+            baseline=baseline,
+            cites=tuple(cites),
         )(cls)
+        cls.name = name
+        return cls
 
     return decorator
 
@@ -66,6 +76,11 @@ def _import_all() -> None:
     for module in pkgutil.iter_modules(__path__):
         if module.name != "base":
             importlib.import_module(f"{__name__}.{module.name}")
+
+
+def baseline_name() -> str | None:
+    """The encoding registered with ``baseline=True`` (NoPE), or None."""
+    return next((n for n in ENCODINGS.in_order() if ENCODINGS.meta(n).get("baseline")), None)
 
 
 def names() -> list[str]:
@@ -131,4 +146,7 @@ def build(name: str, *, d_model: int, n_heads: int, max_len: int, **opts: Any) -
 
 _import_all()
 
-__all__ = ["ENCODINGS", "PositionalEncoding", "build", "meta", "names", "options", "register", "relative_distance"]
+__all__ = [
+    "ENCODINGS", "PositionalEncoding", "baseline_name", "build", "meta", "names", "options", "register",
+    "relative_distance",
+]

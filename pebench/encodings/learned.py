@@ -11,6 +11,7 @@ POLICIES = ("error", "clamp")
 
 
 @register("learned", kind="input", paper="gehring2017convolutional", has_parameters=True,
+          cites=("devlin2019bert",),
           summary="A learned vector per absolute position (max_len rows) added to the embeddings.")
 class Learned(PositionalEncoding):
     """Learned absolute positional embeddings, added to the token embeddings.

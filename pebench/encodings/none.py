@@ -6,7 +6,8 @@ from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding
 
 
-@register("none", kind="none", paper="haviv2022nope", has_parameters=False,
+@register("none", kind="none", paper="haviv2022nope", has_parameters=False, baseline=True,
+          cites=("kazemnejad2023nope",),
           summary="No positional information (NoPE); a decoder can still infer order from its causal mask.")
 class NoPE(PositionalEncoding):
     """No positional encoding: all three hooks are the identity.

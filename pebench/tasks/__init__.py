@@ -22,7 +22,7 @@ from pebench.tasks.base import (
     shuffle_inputs,
 )
 
-TASKS: Registry[type[Task]] = Registry("task")
+TASKS: Registry[type[Task]] = Registry("task", base=Task)
 
 
 def register(name: str, *, paper: str = "", **meta: Any):
@@ -33,10 +33,12 @@ def register(name: str, *, paper: str = "", **meta: Any):
     """
 
     def decorator(cls: type[Task]) -> type[Task]:
-        cls.name = name
-        return TASKS.register(
-            name, order_dependent=cls.order_dependent, version=cls.version, paper=paper, **meta
+        TASKS.register(
+            name, order_dependent=getattr(cls, "order_dependent", None), version=getattr(cls, "version", None),
+            paper=paper, **meta
         )(cls)
+        cls.name = name
+        return cls
 
     return decorator
 
