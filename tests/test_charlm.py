@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+from pathlib import Path
+
 import pytest
 import torch
 
+import pebench
 from pebench import tasks
-from pebench.tasks.charlm import ALPHABET, CORPUS_SHA256, corpus
+from pebench.tasks.charlm import ALPHABET, CORPUS_FILE, CORPUS_SHA256, corpus
 
 
 def test_corpus_is_the_pinned_text():
+    """The vendored file, read here without the loader, is the pinned text, and corpus() is its encoding."""
+    raw = gzip.decompress((Path(pebench.__file__).parent / "data" / CORPUS_FILE).read_bytes())
+    assert len(raw) == 466_117  # UTF-8 bytes
+    digest = hashlib.sha256(raw).hexdigest()
+    assert digest == "37d06970fc926e60c16dff401e441b84752446a36b6b64516c229fdec77e992c" == CORPUS_SHA256
+    text = raw.decode("utf-8")
+    assert len(text) == 464_970  # characters
     train, validation = corpus()
-    assert len(train) + len(validation) == 464_970  # characters (466,117 UTF-8 bytes) of the pinned file
-    assert len(validation) == pytest.approx(0.1 * (len(train) + len(validation)), abs=1)
-    assert CORPUS_SHA256.startswith("37d06970")
+    assert len(validation) == pytest.approx(0.1 * len(text), abs=1)
+    unknown = len(ALPHABET)  # one token for every character outside the alphabet
+    expected = [ALPHABET.index(ch) if ch in ALPHABET else unknown for ch in text]
+    assert torch.cat([train, validation]).tolist() == expected
 
 
 def test_windows_are_next_character_pairs_and_deterministic():
