@@ -8,7 +8,7 @@ the correct previous ones), so the numbers measure per-position accuracy,
 not error compounding.
 """
 
-from pebench.experiment import Experiment, per_task_grids, register_experiment
+from pebench.experiment import Experiment, ReportSpec, per_task_grids, register_experiment
 
 TASKS = ["copy", "reverse", "majority"]
 
@@ -33,6 +33,7 @@ EXPERIMENT = register_experiment(Experiment(
         "paper": configs("paper", 40, [10, 20, 40, 60, 80, 120, 160, 240, 320], TASKS, ["decoder", "encoder"]),
     },
     script=__file__,
+    report=ReportSpec(layout="extrapolation", position=10),
 ))
 
 

@@ -8,7 +8,7 @@ window, as in the ALiBi paper's non-overlapping evaluation. Every encoding
 that is defined for causal models is compared.
 """
 
-from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, register_experiment
+from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, ReportSpec, register_experiment
 
 
 def configs(suite: str, context: int, lengths: list[int], steps: int | None = None):
@@ -41,6 +41,7 @@ EXPERIMENT = register_experiment(Experiment(
         "paper": configs("paper", 128, [64, 128, 256, 512, 1024, 2048]),
     },
     script=__file__,
+    report=ReportSpec(layout="perplexity", position=40),
 ))
 
 

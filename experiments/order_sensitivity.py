@@ -9,7 +9,7 @@ controls). The permutation-equivariance gap of the final hidden states is
 recorded at initialisation and after training: exactly 0 for a NoPE encoder.
 """
 
-from pebench.experiment import Experiment, per_task_grids, register_experiment
+from pebench.experiment import Experiment, ReportSpec, per_task_grids, register_experiment
 
 ORDER_DEPENDENT = ["copy", "reverse"]
 CONTROLS = ["majority"]
@@ -40,6 +40,7 @@ EXPERIMENT = register_experiment(Experiment(
                          ["encoder", "decoder"]),
     },
     script=__file__,
+    report=ReportSpec(layout="order", position=20),
 ))
 
 

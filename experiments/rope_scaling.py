@@ -10,7 +10,7 @@ same state dict loads into every variant.
 import json
 
 from pebench import tasks
-from pebench.experiment import SCALES, SEEDS, Experiment, register_experiment, task_steps
+from pebench.experiment import SCALES, SEEDS, Experiment, ReportSpec, register_experiment, task_steps
 
 FACTOR = 4.0  # the longest evaluated input is 4x the longest training input
 
@@ -53,6 +53,15 @@ EXPERIMENT = register_experiment(Experiment(
         "paper": configs("paper", 40, [20, 40, 80, 120, 160], ["copy", "reverse", "odds_first", "majority"]),
     },
     script=__file__,
+    report=ReportSpec(
+        layout="variants",
+        position=30,
+        title="RoPE scaling at evaluation",
+        caption="The same trained RoPE weights evaluated unscaled (trained) and with linear, NTK-aware and YaRN "
+                "frequency scaling: look for OOD gains without an ID loss.",
+        figure_caption="Token accuracy vs evaluation length of plain-RoPE models evaluated unscaled and with linear, "
+                       "NTK and YaRN scaling; look at the lengths right of the grey area ({shade}).",
+    ),
 ))
 
 

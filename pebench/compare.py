@@ -1,10 +1,11 @@
 """Reproduction check: does a rerun of a suite reproduce the reference results?
 
 Cells are experiment x task x encoding x architecture x evaluation variant
-(:data:`pebench.results.CELL_COLUMNS`). Per cell the key metrics are compared:
-ID and OOD token accuracy (plus shuffled-input accuracy where the reference
-has it) and, for the language-model task ``charlm``, ID and OOD loss — the
-log of the perplexity, so the tolerance is relative (0.02 nats ~ 2%).
+(:data:`pebench.results.CELL_COLUMNS`). Per cell the key metrics its
+experiment declares are compared (:func:`pebench.report.key_metrics`): ID and
+OOD token accuracy and shuffled-input accuracy where a cell has it, and, for
+language modelling, ID and OOD loss — the log of the perplexity, so the
+tolerance is relative (0.02 nats ~ 2%).
 
 Rule. With ``m``, ``s``, ``n`` the mean, standard deviation (ddof=1) and
 number of completed seeds of each side, a metric reproduces when::
@@ -21,6 +22,7 @@ and missing on the other (all runs failed) does not reproduce.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from pebench import results
+from pebench.experiment import BASE_VARIANT
 from pebench.results import CELL_COLUMNS, ResultsError
 
 FLOOR = 0.02
 #: protocol columns that should agree between the two sides
 PROTOCOL_COLUMNS = ("d_model", "n_layers", "n_heads", "steps", "batch_size", "lr", "eval_n_examples", "eval_lengths")
-LM_TASKS = ("charlm",)
 
 
 @dataclass
@@ -115,22 +117,16 @@ def _cell_name(row: pd.Series) -> str:
     if row["encoding_options"] not in ("{}", "") and not pd.isna(row["encoding_options"]):
         name += f" {row['encoding_options']}"
     name += f"/{row['arch']}"
-    if row["variant"] != "trained":
+    if row["variant"] != BASE_VARIANT:
         name += f"/{row['variant']}"
     return name
 
 
-def key_metrics(runs: pd.DataFrame) -> dict[str, list[str]]:
-    """Metrics compared per task: losses for language modelling, token accuracies otherwise."""
-    chosen = {}
-    for task, rows in runs.groupby("task"):
-        if task in LM_TASKS:
-            chosen[task] = ["id_loss", "ood_loss"]
-        else:
-            chosen[task] = ["id_token_acc", "ood_token_acc"]
-            if rows["shuffled_token_acc"].notna().any():
-                chosen[task].append("shuffled_token_acc")
-    return chosen
+def key_metrics(experiments: Sequence[str]) -> dict[str, list[str]]:
+    """Metrics compared per experiment, as each declares them (:func:`pebench.report.key_metrics`)."""
+    from pebench import report
+
+    return {experiment: list(report.key_metrics(experiment)) for experiment in dict.fromkeys(experiments)}
 
 
 def _statistics(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -165,9 +161,7 @@ def compare(local_dir: str | Path, reference_dir: str | Path, floor: float = FLO
     """
     local_data, reference_data = results.load(local_dir), results.load(reference_dir)
     local_runs, reference_runs = results.run_metrics(local_data), results.run_metrics(reference_data)
-    chosen = key_metrics(reference_runs)
-    for task, metrics in key_metrics(local_runs).items():
-        chosen.setdefault(task, metrics)
+    chosen = key_metrics([*reference_runs["experiment"], *local_runs["experiment"]])
     all_metrics = sorted({m for metrics in chosen.values() for m in metrics})
     local = _statistics(local_runs, all_metrics)
     reference = _statistics(reference_runs, all_metrics)
@@ -180,7 +174,7 @@ def compare(local_dir: str | Path, reference_dir: str | Path, floor: float = FLO
     records = []
     for key in both:
         cell = dict(zip(CELL_COLUMNS, key, strict=True))
-        for metric in chosen[cell["task"]]:
+        for metric in chosen[cell["experiment"]]:
             a = {s: float(local.at[key, f"{metric}_{s}"]) for s in ("mean", "std", "n")}
             b = {s: float(reference.at[key, f"{metric}_{s}"]) for s in ("mean", "std", "n")}
             a["n"], b["n"] = np.nan_to_num(a["n"]), np.nan_to_num(b["n"])  # all runs failed: no statistics

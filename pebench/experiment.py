@@ -32,6 +32,8 @@ from pebench.registry import Registry
 from pebench.train import TrainConfig
 
 SUITES = ("smoke", "standard", "paper")
+#: the variant label of the trained model evaluated as it is (evaluation variants have their own labels)
+BASE_VARIANT = "trained"
 
 
 @dataclass(frozen=True)
@@ -205,20 +207,47 @@ def expand(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
+class ReportSpec:
+    """What an experiment reports: how :mod:`pebench.report` lays out its tables, figures and findings,
+    and what :mod:`pebench.compare` checks.
+
+    Attributes:
+        layout: a report layout registered in :data:`pebench.report.LAYOUTS` (``extrapolation``:
+            accuracy vs length per encoding; ``order``: original vs shuffled inputs; ``variants``:
+            one model evaluated under several evaluation variants; ``perplexity``: language modelling).
+            A plugin may register its own.
+        position: where the experiment's section appears in reports and on the site (lower first).
+        title: what its tables and figures are called (default: the layout's own title).
+        caption: what to look at, the lead of its tables' captions (default: the layout's).
+        figure_caption: the caption of its figures (default: the layout's).
+        key_metrics: the metrics ``pebench compare`` checks per cell (default: the layout's).
+    """
+
+    layout: str = "extrapolation"
+    position: int = 100
+    title: str = ""
+    caption: str = ""
+    figure_caption: str = ""
+    key_metrics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Experiment:
-    """A named experiment: for each suite, a base config and a grid.
+    """A named experiment: for each suite, a base config and a grid, and what it reports.
 
     Attributes:
         name: experiment name (a column of every result row).
         description: one paragraph for listings and docs.
         configs: maps a suite name to a function returning a list of
             ``(base, grid)`` pairs; each grid expands over its base.
+        report: its tables, figures, findings and compared metrics (:class:`ReportSpec`).
     """
 
     name: str
     description: str
     configs: Mapping[str, Callable[[], list[tuple[dict[str, Any], dict[str, list[Any]]]]]]
     script: str = ""
+    report: ReportSpec = field(default_factory=ReportSpec)
 
     def runs(self, suite: str, extra_encodings: Sequence[str] = (), extra_tasks: Sequence[str] = ()) -> list[RunSpec]:
         """The run specs of this experiment in ``suite`` (empty if it is not part of it).
@@ -257,6 +286,16 @@ def register_experiment(experiment: Experiment) -> Experiment:
     if experiment.name not in EXPERIMENTS:
         EXPERIMENTS.register(experiment.name, description=experiment.description)(experiment)
     return experiment
+
+
+def report_spec(name: str) -> ReportSpec:
+    """The :class:`ReportSpec` of experiment ``name``; the default one for an experiment that is not
+    registered here (results made elsewhere, or by a plugin that is not loaded)."""
+    try:
+        registry = load_experiments()
+    except FileNotFoundError:
+        registry = EXPERIMENTS
+    return registry.get(name).report if name in registry else ReportSpec()
 
 
 def experiments_dir() -> Path:

@@ -5,11 +5,14 @@ returns a :class:`matplotlib.figure.Figure`.
 Figures are built on :class:`~matplotlib.figure.Figure` directly, without
 pyplot: no global state, no GUI backend, nothing is shown. Save them with
 ``figure.savefig(path)``. Every encoding keeps the same colour in every
-figure.
+figure, and its line style: colour, marker and dash come from the encoding's place in the
+canonical order (:func:`encoding_style`), distinguishable for 27 encodings, and never the grey of
+the training-range shading.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,15 +20,39 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFormatter
 
-from pebench import results
-from pebench.experiment import COMPARED_ENCODINGS
+from pebench import encodings, results
+from pebench import metrics as metric_registry
+from pebench.evaluate import CONDITIONS
+from pebench.experiment import BASE_VARIANT, COMPARED_ENCODINGS
 
-#: colour of each compared encoding (tab10, then grey for any other encoding)
-ENCODING_COLORS = dict(zip(COMPARED_ENCODINGS, [f"C{i}" for i in range(10)], strict=False))
-VARIANT_COLORS = {"trained": "C3", "linear": "C0", "ntk": "C2", "yarn": "C4"}
+#: line colours: tab10 without its grey (C7), which is close to the training-range shading
+PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
+#: dash patterns cycled once the palette is used up, so that 27 styles differ in colour or dash
+DASHES = ("-", "--", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
 TRAIN_SHADE = {"color": "0.9", "zorder": 0}
-METRIC_NAMES = {"ood_token_acc": "OOD token accuracy", "id_token_acc": "ID token accuracy",
-                "ood_seq_acc": "OOD sequence accuracy", "id_seq_acc": "ID sequence accuracy"}
+ORIGINAL = CONDITIONS[0]  # the unshuffled inputs
+
+
+def style(index: int) -> dict[str, str]:
+    """Colour, marker and dash of the ``index``-th line of a canonical order (see :func:`encoding_style`)."""
+    return {"color": PALETTE[index % len(PALETTE)], "marker": MARKERS[(index + index // len(PALETTE)) % len(MARKERS)],
+            "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)]}
+
+
+def encoding_order() -> list[str]:
+    """The canonical order of encodings: the compared ones as declared, then every other registered name."""
+    return list(dict.fromkeys([*COMPARED_ENCODINGS, *encodings.names()]))
+
+
+def encoding_style(encoding: str) -> dict[str, str]:
+    """The line style of ``encoding``, the same in every figure: from its place in :func:`encoding_order`;
+    an encoding outside it (e.g. a wrapper around another base) gets one from a hash of its name."""
+    order = encoding_order()
+    if encoding in order:
+        return style(order.index(encoding))
+    digest = int(hashlib.sha256(encoding.encode()).hexdigest(), 16)
+    return style(len(order) + digest % (len(PALETTE) * len(DASHES)))
 
 
 def label(encoding: str, encoding_options: str = "{}") -> str:
@@ -71,7 +98,7 @@ def _shade_training(ax, frame: pd.DataFrame) -> None:
 
 
 def _curve_panels(
-    curves: pd.DataFrame, hue: str, colors: dict[str, str], metric: str, ylabel: str, title: str,
+    curves: pd.DataFrame, hue: str, styles: dict[str, dict[str, str]], metric: str, ylabel: str, title: str,
     *, log_y: bool = False, chance: bool = True, xlabel: str = "evaluation length (input tokens)",
 ) -> Figure:
     """One panel per task: ``metric`` vs length, one line (mean) and band (95% CI) per ``hue`` value."""
@@ -83,9 +110,9 @@ def _curve_panels(
         for name, line in frame.groupby(hue, sort=False):
             line = line.sort_values("eval_len")
             x, mean, ci = line["eval_len"], line[f"{metric}_mean"], line[f"{metric}_ci95"].fillna(0.0)
-            color = colors.get(name, "0.4")
-            ax.plot(x, mean, marker="o", markersize=3, color=color, label=name)
-            ax.fill_between(x, mean - ci, mean + ci, color=color, alpha=0.15, linewidth=0)
+            line_style = styles[name]
+            ax.plot(x, mean, markersize=3, label=name, **line_style)
+            ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.15, linewidth=0)
         if chance:
             level = frame.groupby("eval_len")["chance_token_acc"].mean()
             ax.plot(level.index, level.values, color="k", linestyle="--", linewidth=1, label="chance")
@@ -116,9 +143,14 @@ def _labelled_curves(data: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _encoding_styles(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Line label -> style of each encoding (with its options) in ``frame``."""
+    return {label(e, o): encoding_style(e) for e, o in zip(frame["encoding"], frame["encoding_options"], strict=True)}
+
+
 def accuracy_vs_length(
-    data: pd.DataFrame, experiment: str = "length_extrapolation", *, arch: str | None = None,
-    metric: str = "token_acc", condition: str = "original",
+    data: pd.DataFrame, experiment: str, *, arch: str | None = None, metric: str = "token_acc",
+    condition: str = ORIGINAL,
 ) -> Figure:
     """Accuracy vs evaluation length, one panel per task and one line per encoding.
 
@@ -130,43 +162,40 @@ def accuracy_vs_length(
     arch = arch or sorted(rows["arch"].unique())[0]
     rows = rows[(rows["arch"] == arch) & (rows["status"] != "failed")]
     frame = _labelled_curves(rows)
-    frame = frame[(frame["condition"] == condition) & (frame["variant"] == "trained")]
-    colors = {label(e, o): ENCODING_COLORS.get(e, "0.4") for e, o in zip(frame["encoding"], frame["encoding_options"],
-                                                                          strict=True)}
-    kind = "token" if metric == "token_acc" else "sequence"
-    return _curve_panels(frame, "label", colors, metric, f"{kind} accuracy",
-                         f"{experiment}: {kind} accuracy vs length ({arch})\nmean and 95% CI over seeds")
+    frame = frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)]
+    kind = metric_registry.get(metric, "length").axis_label
+    return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
+                         f"{experiment}: {kind} vs length ({arch})\nmean and 95% CI over seeds")
 
 
-def rope_scaling(data: pd.DataFrame, experiment: str = "rope_scaling", *, metric: str = "token_acc") -> Figure:
-    """Plain-RoPE models evaluated with each scaling variant: accuracy vs length, one line per variant."""
+def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluation variants",
+                   metric: str = "token_acc") -> Figure:
+    """One trained model evaluated as trained and under each evaluation variant (e.g. RoPE scalings):
+    accuracy vs length, one line per variant, in the order the experiment declares them."""
     rows = _select(data, experiment)
     frame = _labelled_curves(rows[rows["status"] != "failed"])
-    frame = frame[frame["condition"] == "original"]
-    kind = "token" if metric == "token_acc" else "sequence"
-    return _curve_panels(frame, "variant", VARIANT_COLORS, metric, f"{kind} accuracy",
-                         f"{experiment}: RoPE scaling at evaluation\nmean and 95% CI over seeds")
+    frame = frame[frame["condition"] == ORIGINAL]
+    variants = list(dict.fromkeys(frame.sort_values("variant", key=results.sort_key, kind="stable")["variant"]))
+    return _curve_panels(frame, "variant", {v: style(i) for i, v in enumerate(variants)}, metric,
+                         metric_registry.get(metric, "length").axis_label,
+                         f"{experiment}: {title}\nmean and 95% CI over seeds")
 
 
-def perplexity_vs_length(data: pd.DataFrame, experiment: str = "lm_extrapolation") -> Figure:
+def perplexity_vs_length(data: pd.DataFrame, experiment: str) -> Figure:
     """Character-LM perplexity vs evaluation length (log scale), one line per encoding."""
     rows = _select(data, experiment)
     frame = _labelled_curves(rows[rows["status"] != "failed"])
-    frame = frame[(frame["condition"] == "original") & (frame["variant"] == "trained")]
-    colors = {label(e, o): ENCODING_COLORS.get(e, "0.4") for e, o in zip(frame["encoding"], frame["encoding_options"],
-                                                                          strict=True)}
-    return _curve_panels(frame, "label", colors, "perplexity", "perplexity (log scale)",
+    frame = frame[(frame["condition"] == ORIGINAL) & (frame["variant"] == BASE_VARIANT)]
+    return _curve_panels(frame, "label", _encoding_styles(frame), "perplexity", "perplexity (log scale)",
                          f"{experiment}: perplexity vs context length\nmean and 95% CI over seeds", log_y=True,
                          chance=False, xlabel="evaluation context (characters)")
 
 
-def ood_heatmap(
-    data: pd.DataFrame, experiment: str = "length_extrapolation", *, metric: str = "ood_token_acc"
-) -> Figure:
+def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc") -> Figure:
     """Mean ``metric`` (default OOD token accuracy) over seeds, encodings x tasks; one panel per architecture."""
     rows = _select(data, experiment)
     cells = results.aggregate(results.run_metrics(rows))
-    cells = cells[cells["variant"] == "trained"]
+    cells = cells[cells["variant"] == BASE_VARIANT]
     archs = sorted(cells["arch"].unique())
     tasks = list(dict.fromkeys(cells["task"]))
     figure = Figure(figsize=(max(5.0, 1.0 * len(tasks) * len(archs) + 3.0), 0.42 * cells["encoding"].nunique() + 1.8),
@@ -187,13 +216,13 @@ def ood_heatmap(
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_yticks(range(len(order)), order)
         ax.set_title(arch)
-    name = METRIC_NAMES.get(metric, metric.replace("_", " "))
+    name = metric_registry.get(metric).axis_label
     figure.colorbar(image, ax=list(axes), label=f"{name} (mean over seeds)", shrink=0.9)
     figure.suptitle(f"{experiment}: {name}\nper encoding and task", fontsize="medium")
     return figure
 
 
-def order_sensitivity(data: pd.DataFrame, experiment: str = "order_sensitivity") -> Figure:
+def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     """Original minus shuffled token accuracy per encoding and task; encoder and decoder side by side.
 
     On order-dependent tasks (solid bars) this is the order reliance — high
@@ -219,7 +248,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str = "order_sensitivity")
     control_colors = iter(["0.35", "0.55", "0.75", "0.85"])
     colors = {t: next(dependent_colors if results.order_dependent(t) else control_colors, "0.5") for t in tasks}
     for ax, arch in zip(axes, archs, strict=True):
-        part = cells[(cells["arch"] == arch) & (cells["variant"] == "trained")]
+        part = cells[(cells["arch"] == arch) & (cells["variant"] == BASE_VARIANT)]
         for k, task in enumerate(tasks):
             bars = part[part["task"] == task].set_index("encoding").reindex(encodings)
             dependent = bool(results.order_dependent(task))

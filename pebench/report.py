@@ -31,13 +31,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pebench import plots, results
+from pebench import encodings, plots, results
+from pebench import metrics as metric_registry
+from pebench.experiment import BASE_VARIANT, ReportSpec, report_spec
+from pebench.model import ARCHS
+from pebench.registry import Registry
 from pebench.results import CELL_COLUMNS, GROUP_COLUMNS
 
 FIGURE_FORMATS = ("svg", "pdf", "png")
 TABLE_FORMATS = ("csv", "md", "tex")
-#: experiments with their own figures and tables; any other experiment gets the length-extrapolation layout
-KNOWN_EXPERIMENTS = ("length_extrapolation", "order_sensitivity", "rope_scaling", "lm_extrapolation")
 MARK_LEGEND = (
     "Bold: best mean of its task; underlined (LaTeX) / italics (Markdown): not significantly worse than the best "
     f"(one-sided Welch t-test, Holm-corrected per task, alpha = {results.ALPHA}); needs >= 2 seeds."
@@ -81,6 +83,10 @@ def format_number(value: float, kind: str = "acc") -> str:
         return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
     if kind == "gap":
         return "0" if value == 0 else f"{value:.1e}" if abs(value) < 0.01 else f"{value:.2f}"
+    if kind == "loss":
+        return f"{value:.3f}"
+    if kind == "seconds":
+        return f"{value:.1f}"
     raise ValueError(f"unknown number kind {kind!r}")
 
 
@@ -199,18 +205,45 @@ class Table:
 
 
 @dataclass(frozen=True)
-class Metric:
+class Column:
     """A table column showing a per-run metric over seeds.
 
-    ``better``: True/False to mark the best (and tied) cells per task, None
-    for no marks; ``ci``: show ``± CI``.
+    Its label, direction and number format come from the metric's entry in
+    :mod:`pebench.metrics`; a table may override the label (``label``) and
+    chooses which columns carry significance marks (``mark``: default, every
+    metric with a direction) and a ``± CI`` (``ci``). A column of a metric a
+    layout derives itself (not registered) gives ``label``, ``format`` and ``mark``.
     """
 
-    header: str
     column: str
-    kind: str = "acc"
-    better: bool | None = True
+    label: str | None = None
+    mark: bool | None = None
     ci: bool = True
+    format: str | None = None
+
+    def _metric(self) -> metric_registry.Metric | None:
+        return metric_registry.RUN_METRICS.get(self.column) if self.column in metric_registry.RUN_METRICS else None
+
+    @property
+    def header(self) -> str:
+        """The column header: ``label``, else the metric's registered label."""
+        return self.label or self._metric().label
+
+    @property
+    def kind(self) -> str:
+        """The number format: ``format``, else the metric's registered format."""
+        return self.format or self._metric().format
+
+    @property
+    def better(self) -> bool | None:
+        """True/False: mark the best (and tied) cells of each task in that direction; None: no marks."""
+        if self.mark is False:
+            return None
+        metric = self._metric()
+        direction = metric.higher_is_better if metric is not None else None
+        if self.mark and direction is None:
+            direction = True
+        return direction
 
 
 def _runs_text(row: pd.Series) -> str:
@@ -233,7 +266,7 @@ def _cell_label(row: pd.Series, column: str) -> str:
 
 def metric_table(
     name: str, title: str, caption: str, runs: pd.DataFrame, cells: pd.DataFrame,
-    keys: Sequence[tuple[str, str]], metrics: Sequence[Metric], group: str = "task",
+    keys: Sequence[tuple[str, str]], metrics: Sequence[Column], group: str = "task",
 ) -> Table:
     """A table with one row per cell: ``keys`` ((header, column) pairs) then ``metrics`` then the run count.
 
@@ -282,37 +315,48 @@ def _caption(look: str, protocol: str, runs: pd.DataFrame) -> str:
             f"chance = token accuracy of the best input-independent guess. {MARK_LEGEND} Protocol: {protocol}")
 
 
-#: columns of every extrapolation table (per encoding, or per RoPE scaling variant)
-EXTRAPOLATION_METRICS = (
-    Metric("Chance", "ood_chance_token_acc", better=None, ci=False),
-    Metric("ID token acc", "id_token_acc"),
-    Metric("OOD token acc", "ood_token_acc"),
-    Metric("OOD/ID", "extrapolation_ratio", "ratio", better=None),
-    Metric("OOD seq acc", "ood_seq_acc"),
-    Metric("Gen. length", "generalization_length", "length"),
+#: columns of every extrapolation table (per encoding, or per evaluation variant)
+EXTRAPOLATION_COLUMNS = (
+    Column("ood_chance_token_acc", ci=False),
+    Column("id_token_acc"),
+    Column("ood_token_acc"),
+    Column("extrapolation_ratio", mark=False),  # a model at chance has a ratio near 1: never ranked
+    Column("ood_seq_acc"),
+    Column("generalization_length"),
 )
 
 
-def extrapolation_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
+def _archs(cells: pd.DataFrame) -> list[str]:
+    """Architectures present, in :data:`pebench.model.ARCHS` order, then any others by name."""
+    present = set(cells["arch"])
+    return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
+
+
+def extrapolation_tables(
+    runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str, spec: ReportSpec
+) -> list[Table]:
     """ID fit and extrapolation per task and encoding, one table per architecture."""
     tables = []
     archs = sorted(cells["arch"].unique())
     for arch in archs:
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
         name = experiment if len(archs) == 1 else f"{experiment}_{arch}"
-        look = (f"{arch.capitalize()} models: compare OOD token accuracy (lengths beyond training) with the ID fit "
-                "beside it and with chance; OOD/ID near 1 means no loss past the training length; generalization "
-                f"length = largest evaluated length up to which sequence accuracy stays >= "
-                f"{results.GENERALIZATION_FRACTION} x its ID value (— when ID sequence accuracy < "
-                f"{results.GENERALIZATION_MIN_ID_SEQ_ACC}).")
+        look = spec.caption or (
+            f"{arch.capitalize()} models: compare OOD token accuracy (lengths beyond training) with the ID fit "
+            "beside it and with chance; OOD/ID near 1 means no loss past the training length; generalization "
+            f"length = largest evaluated length up to which sequence accuracy stays >= "
+            f"{results.GENERALIZATION_FRACTION} x its ID value (— when ID sequence accuracy < "
+            f"{results.GENERALIZATION_MIN_ID_SEQ_ACC}).")
+        title = spec.title or f"length extrapolation ({arch})"
         tables.append(metric_table(
-            name, f"{experiment}: length extrapolation ({arch})", _caption(look, protocol, part_runs),
-            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], list(EXTRAPOLATION_METRICS),
+            name, f"{experiment}: {title}", _caption(look, protocol, part_runs),
+            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], list(EXTRAPOLATION_COLUMNS),
         ))
     return tables
 
 
-def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
+def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str, spec: ReportSpec
+                 ) -> list[Table]:
     """Original vs shuffled accuracy, order reliance / invariance gap and equivariance gaps, one table per arch."""
     tables = []
     cells = cells.copy()
@@ -323,61 +367,68 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
             cells["order_dependent"] == True, cells[f"invariance_gap_{stat}"])  # noqa: E712
     runs = runs.assign(order_effect=runs["order_reliance"].fillna(runs["invariance_gap"]))
     runs = runs.assign(order_effect=runs["order_effect"].where(runs["order_dependent"] == True))  # noqa: E712
-    for arch in [a for a in ("encoder", "decoder") if a in set(cells["arch"])] + \
-            sorted(set(cells["arch"]) - {"encoder", "decoder"}):
+    for arch in _archs(cells):
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
-        metrics = [
-            Metric("Chance", "id_chance_token_acc", better=None, ci=False),
-            Metric("Original", "id_token_acc"),
-            Metric("Shuffled", "shuffled_token_acc", better=None),
-            Metric("Orig. − shuf.", "order_effect"),
-            Metric("Equiv. gap (init)", "equivariance_gap_init", "gap", better=None, ci=False),
-            Metric("Equiv. gap (trained)", "equivariance_gap_trained", "gap", better=None, ci=False),
+        columns = [
+            Column("id_chance_token_acc", ci=False),
+            Column("id_token_acc", label="Original"),
+            Column("shuffled_token_acc"),
+            # order reliance on order-dependent tasks, invariance gap on controls: one column, marked on the former
+            Column("order_effect", label="Orig. − shuf.", format="acc", mark=True),
+            Column("equivariance_gap_init", ci=False),
+            Column("equivariance_gap_trained", ci=False),
         ]
-        look = (f"{arch.capitalize()} models at training lengths, inputs original vs shuffled (scored against the "
-                "original targets). Orig. − shuf. is the order reliance on order-dependent tasks (high is good; "
-                "marked) and the invariance gap on controls (should be ~0). Equiv. gap = ‖f(Px) − P f(x)‖ / ‖f(x)‖ "
-                "of the final hidden states (0 = the model cannot see order; mean over seeds).")
+        look = spec.caption or (
+            f"{arch.capitalize()} models at training lengths, inputs original vs shuffled (scored against the "
+            "original targets). Orig. − shuf. is the order reliance on order-dependent tasks (high is good; "
+            "marked) and the invariance gap on controls (should be ~0). Equiv. gap = ‖f(Px) − P f(x)‖ / ‖f(x)‖ "
+            "of the final hidden states (0 = the model cannot see order; mean over seeds).")
+        title = spec.title or f"order sensitivity ({arch})"
         tables.append(metric_table(
-            f"{experiment}_{arch}", f"{experiment}: order sensitivity ({arch})", _caption(look, protocol, part_runs),
+            f"{experiment}_{arch}", f"{experiment}: {title}", _caption(look, protocol, part_runs),
             part_runs, part_cells, [("Task", "task"), ("Type", "order_dependent"), ("Encoding", "encoding")],
-            metrics,
+            columns,
         ))
     return tables
 
 
-def rope_scaling_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
-    """Plain RoPE vs its evaluation-time scalings per task."""
-    look = ("The same trained RoPE weights evaluated unscaled (trained) and with linear, NTK-aware and YaRN "
-            "frequency scaling: look for OOD gains without an ID loss.")
-    return [metric_table(experiment, f"{experiment}: RoPE scaling at evaluation", _caption(look, protocol, runs),
-                         runs, cells, [("Task", "task"), ("Variant", "variant")], list(EXTRAPOLATION_METRICS))]
+def variant_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str, spec: ReportSpec
+                   ) -> list[Table]:
+    """One trained model per task evaluated as trained and under each evaluation variant."""
+    look = spec.caption or "The same trained weights evaluated as trained and under each evaluation variant."
+    title = spec.title or "evaluation variants"
+    return [metric_table(experiment, f"{experiment}: {title}", _caption(look, protocol, runs),
+                         runs, cells, [("Task", "task"), ("Variant", "variant")], list(EXTRAPOLATION_COLUMNS))]
 
 
-def lm_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str) -> list[Table]:
-    """Character-LM perplexity at the training context and beyond."""
-    metrics = [
-        Metric("Chance", "id_chance_token_acc", better=None, ci=False),
-        Metric("PPL @ train len", "train_perplexity", "ppl", better=False),
-        Metric("ID PPL", "id_perplexity", "ppl", better=False),
-        Metric("OOD PPL", "ood_perplexity", "ppl", better=False),
-        Metric("OOD/train PPL", "perplexity_ratio", "ratio", better=False),
-        Metric("OOD token acc", "ood_token_acc"),
+def perplexity_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str, spec: ReportSpec
+                      ) -> list[Table]:
+    """Language-model perplexity at the training context and beyond."""
+    columns = [
+        Column("id_chance_token_acc", ci=False),
+        Column("train_perplexity"),
+        Column("id_perplexity"),
+        Column("ood_perplexity"),
+        Column("perplexity_ratio"),
+        Column("ood_token_acc"),
     ]
-    look = ("Perplexity = exp(mean loss per character); OOD = unweighted mean of the per-length losses beyond the "
-            "training context; OOD/train PPL near 1 means no degradation with longer contexts (lower is better).")
-    return [metric_table(experiment, f"{experiment}: language-model perplexity vs context length",
-                         _caption(look, protocol, runs), runs, cells, [("Task", "task"), ("Encoding", "encoding")],
-                         metrics)]
+    look = spec.caption or (
+        "Perplexity = exp(mean loss per character); OOD = unweighted mean of the per-length losses beyond the "
+        "training context; OOD/train PPL near 1 means no degradation with longer contexts (lower is better).")
+    title = spec.title or "language-model perplexity vs context length"
+    return [metric_table(experiment, f"{experiment}: {title}", _caption(look, protocol, runs), runs, cells,
+                         [("Task", "task"), ("Encoding", "encoding")], columns)]
 
 
 def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:
-    """Parameter counts per encoding and architecture, and how many more than NoPE (flagged above 10%)."""
-    completed = runs[(runs["status"] != "failed") & (runs["variant"] == "trained")]
+    """Parameter counts per encoding and architecture, and how many more than the baseline (NoPE; flagged above
+    10%)."""
+    completed = runs[(runs["status"] != "failed") & (runs["variant"] == BASE_VARIANT)]
     keys = ["experiment", "task", "arch", "train_max_len"]
-    base = completed[completed["encoding"] == "none"].groupby(keys)["params"].first().rename("none_params")
+    baseline = completed[completed["encoding"] == encodings.baseline_name()]
+    base = baseline.groupby(keys)["params"].first().rename("baseline_params")
     frame = completed.join(base, on=keys)
-    frame["extra"] = frame["params"] / frame["none_params"] - 1.0
+    frame["extra"] = frame["params"] / frame["baseline_params"] - 1.0
     grouped = frame.groupby(["arch", "encoding", "encoding_options"], sort=False)
     data = grouped.agg(params_min=("params", "min"), params_max=("params", "max"),
                        encoding_params_min=("encoding_params", "min"), encoding_params_max=("encoding_params", "max"),
@@ -477,10 +528,10 @@ def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
     return results.seed_statistics(per_seed.to_numpy())
 
 
-def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
+def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Best and worst extrapolating encoding (mean over tasks) and the best per task."""
     out = []
-    cells = cells[cells["variant"] == "trained"]
+    cells = cells[cells["variant"] == BASE_VARIANT]
     for arch, part in cells.groupby("arch"):
         if part["ood_token_acc_mean"].notna().sum() == 0:
             continue
@@ -497,7 +548,7 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) ->
             f"(ID {ranked.at[worst, 'id_token_acc_mean']:.2f}); "
             f"chance {ranked['ood_chance_token_acc_mean'].mean():.2f}."
         )
-        tests = results.compare_to_best(runs[(runs["arch"] == arch) & (runs["variant"] == "trained")],
+        tests = results.compare_to_best(runs[(runs["arch"] == arch) & (runs["variant"] == BASE_VARIANT)],
                                         "ood_token_acc")
         for task, rows in tests.groupby("task", sort=False):
             top = rows[rows["is_best"]].iloc[0]
@@ -512,26 +563,28 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) ->
     return out
 
 
-def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
-    """NoPE's order blindness, the order reliance / invariance gap ranking, and equivariance gaps."""
+def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
+    """The baseline's (NoPE's) order blindness, the order reliance / invariance gap ranking, and equivariance
+    gaps."""
     out = []
     runs = runs[runs["status"] != "failed"]
+    baseline = encodings.baseline_name()
     for arch, part in runs.groupby("arch"):
         dependent, controls = part[part["order_dependent"] == True], part[part["order_dependent"] == False]  # noqa: E712
-        none_dep, none_ctl = dependent[dependent["encoding"] == "none"], controls[controls["encoding"] == "none"]
-        if not none_dep.empty and not none_ctl.empty:
-            dep, ctl = _across_tasks(none_dep, "id_token_acc"), _across_tasks(none_ctl, "id_token_acc")
-            chance = none_dep["id_chance_token_acc"].mean()
+        base_dep, base_ctl = dependent[dependent["encoding"] == baseline], controls[controls["encoding"] == baseline]
+        if not base_dep.empty and not base_ctl.empty:
+            dep, ctl = _across_tasks(base_dep, "id_token_acc"), _across_tasks(base_ctl, "id_token_acc")
+            chance = base_dep["id_chance_token_acc"].mean()
             out.append(
                 f"NoPE {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} token accuracy on order-dependent tasks "
                 f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls."
             )
-        if not none_dep.empty:
+        if not base_dep.empty:
             # An encoding no better than NoPE on the order-dependent tasks has not (yet) learnt to use order:
             # its order reliance says nothing about whether it could.
             fit = dependent.groupby("encoding")["id_token_acc"].mean()
-            ceiling = fit.get("none", np.nan)
-            unfit = [e for e in fit.index if e != "none" and fit[e] <= ceiling + 0.05]
+            ceiling = fit.get(baseline, np.nan)
+            unfit = [e for e in fit.index if e != baseline and fit[e] <= ceiling + 0.05]
             if unfit and np.isfinite(ceiling):
                 out.append(
                     f"Not fitted at this budget ({arch}): {', '.join(f'{e} {fit[e]:.2f}' for e in unfit)} ID token "
@@ -549,31 +602,31 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> 
                     text += f"; largest invariance gap on controls: {gaps.index[0]} {gaps.iloc[0]:.2f}"
                 out.append(text + ".")
         gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
-        if "none" in gaps.index and arch == "encoder" and np.isfinite(gaps.at["none", "equivariance_gap_trained"]):
-            others = gaps.drop(index="none")["equivariance_gap_trained"].dropna()
-            text = (f"Permutation-equivariance gap, NoPE encoder: {gaps.at['none', 'equivariance_gap_init']:.1e} at "
-                    f"init, {gaps.at['none', 'equivariance_gap_trained']:.1e} after training")
+        if baseline in gaps.index and arch == "encoder" and np.isfinite(gaps.at[baseline, "equivariance_gap_trained"]):
+            others = gaps.drop(index=baseline)["equivariance_gap_trained"].dropna()
+            text = (f"Permutation-equivariance gap, NoPE encoder: {gaps.at[baseline, 'equivariance_gap_init']:.1e} "
+                    f"at init, {gaps.at[baseline, 'equivariance_gap_trained']:.1e} after training")
             if not others.empty:
                 text += f" (smallest other encoding: {others.idxmin()} {others.min():.1e})"
             out.append(text + ".")
     return out
 
 
-def findings_rope(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
-    """OOD token accuracy of each RoPE scaling variant, mean over tasks."""
+def findings_variants(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
+    """OOD token accuracy of each evaluation variant, mean over tasks, in the order the experiment declares."""
     per_variant = cells.groupby("variant", sort=False)[["ood_token_acc_mean", "id_token_acc_mean"]].mean()
-    per_variant = per_variant.sort_index(key=lambda s: s.map({"trained": 0, "linear": 1, "ntk": 2, "yarn": 3}))
+    per_variant = per_variant.sort_index(key=results.sort_key)
     if per_variant["ood_token_acc_mean"].isna().all():
         return []
     parts = ", ".join(f"{v} {row['ood_token_acc_mean']:.2f}" for v, row in per_variant.iterrows())
     n_tasks = cells["task"].nunique()
-    return [f"RoPE scaling (OOD token accuracy, mean over {n_tasks} task{'s' if n_tasks != 1 else ''}): {parts}; "
-            f"ID token accuracy unscaled {per_variant['id_token_acc_mean'].iloc[0]:.2f}."]
+    return [f"{spec.title or experiment} (OOD token accuracy, mean over {n_tasks} task{'s' if n_tasks != 1 else ''}): "
+            f"{parts}; ID token accuracy as trained {per_variant['id_token_acc_mean'].iloc[0]:.2f}."]
 
 
-def findings_lm(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str) -> list[str]:
+def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Perplexity degradation beyond the training context: best and worst encoding."""
-    cells = cells[cells["variant"] == "trained"].dropna(subset=["perplexity_ratio_mean"])
+    cells = cells[cells["variant"] == BASE_VARIANT].dropna(subset=["perplexity_ratio_mean"])
     if cells.empty:
         return []
     ranked = cells.sort_values("perplexity_ratio_mean")
@@ -621,47 +674,59 @@ def _save_table(table: Table, directory: Path) -> Artifact:
     return Artifact(table.name, table.title, table.caption, paths)
 
 
-#: experiment -> (table builder, finding builder)
-_TABLES: dict[str, Callable[..., list[Table]]] = {
-    "length_extrapolation": extrapolation_tables,
-    "order_sensitivity": order_tables,
-    "rope_scaling": rope_scaling_tables,
-    "lm_extrapolation": lm_tables,
-}
-_FINDINGS: dict[str, Callable[..., list[str]]] = {
-    "length_extrapolation": findings_length,
-    "order_sensitivity": findings_order,
-    "rope_scaling": findings_rope,
-    "lm_extrapolation": findings_lm,
-}
+# --------------------------------------------------------------------------- layouts
+
+#: caption fragment of every accuracy-vs-length figure
+SHADE = "grey area: training lengths; dashed: chance; bands: 95% CI over seeds"
+
+#: (name, title, caption, make) of one figure
+FigureSpec = tuple[str, str, str, Callable[[], object]]
 
 
-def _figures_for(experiment: str, data: pd.DataFrame) -> list[tuple[str, str, str, Callable[[], object]]]:
-    """(name, title, caption, make) of the figures of ``experiment``."""
-    shade = "grey area: training lengths; dashed: chance; bands: 95% CI over seeds"
-    if experiment == "order_sensitivity":
-        return [(experiment, "Order sensitivity",
-                 "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
-                 "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
-                 "should); encoder and decoder side by side. Error bars: 95% CI over seeds.",
-                 lambda: plots.order_sensitivity(data, experiment))]
-    if experiment == "rope_scaling":
-        return [(experiment, "RoPE scaling at evaluation",
-                 "Token accuracy vs evaluation length of plain-RoPE models evaluated unscaled and with linear, NTK "
-                 f"and YaRN scaling; look at the lengths right of the grey area ({shade}).",
-                 lambda: plots.rope_scaling(data, experiment))]
-    if experiment == "lm_extrapolation":
-        return [(f"{experiment}_perplexity", "Language-model perplexity vs context length",
-                 "Character-LM perplexity (log scale) vs evaluation context; flat lines right of the grey area "
-                 "(training context) mean the encoding extrapolates; rising lines mean it does not. "
-                 "Bands: 95% CI over seeds.",
-                 lambda: plots.perplexity_vs_length(data, experiment))]
+@dataclass(frozen=True)
+class Layout:
+    """How the report shows an experiment: its tables, figures and findings, and the metrics ``pebench compare``
+    checks. An experiment names its layout in its :class:`~pebench.experiment.ReportSpec`; a plugin can
+    register a new one in :data:`LAYOUTS`.
+
+    Attributes:
+        tables: ``(runs, cells, experiment, protocol, spec) -> list[Table]``.
+        figures: ``(data, experiment, spec) -> list[FigureSpec]`` (made lazily; a ``ValueError`` skips one).
+        findings: ``(runs, cells, experiment, spec) -> list[str]``, one sentence each.
+        key_metrics: run metrics compared cell by cell by :func:`pebench.compare.compare` (a metric missing on
+            both sides of a cell is skipped).
+    """
+
+    tables: Callable[..., list[Table]]
+    figures: Callable[..., list[FigureSpec]]
+    findings: Callable[..., list[str]]
+    key_metrics: tuple[str, ...]
+
+
+LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
+
+
+def layout_of(experiment: str) -> tuple[Layout, ReportSpec]:
+    """The layout and report declaration of ``experiment`` (:func:`pebench.experiment.report_spec`)."""
+    spec = report_spec(experiment)
+    return LAYOUTS.get(spec.layout), spec
+
+
+def key_metrics(experiment: str) -> tuple[str, ...]:
+    """The metrics ``pebench compare`` checks for ``experiment``: its declaration's, else its layout's."""
+    layout, spec = layout_of(experiment)
+    return spec.key_metrics or layout.key_metrics
+
+
+def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Token and sequence accuracy vs length per architecture, and the OOD heatmap."""
     figures = []
     for arch in sorted(data["arch"].unique()):
-        for metric, kind in (("token_acc", "token"), ("seq_acc", "sequence")):
+        for metric in ("token_acc", "seq_acc"):
+            kind = metric_registry.get(metric, "length").axis_label
             figures.append((
-                f"{experiment}_{arch}_{metric}", f"{experiment}: {kind} accuracy vs length ({arch})",
-                f"{kind.capitalize()} accuracy vs evaluation length, one line per encoding ({shade}); look at how "
+                f"{experiment}_{arch}_{metric}", f"{experiment}: {kind} vs length ({arch})",
+                f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
                 "fast each line falls right of the grey area, and whether it stays above chance.",
                 lambda arch=arch, metric=metric: plots.accuracy_vs_length(data, experiment, arch=arch, metric=metric),
             ))
@@ -672,6 +737,50 @@ def _figures_for(experiment: str, data: pd.DataFrame) -> list[tuple[str, str, st
         lambda: plots.ood_heatmap(data, experiment),
     ))
     return figures
+
+
+def order_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Original minus shuffled accuracy per encoding, task and architecture."""
+    return [(experiment, spec.title or "Order sensitivity",
+             spec.figure_caption or
+             "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
+             "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
+             "should); encoder and decoder side by side. Error bars: 95% CI over seeds.",
+             lambda: plots.order_sensitivity(data, experiment))]
+
+
+def variant_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Accuracy vs length, one line per evaluation variant."""
+    caption = spec.figure_caption or ("Token accuracy vs evaluation length of the trained model and of each "
+                                      "evaluation variant; look at the lengths right of the grey area ({shade}).")
+    title = spec.title or "Evaluation variants"
+    return [(experiment, title, caption.format(shade=SHADE),
+             lambda: plots.variant_curves(data, experiment, title=title))]
+
+
+def perplexity_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Perplexity vs context length, one line per encoding."""
+    return [(f"{experiment}_perplexity", spec.title or "Language-model perplexity vs context length",
+             spec.figure_caption or
+             "Character-LM perplexity (log scale) vs evaluation context; flat lines right of the grey area "
+             "(training context) mean the encoding extrapolates; rising lines mean it does not. "
+             "Bands: 95% CI over seeds.",
+             lambda: plots.perplexity_vs_length(data, experiment))]
+
+
+_ACCURACY_KEYS = ("id_token_acc", "ood_token_acc", "shuffled_token_acc")
+LAYOUTS.register("extrapolation")(Layout(extrapolation_tables, extrapolation_figures, findings_length, _ACCURACY_KEYS))
+LAYOUTS.register("order")(Layout(order_tables, order_figures, findings_order, _ACCURACY_KEYS))
+LAYOUTS.register("variants")(Layout(variant_tables, variant_figures, findings_variants, _ACCURACY_KEYS))
+# losses for language modelling: the log of the perplexity, so a tolerance on them is relative
+LAYOUTS.register("perplexity")(Layout(perplexity_tables, perplexity_figures, findings_perplexity,
+                                      ("id_loss", "ood_loss")))
+
+
+def _experiments_in_order(experiments: Sequence[str]) -> list[tuple[str, Layout, ReportSpec]]:
+    """``experiments`` with their layouts, ordered by their declared ``position`` (then as given)."""
+    entries = [(name, *layout_of(name)) for name in dict.fromkeys(experiments)]
+    return sorted(entries, key=lambda entry: entry[2].position)
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Report:
@@ -698,34 +807,32 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     runs.to_csv(summaries["runs"], index=False)
     cells.to_csv(summaries["cells"], index=False)
     results.curves(data).to_csv(summaries["curves"], index=False)
-    comparisons = [results.compare_to_best(runs, metric, higher)
-                   for metric, higher in (("id_token_acc", True), ("ood_token_acc", True), ("ood_perplexity", False))]
+    comparisons = [results.compare_to_best(runs, metric, metric_registry.get(metric).higher_is_better)
+                   for metric in ("id_token_acc", "ood_token_acc", "ood_perplexity")]
     pd.concat(comparisons, ignore_index=True).dropna(subset=["mean"]).to_csv(summaries["comparisons"], index=False)
     status_columns = [c for c in ("experiment", "task", "encoding", "arch", "seed", "status", "run_id", "error")
                       if c in data.columns]
     data[data["status"] != "ok"].drop_duplicates("run_id")[status_columns].to_csv(summaries["status"], index=False)
 
-    experiments = list(dict.fromkeys(runs["experiment"]))
-    experiments.sort(key=lambda e: KNOWN_EXPERIMENTS.index(e) if e in KNOWN_EXPERIMENTS else len(KNOWN_EXPERIMENTS))
-    protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e in experiments}
+    experiments = _experiments_in_order(runs["experiment"])
+    protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
     figures, tables, findings, skipped = [], [], [], []
-    for experiment in experiments:
+    for experiment, layout, spec in experiments:
         part_data = data[data["experiment"] == experiment]
         part_runs, part_cells = runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment]
         if part_runs["status"].eq("failed").all():
             skipped.append(f"{experiment}: every run failed; no figures or tables")
             continue
-        for name, title, caption, make in _figures_for(experiment, part_data):
+        for name, title, caption, make in layout.figures(part_data, experiment, spec):
             try:
                 figure = make()
             except ValueError as exc:
                 skipped.append(f"figure {name}: {exc}")
                 continue
             figures.append(Artifact(name, title, caption, _save_figure(figure, folders["figures"], name)))
-        builder = _TABLES.get(experiment, extrapolation_tables)
-        for table in builder(part_runs, part_cells, experiment, protocols[experiment]):
+        for table in layout.tables(part_runs, part_cells, experiment, protocols[experiment], spec):
             tables.append(_save_table(table, folders["tables"]))
-        findings.extend(_FINDINGS.get(experiment, findings_length)(part_runs, part_cells, experiment))
+        findings.extend(layout.findings(part_runs, part_cells, experiment, spec))
     model = (f"d_model {_values(data['d_model'])}, layers {_values(data['n_layers'])}, "
              f"heads {_values(data['n_heads'])}, the same for every encoding.")
     tables.append(_save_table(parameter_table(runs, model), folders["tables"]))
@@ -768,11 +875,10 @@ def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list
     runs = results.run_metrics(data)
     cells = results.aggregate(runs)
     tables = []
-    for experiment in dict.fromkeys(runs["experiment"]):
+    for experiment, layout, spec in _experiments_in_order(runs["experiment"]):
         part = data[data["experiment"] == experiment]
-        builder = _TABLES.get(experiment, extrapolation_tables)
-        tables += builder(runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment],
-                          experiment, experiment_protocol(part))
+        tables += layout.tables(runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment],
+                                experiment, experiment_protocol(part), spec)
     return tables
 
 

@@ -42,6 +42,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pebench import metrics as metric_registry
+from pebench.experiment import BASE_VARIANT
+
 #: columns every row has, whatever its status
 IDENTITY_COLUMNS = (
     "suite", "experiment", "task", "task_version", "encoding", "encoding_options", "arch",
@@ -63,33 +66,6 @@ CELL_COLUMNS = (
 GROUP_COLUMNS = ("experiment", "task", "task_version", "arch", "train_max_len")
 #: what distinguishes the contenders inside a group
 CONTENDER_COLUMNS = ("encoding", "encoding_options", "variant")
-
-#: per-run metrics of :func:`run_metrics` -> whether higher is better (None: no direction, no best-of-seeds)
-RUN_METRICS: dict[str, bool | None] = {
-    "id_token_acc": True,
-    "ood_token_acc": True,
-    "id_seq_acc": True,
-    "ood_seq_acc": True,
-    "id_loss": False,
-    "ood_loss": False,
-    "extrapolation_ratio": True,
-    "generalization_length": True,
-    "shuffled_token_acc": None,
-    "order_reliance": True,
-    "invariance_gap": None,
-    "equivariance_gap_init": None,
-    "equivariance_gap_trained": None,
-    "train_perplexity": False,
-    "id_perplexity": False,
-    "ood_perplexity": False,
-    "perplexity_ratio": False,
-    "id_chance_token_acc": None,
-    "ood_chance_token_acc": None,
-    "final_train_loss": False,
-    "params": None,
-    "encoding_params": None,
-    "train_seconds": None,
-}
 
 #: a run whose ID sequence accuracy is below this has no generalization length (nothing to stay close to)
 GENERALIZATION_MIN_ID_SEQ_ACC = 0.1
@@ -229,7 +205,7 @@ def generalization_length(
 
 def _variant_labels(eval_variants: object) -> list[str]:
     """Evaluation variants of a run from its ``eval_variants`` JSON (failed runs have no ``variant`` rows)."""
-    labels = ["trained"]
+    labels = [BASE_VARIANT]
     if isinstance(eval_variants, str) and eval_variants.strip():
         try:
             labels += [label for label, _options in json.loads(eval_variants)]
@@ -239,7 +215,7 @@ def _variant_labels(eval_variants: object) -> list[str]:
 
 
 def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
-    """One row per run and evaluation variant with the per-run aggregates of :data:`RUN_METRICS`.
+    """One row per run and evaluation variant with every run metric of :mod:`pebench.metrics`.
 
     ID/OOD means use the ``original`` condition. ``order_reliance`` (ID token
     accuracy on original minus shuffled inputs, at the lengths evaluated
@@ -248,13 +224,14 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     loss per output token (nats); ``train_perplexity`` is at the longest
     evaluated length <= ``train_max_len`` and ``perplexity_ratio`` is
     ``ood_perplexity / train_perplexity``. Failed runs appear once per variant
-    they would have had, with ``status="failed"`` and NaN metrics.
+    they would have had, with ``status="failed"`` and NaN metrics. Derived
+    metrics (registered with a function) are computed in registration order.
     """
     if data.empty:
         raise ResultsError("no result rows to aggregate")
     keys = ["run_id", "variant"]
     completed = data[data["status"] != "failed"].copy()
-    completed["variant"] = completed["variant"].fillna("trained") if "variant" in completed else "trained"
+    completed["variant"] = completed["variant"].fillna(BASE_VARIANT) if "variant" in completed else BASE_VARIANT
     if "condition" not in completed.columns:
         completed["condition"] = "original"
     completed["is_id"] = completed["eval_len"] <= completed["train_max_len"]
@@ -267,13 +244,11 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     for prefix, part in (("id", original[original["is_id"]]), ("ood", original[~original["is_id"]])):
         means = part.groupby(keys)[measured].mean()
         runs = runs.join(means.rename(columns=lambda c, p=prefix: f"{p}_{c}"))
-    runs["extrapolation_ratio"] = runs["ood_token_acc"] / runs["id_token_acc"].where(runs["id_token_acc"] > 0)
     runs["generalization_length"] = _generalization_lengths(original, runs["id_seq_acc"], keys)
-    runs["id_perplexity"] = np.exp(runs["id_loss"])
-    runs["ood_perplexity"] = np.exp(runs["ood_loss"])
     at_train = original[original["is_id"]].groupby(keys)["loss"].last()
     runs["train_perplexity"] = np.exp(at_train)
-    runs["perplexity_ratio"] = runs["ood_perplexity"] / runs["train_perplexity"]
+    for metric in metric_registry.derived():
+        runs[metric.name] = metric.compute(runs)
     shuffled = completed[(completed["condition"] == "shuffled") & completed["is_id"]]
     paired = original.merge(shuffled[[*keys, "eval_len"]], on=[*keys, "eval_len"])
     runs["shuffled_token_acc"] = shuffled.groupby(keys)["token_acc"].mean()
@@ -281,7 +256,7 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     runs = runs.reset_index()
     failed = _failed_runs(data)
     runs = pd.concat([runs, failed], ignore_index=True) if not failed.empty else runs
-    for column in RUN_METRICS:
+    for column in metric_registry.directions("run"):
         if column not in runs.columns:
             runs[column] = float("nan")
     effect = runs.set_index(keys).index.map(effect.to_dict()).to_numpy(dtype=float, na_value=np.nan)
@@ -318,14 +293,16 @@ def _failed_runs(data: pd.DataFrame) -> pd.DataFrame:
 
 
 def sort_key(column: pd.Series) -> pd.Series:
-    """Sort encodings and variants in their canonical order, everything else naturally."""
+    """Sort encodings in their canonical order (:func:`encoding_rank`), order-dependent tasks before the
+    controls, the trained model before its evaluation variants (which keep the order their experiment
+    declares them in, i.e. the order of first appearance in ``column``), everything else naturally."""
     if column.name == "encoding":
         return column.map(encoding_rank)
     if column.name == "task":  # order-dependent tasks first, then the controls
         return column.map(lambda task: (order_dependent(task) is False, task))
     if column.name == "variant":
-        order = {"trained": 0, "linear": 1, "ntk": 2, "yarn": 3}
-        return column.map(lambda v: order.get(v, len(order)))
+        order = {v: i for i, v in enumerate(dict.fromkeys([BASE_VARIANT, *column]))}
+        return column.map(order)
     return column
 
 
@@ -403,7 +380,8 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Da
     ``failed_seeds``, ``order_dependent`` and ``steps``.
     """
     keys = list(CELL_COLUMNS)
-    metrics = {m: RUN_METRICS.get(m) for m in (metrics or RUN_METRICS)}
+    directions = metric_registry.directions("run")
+    metrics = {m: directions.get(m) for m in (metrics or directions)}
     flags = runs.assign(
         n_runs=1,
         n_seeds=runs["status"] != "failed",
@@ -435,7 +413,7 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
     completed = data[data["status"] != "failed"].copy()
     if completed.empty:
         return pd.DataFrame(columns=[*CELL_COLUMNS, "eval_len", "condition"])
-    completed["variant"] = completed["variant"].fillna("trained")
+    completed["variant"] = completed["variant"].fillna(BASE_VARIANT)
     completed["perplexity"] = np.exp(completed["loss"].astype(float))
     at_train = (
         completed[completed["eval_len"] <= completed["train_max_len"]]
@@ -447,8 +425,7 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
     completed = completed.join(at_train, on=["run_id", "variant", "condition"])
     completed["perplexity_ratio"] = completed["perplexity"] / completed["train_perplexity"]
     keys = [*CELL_COLUMNS, "eval_len", "condition"]
-    directions = {"token_acc": True, "seq_acc": True, "loss": False, "perplexity": False, "perplexity_ratio": False}
-    frame = grouped_statistics(completed, keys, directions)
+    frame = grouped_statistics(completed, keys, metric_registry.directions("length"))
     frame["chance_token_acc"] = completed.groupby(keys, sort=False, dropna=False)["chance_token_acc"].mean()
     frame = frame.reset_index()
     return frame.sort_values([*CELL_COLUMNS, "condition", "eval_len"], key=sort_key).reset_index(drop=True)
