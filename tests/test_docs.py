@@ -16,6 +16,7 @@ from pebench import encodings, tasks
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 EXAMPLE = DOCS / "examples" / "scaled_sinusoidal.py"
+TASK_EXAMPLE = DOCS / "examples" / "rotate_task.py"
 
 
 def load_generators():
@@ -129,38 +130,95 @@ def test_api_modules_import(gen):
 
 
 EXAMPLE_CHECK = """
-import runpy, sys
+import sys
 import torch
-runpy.run_path(sys.argv[1])  # as if saved in pebench/encodings/: registers "scaled_sinusoidal"
-from pebench import encodings
-assert "scaled_sinusoidal" in encodings.names()
+from pebench import encodings, registry, tasks
+registry.load_plugin(sys.argv[1])
+registry.load_plugin(sys.argv[2])
+assert "scaled_sinusoidal" in encodings.names() and "rotate" in tasks.names()
 assert encodings.options("scaled_sinusoidal") == {"theta": 10000.0, "init_scale": 1.0}
 scaled = encodings.build("scaled_sinusoidal", d_model=16, n_heads=2, max_len=32)
 plain = encodings.build("sinusoidal", d_model=16, n_heads=2, max_len=32)
 x, pos = torch.randn(2, 10, 16), torch.arange(10)
 assert torch.equal(scaled.embed(x, pos), plain.embed(x, pos))  # starts out as sinusoidal
 assert sum(p.numel() for p in scaled.parameters()) == 1
-from pebench.cli import main
-sys.exit(main(["run", "--suite", "smoke", "--experiment", "length_extrapolation", "--encoding", "scaled_sinusoidal",
-               "--filter", "encoding=scaled_sinusoidal", "--filter", "task=copy", "--out", sys.argv[2]]))
+batch = tasks.get("rotate").sample(3, 5, torch.Generator().manual_seed(0))
+assert torch.equal(batch.targets, torch.cat([batch.inputs[:, 1:], batch.inputs[:, :1]], dim=1))
 """
 
 
-def test_extending_example_runs_under_the_protocol(tmp_path):
-    """docs/extending.md: the example file registers, builds, and `pebench run --encoding NAME` runs it."""
-    out = tmp_path / "results"
-    done = subprocess.run([sys.executable, "-c", EXAMPLE_CHECK, str(EXAMPLE), str(out)], cwd=ROOT,
+def pebench_command(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """``pebench ARGS`` in a fresh interpreter (this checkout's package), as a user types it."""
+    return subprocess.run([sys.executable, "-m", "pebench.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory) -> list[Path]:
+    """The two example files of docs/extending.md, copied to a folder outside the repository."""
+    folder = tmp_path_factory.mktemp("my_plugins")
+    copies = [folder / "my_encodings.py", folder / "rotate_task.py"]
+    for source, copy in zip((EXAMPLE, TASK_EXAMPLE), copies, strict=True):
+        copy.write_text(source.read_text())
+    assert not any(copy.resolve().is_relative_to(ROOT) for copy in copies)
+    return copies
+
+
+def test_extending_examples_register_and_build(plugins):
+    done = subprocess.run([sys.executable, "-c", EXAMPLE_CHECK, *map(str, plugins)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_plugins_run_under_the_protocol_and_reach_the_report(plugins, tmp_path):
+    """docs/extending.md: an encoding and a task from files outside the repository are listed, trained with
+    `pebench --plugin FILE run --encoding NAME --task NAME`, and appear in `pebench report`'s tables."""
+    flags = [arg for path in plugins for arg in ("--plugin", str(path))]
+    listed = pebench_command(*flags, "list", "encodings")
+    assert listed.returncode == 0 and "scaled_sinusoidal" in listed.stdout, listed.stderr
+    out = tmp_path / "results"
+    done = pebench_command(*flags, "run", "--suite", "smoke", "--experiment", "length_extrapolation",
+                           "--encoding", "scaled_sinusoidal", "--task", "rotate", "--filter",
+                           "encoding=scaled_sinusoidal,none", "--filter", "task=rotate,copy", "--workers", "2",
+                           "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     from pebench.results import load
 
     frame = load(out)
-    assert set(frame["encoding"]) == {"scaled_sinusoidal"} and set(frame["status"]) == {"ok"}
-    assert (frame["encoding_params"] == 1).all()
+    assert set(zip(frame["task"], frame["encoding"])) == {
+        ("rotate", "scaled_sinusoidal"), ("rotate", "none"), ("copy", "scaled_sinusoidal"), ("copy", "none")}
+    assert set(frame["status"]) == {"ok"}
+    assert (frame.loc[frame["encoding"] == "scaled_sinusoidal", "encoding_params"] == 1).all()
+    reported = pebench_command(*flags, "report", "--results", str(out))
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    table = (out / "tables" / "length_extrapolation.md").read_text()
+    assert "rotate" in table and "scaled_sinusoidal" in table
+    without = pebench_command("list", "encodings")  # nothing in pebench was edited
+    assert "scaled_sinusoidal" not in without.stdout
 
 
-def test_extending_page_shows_the_tested_file():
-    assert "```{literalinclude} examples/scaled_sinusoidal.py" in (DOCS / "extending.md").read_text()
+def test_a_bad_plugin_is_one_line_and_exit_2(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    duplicate = tmp_path / "duplicate.py"
+    duplicate.write_text("from pebench.encodings import register\nfrom pebench.encodings.rope import RoPE\n"
+                         "register('rope', kind='rotary', paper='x', has_parameters=False)(RoPE)\n")
+    not_an_encoding = tmp_path / "not_an_encoding.py"
+    not_an_encoding.write_text("from pebench.encodings import register\n"
+                               "@register('thing', kind='input', paper='x', has_parameters=False)\n"
+                               "class Thing:\n    pass\n")
+    for path, message in ((tmp_path / "missing.py", "not found"), (broken, "RuntimeError: boom"),
+                          (duplicate, "'rope' is registered twice"),
+                          (not_an_encoding, "must be a subclass of pebench.encodings.base.PositionalEncoding")):
+        done = pebench_command("--plugin", str(path), "list", "tasks")
+        assert done.returncode == 2 and message in done.stderr, (path, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_extending_page_shows_the_tested_files():
+    page = (DOCS / "extending.md").read_text()
+    assert "```{literalinclude} examples/scaled_sinusoidal.py" in page
+    assert "```{literalinclude} examples/rotate_task.py" in page
 
 
 def test_site_builds_without_warnings(tmp_path):

@@ -252,6 +252,17 @@ def _steps(specs) -> str:
     return ", ".join(f"{task} ({arch}): {n}" for task, arch, n in steps)
 
 
+def metrics_table() -> str:
+    """Every registered metric with its metadata (:mod:`pebench.metrics`, the only source of it)."""
+    from pebench import metrics
+
+    direction = {True: "higher", False: "lower", None: "—"}
+    rows = [[f"`{m.name}`", m.level, m.label, direction[m.higher_is_better], m.applies_to,
+             f"`{m.reference}`" if m.reference else "—", m.description]
+            for m in metrics.run_metrics() + metrics.length_metrics()]
+    return markdown_table(["metric", "per", "label", "better", "applies to", "reference level", "what it is"], rows)
+
+
 def experiments_tables() -> str:
     from pebench.experiment import SCALES, SEEDS, SUITES, load_experiments, suite_runs
 
@@ -264,7 +275,8 @@ def experiments_tables() -> str:
     for name in registry.names():
         experiment = registry.get(name)
         specs = experiment.runs("standard")
-        out += [f"### `{name}`", "", experiment.description, ""]
+        out += [f"### `{name}`", "", experiment.description,
+                f"Reported with the `{experiment.report.layout}` layout of {{mod}}`pebench.report`.", ""]
         if not specs:
             out.append("Not part of the standard suite.\n")
             continue
@@ -592,7 +604,7 @@ def performance_docs(srcdir: Path = DOCS) -> list[str]:
 PERFORMANCE_FALLBACK = """# Performance
 
 This build of the site includes no performance measurements: the throughput benchmark
-(`python experiments/throughput.py`) has not been run for it, or its tables (`docs/performance_tables.md`)
+(`python -m pebench.throughput`) has not been run for it, or its tables (`docs/performance_tables.md`)
 were not generated. Running the benchmark writes `results/performance/*.csv` and those tables, which
 report training throughput against x-transformers, the fraction of the matmul peak reached, and the
 effect of worker processes and seed batching.
@@ -633,6 +645,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     write(includes / "encodings_table.md", encodings_table())
     write(includes / "tasks_table.md", tasks_table())
     write(includes / "experiments.md", experiments_tables())
+    write(includes / "metrics_table.md", metrics_table())
     write(includes / "cite.md", cite_include())
     substitutions = generate_figures(out / "figures")
     substitutions["version"] = pebench.__version__

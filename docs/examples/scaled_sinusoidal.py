@@ -22,6 +22,7 @@ class ScaledSinusoidal(Sinusoidal):
         d_model: model width D (even).
         n_heads: attention heads (unused).
         max_len: unused: defined for every position.
+        causal: given by pebench from the model's architecture (unused here: the table is the same).
         theta: base of the frequencies (10000).
         init_scale: initial value of ``g``.
 
@@ -29,9 +30,9 @@ class ScaledSinusoidal(Sinusoidal):
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, theta: float = 10000.0,
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, theta: float = 10000.0,
                  init_scale: float = 1.0) -> None:
-        super().__init__(d_model, n_heads, max_len, theta=theta)
+        super().__init__(d_model, n_heads, max_len, causal=causal, theta=theta)
         self.scale = nn.Parameter(torch.tensor(float(init_scale)))
 
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:

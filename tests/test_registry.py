@@ -1,0 +1,75 @@
+"""The registry: base-class checks, duplicates, and plugins from files, modules and entry points."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+
+import pytest
+
+from pebench import registry
+from pebench.registry import PluginError, Registry
+
+
+class Base:
+    pass
+
+
+def test_registry_checks_the_base_class_and_duplicates():
+    things: Registry[type[Base]] = Registry("thing", base=Base)
+
+    @things.register("a", colour="red")
+    class A(Base):
+        pass
+
+    assert things.get("a") is A and things.meta("a") == {"colour": "red"}
+    with pytest.raises(ValueError, match="thing 'a' is registered twice"):
+        things.register("a")(A)
+    with pytest.raises(ValueError, match="must be a subclass of .*Base"):
+        things.register("b")(int)
+    with pytest.raises(ValueError, match="non-empty name"):
+        things.register("")(A)
+    assert "b" not in things and things.in_order() == ["a"]
+
+
+def test_file_plugin_loads_once(tmp_path, monkeypatch):
+    counter = tmp_path / "count.txt"
+    plugin = tmp_path / "my_plugin.py"
+    plugin.write_text(f"from pathlib import Path\np = Path({str(counter)!r})\n"
+                      "p.write_text(str(int(p.read_text() or 0) + 1) if p.exists() else '1')\n")
+    monkeypatch.setattr(registry, "_LOADED", [])
+    registry.load_plugin(str(plugin))
+    registry.load_plugin(str(plugin))
+    assert counter.read_text() == "1"
+    assert registry.loaded_plugins() == [str(plugin.resolve())]
+
+
+def test_module_plugin_and_errors(tmp_path, monkeypatch):
+    (tmp_path / "my_module_plugin.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_LOADED", [])
+    registry.load_plugin("my_module_plugin")
+    assert sys.modules["my_module_plugin"].LOADED
+    with pytest.raises(PluginError, match="neither a .py file nor an importable module"):
+        registry.load_plugin("no_such_module_anywhere")
+    with pytest.raises(PluginError, match="not found"):
+        registry.load_plugin(str(tmp_path / "missing.py"))
+    (tmp_path / "broken.py").write_text("1 / 0\n")
+    with pytest.raises(PluginError, match="failed to load: ZeroDivisionError"):
+        registry.load_plugin(str(tmp_path / "broken.py"))
+    assert registry.loaded_plugins() == ["my_module_plugin"]  # a failed plugin is not recorded
+
+
+def test_entry_point_plugins_are_loaded_and_called(tmp_path, monkeypatch):
+    (tmp_path / "ep_plugin.py").write_text("CALLS = []\ndef setup():\n    CALLS.append(1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_LOADED", [])
+    points = [importlib.metadata.EntryPoint("mine", "ep_plugin:setup", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: points if group == registry.ENTRY_POINT_GROUP else [])
+    assert registry.load_entry_point_plugins() == ["mine"]
+    assert registry.load_entry_point_plugins() == []  # once per process
+    assert sys.modules["ep_plugin"].CALLS == [1]
+    points[:] = [importlib.metadata.EntryPoint("bad", "no_such_module_x:setup", registry.ENTRY_POINT_GROUP)]
+    with pytest.raises(PluginError, match="plugin entry point 'bad'"):
+        registry.load_entry_point_plugins()
