@@ -185,7 +185,7 @@ def test_plugins_run_under_the_protocol_and_reach_the_report(plugins, tmp_path):
     from pebench.results import load
 
     frame = load(out)
-    assert set(zip(frame["task"], frame["encoding"])) == {
+    assert set(zip(frame["task"], frame["encoding"], strict=True)) == {
         ("rotate", "scaled_sinusoidal"), ("rotate", "none"), ("copy", "scaled_sinusoidal"), ("copy", "none")}
     assert set(frame["status"]) == {"ok"}
     assert (frame.loc[frame["encoding"] == "scaled_sinusoidal", "encoding_params"] == 1).all()
