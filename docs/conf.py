@@ -22,7 +22,7 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
-    "sphinx.ext.mathjax",
+    "mathml",
     "sphinxcontrib.bibtex",
     "pebench_docs",
 ]
@@ -50,8 +50,8 @@ bibtex_bibfiles = ["references.bib"]
 bibtex_reference_style = "author_year"
 bibtex_default_style = "plain"
 
-# offline: no intersphinx, no remote assets; MathJax is the one script loaded from a CDN by default,
-# so math renders when the reader is online and falls back to its TeX source offline
+# offline: no intersphinx, no remote assets; math is MathML written at build time (_ext/mathml.py)
+html_math_renderer = "mathml"
 html_theme = "furo"
 html_title = f"pebench {release}"
 html_static_path: list[str] = []

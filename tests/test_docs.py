@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -238,3 +239,11 @@ def test_site_builds_without_warnings(tmp_path):
                  "cite", "references", "_generated/encodings/rope", "_generated/tasks/copy",
                  "_generated/results/standard"):
         assert (html / f"{page}.html").exists(), page
+    assert "<math" in (html / "protocol.html").read_text()  # formulas are MathML written at build time
+    for page in html.rglob("*.html"):
+        source = page.read_text()
+        remote = re.findall(r'<(?:script|link|img)\b[^>]*(?:src|href)="(?:https?:)?//[^"]*"', source)
+        assert not remote, f"{page.relative_to(html)} loads {remote[0]} from the network"
+        prose = re.sub(r"<[^>]+>", "", re.sub(r"(?s)<(pre|code|script|style|math)\b.*?</\1>", "", source))
+        tex = re.findall(r"\\[a-zA-Z]{2,}|\$[^$\s][^$]*\$", prose)
+        assert not tex, f"{page.relative_to(html)} shows raw TeX: {tex[:3]}"
