@@ -242,8 +242,15 @@ def tasks_table() -> str:
 
 
 def _values(specs, key) -> str:
-    values = sorted({str(spec.resolved()[key]) for spec in specs})
-    return ", ".join(values)
+    """The values of config ``key`` over ``specs``, as a reader writes them (lists and variants unquoted)."""
+    if key == "eval_variants":  # (label, options JSON) pairs
+        variants = dict.fromkeys((label, options) for spec in specs for label, options in spec.eval.variants)
+        return "; ".join(
+            f"`{label}`: " + ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+            for label, options in variants)
+    values = {spec.resolved()[key] for spec in specs}
+    return ", ".join(sorted(", ".join(map(str, json.loads(v))) if isinstance(v, str) and v.startswith("[")
+                            else str(v) for v in values))
 
 
 def _steps(specs) -> str:
