@@ -7,17 +7,23 @@ OOD token accuracy and shuffled-input accuracy where a cell has it, and, for
 language modelling, ID and OOD loss — the log of the perplexity, so the
 tolerance is relative (0.02 nats ~ 2%).
 
-Rule. With ``m``, ``s``, ``n`` the mean, standard deviation (ddof=1) and
-number of completed seeds of each side, a metric reproduces when::
+Rule. The seeds of a cell share their data streams and initialisations on both
+sides, so they are compared *paired*: for every seed completed on both sides,
+``d_s = local_s - reference_s``. A metric of a cell reproduces when
 
-    |m_local - m_reference| <= max(FLOOR, 2 * sqrt(s_local^2 / n_local + s_reference^2 / n_reference))
+* the mean paired difference is within a fixed margin, ``|mean_s d_s| <= MARGIN``
+  (:data:`MARGINS`, by the metric's format: 0.02 for accuracies, 0.02 nats for
+  losses, i.e. 2% of the perplexity), and
+* no single seed is an outlier, ``|d_s| <= SEED_MARGIN`` for every seed, so that one
+  broken seed is caught even when the other seeds agree, and
+* every seed of the reference was completed in the rerun (a missing or failed seed
+  is listed and the cell does not reproduce).
 
-i.e. the difference of means lies within two standard errors of the
-difference (the combined seed spread), with an absolute floor of
-:data:`FLOOR` so that cells whose seeds agree exactly (s = 0, or one seed)
-are not failed for float-level differences between machines. A cell
-reproduces when all its metrics do; a metric that is a number on one side
-and missing on the other (all runs failed) does not reproduce.
+On one machine a rerun is exact (every ``d_s`` is 0); across machines training
+differs at float level, and a seed whose training is on a knife edge may land
+elsewhere: it is flagged by name, never averaged away. A cell reproduces when
+all its key metrics do (those its experiment declares,
+:func:`pebench.report.key_metrics`); a metric missing on both sides is skipped.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from pebench import results
 from pebench.experiment import BASE_VARIANT
 from pebench.results import CELL_COLUMNS, ResultsError
 
-FLOOR = 0.02
+#: (mean margin, per-seed margin) of a metric by its registered format
+MARGINS: dict[str, tuple[float, float]] = {"acc": (0.02, 0.10), "loss": (0.02, 0.10), "ratio": (0.02, 0.10),
+                                           "ppl": (0.02, 0.10)}
 #: protocol columns that should agree between the two sides
 PROTOCOL_COLUMNS = ("d_model", "n_layers", "n_heads", "steps", "batch_size", "lr", "eval_n_examples", "eval_lengths")
 
@@ -72,8 +80,8 @@ class Comparison:
     @property
     def verdict(self) -> str:
         """One line, e.g. ``41 of 44 cells reproduce (...); 2 reference cells not rerun``."""
-        text = (f"{self.n_reproduced} of {self.n_cells} cells reproduce (difference of means within "
-                f"2 standard errors of the difference, floor {FLOOR})")
+        text = (f"{self.n_reproduced} of {self.n_cells} cells reproduce (paired by seed: mean difference within "
+                f"{MARGINS['acc'][0]}, no seed off by more than {MARGINS['acc'][1]}, every seed rerun)")
         extra = []
         if len(self.only_reference):
             extra.append(f"{len(self.only_reference)} reference cells not in the rerun")
@@ -83,14 +91,23 @@ class Comparison:
 
     @property
     def failing(self) -> list[str]:
-        """One line per metric of a cell that does not reproduce."""
+        """One line per metric of a cell that does not reproduce, saying why."""
         bad = self.metrics[~self.metrics["reproduces"]]
         return [
-            f"{_cell_name(row)}: {row['metric']} {_number(row['local_mean'])} vs reference "
-            f"{_number(row['reference_mean'])} (diff {_number(row['difference'], signed=True)}, "
-            f"tolerance {_number(row['tolerance'])})"
+            f"{cell_name(row)}: {row['metric']} {_number(row['local_mean'])} vs reference "
+            f"{_number(row['reference_mean'])} (mean paired diff {_number(row['difference'], signed=True)}, "
+            f"margin {_number(row['tolerance'])}){_why(row)}"
             for _, row in bad.iterrows()
         ]
+
+    def table(self) -> pd.DataFrame:
+        """One row per cell and metric, for a page: the cell, both means, the paired differences, the verdict."""
+        columns = ["cell", "metric", "local_mean", "reference_mean", "difference", "worst_seed",
+                   "worst_seed_difference", "missing_seeds", "reproduces"]
+        if self.metrics.empty:
+            return pd.DataFrame(columns=columns)
+        frame = self.metrics.assign(cell=[cell_name(row) for _, row in self.metrics.iterrows()])
+        return frame[columns]
 
     def summary(self) -> str:
         """The verdict, protocol notes, the cells that do not reproduce and those on one side only."""
@@ -102,8 +119,18 @@ class Comparison:
         for title, frame in (("only in the reference:", self.only_reference), ("only in the rerun:", self.only_local)):
             if len(frame):
                 lines.append(title)
-                lines += [f"  {_cell_name(row)}" for _, row in frame.iterrows()]
+                lines += [f"  {cell_name(row)}" for _, row in frame.iterrows()]
         return "\n".join(lines)
+
+
+def _why(row: pd.Series) -> str:
+    """What besides the mean made a metric fail: an outlier seed, seeds missing on one side."""
+    parts = []
+    if np.isfinite(row["worst_seed_difference"]) and abs(row["worst_seed_difference"]) > row["seed_tolerance"]:
+        parts.append(f"seed {int(row['worst_seed'])} off by {_number(row['worst_seed_difference'], signed=True)}")
+    if row["missing_seeds"]:
+        parts.append(f"seeds {row['missing_seeds']} not completed on both sides")
+    return f"; {'; '.join(parts)}" if parts else ""
 
 
 def _number(value: float, signed: bool = False) -> str:
@@ -112,7 +139,8 @@ def _number(value: float, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
-def _cell_name(row: pd.Series) -> str:
+def cell_name(row: pd.Series) -> str:
+    """``experiment/task/encoding [options]/arch[/variant]`` of a cell row."""
     name = f"{row['experiment']}/{row['task']}/{row['encoding']}"
     if row["encoding_options"] not in ("{}", "") and not pd.isna(row["encoding_options"]):
         name += f" {row['encoding_options']}"
@@ -129,12 +157,19 @@ def key_metrics(experiments: Sequence[str]) -> dict[str, list[str]]:
     return {experiment: list(report.key_metrics(experiment)) for experiment in dict.fromkeys(experiments)}
 
 
-def _statistics(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+def _mean(values: pd.Series) -> float:
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def _per_seed(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Completed runs' ``metrics`` indexed by cell and seed."""
     completed = runs[runs["status"] != "failed"]
-    directions = dict.fromkeys(metrics, None)
-    stats = results.grouped_statistics(completed, list(CELL_COLUMNS), directions)
-    every = runs.groupby(list(CELL_COLUMNS), sort=False, dropna=False).size().rename("n_runs")
-    return stats.join(every, how="outer")
+    return completed.set_index([*CELL_COLUMNS, "seed"])[metrics].sort_index()
+
+
+def _seeds(runs: pd.DataFrame) -> dict[tuple, set[int]]:
+    """Every seed of each cell, completed or failed."""
+    return {key: set(rows["seed"]) for key, rows in runs.groupby(list(CELL_COLUMNS), sort=False, dropna=False)}
 
 
 def _protocol_notes(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
@@ -153,46 +188,58 @@ def _sorted(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.sort_values(list(CELL_COLUMNS), key=results.sort_key).reset_index(drop=True) if len(cells) else cells
 
 
-def compare(local_dir: str | Path, reference_dir: str | Path, floor: float = FLOOR) -> Comparison:
-    """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell.
+def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
+    """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell, seed by seed.
 
     Raises:
         ResultsError: a folder has no valid results, or the two share no cell.
     """
+    from pebench import metrics as metric_registry
+
     local_data, reference_data = results.load(local_dir), results.load(reference_dir)
     local_runs, reference_runs = results.run_metrics(local_data), results.run_metrics(reference_data)
     chosen = key_metrics([*reference_runs["experiment"], *local_runs["experiment"]])
     all_metrics = sorted({m for metrics in chosen.values() for m in metrics})
-    local = _statistics(local_runs, all_metrics)
-    reference = _statistics(reference_runs, all_metrics)
-    both = local.index.intersection(reference.index)
-    if len(both) == 0:
+    local_seeds, reference_seeds = _seeds(local_runs), _seeds(reference_runs)
+    local, reference = _per_seed(local_runs, all_metrics), _per_seed(reference_runs, all_metrics)
+    both = [key for key in reference_seeds if key in local_seeds]
+    if not both:
         raise ResultsError(f"{local_dir} and {reference_dir} share no cell (experiment/task/encoding/arch/variant); "
                            "are they results of the same suite?")
-    only_local = _sorted(local.index.difference(reference.index).to_frame(index=False))
-    only_reference = _sorted(reference.index.difference(local.index).to_frame(index=False))
+    only_local = _sorted(pd.DataFrame([k for k in local_seeds if k not in reference_seeds], columns=CELL_COLUMNS))
+    only_reference = _sorted(pd.DataFrame([k for k in reference_seeds if k not in local_seeds], columns=CELL_COLUMNS))
     records = []
-    for key in both:
+    for key in _sorted(pd.DataFrame(both, columns=CELL_COLUMNS)).itertuples(index=False, name=None):
         cell = dict(zip(CELL_COLUMNS, key, strict=True))
+        a = local.loc[key] if key in local.index.droplevel("seed") else local.iloc[:0]
+        b = reference.loc[key] if key in reference.index.droplevel("seed") else reference.iloc[:0]
         for metric in chosen[cell["experiment"]]:
-            a = {s: float(local.at[key, f"{metric}_{s}"]) for s in ("mean", "std", "n")}
-            b = {s: float(reference.at[key, f"{metric}_{s}"]) for s in ("mean", "std", "n")}
-            a["n"], b["n"] = np.nan_to_num(a["n"]), np.nan_to_num(b["n"])  # all runs failed: no statistics
-            if not np.isfinite(a["mean"]) and not np.isfinite(b["mean"]):
+            x, y = a[metric].dropna(), b[metric].dropna()
+            if x.empty and y.empty:
                 continue  # e.g. no OOD lengths in this experiment
-            spread = 2.0 * np.sqrt(np.nan_to_num(a["std"]) ** 2 / max(a["n"], 1)
-                                   + np.nan_to_num(b["std"]) ** 2 / max(b["n"], 1))
-            tolerance = max(floor, float(spread))
-            difference = a["mean"] - b["mean"]
+            paired = x.index.intersection(y.index)
+            missing = sorted(set(y.index).symmetric_difference(x.index)
+                             | (local_seeds[key] ^ reference_seeds[key]))
+            differences = (x[paired] - y[paired]).astype(float)
+            margin, seed_margin = MARGINS[metric_registry.get(metric).format]
+            difference = float(differences.mean()) if len(differences) else float("nan")
+            worst = differences.abs().idxmax() if len(differences) else None
             records.append({
                 **cell, "metric": metric,
-                "local_mean": a["mean"], "local_std": a["std"], "local_n": int(a["n"]),
-                "reference_mean": b["mean"], "reference_std": b["std"], "reference_n": int(b["n"]),
-                "difference": difference, "tolerance": tolerance,
-                "reproduces": bool(np.isfinite(difference) and abs(difference) <= tolerance),
+                # means over the paired seeds (over all a side has when none pair), so they differ by `difference`
+                "local_mean": _mean(x[paired] if len(paired) else x), "local_n": len(x),
+                "reference_mean": _mean(y[paired] if len(paired) else y), "reference_n": len(y),
+                "n_paired": len(paired), "difference": difference, "tolerance": margin,
+                "worst_seed": worst if worst is not None else np.nan,
+                "worst_seed_difference": float(differences[worst]) if worst is not None else float("nan"),
+                "seed_tolerance": seed_margin,
+                "missing_seeds": ",".join(str(int(s)) for s in missing),
+                "reproduces": bool(len(paired) and not missing and abs(difference) <= margin
+                                   and differences.abs().max() <= seed_margin),
             })
     metrics = pd.DataFrame.from_records(records)
     if metrics.empty:
-        metrics = pd.DataFrame(columns=[*CELL_COLUMNS, "metric", "difference", "tolerance", "reproduces"])
+        metrics = pd.DataFrame(columns=[*CELL_COLUMNS, "metric", "difference", "tolerance", "worst_seed",
+                                        "worst_seed_difference", "seed_tolerance", "missing_seeds", "reproduces"])
     cells = metrics.groupby(list(CELL_COLUMNS), sort=False, dropna=False)["reproduces"].all().reset_index()
     return Comparison(metrics, cells, only_local, only_reference, _protocol_notes(local_data, reference_data))

@@ -12,7 +12,7 @@ import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
 
 from pebench.cli import main
-from pebench.compare import FLOOR, compare
+from pebench.compare import MARGINS, compare
 from pebench.report import Artifact, Report, latex_escape, tables_for, write_report
 from pebench.results import ResultsError
 
@@ -155,7 +155,7 @@ def test_identical_results_reproduce(synthetic):
 def test_a_shifted_cell_does_not_reproduce_and_is_listed(synthetic, tmp_path):
     local = copy_results(synthetic, tmp_path / "local")
     edit_runs(local, {"task": "copy", "encoding": "alibi"}, "token_acc", lambda s: s - 0.2)
-    edit_runs(local, {"task": "majority", "encoding": "alibi"}, "token_acc", lambda s: s - FLOOR / 4)
+    edit_runs(local, {"task": "majority", "encoding": "alibi"}, "token_acc", lambda s: s - MARGINS["acc"][0] / 4)
     comparison = compare(local, synthetic)
     assert not comparison.all_reproduce
     assert comparison.n_reproduced == comparison.n_cells - 1
@@ -166,15 +166,45 @@ def test_a_shifted_cell_does_not_reproduce_and_is_listed(synthetic, tmp_path):
     assert row["difference"] == pytest.approx(-0.2)
 
 
-def test_tolerance_is_two_standard_errors_with_a_floor(synthetic):
+def test_seeds_are_compared_paired_with_fixed_margins(synthetic):
     comparison = compare(synthetic, synthetic)
     rows = comparison.metrics.set_index(["experiment", "task", "encoding", "arch", "variant", "metric"]).sort_index()
     row = rows.loc[("length_extrapolation", "copy", "rope", "decoder", "trained", "ood_token_acc")]
-    standard_error = (row["local_std"] ** 2 / row["local_n"] + row["reference_std"] ** 2 / row["reference_n"]) ** 0.5
-    assert row["tolerance"] == pytest.approx(max(FLOOR, 2 * standard_error))
-    assert row["local_n"] == 2  # the failed seed is not a sample
+    assert (row["tolerance"], row["seed_tolerance"]) == MARGINS["acc"] and row["difference"] == 0
+    assert row["local_n"] == row["n_paired"] == 2 and row["missing_seeds"] == ""  # a seed failed on both sides
     lm = rows.loc[("lm_extrapolation", "charlm", "rope", "decoder", "trained")]
     assert set(lm.index) == {"id_loss", "ood_loss"}  # perplexity compared on the log scale
+
+
+def test_a_broken_seed_is_caught_even_when_the_mean_agrees(synthetic, tmp_path):
+    """Seeds off by +-0.15 in opposite directions leave the mean unchanged; the outlier seeds are caught."""
+    local = copy_results(synthetic, tmp_path / "local")
+    edit_runs(local, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: (s + 0.15).clip(0, 1))
+    edit_runs(local, {"task": "copy", "encoding": "alibi", "seed": 1}, "token_acc", lambda s: (s - 0.15).clip(0, 1))
+    comparison = compare(local, synthetic)
+    failing = [line for line in comparison.failing if "copy/alibi/decoder: ood_token_acc" in line]
+    assert len(failing) == 1 and "seed" in failing[0] and "off by" in failing[0], comparison.failing
+    zeroed = copy_results(synthetic, tmp_path / "zeroed")
+    edit_runs(zeroed, {"task": "majority", "encoding": "rope", "seed": 2}, "token_acc", lambda s: s * 0)
+    assert not compare(zeroed, synthetic).all_reproduce
+
+
+def test_a_seed_missing_from_the_rerun_is_listed(synthetic, tmp_path):
+    local = copy_results(synthetic, tmp_path / "local")
+    removed = 0
+    for path in (local / "raw").glob("*.csv"):
+        frame = pd.read_csv(path)
+        first = frame.iloc[0]
+        if (first["experiment"], first["task"], first["encoding"], first["seed"]) == (
+                "length_extrapolation", "copy", "alibi", 2):
+            path.unlink()
+            removed += 1
+    assert removed == 1
+    comparison = compare(local, synthetic)
+    assert not comparison.all_reproduce
+    assert any("copy/alibi/decoder" in line and "seeds 2 not completed on both sides" in line
+               for line in comparison.failing), comparison.failing
+    assert set(comparison.table()["cell"]) >= {"length_extrapolation/copy/alibi/decoder"}
 
 
 def test_cells_on_one_side_are_reported(synthetic, tmp_path):

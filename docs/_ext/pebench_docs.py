@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 import pebench
@@ -404,24 +405,34 @@ def missing_results_page(suite: str) -> str:
 
 
 def compare_section(local: Path, reference: Path) -> list[str]:
-    """The output of ``pebench.compare.compare(local, reference)``: its verdict and its summary."""
-    try:
-        from pebench import compare as compare_module
-    except ImportError:
-        compare_module = None
-    if compare_module is None or not hasattr(compare_module, "compare"):
-        return ["The reproduction check `pebench.compare` is not part of this version of pebench.", ""]
+    """``pebench compare LOCAL REFERENCE`` as a page section: the verdict, then one row per cell and metric."""
+    from pebench import compare as compare_module
+
     result = compare_module.compare(local, reference)
     lines = ["## Reproduction check", "",
-             f"`pebench compare {shown(local)} {shown(reference)}`:", ""]
-    verdict = getattr(result, "verdict", None)
-    if verdict:
-        lines += [f"**{verdict}**", ""]
-    summary = result.summary() if callable(getattr(result, "summary", None)) else str(result)
-    if verdict and summary.startswith(verdict):
-        summary = summary[len(verdict):].strip()
-    if summary:
-        lines += ["```text", summary, "```", ""]
+             f"`pebench compare {shown(local)} {shown(reference)}`: **{result.verdict}**.", "",
+             "Seeds are compared paired (the same seed has the same data and initialisation on both sides): "
+             "a metric reproduces when the mean of the per-seed differences is within its margin, no single seed "
+             "differs by more than the per-seed margin, and every reference seed was rerun "
+             "({mod}`pebench.compare`).", ""]
+    lines += [f"- note: {note}" for note in result.notes] + ([""] if result.notes else [])
+    table = result.table()
+    if len(table):
+        def number(value: float, signed: bool = False) -> str:
+            return "—" if not np.isfinite(value) else f"{value:+.3f}" if signed else f"{value:.3f}"
+
+        rows = [[row["cell"], row["metric"], number(row["local_mean"]), number(row["reference_mean"]),
+                 number(row["difference"], signed=True),
+                 "—" if not np.isfinite(row["worst_seed_difference"]) else
+                 f"{number(row['worst_seed_difference'], signed=True)} (seed {int(row['worst_seed'])})",
+                 row["missing_seeds"] or "—", "yes" if row["reproduces"] else "**no**"]
+                for _, row in table.iterrows()]
+        lines += [markdown_table(["cell", "metric", "rerun", "reference", "mean paired diff", "largest seed diff",
+                                  "seeds on one side", "reproduces"], rows), ""]
+    for title, frame in (("Only in the reference", result.only_reference), ("Only in the rerun", result.only_local)):
+        if len(frame):
+            lines += [f"{title}: " + ", ".join(f"`{compare_module.cell_name(row)}`" for _, row in frame.iterrows())
+                      + ".", ""]
     return lines
 
 
