@@ -110,7 +110,8 @@ class Comparison:
         return frame[columns]
 
     def summary(self) -> str:
-        """The verdict, protocol notes, the cells that do not reproduce and those on one side only."""
+        """The verdict, protocol notes, the cells that do not reproduce and those on one side only (and the
+        verdict again at the end when there is more than the verdict)."""
         lines = [self.verdict]
         lines += [f"note: {note}" for note in self.notes]
         if self.failing:
@@ -120,6 +121,8 @@ class Comparison:
             if len(frame):
                 lines.append(title)
                 lines += [f"  {cell_name(row)}" for _, row in frame.iterrows()]
+        if len(lines) > 1:  # the verdict again, last, where a long log ends
+            lines.append(f"verdict: {self.verdict}")
         return "\n".join(lines)
 
 
