@@ -2,14 +2,14 @@
 
 ::
 
-    pebench [--plugin PATH_OR_MODULE ...] <command> ...
-    pebench list encodings|tasks|suites|experiments
+    pebench [--version] [--plugin PATH_OR_MODULE ...] <command> ...   (also: python -m pebench)
+    pebench list [encodings|tasks|suites|experiments|metrics]
     pebench run --suite standard [--experiment NAME ...] [--filter key=value ...]
                 [--encoding NAME ...] [--task NAME ...]
                 [--workers N | --dask ADDRESS] [--device cpu|cuda] [--out DIR] [--dry-run]
-    pebench report --results DIR [--out DIR]
+    pebench report RESULTS [--out DIR]
     pebench compare LOCAL REFERENCE
-    pebench show --results DIR [--experiment NAME ...]
+    pebench show RESULTS [--experiment NAME ...]
 
 ``--plugin`` (repeatable, before the command) imports a ``.py`` file or a
 module that registers encodings, tasks, metrics or experiments; plugins that
@@ -25,18 +25,22 @@ reference cell reproduces, 1 when some do not.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pebench
 from pebench import encodings, tasks
 from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
 from pebench.registry import UnknownNameError, load_plugins
 from pebench.results import ResultsError
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
+LISTS = ("encodings", "tasks", "suites", "experiments", "metrics")
 
 
 class UsageError(Exception):
@@ -79,6 +83,13 @@ def select_runs(
         for key in wanted:
             if resolved and key not in resolved[0]:
                 raise UsageError(f"unknown filter key {key!r}; valid: {', '.join(valid)}")
+        for key, values in wanted.items():
+            present = sorted({str(flat[key]) for flat in resolved})
+            for value in sorted(values - set(present)):
+                close = difflib.get_close_matches(value, present, n=3, cutoff=0.5)
+                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                raise UsageError(f"no run of this selection has {key}={value!r}.{hint} "
+                                 f"Values here: {', '.join(present[:20])}{' ...' if len(present) > 20 else ''}")
         specs = [
             spec for spec, flat in zip(specs, resolved, strict=True)
             if all(str(flat[key]) in values for key, values in wanted.items())
@@ -96,12 +107,32 @@ def _check_writable(out: Path) -> None:
         raise UsageError(f"output folder {out} is not writable; choose another --out")
 
 
+def one_line(text: str, width: int = 90) -> str:
+    """``text`` as plain words on one line of at most ``width`` characters: reST/Markdown markup removed
+    (````x```` -> x, :class:`~a.B` -> B), cut at a word boundary with an ellipsis."""
+    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text)
+    text = re.sub(r"`+([^`]+)`+", r"\1", text).replace("**", "")
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print registered encodings, tasks, suites or experiments."""
+    """Print registered encodings, tasks, suites, experiments or metrics (without an argument: what can be listed)."""
+    if args.what is None:
+        print("pebench list WHAT, with WHAT one of:")
+        from pebench import metrics
+
+        counts = {"encodings": len(encodings.names()), "tasks": len(tasks.names()), "suites": len(SUITES),
+                  "experiments": len(load_experiments().names()), "metrics": len(metrics.RUN_METRICS)}
+        for what in LISTS:
+            print(f"  {what:12s} {counts[what]}")
+        return EXIT_OK
     if args.what == "encodings":
         for name in encodings.names():
             meta = encodings.meta(name)
-            print(f"{name:12s} {meta['kind']:8s} {meta['summary']}")
+            print(f"{name:12s} {meta['kind']:8s} {one_line(meta['summary'])}")
     elif args.what == "tasks":
         for name in tasks.names():
             task = tasks.get(name)
@@ -110,10 +141,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif args.what == "suites":
         for suite in SUITES:
             print(f"{suite:10s} {len(suite_runs(suite))} runs")
+    elif args.what == "metrics":
+        from pebench import metrics
+
+        for metric in metrics.run_metrics():
+            better = {True: "higher", False: "lower", None: "-"}[metric.higher_is_better]
+            print(f"{metric.name:26s} {better:6s} {one_line(metric.description, 80)}")
     else:
         for name, experiment in ((n, load_experiments().get(n)) for n in load_experiments().names()):
             counts = ", ".join(f"{s}={len(experiment.runs(s))}" for s in SUITES)
-            print(f"{name:22s} {counts}  {experiment.description[:70]}")
+            print(f"{name:22s} {counts}  {one_line(experiment.description, 70)}")
     return EXIT_OK
 
 
@@ -156,7 +193,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write summary CSVs, figures and tables of a results folder."""
     from pebench.report import write_report
 
-    results_dir = Path(args.results)
+    results_dir = _results_dir(args)
     out = Path(args.out) if args.out else results_dir
     _check_writable(out)
     report = write_report(results_dir, out)
@@ -185,15 +222,31 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Print the results tables of a folder to the terminal."""
     from pebench.report import tables_for
 
-    for table in tables_for(args.results, args.experiment):
+    for table in tables_for(_results_dir(args), args.experiment):
         print(table.to_text())
         print()
     return EXIT_OK
 
 
+def _results_dir(args: argparse.Namespace) -> Path:
+    """The results folder given as RESULTS or as --results (one of them, not both)."""
+    if args.results_dir and args.results and Path(args.results_dir) != Path(args.results):
+        raise UsageError(f"two results folders given ({args.results_dir} and --results {args.results}); give one")
+    folder = args.results_dir or args.results
+    if not folder:
+        raise UsageError(f"{args.command}: give the results folder, e.g. pebench {args.command} results/standard")
+    return Path(folder)
+
+
+def _add_results_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dir", nargs="?", metavar="RESULTS", help="results folder (containing raw/)")
+    parser.add_argument("--results", help="the same, as an option")
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pebench`` command."""
     parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.")
+    parser.add_argument("--version", action="version", version=f"pebench {pebench.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
                         help="import a .py file or a module that registers encodings, tasks, metrics or experiments "
@@ -201,12 +254,14 @@ def make_parser() -> argparse.ArgumentParser:
                              "loaded automatically")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("list", help="list encodings, tasks, suites or experiments")
-    p.add_argument("what", choices=["encodings", "tasks", "suites", "experiments"])
+    p = sub.add_parser("list", help="list encodings, tasks, suites, experiments or metrics")
+    p.add_argument("what", nargs="?", choices=LISTS, help="what to list (without it: the choices)")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", help="run or resume a suite")
-    p.add_argument("--suite", required=True, choices=SUITES)
+    p.add_argument("--suite", required=True, choices=SUITES,
+                   help="scale and grid: smoke (about a minute, CI), standard (the reference results), "
+                        "paper (GPU / cluster scale)")
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="only runs whose config has KEY=VALUE (VALUE may be a,b,c; repeatable)")
@@ -231,7 +286,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="write summary CSVs, figures and tables of a results folder")
-    p.add_argument("--results", required=True, help="results folder (containing raw/)")
+    _add_results_argument(p)
     p.add_argument("--out", help="output folder (default: the results folder)")
     p.set_defaults(func=cmd_report)
 
@@ -241,7 +296,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("show", help="print the results tables to the terminal")
-    p.add_argument("--results", required=True, help="results folder (containing raw/)")
+    _add_results_argument(p)
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
     p.set_defaults(func=cmd_show)
     return parser
@@ -263,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"pebench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # e.g. `pebench list tasks | head`: the reader left; no traceback (Python docs recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED_RUNS
     except (UnknownNameError, ValueError, ResultsError, FileNotFoundError) as exc:
         print(f"pebench: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return EXIT_USAGE

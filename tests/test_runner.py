@@ -318,3 +318,23 @@ def test_extra_task_joins_every_per_task_grid(capsys, tmp_path):
     assert (added.eval, added.d_model, added.n_layers) == (sibling.eval, sibling.d_model, sibling.n_layers)
     assert main(["run", "--suite", "smoke", "--task", "srot", "--dry-run"]) == 2
     assert "Did you mean 'sort'" in capsys.readouterr().err
+
+
+def test_cli_conventions(capsys):
+    """--version, python -m pebench, list without an argument, plain one-line descriptions, did-you-mean filters."""
+    import pebench
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"pebench {pebench.__version__}"
+    done = subprocess.run([sys.executable, "-m", "pebench", "--version"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"pebench {pebench.__version__}"
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(what in listed for what in ("encodings", "tasks", "suites", "experiments", "metrics"))
+    assert main(["list", "encodings"]) == 0 and main(["list", "experiments"]) == 0
+    for line in capsys.readouterr().out.splitlines():
+        assert "``" not in line and ":class:" not in line and len(line) <= 160, line
+    assert main(["run", "--suite", "smoke", "--filter", "encoding=ropee", "--dry-run"]) == 2
+    assert "Did you mean 'rope'?" in capsys.readouterr().err
+    assert main(["show"]) == 2 and "give the results folder" in capsys.readouterr().err
