@@ -558,7 +558,7 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
                 f"{task} ({arch}): best OOD token accuracy {top['encoding']} "
                 f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} "
                 f"(ID {cell['id_token_acc_mean']:.2f}, chance {cell['ood_chance_token_acc_mean']:.2f}); "
-                f"not significantly worse: {', '.join(tied) if tied else 'none'}."
+                f"not significantly worse: {', '.join(tied) if tied else 'no other encoding'}."
             )
     return out
 
