@@ -367,17 +367,35 @@ class SweepSummary:
     seconds: float
 
 
-def _progress(total: int, initial: int) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
-    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise."""
+def _progress(
+    total: int, initial: int, todo: Sequence[RunSpec] = ()
+) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
+    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise.
+
+    The time left is estimated from :func:`estimated_cost`, not from the number of runs: the longest runs
+    start first, so a count-based estimate would overstate it throughout the sweep.
+    """
     start = time.perf_counter()
     count = [initial]
+    remaining_cost = [sum(estimated_cost(spec) for spec in todo)]
+    done_cost = [0.0]
+
+    def eta(spec: RunSpec) -> float:
+        cost = estimated_cost(spec)
+        done_cost[0] += cost
+        remaining_cost[0] = max(0.0, remaining_cost[0] - cost)
+        return (time.perf_counter() - start) / done_cost[0] * remaining_cost[0] if done_cost[0] else 0.0
+
     if sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=total, initial=initial, unit="run", dynamic_ncols=True)
+        bar = tqdm(total=total, initial=initial, unit="run", dynamic_ncols=True,
+                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
 
         def update(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-            bar.set_postfix_str(f"{spec.experiment}/{spec.task}/{spec.encoding}/{spec.arch}/s{spec.seed}")
+            left = eta(spec)
+            bar.set_postfix_str(f"~{left / 60:.0f} min left; {spec.experiment}/{spec.task}/{spec.encoding}/"
+                                f"{spec.arch}/s{spec.seed}")
             bar.update(1)
             if bar.n >= total:
                 bar.close()
@@ -387,11 +405,9 @@ def _progress(total: int, initial: int) -> Callable[[RunSpec, list[dict[str, Any
     def log_line(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
         count[0] += 1
         elapsed = time.perf_counter() - start
-        done_here = count[0] - initial
-        eta = elapsed / done_here * (total - count[0]) if done_here else 0.0
         print(
             f"[{count[0]}/{total}] {spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} "
-            f"seed={spec.seed} status={rows[0].get('status')} elapsed={elapsed:.0f}s eta={eta:.0f}s",
+            f"seed={spec.seed} status={rows[0].get('status')} elapsed={elapsed:.0f}s eta={eta(spec):.0f}s",
             flush=True,
         )
 
@@ -462,7 +478,7 @@ def run_sweep(
     summary = SweepSummary(
         total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0, blocked=blocked, seconds=0.0
     )
-    callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked))
+    callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
 
     def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
         write_rows_atomic(raw_dir(out) / f"{spec.run_id}.csv", rows)
