@@ -9,7 +9,7 @@ from pebench.tasks import register
 from pebench.tasks.base import Task
 
 
-@register("even_pairs", paper="deletang2023chomsky")
+@register("even_pairs", paper="deletang2023chomsky", chomsky="regular")
 class EvenPairs(Task):
     """Parity of the number of ``01`` and ``10`` pairs in a binary string: ``0 1 1 0 -> 0``.
 

@@ -12,7 +12,7 @@ MASK = 2
 PAD = 3
 
 
-@register("missing_duplicate", paper="ruoss2023randomized")
+@register("missing_duplicate", paper="ruoss2023randomized", chomsky="context_sensitive")
 class MissingDuplicate(Task):
     """A binary string written twice with one symbol masked; output that symbol: ``0 1 1 0 0 M 1 0 -> 1``.
 

@@ -9,7 +9,7 @@ from pebench.tasks import register
 from pebench.tasks.base import SequenceTask
 
 
-@register("odds_first", paper="deletang2023chomsky")
+@register("odds_first", paper="deletang2023chomsky", chomsky="context_sensitive")
 class OddsFirst(SequenceTask):
     """Tokens at odd positions first, then even ones: ``a b c d e -> a c e b d``.
 
