@@ -134,10 +134,13 @@ def cmd_list(args: argparse.Namespace) -> int:
             meta = encodings.meta(name)
             print(f"{name:12s} {meta['kind']:8s} {one_line(meta['summary'])}")
     elif args.what == "tasks":
+        print(f"{'task':28s} {'ver':3s} {'order':16s} {'chomsky class':17s} {'lengths':9s} description")
         for name in tasks.names():
             task = tasks.get(name)
             kind = "order-dependent" if task.order_dependent else "order-invariant"
-            print(f"{name:18s} v{task.version} {kind:16s} {task.describe()[:80]}")
+            chomsky = tasks.TASKS.meta(name).get("chomsky") or "-"
+            lengths = f"{task.min_length}..{task.max_length or 'any'}"
+            print(f"{name:28s} v{task.version:<2d} {kind:16s} {chomsky:17s} {lengths:9s} {task.describe()[:70]}")
     elif args.what == "suites":
         for suite in SUITES:
             print(f"{suite:10s} {len(suite_runs(suite))} runs")

@@ -81,19 +81,25 @@ class FlipFlop(Task):
         return 0.5
 
 
+def _variant_doc(p_ignore: float, which: str) -> str:
+    """The docstring of :class:`FlipFlop` with this variant's ``p_ignore`` in its first line."""
+    first = f"Flip-flop, ``p_ignore = {p_ignore}`` ({which}): the bit written"
+    return FlipFlop.__doc__.replace("The bit written", first, 1)
+
+
 @register("flip_flop", paper="liu2023flipflop")
 class FlipFlopTrain(FlipFlop):
-    __doc__ = FlipFlop.__doc__.replace("noise,", "noise (here ``p_ignore = 0.8``, their training distribution),", 1)
+    __doc__ = _variant_doc(0.8, "Liu et al.'s training distribution")
     p_ignore = 0.8
 
 
 @register("flip_flop_sparse", paper="liu2023flipflop")
 class FlipFlopSparse(FlipFlop):
-    __doc__ = FlipFlop.__doc__.replace("noise,", "noise (here ``p_ignore = 0.98``, their sparse test set),", 1)
+    __doc__ = _variant_doc(0.98, "their sparse test set")
     p_ignore = 0.98
 
 
 @register("flip_flop_dense", paper="liu2023flipflop")
 class FlipFlopDense(FlipFlop):
-    __doc__ = FlipFlop.__doc__.replace("noise,", "noise (here ``p_ignore = 0.1``, their dense test set),", 1)
+    __doc__ = _variant_doc(0.1, "their dense test set")
     p_ignore = 0.1
