@@ -53,8 +53,8 @@ class Counting(Task):
 
     Order-dependent: only increments after the last ``set`` count. Note that
     increments are sparse (about one statement in eight), so at short lengths
-    most answers are 0 and do not change under permutation: about half of
-    the programs of length 12 have no increment of the printed variable.
+    many answers are 0 and cannot change under permutation: 58% of the
+    programs of length 12 have no increment of the printed variable.
     Chance: the answer's distribution has no simple form; the default
     Monte-Carlo estimate from 20,000 examples is used (standard error at most
     0.004). It is high at short lengths, where 0 dominates: 0.89 at ``L = 4``,
