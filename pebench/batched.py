@@ -22,6 +22,11 @@ Encodings without parameters and with the default positions (none, sinusoidal, r
 alibi and RoPE variants) are applied once to the whole (S * B) batch; encodings with parameters
 (learned, t5, fire) or sampled positions (randomized) are applied model by model, with each
 model's own encoding module, whose parameters are trained in place.
+
+Only the models' public seam is used: :meth:`~pebench.model.Transformer.positions`,
+:meth:`~pebench.model.Transformer.attention_inputs` (positions and masks of every layer) and the
+encodings' hooks. The batched forward pass is the model's, with stacked weights; it is tested equal
+to :meth:`~pebench.model.Transformer.forward` (``tests/test_batched.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench.encodings import PositionalEncoding
-from pebench.model import Transformer
+from pebench.model import AttentionInputs, Transformer
 from pebench.tasks import IGNORE, Task, render
 from pebench.train import (
     TrainConfig,
@@ -94,7 +99,7 @@ class BatchedTransformer(nn.Module):
         self.models = list(models)  # plain list: their encodings are used, their other weights are copies
         self.encodings = [model.encoding for model in models]
         self.shared_encoding = (
-            models[0]._default_positions
+            models[0].fixed_positions
             and next(models[0].encoding.parameters(), None) is None
             and _same_encoding(self.encodings)
         )
@@ -126,16 +131,26 @@ class BatchedTransformer(nn.Module):
     def positions(self, batch_size: int, length: int, device: torch.device, rng_states: list[Tensor] | None):
         """Positions of every model: one tensor (shared) or a list (per model, each from its own RNG stream)."""
         if self.shared_encoding:
-            return self.models[0]._positions(batch_size, length, device)
+            return self.models[0].positions(batch_size, length, device)
         positions = []
         for index, model in enumerate(self.models):
             if rng_states is None:
-                positions.append(model._positions(batch_size, length, device))
+                positions.append(model.positions(batch_size, length, device))
                 continue
             torch.set_rng_state(rng_states[index])
-            positions.append(model._positions(batch_size, length, device))
+            positions.append(model.positions(batch_size, length, device))
             rng_states[index] = torch.get_rng_state()
         return positions
+
+    def _stacked_mask(self, inputs: Sequence[AttentionInputs], batch_size: int) -> Tensor | None:
+        """One SDPA mask for the (S * B) batch from each model's inputs: (S * B, H, Tq, T), or the models'
+        common mask when it holds no bias (``None`` or the (Tq, T) causal mask, the same for every model)."""
+        mask = inputs[0].mask
+        if mask is None or mask.dim() == 2:
+            return mask
+        H, Tq, T = self.config.n_heads, inputs[0].q_pos.shape[-1], inputs[0].k_pos.shape[-1]
+        stacked = torch.stack([i.mask.expand(batch_size, H, Tq, T) for i in inputs])  # (S, B, H, Tq, T)
+        return stacked.view(len(inputs) * batch_size, H, Tq, T)
 
     def forward(self, tokens: Tensor, positions: Tensor | list[Tensor], outputs: int | None = None) -> Tensor:
         """Logits (S, B, T, V) of tokens (S, B, T), or of the last ``outputs`` positions (see Transformer)."""
@@ -145,44 +160,40 @@ class BatchedTransformer(nn.Module):
         x = table[torch.arange(S, device=tokens.device).view(S, 1, 1), tokens]  # (S, B, T, D)
         if self.shared_encoding:
             x = self.encodings[0].embed(x.view(S * B, T, D), positions).view(S, B * T, D)
-            mask, is_causal = self.models[0]._mask(positions, T, tokens.device)
+            every, last = self.models[0].attention_inputs(positions, outputs)
+            masks = {False: (every.mask, every.is_causal), True: (last.mask, last.is_causal)}
+            model_inputs = [(every, last)]
         else:
             x = torch.stack([enc.embed(x[s], positions[s]) for s, enc in enumerate(self.encodings)]).view(S, B * T, D)
-            masks = [model._mask(positions[s], T, tokens.device) for s, model in enumerate(self.models)]
-            is_causal = masks[0][1]
-            mask = None
-            if masks[0][0] is not None:
-                stacked = torch.stack([m.expand(B, H, T, T) for m, _ in masks])  # (S, B, H, T, T)
-                mask = stacked.view(S * B, H, T, T)
-        first = 0 if outputs is None or outputs >= T else T - outputs
+            model_inputs = [model.attention_inputs(positions[s], outputs) for s, model in enumerate(self.models)]
+            masks = {False: (self._stacked_mask([every for every, _ in model_inputs], B), model_inputs[0][0].is_causal)}
+            masks[True] = masks[False] if outputs is None or outputs >= T else (
+                self._stacked_mask([last for _, last in model_inputs], B), model_inputs[0][1].is_causal)
+        first = model_inputs[0][1].first_query  # the last block's queries: positions first .. T-1
         for layer in range(self.config.n_layers):
-            last = layer == self.config.n_layers - 1 and first > 0  # queries of the output suffix only
+            is_last = layer == self.config.n_layers - 1
             prefix = f"blocks.{layer}"
             h = self._layer_norm(x, f"{prefix}.ln_attn")
             qkv = self._linear(h, f"{prefix}.attn.qkv").view(S * B, T, 3, H, D // H)
             q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (S * B, H, T, Dh)
-            layer_mask, layer_is_causal = mask, is_causal
-            if last:
+            if is_last and first:
                 q = q[:, :, first:]  # (S * B, H, Tq, Dh)
-                if is_causal:
-                    layer_mask, layer_is_causal = self.models[0]._causal_mask(T, tokens.device)[first:], False
-                elif mask is not None:
-                    layer_mask = mask[..., first:, :]
             Tq = q.shape[2]
             if self.shared_encoding:
-                q_pos = self.models[0]._suffix(positions, first) if last else positions
-                q, k = self.encodings[0].rotate(q, k, q_pos, positions)
+                inputs = model_inputs[0][is_last]
+                q, k = self.encodings[0].rotate(q, k, inputs.q_pos, inputs.k_pos)
             else:
-                rotated = []
-                for s, enc in enumerate(self.encodings):
-                    q_pos = self.models[s]._suffix(positions[s], first) if last else positions[s]
-                    rotated.append(enc.rotate(q.view(S, B, H, Tq, -1)[s], k.view(S, B, H, T, -1)[s],
-                                              q_pos, positions[s]))
+                rotated = [
+                    enc.rotate(q.view(S, B, H, Tq, -1)[s], k.view(S, B, H, T, -1)[s],
+                               model_inputs[s][is_last].q_pos, model_inputs[s][is_last].k_pos)
+                    for s, enc in enumerate(self.encodings)
+                ]
                 q = torch.stack([r[0] for r in rotated]).view(S * B, H, Tq, -1)
                 k = torch.stack([r[1] for r in rotated]).view(S * B, H, T, -1)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=layer_mask, is_causal=layer_is_causal)
+            mask, is_causal = masks[is_last]
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (S * B, H, Tq, Dh)
             y = y.transpose(1, 2).reshape(S, B * Tq, D)  # (S, B * Tq, D)
-            if last:
+            if is_last and first:
                 x = x.view(S, B, T, D)[:, :, first:].reshape(S, B * Tq, D)
             x = x + self._linear(y, f"{prefix}.attn.proj")
             h = F.gelu(self._linear(self._layer_norm(x, f"{prefix}.ln_mlp"), f"{prefix}.mlp.0"))
@@ -269,7 +280,7 @@ def train_batched(
     lengths = length_generator(config)
     # per-model global-RNG streams (randomized positions), as train() seeds torch.manual_seed(config.seed)
     rng_states = None
-    if not models[0]._default_positions:
+    if not models[0].fixed_positions:
         with torch.random.fork_rng(devices=[]):
             rng_states = []
             for c in configs:

@@ -195,7 +195,7 @@ def equivariance_gap(
     perm = torch.randperm(tokens.shape[1], generator=torch.Generator().manual_seed(seed)).to(device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        pos = model.encoding.positions(tokens.shape[0], tokens.shape[1], device)
+        pos = model.positions(tokens.shape[0], tokens.shape[1], device)
     _, hidden = model(tokens, pos=pos, return_hidden=True)  # (N, T, D)
     _, hidden_permuted = model(tokens[:, perm], pos=pos, return_hidden=True)
     return float((hidden_permuted - hidden[:, perm]).norm() / hidden.norm())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,7 @@ from torch import Tensor
 
 from pebench import encodings, tasks
 from pebench.evaluate import evaluate
-from pebench.model import ModelConfig, Transformer
+from pebench.model import ModelConfig, Transformer, build_model
 from pebench.train import TrainConfig, train
 
 
@@ -255,11 +255,9 @@ def demo_model(encoding: str, task: str = "copy", length: int = 8, steps: int = 
     is shared, do not train it further.
     """
     task_obj = tasks.get(task)
-    torch.manual_seed(seed)
     config = ModelConfig(vocab_size=tasks.model_vocab_size(task_obj), arch="encoder", d_model=32, n_layers=1,
                          n_heads=1)
-    pe = encodings.build(encoding, d_model=32, n_heads=1, max_len=4 * length)
-    model = Transformer(config, pe)
+    model = build_model(config, encoding, max_len=4 * length, seed=seed)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny model: one thread is as fast and leaves the other cores alone
     try:
@@ -272,32 +270,14 @@ def demo_model(encoding: str, task: str = "copy", length: int = 8, steps: int = 
     return DemoModel(encoding, task, length, model, float(row["token_acc"]), float(row["seq_acc"]))
 
 
-@torch.no_grad()
 def attention_weights(model: Transformer, tokens: Tensor, layer: int = 0) -> Tensor:
     """Attention probabilities of block ``layer`` for ``tokens`` (B, T): (B, H, T, T).
 
-    Recomputed from the block's weights as ``softmax(q k^T / sqrt(Dh) + bias)``
-    with the encoding's ``embed``, ``rotate`` and ``bias`` hooks (and the
-    causal mask for a decoder), i.e. what the model's attention computes
-    (tested against its output). Default positions ``0 .. T-1``.
+    :meth:`pebench.model.Transformer.attention_weights`: ``softmax(q k^T / sqrt(Dh) + bias)``
+    with the model's own queries, keys, bias and causal mask, i.e. what its attention computes
+    (tested against its output), at the model's default positions ``0 .. T-1``.
     """
-    B, T = tokens.shape
-    encoding = model.encoding
-    pos = torch.arange(T, device=tokens.device)
-    x = encoding.embed(model.token_embedding(tokens), pos)  # (B, T, D)
-    for block in model.blocks[:layer]:
-        x = block(x, encoding, pos, *model._mask(pos, T, tokens.device))
-    attn = model.blocks[layer].attn
-    qkv = attn.qkv(model.blocks[layer].ln_attn(x)).view(B, T, 3, attn.n_heads, -1)
-    q, k, _ = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, Dh)
-    q, k = encoding.rotate(q, k, pos, pos)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, T, T)
-    bias = encoding.bias(pos, pos)
-    if bias is not None:
-        scores = scores + bias
-    if model.config.arch == "decoder":
-        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=tokens.device).triu(1), float("-inf"))
-    return scores.softmax(-1)
+    return model.attention_weights(tokens, layer)
 
 
 def demo_tokens(task: str = "copy", length: int = 8, seed: int = 1) -> Tensor:
@@ -403,23 +383,29 @@ def randomized_positions_figure(length: int = 8, max_position: int = 64, n_rows:
     return fig
 
 
+#: encoding name -> (figure function, caption) of the example on its docs page; encodings without one
+#: (e.g. ``none``, ``learned``) show no example
+EXAMPLES: dict[str, tuple[Callable[[], Figure], str]] = {
+    "sinusoidal": (sinusoidal_heatmap,
+                   "Positions 0-63 (D = 64): fast waves in the first dimensions, slow ones in the last."),
+    "rope": (rotation_property,
+             "Left: a sinusoidal pair rotating with position; right: RoPE scores of one query/key content at "
+             "every pair of positions are constant along diagonals."),
+    "xpos": (functools.partial(score_decay_figure, ("rope", "xpos")),
+             "Mean score of identical query and key content against distance: xPos damps RoPE's oscillations "
+             "at long distances."),
+    **{name: (functools.partial(bias_figure, only=only),
+              "Query x key maps over 32 positions (all bias encodings: see Concepts).")
+       for name, only in (("alibi", "ALiBi"), ("t5", "T5"), ("fire", "FIRE"))},
+    "randomized": (randomized_positions_figure,
+                   "Each training sequence of length 8 gets its own sorted random positions from [0, 64)."),
+}
+
+
 def encoding_example(name: str) -> tuple[Figure, str] | None:
-    """A small example figure for encoding ``name`` and what it shows, or ``None`` where none is useful."""
-    if name == "sinusoidal":
-        return (sinusoidal_heatmap(),
-                "Positions 0-63 (D = 64): fast waves in the first dimensions, slow ones in the last.")
-    if name == "rope":
-        return (rotation_property(),
-                "Left: a sinusoidal pair rotating with position; right: RoPE scores of one query/key content at "
-                "every pair of positions are constant along diagonals.")
-    if name == "xpos":
-        return (score_decay_figure(("rope", "xpos")),
-                "Mean score of identical query and key content against distance: xPos damps RoPE's oscillations "
-                "at long distances.")
-    if name in ("alibi", "t5", "fire"):
-        only = {"alibi": "ALiBi", "t5": "T5", "fire": "FIRE"}[name]
-        return bias_figure(only=only), "Query x key maps over 32 positions (all bias encodings: see Concepts)."
-    if name == "randomized":
-        return (randomized_positions_figure(),
-                "Each training sequence of length 8 gets its own sorted random positions from [0, 64).")
-    return None
+    """A small example figure for encoding ``name`` and what it shows, or ``None`` where none is useful
+    (see :data:`EXAMPLES`)."""
+    if name not in EXAMPLES:
+        return None
+    make, caption = EXAMPLES[name]
+    return make(), caption

@@ -8,11 +8,21 @@ The positional encoding is consulted in its three slots (see
 additive float mask given to :func:`torch.nn.functional.scaled_dot_product_attention`.
 The bias is computed once per forward pass and shared by all layers (as in
 T5 and ALiBi). The model never branches on the encoding's name.
+
+Public seam (used by :mod:`pebench.batched` and :mod:`pebench.explain`):
+:meth:`Transformer.positions` (a batch's positions),
+:meth:`Transformer.attention_inputs` (the positions and masks every attention
+layer gets, as :class:`AttentionInputs`), :meth:`Transformer.attention_weights`
+and :meth:`Attention.weights` (attention probabilities). Models are built by
+:func:`build_model`, the one factory, which gives the encoding ``causal`` from
+the architecture.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,9 +32,26 @@ from torch import Tensor, nn
 
 from pebench import encodings
 from pebench.encodings import PositionalEncoding
-from pebench.encodings.base import is_compiling
+from pebench.encodings.base import cache_key, is_compiling, with_cache_key
 
 ARCHS = ("encoder", "decoder")
+
+
+def is_causal(arch: str) -> bool:
+    """Whether ``arch`` attends causally (``decoder``); every encoding of such a model is built with ``causal=True``."""
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    return arch == "decoder"
+
+
+def check_encoding_options(options: Mapping[str, Any]) -> None:
+    """Reject encoding options that are not the user's to choose (``causal`` comes from the architecture)."""
+    if "causal" in options:
+        raise ValueError(
+            f"'causal' is not an encoding option (got causal={options['causal']!r}): it comes from the "
+            "architecture (arch='decoder' builds every encoding causal, arch='encoder' bidirectional); "
+            "remove it from the encoding options and choose the arch instead"
+        )
 
 
 @dataclass(frozen=True)
@@ -53,6 +80,11 @@ class ModelConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
+    @property
+    def causal(self) -> bool:
+        """Whether the model attends causally (a decoder); see :func:`is_causal`."""
+        return is_causal(self.arch)
+
     def to_dict(self) -> dict:
         """Flat dict of the config, for result rows."""
         return asdict(self)
@@ -63,10 +95,43 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def causal_mask(length: int, device: torch.device) -> Tensor:
-    """(T, T) float mask: 0 on and below the diagonal, -inf above."""
+def causal_mask(length: int, device: torch.device | str) -> Tensor:
+    """(T, T) float mask: 0 on and below the diagonal, -inf above. The model's only causal mask."""
     upper = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
     return torch.zeros(length, length, device=device).masked_fill(upper, float("-inf"))
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    """What an attention layer gets besides its hidden states; from :meth:`Transformer.attention_inputs`.
+
+    Queries sit at the last ``Tq`` of the ``T`` key positions (``Tq = T`` except in the last block of a
+    forward pass asked for a suffix of outputs).
+
+    Attributes:
+        q_pos: (Tq,) or (B, Tq) int64 positions of the queries (the same tensor as ``k_pos`` when Tq = T).
+        k_pos: (T,) or (B, T) int64 positions of the keys.
+        mask: additive float mask for SDPA, the encoding's bias plus the causal mask: (1, H, Tq, T),
+            (B, H, Tq, T) or (Tq, T) (causal mask only); ``None`` when there is nothing to add.
+        is_causal: SDPA's ``is_causal`` flag: causal attention given by the kernel (then ``mask`` is
+            ``None`` and Tq = T, since SDPA aligns its causal mask top-left).
+    """
+
+    q_pos: Tensor
+    k_pos: Tensor
+    mask: Tensor | None
+    is_causal: bool
+
+    @property
+    def first_query(self) -> int:
+        """Index of the first query among the T positions: ``T - Tq``."""
+        return self.k_pos.shape[-1] - self.q_pos.shape[-1]
+
+    def float_mask(self, device: torch.device | str) -> Tensor | None:
+        """The additive mask with SDPA's ``is_causal`` written out: what the scores get in every case."""
+        if self.is_causal:
+            return causal_mask(self.k_pos.shape[-1], device)
+        return self.mask
 
 
 class Attention(nn.Module):
@@ -79,28 +144,40 @@ class Attention(nn.Module):
         self.proj = nn.Linear(config.d_model, config.d_model)
         self.dropout = config.dropout
 
-    def forward(
-        self,
-        x: Tensor,
-        encoding: PositionalEncoding,
-        pos: Tensor,
-        mask: Tensor | None,
-        is_causal: bool,
-        q_pos: Tensor | None = None,
-    ) -> Tensor:
-        """Attention output (B, Tq, D); queries at every position, or only at the last ``Tq`` given ``q_pos``."""
+    def queries_keys_values(
+        self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Rotated queries (B, H, Tq, Dh) and keys (B, H, T, Dh), and values (B, H, T, Dh), of ``x`` (B, T, D)."""
         B, T, D = x.shape
         qkv = self.qkv(x).view(B, T, 3, self.n_heads, D // self.n_heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, Dh)
-        if q_pos is None:
-            q_pos = pos
-        else:
-            q = q[:, :, T - q_pos.shape[-1] :]  # (B, H, Tq, Dh)
-        q, k = encoding.rotate(q, k, q_pos, pos)
+        if inputs.first_query:
+            q = q[:, :, inputs.first_query :]  # (B, H, Tq, Dh)
+        q, k = encoding.rotate(q, k, inputs.q_pos, inputs.k_pos)
+        return q, k, v
+
+    def forward(self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
+        """Attention output (B, Tq, D) of ``x`` (B, T, D): queries at the positions ``inputs.q_pos``."""
+        B, T, D = x.shape
+        q, k, v = self.queries_keys_values(x, encoding, inputs)
         y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0
+            q, k, v, attn_mask=inputs.mask, is_causal=inputs.is_causal,
+            dropout_p=self.dropout if self.training else 0.0,
         )  # (B, H, Tq, Dh)
         return self.proj(y.transpose(1, 2).reshape(B, q.shape[2], D))
+
+    def weights(self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
+        """Attention probabilities (B, H, Tq, T) of ``x`` (B, T, D): ``softmax(q k^T / sqrt(Dh) + mask)``.
+
+        The queries and keys of :meth:`forward` (the same projection and rotation), with the mask that
+        SDPA gets written out; ``forward`` equals these weights times the values (tested).
+        """
+        q, k, _ = self.queries_keys_values(x, encoding, inputs)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, Tq, T)
+        mask = inputs.float_mask(x.device)
+        if mask is not None:
+            scores = scores + mask
+        return scores.softmax(-1)
 
 
 class Block(nn.Module):
@@ -118,19 +195,11 @@ class Block(nn.Module):
         )
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(
-        self,
-        x: Tensor,
-        encoding: PositionalEncoding,
-        pos: Tensor,
-        mask: Tensor | None,
-        is_causal: bool,
-        q_pos: Tensor | None = None,
-    ) -> Tensor:
-        """(B, T, D) -> (B, T, D), or (B, Tq, D) for the last Tq positions given their positions ``q_pos``."""
-        attended = self.attn(self.ln_attn(x), encoding, pos, mask, is_causal, q_pos)
-        if q_pos is not None:
-            x = x[:, x.shape[1] - q_pos.shape[-1] :]
+    def forward(self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
+        """(B, T, D) -> (B, Tq, D): the block's output at the query positions ``inputs.q_pos`` (the last Tq)."""
+        attended = self.attn(self.ln_attn(x), encoding, inputs)
+        if inputs.first_query:
+            x = x[:, inputs.first_query :]
         x = x + self.drop(attended)
         return x + self.drop(self.mlp(self.ln_mlp(x)))
 
@@ -141,10 +210,17 @@ class Transformer(nn.Module):
     Args:
         config: the architecture.
         encoding: a :class:`~pebench.encodings.PositionalEncoding` built for the
-            same ``d_model`` and ``n_heads``.
+            same ``d_model``, ``n_heads`` and ``causal`` (:func:`build_model` builds both).
 
     ``forward(tokens)`` returns logits (B, T, V); positions default to
-    ``encoding.positions(B, T)`` and may be given explicitly.
+    :meth:`positions` and may be given explicitly.
+
+    The model owns what it caches between steps, keyed by values, never by tensor identity:
+    its default positions (per length and device), the causal mask (per length and device) and,
+    for encodings without parameters, the final attention mask (per positions' cache key, dtype
+    and the encoding's :attr:`~pebench.encodings.base.PositionalEncoding.cache_generation`).
+    None of them holds an autograd graph. :meth:`clear_caches` empties them (done on every
+    device or dtype move).
     """
 
     def __init__(self, config: ModelConfig, encoding: PositionalEncoding) -> None:
@@ -154,6 +230,11 @@ class Transformer(nn.Module):
                 f"encoding built for d_model={encoding.d_model}, n_heads={encoding.n_heads} "
                 f"but the model has d_model={config.d_model}, n_heads={config.n_heads}"
             )
+        if encoding.causal != config.causal:
+            raise ValueError(
+                f"encoding built with causal={encoding.causal} for a model with arch={config.arch!r}; build it with "
+                f"causal={config.causal}, or build the model with pebench.model.build_model, which sets it"
+            )
         self.config = config
         self.encoding = encoding
         self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
@@ -161,9 +242,6 @@ class Transformer(nn.Module):
         self.ln_final = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size)
         self._init_weights()
-        # Per-(length, device) caches of tensors that do not change between steps
-        # (see _positions and _mask). They hold no autograd graph.
-        self._default_positions = type(encoding).positions is PositionalEncoding.positions
         self._position_cache: dict[tuple, Tensor] = {}
         self._mask_cache: dict[tuple, Any] = {}
 
@@ -182,28 +260,34 @@ class Transformer(nn.Module):
                 nn.init.zeros_(module.bias)
         nn.init.normal_(self.token_embedding.weight, std=1.0)
 
-    def _positions(self, batch_size: int, length: int, device: torch.device) -> Tensor:
-        """Default positions of a batch; ``0..T-1`` is cached per (length, device).
+    @property
+    def fixed_positions(self) -> bool:
+        """True when the positions of a batch are ``0 .. T-1`` (the encoding does not sample its own)."""
+        return type(self.encoding).positions is PositionalEncoding.positions
 
-        Reusing one tensor per length lets the encodings' caches (cos/sin tables,
-        bias buckets, keyed by the position tensor) hit on every step, not only
-        across the layers of one pass. Cached tensors are created outside
-        inference mode so training may use them after an evaluation.
+    def positions(self, batch_size: int, length: int, device: torch.device | str) -> Tensor:
+        """The positions of a batch of ``batch_size`` sequences of ``length``: (T,) or (B, T) int64.
+
+        ``0 .. T-1`` unless the encoding samples positions (:attr:`fixed_positions`). Default
+        positions carry the cache key ``("arange", T, device)``
+        (:func:`~pebench.encodings.base.with_cache_key`), so the encoding's tables derived from
+        positions (cos/sin, buckets, ...) are computed once per length for a whole run. They are
+        created outside inference mode, so training may use them after an evaluation.
         """
-        if not self._default_positions:
+        if not self.fixed_positions:
             return self.encoding.positions(batch_size, length, device)
         if is_compiling():  # traced into the graph, so that one graph serves every length
             return torch.arange(length, device=device)
-        key = (length, str(device))
+        key = ("arange", length, str(device))
         pos = self._position_cache.get(key)
-        if pos is None:
+        if pos is None or cache_key(pos) != key:  # new, or modified in place by a caller
             with torch.inference_mode(False):
-                pos = self._position_cache[key] = torch.arange(length, device=device)
+                pos = self._position_cache[key] = with_cache_key(torch.arange(length, device=device), key)
         return pos
 
     def _causal_mask(self, length: int, device: torch.device) -> Tensor:
-        """(T, T) float mask: 0 on and below the diagonal, -inf above; cached."""
-        if is_compiling():  # traced into the graph, not cached (see _positions)
+        """:func:`causal_mask`, cached per (length, device)."""
+        if is_compiling():  # traced into the graph, not cached (see positions)
             return causal_mask(length, device)
         key = ("causal", length, str(device))
         if key not in self._mask_cache:
@@ -211,40 +295,72 @@ class Transformer(nn.Module):
                 self._mask_cache[key] = causal_mask(length, device)
         return self._mask_cache[key]
 
-    def _mask(self, pos: Tensor, length: int, device: torch.device) -> tuple[Tensor | None, bool]:
-        """Float attention mask and SDPA's ``is_causal`` flag for this forward pass.
+    def _mask(self, pos: Tensor) -> tuple[Tensor | None, bool]:
+        """Float attention mask (bias + causal mask) and SDPA's ``is_causal`` flag of one forward pass.
 
-        An encoding without parameters gives the same bias for the same cached
-        positions, so its final mask (bias + causal mask, in the model's dtype)
-        is cached too, keyed by the identity and version of its buffers; a
-        learned bias (T5, FIRE) is recomputed every pass, as its graph changes.
+        An encoding without parameters gives the same bias for positions with the same cache key,
+        so its final mask (in the model's dtype) is cached; a learned bias (T5, FIRE) is recomputed
+        every pass, as its graph changes.
         """
-        causal = self.config.arch == "decoder"
-        cacheable = (
-            not is_compiling()
-            and self._default_positions
-            and self._position_cache.get((length, str(device))) is pos
-            and next(self.encoding.parameters(), None) is None
-        )
+        length, device = pos.shape[-1], pos.device
+        positions_key = cache_key(pos)
         key = None
-        if cacheable:
-            buffers = tuple((id(b), b._version) for b in self.encoding.buffers() if not b.is_inference())
-            key = ("bias", length, str(device), self.head.weight.dtype, buffers)
+        if positions_key is not None and next(self.encoding.parameters(), None) is None:
+            key = ("bias", positions_key, self.head.weight.dtype, self.encoding.cache_generation)
             if key in self._mask_cache:
                 return self._mask_cache[key]
-        with torch.inference_mode(False) if cacheable else contextlib.nullcontext():
+        with torch.inference_mode(False) if key is not None else contextlib.nullcontext():
             bias = self.encoding.bias(pos, pos)
             if bias is None:
-                mask, is_causal = None, causal
+                mask, is_causal = None, self.config.causal
             else:
                 if bias.dim() == 3:
                     bias = bias.unsqueeze(0)  # (1, H, T, T)
-                if causal:
+                if self.config.causal:
                     bias = bias + self._causal_mask(length, device)
                 mask, is_causal = bias.to(self.head.weight.dtype), False
-        if cacheable:
+        if key is not None:
             self._mask_cache[key] = (mask, is_causal)
         return mask, is_causal
+
+    def attention_inputs(self, pos: Tensor, outputs: int | None = None) -> tuple[AttentionInputs, AttentionInputs]:
+        """What the attention layers of one forward pass get: (every block but the last, the last block).
+
+        Args:
+            pos: (T,) or (B, T) positions of the sequence (e.g. from :meth:`positions`).
+            outputs: only the last ``outputs`` positions are queried in the last block (see
+                :meth:`forward`); ``None`` or ``>= T``: every position, and both items are the same.
+
+        The bias of the encoding is computed once here and shared by every layer; the causal mask is
+        the one of :func:`causal_mask`.
+        """
+        length = pos.shape[-1]
+        mask, is_causal = self._mask(pos)
+        every = AttentionInputs(q_pos=pos, k_pos=pos, mask=mask, is_causal=is_causal)
+        if outputs is None or outputs >= length:
+            return every, every
+        first = length - outputs
+        q_pos = pos[..., first:]
+        positions_key = cache_key(pos)
+        if positions_key is not None:  # a suffix of keyed positions is the same for the same key
+            q_pos = with_cache_key(q_pos, ("suffix", first, positions_key))
+        if is_causal:  # SDPA's is_causal aligns the corners top-left; a suffix of queries needs the mask
+            last_mask = self._causal_mask(length, pos.device)[first:]  # (Tq, T)
+        else:
+            last_mask = None if mask is None else mask[..., first:, :]  # (1 or B, H, Tq, T)
+        return every, AttentionInputs(q_pos=q_pos, k_pos=pos, mask=last_mask, is_causal=False)
+
+    def clear_caches(self) -> None:
+        """Forget the cached positions and masks, and the encoding's cached tables."""
+        self._position_cache.clear()
+        self._mask_cache.clear()
+        self.encoding.clear_caches()
+
+    def _apply(self, fn, recurse=True):
+        # .to() / .cuda() / .double(): the cached positions and masks live on the old device or dtype
+        self._position_cache.clear()
+        self._mask_cache.clear()
+        return super()._apply(fn, recurse)
 
     def forward(
         self, tokens: Tensor, pos: Tensor | None = None, return_hidden: bool = False, outputs: int | None = None
@@ -253,7 +369,7 @@ class Transformer(nn.Module):
 
         Args:
             tokens: (B, T) int64 token ids.
-            pos: (T,) or (B, T) int64 positions; default ``encoding.positions``.
+            pos: (T,) or (B, T) int64 positions; default :meth:`positions`.
             return_hidden: also return the final (post-LayerNorm) hidden states (B, T, D).
             outputs: only the last ``outputs`` positions' logits (and hidden states): (B, outputs, V).
                 The last block then attends from those queries only and skips its MLP and the
@@ -262,34 +378,32 @@ class Transformer(nn.Module):
         """
         B, T = tokens.shape
         if pos is None:
-            pos = self._positions(B, T, tokens.device)
+            pos = self.positions(B, T, tokens.device)
         x = self.encoding.embed(self.token_embedding(tokens), pos)  # (B, T, D)
-        mask, is_causal = self._mask(pos, T, tokens.device)
-        last_mask, last_is_causal, q_pos = mask, is_causal, None
-        if outputs is not None and outputs < T:
-            first = T - outputs
-            q_pos = self._suffix(pos, first)
-            if is_causal:  # SDPA's is_causal aligns the corners top-left; a suffix of queries needs the mask
-                last_mask, last_is_causal = self._causal_mask(T, tokens.device)[first:], False
-            elif mask is not None:
-                last_mask = mask[..., first:, :]
+        every, last = self.attention_inputs(pos, outputs)
         for index, block in enumerate(self.blocks):
-            if index == len(self.blocks) - 1 and q_pos is not None:
-                x = block(x, self.encoding, pos, last_mask, last_is_causal, q_pos)  # (B, outputs, D)
-            else:
-                x = block(x, self.encoding, pos, mask, is_causal)
+            x = block(x, self.encoding, last if index == len(self.blocks) - 1 else every)  # (B, T or outputs, D)
         hidden = self.ln_final(x)
         logits = self.head(hidden)  # (B, T or outputs, V)
         return (logits, hidden) if return_hidden else logits
 
-    def _suffix(self, pos: Tensor, first: int) -> Tensor:
-        """``pos[..., first:]``; one cached tensor per (length, first) for cached default positions."""
-        key = ("suffix", pos.shape[-1], first, str(pos.device))
-        if is_compiling() or self._position_cache.get((pos.shape[-1], str(pos.device))) is not pos:
-            return pos[..., first:]
-        if key not in self._position_cache:
-            self._position_cache[key] = pos[..., first:]
-        return self._position_cache[key]
+    @torch.no_grad()
+    def attention_weights(self, tokens: Tensor, layer: int = 0, pos: Tensor | None = None) -> Tensor:
+        """Attention probabilities (B, H, T, T) of block ``layer`` for ``tokens`` (B, T).
+
+        The blocks before ``layer`` run as in :meth:`forward`; block ``layer``'s
+        :meth:`Attention.weights` then gives ``softmax(q k^T / sqrt(Dh) + bias + causal mask)``.
+        Positions default to :meth:`positions`. For inspection (teaching figures): no gradient.
+        """
+        B, T = tokens.shape
+        if pos is None:
+            pos = self.positions(B, T, tokens.device)
+        x = self.encoding.embed(self.token_embedding(tokens), pos)  # (B, T, D)
+        every, _ = self.attention_inputs(pos)
+        for block in self.blocks[:layer]:
+            x = block(x, self.encoding, every)
+        block = self.blocks[layer]
+        return block.attn.weights(block.ln_attn(x), self.encoding, every)
 
     def num_parameters(self) -> int:
         """Number of trainable parameters, the encoding's included."""
@@ -303,20 +417,26 @@ class Transformer(nn.Module):
 def build_model(
     config: ModelConfig, encoding: str, *, max_len: int, seed: int | None = None, **options: Any
 ) -> Transformer:
-    """The one factory of pebench models: the runner, seed-batched training, the throughput benchmark and
-    the tests all build their models here.
+    """The one factory of pebench models: the runner, seed-batched training, the teaching figures, the
+    throughput benchmark and the tests all build their models here.
 
     Args:
-        config: the architecture; ``causal`` is given to the encoding from ``config.arch``
-            (``decoder`` -> causal), never inferred elsewhere.
+        config: the architecture; the encoding is built with ``causal=config.causal`` (a decoder is
+            causal), also through wrappers such as ``randomized:t5``.
         encoding: a registered encoding name (``randomized:<base>`` for wrappers).
         max_len: positions the encoding must support (from the training configuration).
-        seed: if given, ``torch.manual_seed(seed)`` before the encoding and the model are initialised.
-        **options: the encoding's options (see :func:`pebench.encodings.options`).
+        seed: if given, ``torch.manual_seed(seed)`` first; the encoding is then initialised before
+            the rest of the model (the order every reference result was made with).
+        **options: the encoding's options (see :func:`pebench.encodings.options`); ``causal`` is not
+            one (:func:`check_encoding_options`).
+
+    Raises:
+        ValueError: ``causal`` among the options, an unknown option, or an impossible configuration.
     """
+    check_encoding_options(options)
     if seed is not None:
         torch.manual_seed(seed)
-    if "causal" in encodings.options(encoding) and "causal" not in options:
-        options["causal"] = config.arch == "decoder"
-    pe = encodings.build(encoding, d_model=config.d_model, n_heads=config.n_heads, max_len=max_len, **options)
+    pe = encodings.build(
+        encoding, d_model=config.d_model, n_heads=config.n_heads, max_len=max_len, causal=config.causal, **options
+    )
     return Transformer(config, pe)

@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 import pebench
-from pebench import encodings, tasks
+from pebench import tasks
 from pebench.batched import train_batched
 from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
@@ -48,14 +48,6 @@ EXECUTORS = ("serial", "processes", "dask")
 
 
 # --------------------------------------------------------------------------- one run
-
-
-def build_encoding(spec: RunSpec, **overrides: Any) -> encodings.PositionalEncoding:
-    """The encoding of ``spec`` with :meth:`~pebench.experiment.RunSpec.build_options`."""
-    return encodings.build(
-        spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(),
-        **spec.build_options(**overrides),
-    )
 
 
 def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:

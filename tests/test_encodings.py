@@ -11,6 +11,7 @@ import torch
 
 from pebench import encodings
 from pebench.encodings.alibi import alibi_slopes
+from pebench.encodings.base import PositionalEncoding, PositionCache, cache_key, with_cache_key
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.registry import UnknownNameError
 
@@ -220,15 +221,56 @@ def test_rope_keeps_the_dtype_of_q_and_k():
 def test_rope_cache_is_exact_and_follows_new_positions():
     pe = build("rope")
     q, k = qk()
-    pos = torch.arange(6)
+    pos = with_cache_key(torch.arange(6), ("arange", 6, "cpu"))
     first = pe.rotate(q, k, pos, pos)[0]
-    again = pe.rotate(q, k, pos, pos)[0]  # cached
-    torch.testing.assert_close(first, again, atol=0, rtol=0)
-    pos += 5  # in place: the cache must notice
+    other = with_cache_key(torch.arange(6), ("arange", 6, "cpu"))  # another tensor with the key: cached tables
+    torch.testing.assert_close(pe.rotate(q, k, other, other)[0], first, atol=0, rtol=0)
+    pos += 5  # in place: the key lapses
+    assert cache_key(pos) is None
     torch.testing.assert_close(pe.rotate(q, k, pos, pos)[0], build("rope").rotate(q, k, pos, pos)[0])
-    with torch.inference_mode():  # inference tensors have no version counter: computed, not cached
-        inference_pos = torch.arange(6)
+    with torch.inference_mode():  # inference tensors have no version counter: never keyed, never cached
+        inference_pos = with_cache_key(torch.arange(6), ("arange", 6, "cpu"))
+        assert cache_key(inference_pos) is None
         torch.testing.assert_close(pe.rotate(q, k, inference_pos, inference_pos)[0], first)
+
+
+def test_position_cache_is_keyed_by_cache_keys_and_inference_mode():
+    cache, calls = PositionCache(size=2), []
+
+    def compute(pos):
+        calls.append(pos)
+        return pos * 2
+
+    a = with_cache_key(torch.arange(3), "a")
+    assert torch.equal(cache.get(a, compute), torch.arange(3) * 2)
+    cache.get(with_cache_key(torch.arange(3), "a"), compute)  # same key, another tensor: a hit
+    assert len(calls) == 1
+    cache.get(torch.arange(3), compute)  # no key: computed every time
+    cache.get(torch.arange(3), compute)
+    assert len(calls) == 3
+    with torch.inference_mode():
+        cache.get(a, compute)  # an entry computed in inference mode is kept apart
+    assert len(calls) == 4
+    b = with_cache_key(torch.arange(4), "b")
+    cache.get((a, b), lambda pair: compute(pair[1]))  # pairs of positions are keyed by both keys
+    cache.get((b, a), lambda pair: compute(pair[1]))
+    assert len(calls) == 6 and len(cache._entries) == 2  # size 2: the oldest entries went
+    cache.clear()
+    cache.get(a, compute)
+    assert len(calls) == 7
+
+
+def test_encoding_caches_are_cleared_by_moves_and_loads():
+    pe = build("randomized:rope")
+    generations = [pe.cache_generation, pe.inner.cache_generation]
+    pe.double()
+    pe.load_state_dict(pe.state_dict())
+    assert pe.cache_generation == generations[0] + 2 and pe.inner.cache_generation >= generations[1] + 2
+    pos = with_cache_key(torch.arange(5), "p")
+    pe.inner.cos_sin(pos)
+    assert len(pe.inner._cache._entries) == 1
+    pe.clear_caches()  # also the wrapped encoding's
+    assert len(pe.inner._cache._entries) == 0
 
 
 # ---------------------------------------------------------------- alibi
@@ -522,45 +564,165 @@ def test_wrapper_syntax_errors():
         build("randomized:randomized:rope")
 
 
-# ---------------------------------------------------------------- every encoding
+# ---------------------------------------------------------------- every encoding (the contract)
+#
+# Parametrised over the registry, so every new encoding file or plugin gets these tests: every
+# registered encoding, and every wrapper around every other encoding.
+
+
+def plain_encodings() -> list[str]:
+    return [name for name in encodings.names() if encodings.meta(name)["kind"] != "wrapper"]
 
 
 def every_encoding() -> list[str]:
-    names = []
-    for name in encodings.names():
-        if encodings.meta(name)["kind"] == "wrapper":
-            names += [f"{name}:{base}" for base in ("sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "fire")]
-        else:
-            names.append(name)
-    return names
+    wrappers = [name for name in encodings.names() if encodings.meta(name)["kind"] == "wrapper"]
+    return plain_encodings() + [f"{wrapper}:{base}" for wrapper in wrappers for base in plain_encodings()]
+
+
+def slot(name: str) -> str:
+    """The slot an encoding uses: its own kind, or that of the encoding it wraps."""
+    return encodings.meta(name.split(":")[-1])["kind"]
+
+
+def hook_inputs(batched: bool, T: int = 7, B: int = 2):
+    pos = torch.arange(5, 5 + T)  # offset positions
+    if batched:
+        pos = torch.stack((pos, pos + 3))
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(B, T, D_MODEL, generator=generator)
+    q, k = qk(batch=B, length=T)
+    return x, q, k, pos
+
+
+def hook_outputs(pe, x, q, k, pos):
+    with torch.no_grad():
+        return [pe.embed(x, pos), *pe.rotate(q, k, pos, pos), pe.bias(pos, pos)]
+
+
+def assert_same_outputs(first, second):
+    for a, b in zip(first, second, strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
 
 
 @pytest.mark.parametrize("name", every_encoding())
 @pytest.mark.parametrize("batched", [False, True])
-def test_hooks_have_the_documented_shapes(name, batched):
-    pe = build(name)
-    B, T = 2, 7
-    pos = torch.arange(5, 5 + T)  # offset positions
-    if batched:
-        pos = torch.stack((pos, pos + 3))
-    x = torch.randn(B, T, D_MODEL)
-    embedded = pe.embed(x, pos)
-    assert embedded.shape == x.shape and torch.isfinite(embedded).all()
-    q, k = qk(batch=B, length=T)
-    q_out, k_out = pe.rotate(q, k, pos, pos)
-    assert q_out.shape == q.shape and k_out.shape == k.shape and q_out.dtype == q.dtype
-    bias = pe.bias(pos, pos)
-    if encodings.meta(name)["kind"] == "bias" or name.split(":")[-1] in ("alibi", "t5", "fire"):
+@pytest.mark.parametrize("causal", [False, True])
+def test_hooks_have_the_documented_shapes_and_are_identities_where_unused(name, batched, causal):
+    pe = build(name, causal=causal)
+    x, q, k, pos = hook_inputs(batched)
+    B, T = x.shape[:2]
+    embedded, q_out, k_out, bias = hook_outputs(pe, x, q, k, pos)
+    assert embedded.shape == x.shape and embedded.dtype == x.dtype and torch.isfinite(embedded).all()
+    assert q_out.shape == q.shape and k_out.shape == k.shape and q_out.dtype == k_out.dtype == q.dtype
+    kind = slot(name)
+    if kind != "input":
+        assert torch.equal(embedded, x)
+    if kind != "rotary":
+        assert torch.equal(q_out, q) and torch.equal(k_out, k)
+    if kind == "bias":
         assert bias.shape == ((B, N_HEADS, T, T) if batched else (N_HEADS, T, T))
         assert bias.dtype == torch.float32 and torch.isfinite(bias).all()
     else:
         assert bias is None
 
 
-@pytest.mark.parametrize("name", [n for n in every_encoding() if encodings.meta(n)["kind"] != "wrapper"])
-def test_default_positions_are_arange(name):
+@pytest.mark.parametrize("name", every_encoding())
+@pytest.mark.parametrize("causal", [False, True])
+def test_causal_is_given_to_every_encoding_and_passed_on_by_wrappers(name, causal):
+    pe = build(name, causal=causal)
+    modules = [m for m in pe.modules() if isinstance(m, PositionalEncoding)]
+    assert modules and all(m.causal is causal for m in modules)
+    assert f"causal={causal}" in repr(pe)
+    assert "causal" not in encodings.options(name)  # it comes from the architecture, not from the user
+
+
+@pytest.mark.parametrize("name", every_encoding())
+def test_build_is_deterministic_under_a_seed(name):
+    x, q, k, pos = hook_inputs(batched=False)
+    built = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        built.append(build(name))
+    a, b = built
+    assert a.state_dict().keys() == b.state_dict().keys()
+    assert all(torch.equal(a.state_dict()[key], b.state_dict()[key]) for key in a.state_dict())
+    assert_same_outputs(hook_outputs(a, x, q, k, pos), hook_outputs(b, x, q, k, pos))
+
+
+@pytest.mark.parametrize("name", every_encoding())
+def test_defaults_are_the_options_and_state_round_trips(name):
+    x, q, k, pos = hook_inputs(batched=True)
+    torch.manual_seed(0)
+    default = build(name)
+    torch.manual_seed(0)
+    explicit = build(name, **encodings.options(name))  # every option at its listed default: the same encoding
+    assert repr(explicit) == repr(default)
+    assert_same_outputs(hook_outputs(default, x, q, k, pos), hook_outputs(explicit, x, q, k, pos))
+    torch.manual_seed(1)
+    other = build(name)
+    other.load_state_dict(default.state_dict())  # a trained encoding's state loads into a fresh build
+    assert_same_outputs(hook_outputs(default, x, q, k, pos), hook_outputs(other, x, q, k, pos))
+
+
+@pytest.mark.parametrize("name", every_encoding())
+def test_metadata_matches_the_module(name):
+    meta = encodings.meta(name)
+    assert meta["kind"] in encodings.KINDS and meta["summary"]
     pe = build(name)
-    assert torch.equal(pe.positions(2, 6, "cpu"), torch.arange(6))
+    assert bool(list(pe.parameters())) == meta["has_parameters"]
+    if not meta["has_parameters"]:
+        assert pe.state_dict() == {}  # e.g. RoPE's frequencies: a model trained with one loads into a variant
+
+
+@pytest.mark.parametrize("name", every_encoding())
+def test_unknown_options_and_causal_options_are_rejected(name):
+    with pytest.raises(ValueError, match=r"no option\(s\) no_such_option.*valid options"):
+        build(name, no_such_option=1)
+    base, _, inner = name.partition(":")
+    if inner:
+        with pytest.raises(ValueError, match="causal.*architecture"):
+            build(name, base_options={"causal": True})
+
+
+@pytest.mark.parametrize("name", every_encoding())
+def test_positions_are_sorted_int64_and_arange_unless_sampled(name):
+    pe = build(name).train()
+    pos = pe.positions(3, 6, "cpu")
+    assert pos.dtype == torch.int64 and pos.shape[-1] == 6 and pos.shape in ((6,), (3, 6))
+    assert torch.all(pos[..., 1:] > pos[..., :-1]) and pos.min() >= 0
+    if type(pe).positions is PositionalEncoding.positions:
+        assert torch.equal(pos, torch.arange(6))
+
+
+@pytest.mark.parametrize("name", every_encoding())
+@pytest.mark.parametrize("batched", [False, True])
+def test_cached_tables_equal_computed_ones(name, batched):
+    """Positions with a cache key (the model's default positions and their suffixes) give exactly what the
+    same positions without a key give: caches never change values, also when read a second time."""
+    pe = build(name)
+    x, q, k, plain = hook_inputs(batched)
+    expected = hook_outputs(pe, x, q, k, plain)
+    for _ in range(2):
+        keyed = with_cache_key(plain.clone(), ("positions", batched))
+        assert_same_outputs(hook_outputs(pe, x, q, k, keyed), expected)
+    suffix = with_cache_key(plain[..., 3:].clone(), ("suffix", batched))
+    keyed = with_cache_key(plain.clone(), ("positions", batched))
+    with torch.no_grad():
+        rotated = pe.rotate(q[..., 3:, :], k, suffix, keyed)
+        bias = pe.bias(suffix, keyed)
+        assert_same_outputs([*rotated, bias], [*pe.rotate(q[..., 3:, :], k, plain[..., 3:], plain),
+                                               pe.bias(plain[..., 3:], plain)])
+
+
+def test_encodings_must_accept_causal(monkeypatch):
+    class Old(PositionalEncoding):
+        def __init__(self, d_model: int, n_heads: int, max_len: int, *, width: int = 1) -> None:
+            super().__init__(d_model, n_heads, max_len)
+
+    lookup = encodings.ENCODINGS.get  # a lookup that knows Old, instead of a registration that would stay
+    monkeypatch.setattr(encodings.ENCODINGS, "get", lambda name: Old if name == "old" else lookup(name))
+    with pytest.raises(TypeError, match=r"must accept the keyword argument 'causal.*causal=causal\)"):
+        build("old")
 
 
 @pytest.mark.parametrize("name", ["alibi", "t5"])
@@ -568,13 +730,6 @@ def test_relative_biases_ignore_a_common_offset(name):
     pe = build(name)
     pos = torch.arange(9)
     torch.testing.assert_close(pe.bias(pos + 40, pos + 40), pe.bias(pos, pos))
-
-
-def test_parameter_free_encodings_have_no_state():
-    for name, meta in ((n, encodings.meta(n)) for n in encodings.names()):
-        if not meta["has_parameters"] and meta["kind"] != "wrapper":
-            pe = build(name)
-            assert not list(pe.parameters()) and pe.state_dict() == {}, name
 
 
 def test_every_paper_key_is_in_the_bibliography():

@@ -10,6 +10,7 @@ import torch
 from matplotlib.figure import Figure
 
 from pebench import encodings, explain
+from pebench.encodings.t5 import relative_position_bucket
 
 FIGURES = [
     explain.sinusoidal_heatmap,
@@ -32,12 +33,43 @@ def test_figure_renders(make):
     assert buffer.tell() > 1000
 
 
+def drawn(fig: Figure) -> int:
+    """Number of data artists (images, lines, point collections) on the figure's axes."""
+    return sum(len(ax.images) + len(ax.lines) + len(ax.collections) for ax in fig.axes)
+
+
 @pytest.mark.parametrize("name", encodings.names())
 def test_encoding_example(name):
     example = explain.encoding_example(name)
-    if example is not None:
-        fig, caption = example
-        assert isinstance(fig, Figure) and caption
+    if name not in explain.EXAMPLES:
+        assert example is None  # no example figure: the encoding page shows none
+        return
+    fig, caption = example
+    assert isinstance(fig, Figure) and drawn(fig) > 0
+    assert caption.endswith(".") and len(caption) > 30
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="svg")
+    assert buffer.tell() > 1000
+
+
+def test_examples_are_of_registered_encodings():
+    assert set(explain.EXAMPLES) <= set(encodings.names())
+    assert {"sinusoidal", "rope", "alibi", "t5", "fire", "randomized"} <= set(explain.EXAMPLES)
+
+
+def test_bias_figure_shows_the_encodings_biases():
+    matrices = explain.bias_matrices(n_positions=16, n_heads=4)
+    titles = list(matrices)
+    alibi = encodings.build("alibi", d_model=32, n_heads=4, max_len=16)
+    pos = torch.arange(16)
+    torch.testing.assert_close(matrices[titles[0]], alibi.bias(pos, pos)[0])
+    torch.testing.assert_close(matrices[titles[1]], alibi.bias(pos, pos)[-1])
+    buckets = matrices[titles[2]]
+    assert torch.equal(buckets, relative_position_bucket(pos[None, :] - pos[:, None], causal=False).float())
+    fire = matrices[titles[3]]
+    assert float(fire.min()) >= 0 and float(fire.max()) <= 1 + 1e-6 and torch.all(fire.diagonal() == 0)
+    for only, panels in (("ALiBi", 2), ("T5", 1), ("FIRE", 1)):
+        assert len(explain.bias_figure(only=only).axes) == 2 * panels  # each panel with its colorbar
 
 
 def test_sinusoidal_shift_is_a_rotation():
@@ -73,12 +105,14 @@ def test_attention_weights_match_the_model():
     torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
     block = model.blocks[0]
     with torch.no_grad():
-        pos = torch.arange(tokens.shape[1])
+        pos = model.positions(1, tokens.shape[1], "cpu")
+        inputs, _ = model.attention_inputs(pos)
         x = block.ln_attn(model.encoding.embed(model.token_embedding(tokens), pos))
         B, T, D = x.shape
-        v = block.attn.qkv(x).view(B, T, 3, block.attn.n_heads, -1)[:, :, 2].transpose(1, 2)  # (B, H, T, Dh)
+        _, _, v = block.attn.queries_keys_values(x, model.encoding, inputs)  # (B, H, T, Dh)
         mine = block.attn.proj((weights @ v).transpose(1, 2).reshape(B, T, D))
-        theirs = block.attn(x, model.encoding, pos, None, False)
+        theirs = block.attn(x, model.encoding, inputs)
+    # SDPA against an explicit softmax of the same scores: float rounding only
     torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-4)
 
 

@@ -100,17 +100,19 @@ def meta(name: str) -> dict[str, Any]:
 
 
 def options(name: str) -> dict[str, Any]:
-    """The keyword options of encoding ``name`` and their defaults."""
+    """The keyword options of encoding ``name`` and their defaults.
+
+    ``causal`` is not one: it comes from the model's architecture (see :func:`build`).
+    """
     cls = ENCODINGS.get(name.partition(":")[0])
     params = inspect.signature(cls.__init__).parameters
-    return {
-        key: p.default
-        for key, p in params.items()
-        if key not in ("self", "d_model", "n_heads", "max_len", "base") and p.kind is p.KEYWORD_ONLY
-    }
+    not_options = ("self", "d_model", "n_heads", "max_len", "base", "causal")
+    return {key: p.default for key, p in params.items() if key not in not_options and p.kind is p.KEYWORD_ONLY}
 
 
-def build(name: str, *, d_model: int, n_heads: int, max_len: int, **opts: Any) -> PositionalEncoding:
+def build(
+    name: str, *, d_model: int, n_heads: int, max_len: int, causal: bool = False, **opts: Any
+) -> PositionalEncoding:
     """Build the encoding registered as ``name``.
 
     Args:
@@ -119,15 +121,25 @@ def build(name: str, *, d_model: int, n_heads: int, max_len: int, **opts: Any) -
         d_model: model width.
         n_heads: attention heads.
         max_len: positions the encoding must support at construction.
+        causal: whether the model attends causally (a decoder). Given to every
+            encoding's constructor (wrappers pass it on to what they wrap);
+            :func:`pebench.model.build_model` sets it from the architecture.
         **opts: encoding-specific options (see :func:`options`).
 
     Raises:
         UnknownNameError: unknown name (the message suggests close names).
         ValueError: an unknown option or an impossible configuration; the
             message says what to change.
+        TypeError: the encoding's constructor does not accept ``causal``.
     """
     base, sep, inner = name.partition(":")
     cls = ENCODINGS.get(base)
+    params = inspect.signature(cls.__init__).parameters
+    if "causal" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise TypeError(
+            f"encoding {base!r} ({cls.__module__}.{cls.__qualname__}) must accept the keyword argument "
+            f"'causal: bool = False' and pass it on: super().__init__(d_model, n_heads, max_len, causal=causal)"
+        )
     valid = options(base)
     unknown = sorted(set(opts) - set(valid))
     if unknown:
@@ -136,12 +148,12 @@ def build(name: str, *, d_model: int, n_heads: int, max_len: int, **opts: Any) -
             f"valid options: {', '.join(f'{k}={v!r}' for k, v in valid.items()) or 'none'}"
         )
     if sep:
-        if "base" not in inspect.signature(cls.__init__).parameters:
+        if "base" not in params:
             raise ValueError(f"encoding {base!r} does not wrap another encoding; use {base!r} without ':'")
-        return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, base=inner, **opts)
-    if "base" in inspect.signature(cls.__init__).parameters:
+        return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, base=inner, causal=causal, **opts)
+    if "base" in params:
         raise ValueError(f"encoding {base!r} wraps another encoding; write it as '{base}:<base>', e.g. '{base}:rope'")
-    return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, **opts)
+    return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, causal=causal, **opts)
 
 
 _import_all()

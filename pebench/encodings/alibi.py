@@ -64,7 +64,7 @@ class ALiBi(PositionalEncoding):
         d_model: model width D.
         n_heads: heads H (one slope each).
         max_len: unused: the bias is defined for every distance.
-        causal: see above.
+        causal: see above; from the model's architecture (a decoder is causal).
         past_offset: see above.
 
     Shapes:
@@ -74,11 +74,10 @@ class ALiBi(PositionalEncoding):
     def __init__(
         self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, past_offset: float = 0.0
     ) -> None:
-        super().__init__(d_model, n_heads, max_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         if causal and past_offset:
             raise ValueError("alibi past_offset breaks the symmetry of the bidirectional bias; "
                              "it has no effect with causal=True, so leave it at 0")
-        self.causal = causal
         self.past_offset = past_offset
         self.register_buffer("slopes", torch.tensor(alibi_slopes(n_heads), dtype=torch.float32), persistent=False)
 
@@ -91,4 +90,4 @@ class ALiBi(PositionalEncoding):
         return -self.slopes.view(-1, 1, 1) * distance.unsqueeze(-3)  # (H, Tq, Tk) or (B, H, Tq, Tk)
 
     def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, causal={self.causal}, past_offset={self.past_offset}"
+        return f"{super().extra_repr()}, past_offset={self.past_offset}"

@@ -17,11 +17,22 @@ Positions are always explicit integer tensors, so wrappers (randomized
 positions, RoPE scaling) change positions or frequencies without touching the
 model. :meth:`PositionalEncoding.positions` is what the model calls to get the
 positions of a batch; only position-sampling wrappers override it.
+
+Every encoding is built with ``causal`` (from the model's architecture: a
+decoder is causal), stored as :attr:`PositionalEncoding.causal`; wrappers pass
+it on to the encoding they wrap.
+
+Caching: a position tensor may carry a *cache key* (:func:`with_cache_key`),
+the promise that every tensor with that key holds the same positions. The
+model gives its default positions ``0 .. T-1`` such a key, so tables computed
+from positions only (:class:`PositionCache`) are computed once per length for
+a whole run. Tensors without a key (explicit positions, sampled positions) are
+never cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 import torch
@@ -39,12 +50,23 @@ class PositionalEncoding(nn.Module):
         max_len: largest number of positions the encoding must support at
             construction time (only tables of fixed size, such as ``learned``,
             are limited by it).
+        causal: whether the model attends causally (a decoder); encodings
+            whose definition differs for causal attention (T5 buckets, ALiBi,
+            FIRE) read it, wrappers pass it on. It comes from the model's
+            architecture (:func:`pebench.model.build_model`), never from
+            user options. Every subclass accepts it as a keyword and passes
+            it to this constructor.
+
+    Subclasses that cache tables derived from positions keep them in
+    :class:`PositionCache` attributes; :meth:`clear_caches` empties them, and
+    runs on every device or dtype move (``to``, ``cuda``, ``double``) and after
+    ``load_state_dict``. Call it after changing a buffer in place.
     """
 
     #: registry name, set by :func:`pebench.encodings.register`
     name: str = "base"
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int) -> None:
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
         super().__init__()
         if d_model <= 0 or n_heads <= 0 or max_len <= 0:
             raise ValueError(
@@ -58,6 +80,24 @@ class PositionalEncoding(nn.Module):
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.max_len = max_len
+        self.causal = causal
+        #: incremented by :meth:`clear_caches`; the model keys what it caches from this encoding by it
+        self.cache_generation = 0
+        self.register_load_state_dict_post_hook(_clear_after_load)
+
+    def clear_caches(self) -> None:
+        """Forget every table cached from positions, here and in wrapped encodings."""
+        for module in self.modules():
+            if isinstance(module, PositionalEncoding):
+                module.cache_generation += 1
+                for value in vars(module).values():
+                    if isinstance(value, PositionCache):
+                        value.clear()
+
+    def _apply(self, fn, recurse=True):
+        # .to() / .cuda() / .double() replace the buffers cached tables were computed from
+        self.clear_caches()
+        return super()._apply(fn, recurse)
 
     def positions(self, batch_size: int, length: int, device: torch.device | str) -> Tensor:
         """Positions of a batch: ``(T,)`` or ``(B, T)`` int64. Default ``0..T-1``."""
@@ -76,7 +116,12 @@ class PositionalEncoding(nn.Module):
         return None
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}"
+
+
+def _clear_after_load(module: PositionalEncoding, incompatible_keys: Any) -> None:
+    """``load_state_dict`` post-hook: loaded buffers invalidate what was cached from them."""
+    module.clear_caches()
 
 
 def relative_distance(q_pos: Tensor, k_pos: Tensor) -> Tensor:
@@ -94,37 +139,78 @@ def is_compiling() -> bool:
     return bool(query()) if query is not None else False
 
 
-class PositionCache:
-    """Remembers what an encoding computed for the most recent position tensors.
+_CACHE_KEY = "_pebench_cache_key"
 
-    Every layer of one forward pass uses the same position tensors, and the
-    model reuses one position tensor per length (``Transformer._positions``),
-    so tables derived from positions only (RoPE/xPos cos and sin, sinusoidal
-    tables, T5 buckets, the learned table's range check) are computed once per
-    length for a whole training run instead of once per layer and step.
-    Entries are keyed by the identity and in-place version of the position
-    tensor (and by inference mode); the cache holds a reference to the tensor,
-    so its identity cannot be reused while cached. Inference tensors have no
-    version counter, so they are never cached. Only for values that carry no
-    autograd graph. Bypassed while ``torch.compile`` traces (:func:`is_compiling`).
+
+def with_cache_key(pos: Tensor, key: Hashable) -> Tensor:
+    """Give the position tensor ``pos`` a cache key and return it.
+
+    The key is a promise: every tensor carrying ``key`` holds the same
+    positions, so a :class:`PositionCache` may reuse what it computed for any
+    of them. The model gives its default positions ``0 .. T-1`` the key
+    ``("arange", T, device)`` (:meth:`pebench.model.Transformer.positions`),
+    and a suffix of keyed positions a key derived from it. The key lapses if
+    ``pos`` is modified in place. Inference tensors (no version counter) and
+    tensors traced by ``torch.compile`` get no key.
+    """
+    if not pos.is_inference() and not is_compiling():
+        setattr(pos, _CACHE_KEY, (key, pos._version))
+    return pos
+
+
+def cache_key(pos: Tensor) -> Hashable | None:
+    """The cache key given to ``pos`` by :func:`with_cache_key`, or ``None`` (also after an in-place change)."""
+    if is_compiling():
+        return None
+    entry = getattr(pos, _CACHE_KEY, None)
+    if entry is None:
+        return None
+    key, version = entry
+    return key if pos._version == version else None
+
+
+class PositionCache:
+    """Tables an encoding computed from positions only, reused for positions with the same cache key.
+
+    Every layer of a forward pass, and every step of a run, gets position
+    tensors with the same :func:`cache_key` for one length (the model's
+    default positions), so tables derived from positions only (RoPE/xPos
+    cos and sin, sinusoidal tables, T5 buckets, the learned table's range
+    check) are computed once per length for a whole training run instead of
+    once per layer and step. Entries are keyed by the positions' cache keys
+    and by inference mode (an inference tensor cannot join autograd later);
+    positions without a key are computed every time. Only for values that
+    carry no autograd graph and depend on nothing but the positions and the
+    encoding's buffers (:meth:`PositionalEncoding.clear_caches` empties the
+    cache when those change). Bypassed while ``torch.compile`` traces
+    (:func:`is_compiling`): a Python cache would make dynamo guard on its
+    contents and recompile for every new length.
     """
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self._entries: list[tuple[Tensor, tuple[int, bool], Any]] = []
+        self._entries: dict[Hashable, Any] = {}
 
-    def get(self, pos: Tensor, compute: Callable[[Tensor], Value]) -> Value:
-        # under torch.compile the computation is traced into the graph instead: a Python cache
-        # would make dynamo guard on its contents and recompile for every new length
-        if pos.is_inference() or is_compiling():
-            return compute(pos)
-        key = (pos._version, torch.is_inference_mode_enabled())
-        for cached_pos, cached_key, value in self._entries:
-            if cached_pos is pos and cached_key == key:
-                return value
-        value = compute(pos)
-        self._entries = [(pos, key, value), *self._entries[: self.size - 1]]
+    def get(self, positions: Tensor | tuple[Tensor, ...], compute: Callable[..., Value]) -> Value:
+        """``compute(positions)``, cached when every position tensor has a cache key.
+
+        Args:
+            positions: one position tensor, or a tuple of them (e.g. ``(q_pos, k_pos)``).
+            compute: the function of ``positions`` to cache.
+        """
+        group = positions if isinstance(positions, tuple) else (positions,)
+        keys = tuple(cache_key(pos) for pos in group)
+        if any(key is None for key in keys):
+            return compute(positions)
+        key = (keys, torch.is_inference_mode_enabled())
+        if key in self._entries:
+            return self._entries[key]
+        value = compute(positions)
+        if len(self._entries) >= self.size:
+            del self._entries[next(iter(self._entries))]  # the oldest entry
+        self._entries[key] = value
         return value
 
     def clear(self) -> None:
-        self._entries = []
+        """Forget every entry."""
+        self._entries = {}

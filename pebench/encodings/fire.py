@@ -53,7 +53,7 @@ class FIRE(PositionalEncoding):
         mlp_width: hidden width of f_theta (32 in the paper).
         init_c: initial c (0.1 in the reference).
         init_threshold: L0 (default ``max_len``; 512 in the reference).
-        causal: see above.
+        causal: see above; from the model's architecture (a decoder is causal).
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
@@ -72,12 +72,11 @@ class FIRE(PositionalEncoding):
         init_threshold: float | None = None,
         causal: bool = False,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         init_threshold = float(max_len) if init_threshold is None else init_threshold
         if mlp_width <= 0 or init_c <= 0 or init_threshold <= 0:
             raise ValueError(f"fire needs mlp_width, init_c and init_threshold > 0; got {mlp_width}, {init_c}, "
                              f"{init_threshold}")
-        self.causal = causal
         self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, n_heads))
         self.c = nn.Parameter(torch.tensor(float(init_c)))
         self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))
@@ -95,5 +94,3 @@ class FIRE(PositionalEncoding):
         normalized = self.psi(distance) / (self.psi(normalizer) + self.eps)  # in [0, 1] when 0 <= j <= i
         return self.mlp(normalized.unsqueeze(-1)).movedim(-1, -3).to(torch.float32)  # (H, Tq, Tk) or (B, H, Tq, Tk)
 
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, causal={self.causal}"

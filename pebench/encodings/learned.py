@@ -32,14 +32,16 @@ class Learned(PositionalEncoding):
         d_model: model width D.
         n_heads: attention heads (unused).
         max_len: rows of the table: positions ``0 .. max_len - 1``.
+        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         policy: ``"error"`` (default) or ``"clamp"`` for positions ``>= max_len``.
 
     Shapes:
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, policy: str = "error") -> None:
-        super().__init__(d_model, n_heads, max_len)
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
+                 policy: str = "error") -> None:
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         if policy not in POLICIES:
             raise ValueError(f"learned policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy

@@ -24,5 +24,5 @@ class NoPE(PositionalEncoding):
     Generalization in Transformers".
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int) -> None:
-        super().__init__(d_model, n_heads, max_len)
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
+        super().__init__(d_model, n_heads, max_len, causal=causal)

@@ -52,6 +52,7 @@ class Randomized(PositionalEncoding):
         d_model, n_heads: passed to the base encoding.
         max_len: default of ``max_position``.
         base: registered name of the wrapped encoding.
+        causal: passed on to the wrapped encoding (e.g. T5's causal buckets in a decoder).
         max_position: L; positions are drawn from ``[0, L)``.
         eval_positions: ``"random"`` or ``"arange"``, positions in eval mode.
         per_example: one subset per batch row (True) or per batch (False).
@@ -70,12 +71,13 @@ class Randomized(PositionalEncoding):
         max_len: int,
         base: str,
         *,
+        causal: bool = False,
         max_position: int | None = None,
         eval_positions: str = "random",
         per_example: bool = True,
         base_options: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         max_position = max_len if max_position is None else max_position
         if max_position <= 0:
             raise ValueError(f"randomized max_position must be positive, got {max_position}")
@@ -84,11 +86,15 @@ class Randomized(PositionalEncoding):
         if base.partition(":")[0] == "randomized":
             raise ValueError(f"randomized:{base} wraps randomized positions twice; wrap a plain encoding, "
                              f"e.g. 'randomized:rope'")
+        if "causal" in (base_options or {}):
+            raise ValueError(f"randomized:{base}: drop 'causal' from base_options; the wrapped encoding gets "
+                             f"causal={causal} from the model's architecture")
         self.base_name = base
         self.max_position = max_position
         self.eval_positions = eval_positions
         self.per_example = per_example
-        self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_position, **(base_options or {}))
+        self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_position, causal=causal,
+                           **(base_options or {}))
         self.generator: torch.Generator | None = None
 
     def positions(self, batch_size: int, length: int, device: torch.device | str) -> Tensor:
@@ -117,5 +123,5 @@ class Randomized(PositionalEncoding):
         return self.inner.bias(q_pos, k_pos)
 
     def extra_repr(self) -> str:
-        return (f"base={self.base_name!r}, max_position={self.max_position}, eval_positions={self.eval_positions!r}, "
-                f"per_example={self.per_example}")
+        return (f"base={self.base_name!r}, causal={self.causal}, max_position={self.max_position}, "
+                f"eval_positions={self.eval_positions!r}, per_example={self.per_example}")

@@ -125,6 +125,7 @@ class RoPE(PositionalEncoding):
         d_model: model width D.
         n_heads: heads H; the head width Dh = D / H must give an even ``Dr``.
         max_len: unused by plain RoPE; the default ``original_max_len`` of YaRN.
+        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         theta: frequency base (10000 in the paper).
         layout: ``"interleaved"`` or ``"half"``.
         rotary_fraction: fraction of each head's dims that is rotated, in (0, 1].
@@ -144,6 +145,7 @@ class RoPE(PositionalEncoding):
         n_heads: int,
         max_len: int,
         *,
+        causal: bool = False,
         theta: float = 10000.0,
         layout: str = "interleaved",
         rotary_fraction: float = 1.0,
@@ -153,7 +155,7 @@ class RoPE(PositionalEncoding):
         beta_fast: float = 32.0,
         beta_slow: float = 1.0,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         if layout not in LAYOUTS:
             raise ValueError(f"rope layout must be one of {LAYOUTS}, got {layout!r}")
         if not 0 < rotary_fraction <= 1:

@@ -60,16 +60,16 @@ class T5RelativeBias(PositionalEncoding):
     layers.
 
     ``causal`` picks the bucket function: T5's encoder uses the bidirectional
-    one (``causal=False``, the default), its decoder the causal one. The runner
-    should pass ``causal=True`` for decoders to get the reference decoder
-    bucketing; with ``causal=False`` under a causal mask the model is still
-    valid (past keys just use 16 rather than 32 buckets).
+    one (``causal=False``), its decoder the causal one; ``causal`` comes from
+    the model's architecture (:func:`pebench.model.build_model` passes
+    ``causal=True`` for decoders, also through wrappers such as
+    ``randomized:t5``).
 
     Args:
         d_model: model width D (sets the init scale).
         n_heads: heads H (one bias each).
         max_len: unused: every distance has a bucket.
-        causal: causal (decoder) or bidirectional (encoder) buckets.
+        causal: causal (decoder) or bidirectional (encoder) buckets; from the model's architecture.
         num_buckets: number of buckets (32 in T5).
         max_distance: distance from which all keys share the last bucket (128 in T5).
 
@@ -87,18 +87,17 @@ class T5RelativeBias(PositionalEncoding):
         num_buckets: int = 32,
         max_distance: int = 128,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         side = num_buckets if causal else num_buckets // 2
         if side < 2 or (not causal and num_buckets % 2):
             raise ValueError(f"t5 needs num_buckets >= 2 per side (and even when bidirectional), got {num_buckets}")
         if max_distance <= side // 2:
             raise ValueError(f"t5 max_distance must exceed the {side // 2} exact buckets, got {max_distance}")
-        self.causal = causal
         self.num_buckets = num_buckets
         self.max_distance = max_distance
         self.relative_attention_bias = nn.Embedding(num_buckets, n_heads)
         nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=d_model**-0.5)
-        self._buckets = PositionCache()  # the model reuses one position tensor per length
+        self._buckets = PositionCache()  # the buckets depend on the positions only
 
     def buckets(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
         """Bucket of every (query, key) pair: (Tq, Tk) or (B, Tq, Tk) int64."""
@@ -108,13 +107,9 @@ class T5RelativeBias(PositionalEncoding):
         )
 
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
-        if q_pos is k_pos:  # self-attention: the buckets depend on the positions only, cache them
-            buckets = self._buckets.get(q_pos, lambda p: self.buckets(p, p))
-        else:
-            buckets = self.buckets(q_pos, k_pos)  # (Tq, Tk) or (B, Tq, Tk)
+        buckets = self._buckets.get((q_pos, k_pos), lambda pair: self.buckets(*pair))  # (Tq, Tk) or (B, Tq, Tk)
         values = self.relative_attention_bias(buckets)  # (..., Tq, Tk, H)
         return values.movedim(-1, -3).to(torch.float32)  # (H, Tq, Tk) or (B, H, Tq, Tk)
 
     def extra_repr(self) -> str:
-        return (f"{super().extra_repr()}, causal={self.causal}, num_buckets={self.num_buckets}, "
-                f"max_distance={self.max_distance}")
+        return f"{super().extra_repr()}, num_buckets={self.num_buckets}, max_distance={self.max_distance}"

@@ -44,6 +44,7 @@ class XPos(PositionalEncoding):
         d_model: model width D.
         n_heads: heads H; the head width Dh = D / H must be even.
         max_len: unused.
+        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         theta: rotary frequency base (10000).
         gamma: decay shape (0.4 in the paper).
         scale_base: decay length scale (512 in the paper).
@@ -59,11 +60,12 @@ class XPos(PositionalEncoding):
         n_heads: int,
         max_len: int,
         *,
+        causal: bool = False,
         theta: float = 10000.0,
         gamma: float = 0.4,
         scale_base: float = 512.0,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal)
         if self.head_dim % 2:
             raise ValueError(
                 f"xpos rotates pairs of dimensions, so head_dim = d_model / n_heads must be even; got "
