@@ -27,7 +27,7 @@ from typing import Any
 
 from pebench import encodings, tasks
 from pebench.evaluate import CONDITIONS, DECODINGS
-from pebench.model import ARCHS
+from pebench.model import ARCHS, check_encoding_options, is_causal
 from pebench.registry import Registry
 from pebench.train import TrainConfig
 
@@ -96,11 +96,14 @@ class RunSpec:
         return json.loads(self.encoding_options)
 
     def build_options(self, **overrides: Any) -> dict[str, Any]:
-        """Options the encoding is built with: :meth:`options`, ``overrides``, and ``causal``
-        from the architecture when the encoding has that option and it is not set."""
+        """Options the encoding is built with: :meth:`options` updated by ``overrides`` (an evaluation
+        variant's). ``causal`` is not among them: :func:`pebench.model.build_model` gives it from the arch.
+
+        Raises:
+            ValueError: ``causal`` given as an encoding option.
+        """
         options = {**self.options(), **overrides}
-        if "causal" in encodings.options(self.encoding) and "causal" not in options:
-            options["causal"] = self.arch == "decoder"
+        check_encoding_options(options)
         return options
 
     def max_len(self) -> int:
@@ -163,7 +166,7 @@ def validate_spec(spec: RunSpec) -> None:
     for overrides in [{}] + [json.loads(options) for _label, options in spec.eval.variants]:
         encodings.build(
             spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(),
-            **spec.build_options(**overrides),
+            causal=is_causal(spec.arch), **spec.build_options(**overrides),
         )
 
 
