@@ -232,7 +232,7 @@ def test_killed_sweep_resumes_without_partial_files(tmp_path):
         (["run", "--suite", "smoke", "--experiment", "lenght_extrapolation"], "Did you mean"),
         (["run", "--suite", "smoke", "--filter", "encoding"], "key=value"),
         (["run", "--suite", "smoke", "--filter", "colour=red"], "unknown filter key"),
-        (["run", "--suite", "smoke", "--filter", "encoding=nonexistent"], "no runs match"),
+        (["run", "--suite", "smoke", "--filter", "encoding=nonexistent"], "no run of this selection has encoding="),
         (["run", "--suite", "smoke", "--workers", "0"], "--workers"),
         (["run", "--suite", "smoke", "--compile", "--seed-batch"], "cannot be combined"),
         (["list", "widgets"], "invalid choice"),
