@@ -186,6 +186,28 @@ def score_decay_figure(
     return fig
 
 
+def rope_example(n_positions: int = 24, head_dim: int = 64, max_distance: int = 256) -> Figure:
+    """RoPE alone: scores of one query/key content at every pair of positions (constant along diagonals: they
+    depend on the offset only), and the mean score of identical content against distance (RoFormer's decay)."""
+    fig, (left, right) = _subplots(1, 2, figsize=(10, 4.2))
+    fig.set_layout_engine("constrained")  # keeps the colour bar's label clear of the right panel
+    scores = rope_scores(n_positions, head_dim=head_dim).numpy()
+    image = left.imshow(scores, cmap="RdBu_r", vmin=-np.abs(scores).max(), vmax=np.abs(scores).max())
+    left.set_xlabel("key position n")
+    left.set_ylabel("query position m")
+    left.set_title(r"$\langle R_m q, R_n k\rangle$: constant along diagonals", fontsize=10)
+    fig.colorbar(image, ax=left, label="score", shrink=0.8)
+    distance = np.arange(max_distance + 1)
+    right.plot(distance, score_decay("rope", head_dim, max_distance).numpy(), linewidth=1.2)
+    right.axhline(0, color="gray", linewidth=0.8)
+    right.set_xscale("symlog", linthresh=10)
+    right.set_xlim(0, max_distance)
+    right.set_xlabel("relative distance")
+    right.set_ylabel("mean score / score at distance 0")
+    right.set_title(f"Identical content: the score decays with distance (Dh = {head_dim})", fontsize=10)
+    return fig
+
+
 # --------------------------------------------------------------------------- biases
 
 
@@ -388,9 +410,9 @@ def randomized_positions_figure(length: int = 8, max_position: int = 64, n_rows:
 EXAMPLES: dict[str, tuple[Callable[[], Figure], str]] = {
     "sinusoidal": (sinusoidal_heatmap,
                    "Positions 0-63 (D = 64): fast waves in the first dimensions, slow ones in the last."),
-    "rope": (rotation_property,
-             "Left: a sinusoidal pair rotating with position; right: RoPE scores of one query/key content at "
-             "every pair of positions are constant along diagonals."),
+    "rope": (rope_example,
+             "Left: RoPE scores of one query/key content at every pair of positions are constant along diagonals "
+             "(they depend on the offset only); right: the mean score of identical content decays with distance."),
     "xpos": (functools.partial(score_decay_figure, ("rope", "xpos")),
              "Mean score of identical query and key content against distance: xPos damps RoPE's oscillations "
              "at long distances."),

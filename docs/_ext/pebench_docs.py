@@ -98,6 +98,27 @@ def doc_title(text: str) -> str:
 # --------------------------------------------------------------------------- encodings
 
 
+def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
+    """A section linking to the committed results pages whose runs include ``name`` (an encoding or a task):
+    which experiments and architectures, from each suite's ``summary/cells.csv``."""
+    import pandas as pd
+
+    found = []
+    for folder in suite_folders(results):
+        cells = folder / "summary" / "cells.csv"
+        if not cells.exists():
+            continue
+        frame = pd.read_csv(cells, usecols=["experiment", "task", "encoding", "arch"])
+        rows = frame[frame[column] == name].drop_duplicates(["experiment", "arch"])
+        if len(rows):
+            where = ", ".join(f"`{r.experiment}` ({r.arch})" for r in rows.itertuples())
+            found.append(f"- {{doc}}`{folder.name} results </_generated/results/{folder.name}>`: {where}")
+    if not found:
+        return ["## In the results", "", f"Not part of the committed reference results; run it with "
+                f"`pebench run --suite standard --{column} {name}`.", ""]
+    return ["## In the results", "", *found, ""]
+
+
 def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
     meta = encodings.meta(name)
@@ -106,7 +127,9 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     papers = [meta["paper"], *meta["cites"]]
     call_name = f"{name}:rope" if meta["kind"] == "wrapper" else name
     lines = [
-        f"# `{name}`: {meta['summary']}",
+        f"# `{name}`",
+        "",
+        meta["summary"],
         "",
         markdown_table(["", ""], [
             ["slot", KIND_SLOTS.get(meta["kind"], meta["kind"])],
@@ -142,6 +165,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
         save_figure(fig, stem)
         image = source_path(stem.with_suffix(".svg"), srcdir)
         lines += ["## Example", "", f":::{{figure}} {image}", f":alt: {name} example", "", caption, ":::", ""]
+    lines += results_links("encoding", name)
     lines += [
         "## Definition and conventions",
         "",
@@ -214,6 +238,7 @@ def task_page(name: str) -> str:
     single = tasks.Batch(inputs=batch.inputs[:1], targets=batch.targets[:1])
     for arch in archs:
         lines += [f"### Rendered for the {arch}", "", rendered_table(task, single, arch)]
+    lines += results_links("task", name)
     lines += [
         "`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
         "(label -100); see {func}`pebench.tasks.base.render_pair`.",
@@ -596,6 +621,14 @@ def cite_include() -> str:
                 continue
             seen.add(key)
             lines += [f"### {key} (`{name}`)", "", "```bibtex", entries[key], "```", ""]
+    by_paper: dict[str, list[str]] = {}
+    for name in tasks.names():  # the sources of the tasks, e.g. Deletang et al. for the Chomsky-hierarchy battery
+        key = tasks.TASKS.meta(name).get("paper")
+        if key and key in entries and key not in seen:
+            by_paper.setdefault(key, []).append(name)
+    for key, names in by_paper.items():
+        shown_names = ", ".join(f"`{n}`" for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        lines += [f"### {key} (tasks {shown_names})", "", "```bibtex", entries[key], "```", ""]
     return "\n".join(lines)
 
 
@@ -669,7 +702,29 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     substitutions["version"] = pebench.__version__
     substitutions["n_encodings"] = str(len(encodings.names()))
     substitutions["n_tasks"] = str(len(tasks.names()))
+    substitutions.update(suite_times(results))
     return substitutions
+
+
+def suite_times(results: Path = ROOT / "results") -> dict[str, str]:
+    """``<suite>_time`` substitutions from the measured ``results/performance/suites.csv`` (machine named),
+    e.g. ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
+    import pandas as pd
+
+    path, machine = results / "performance" / "suites.csv", results / "performance" / "machine.csv"
+    times = {}
+    if path.exists():
+        cpu = ""
+        if machine.exists():
+            row = pd.read_csv(machine).iloc[0]
+            cpu = f" on a {int(row['cpu_count'])}-core {row['processor']} CPU"
+        for row in pd.read_csv(path).itertuples():
+            took = f"{row.wall_seconds:.0f} s" if row.wall_seconds < 120 else f"{row.wall_minutes:.0f} min"
+            times[f"{row.suite}_time"] = (f"{row.runs} runs in {took} with {row.workers} workers{cpu} "
+                                          f"(measured {row.date}, {{doc}}`performance`)")
+    for suite in ("smoke", "standard", "paper"):
+        times.setdefault(f"{suite}_time", "not measured yet (see {doc}`performance`)")
+    return times
 
 
 def results_root() -> Path:
