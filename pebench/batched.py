@@ -21,7 +21,10 @@ RNG streams).
 Encodings without parameters and with the default positions (none, sinusoidal, rope, xpos,
 alibi and RoPE variants) are applied once to the whole (S * B) batch; encodings with parameters
 (learned, t5, fire) or sampled positions (randomized) are applied model by model, with each
-model's own encoding module, whose parameters are trained in place.
+model's own encoding module, whose parameters are trained in place. Encodings with a content
+score (:meth:`~pebench.encodings.base.PositionalEncoding.content_score`: transformer_xl, cope)
+also attend model by model, each through :func:`pebench.model.attend` with its own encoding and
+inputs (the explicit attention of the model); every other encoding attends in one SDPA call.
 
 Only the models' public seam is used: :meth:`~pebench.model.Transformer.positions`,
 :meth:`~pebench.model.Transformer.attention_inputs` (positions and masks of every layer) and the
@@ -41,7 +44,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench.encodings import PositionalEncoding
-from pebench.model import AttentionInputs, Transformer
+from pebench.model import AttentionInputs, Transformer, attend
 from pebench.tasks import IGNORE, Task, render
 from pebench.train import (
     TrainConfig,
@@ -190,8 +193,15 @@ class BatchedTransformer(nn.Module):
                 ]
                 q = torch.stack([r[0] for r in rotated]).view(S * B, H, Tq, -1)
                 k = torch.stack([r[1] for r in rotated]).view(S * B, H, T, -1)
-            mask, is_causal = masks[is_last]
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (S * B, H, Tq, Dh)
+            if self.encodings[0].uses_content_score:  # explicit attention, model by model
+                y = torch.cat([
+                    attend(q.view(S, B, H, Tq, -1)[s], k.view(S, B, H, T, -1)[s], v.view(S, B, H, T, -1)[s],
+                           enc, model_inputs[0 if self.shared_encoding else s][is_last])
+                    for s, enc in enumerate(self.encodings)
+                ])  # (S * B, H, Tq, Dh)
+            else:
+                mask, is_causal = masks[is_last]
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (S * B, H, Tq, Dh)
             y = y.transpose(1, 2).reshape(S, B * Tq, D)  # (S, B * Tq, D)
             if is_last and first:
                 x = x.view(S, B, T, D)[:, :, first:].reshape(S, B * Tq, D)

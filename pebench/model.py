@@ -2,14 +2,19 @@
 
 Shape notation: B batch, T length, D model width, H heads, Dh = D / H, V vocab.
 
-The positional encoding is consulted in its three slots (see
+The positional encoding is consulted in its four slots (see
 :mod:`pebench.encodings.base`): ``embed`` after the token embedding,
-``rotate`` on queries and keys in every attention layer, and ``bias`` as an
-additive float mask given to :func:`torch.nn.functional.scaled_dot_product_attention`.
-The bias is computed once per forward pass and shared by all layers (as in
-T5 and ALiBi). The model never branches on the encoding's name.
+``rotate`` on queries and keys in every attention layer, ``bias`` as an
+additive float mask given to :func:`torch.nn.functional.scaled_dot_product_attention`,
+and ``content_score``, an additive term computed from the queries, keys and logits
+of every layer. The bias is computed once per forward pass and shared by all layers
+(as in T5 and ALiBi). Attention takes the fused SDPA kernel unless the encoding uses
+``content_score`` (:attr:`~pebench.encodings.base.PositionalEncoding.uses_content_score`);
+only then it is computed explicitly (:func:`attend`). The model never branches on the
+encoding's name.
 
 Public seam (used by :mod:`pebench.batched` and :mod:`pebench.explain`):
+:func:`attend` and :func:`attention_probabilities` (one attention computation, both paths),
 :meth:`Transformer.positions` (a batch's positions),
 :meth:`Transformer.attention_inputs` (the positions and masks every attention
 layer gets, as :class:`AttentionInputs`), :meth:`Transformer.attention_weights`
@@ -134,6 +139,44 @@ class AttentionInputs:
         return self.mask
 
 
+def attention_probabilities(q: Tensor, k: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
+    """Attention probabilities (B, H, Tq, T): ``softmax(q k^T / sqrt(Dh) + mask + content score)``.
+
+    Args:
+        q: (B, H, Tq, Dh) rotated queries; k: (B, H, T, Dh) rotated keys.
+        encoding: its :meth:`~pebench.encodings.base.PositionalEncoding.content_score` gets the
+            logits with the mask (bias and causal mask) added, and its term is added to them.
+        inputs: the positions and mask of the layer.
+    """
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, Tq, T)
+    mask = inputs.float_mask(q.device)
+    if mask is not None:
+        scores = scores + mask
+    term = encoding.content_score(q, k, scores, inputs.q_pos, inputs.k_pos)
+    if term is not None:
+        scores = scores + term
+    return scores.softmax(-1)
+
+
+def attend(
+    q: Tensor, k: Tensor, v: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs, dropout_p: float = 0.0
+) -> Tensor:
+    """Attention output (B, H, Tq, Dh) of rotated queries (B, H, Tq, Dh), keys and values (B, H, T, Dh).
+
+    The fused :func:`~torch.nn.functional.scaled_dot_product_attention` for every encoding that leaves
+    :meth:`~pebench.encodings.base.PositionalEncoding.content_score` unused; for one that uses it,
+    :func:`attention_probabilities` (dropout on them, as SDPA does) times the values.
+    """
+    if not encoding.uses_content_score:
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=inputs.mask, is_causal=inputs.is_causal, dropout_p=dropout_p
+        )
+    weights = attention_probabilities(q, k, encoding, inputs)  # (B, H, Tq, T)
+    if dropout_p:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ v
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with a fused QKV projection and the encoding's hooks."""
 
@@ -160,24 +203,18 @@ class Attention(nn.Module):
         """Attention output (B, Tq, D) of ``x`` (B, T, D): queries at the positions ``inputs.q_pos``."""
         B, T, D = x.shape
         q, k, v = self.queries_keys_values(x, encoding, inputs)
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=inputs.mask, is_causal=inputs.is_causal,
-            dropout_p=self.dropout if self.training else 0.0,
-        )  # (B, H, Tq, Dh)
+        y = attend(q, k, v, encoding, inputs, dropout_p=self.dropout if self.training else 0.0)  # (B, H, Tq, Dh)
         return self.proj(y.transpose(1, 2).reshape(B, q.shape[2], D))
 
     def weights(self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
-        """Attention probabilities (B, H, Tq, T) of ``x`` (B, T, D): ``softmax(q k^T / sqrt(Dh) + mask)``.
+        """Attention probabilities (B, H, Tq, T) of ``x`` (B, T, D): ``softmax(q k^T / sqrt(Dh) + mask)``,
+        plus the encoding's content score where it has one (:func:`attention_probabilities`).
 
         The queries and keys of :meth:`forward` (the same projection and rotation), with the mask that
         SDPA gets written out; ``forward`` equals these weights times the values (tested).
         """
         q, k, _ = self.queries_keys_values(x, encoding, inputs)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, Tq, T)
-        mask = inputs.float_mask(x.device)
-        if mask is not None:
-            scores = scores + mask
-        return scores.softmax(-1)
+        return attention_probabilities(q, k, encoding, inputs)
 
 
 class Block(nn.Module):
@@ -311,7 +348,9 @@ class Transformer(nn.Module):
                 return self._mask_cache[key]
         with torch.inference_mode(False) if key is not None else contextlib.nullcontext():
             bias = self.encoding.bias(pos, pos)
-            if bias is None:
+            if bias is None and self.config.causal and self.encoding.uses_content_score:
+                mask, is_causal = self._causal_mask(length, device), False  # the explicit path adds it
+            elif bias is None:
                 mask, is_causal = None, self.config.causal
             else:
                 if bias.dim() == 3:
@@ -392,7 +431,8 @@ class Transformer(nn.Module):
         """Attention probabilities (B, H, T, T) of block ``layer`` for ``tokens`` (B, T).
 
         The blocks before ``layer`` run as in :meth:`forward`; block ``layer``'s
-        :meth:`Attention.weights` then gives ``softmax(q k^T / sqrt(Dh) + bias + causal mask)``.
+        :meth:`Attention.weights` then gives ``softmax(q k^T / sqrt(Dh) + bias + causal mask)``, plus
+        the encoding's content score where it uses one (what :func:`attend` weights the values by).
         Positions default to :meth:`positions`. For inspection (teaching figures): no gradient.
         """
         B, T = tokens.shape

@@ -594,9 +594,14 @@ def hook_inputs(batched: bool, T: int = 7, B: int = 2):
     return x, q, k, pos
 
 
+def logits_of(q, k):
+    return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, Tq, Tk)
+
+
 def hook_outputs(pe, x, q, k, pos):
     with torch.no_grad():
-        return [pe.embed(x, pos), *pe.rotate(q, k, pos, pos), pe.bias(pos, pos)]
+        return [pe.embed(x, pos), *pe.rotate(q, k, pos, pos), pe.bias(pos, pos),
+                pe.content_score(q, k, logits_of(q, k), pos, pos)]
 
 
 def assert_same_outputs(first, second):
@@ -611,7 +616,7 @@ def test_hooks_have_the_documented_shapes_and_are_identities_where_unused(name, 
     pe = build(name, causal=causal)
     x, q, k, pos = hook_inputs(batched)
     B, T = x.shape[:2]
-    embedded, q_out, k_out, bias = hook_outputs(pe, x, q, k, pos)
+    embedded, q_out, k_out, bias, score = hook_outputs(pe, x, q, k, pos)
     assert embedded.shape == x.shape and embedded.dtype == x.dtype and torch.isfinite(embedded).all()
     assert q_out.shape == q.shape and k_out.shape == k.shape and q_out.dtype == k_out.dtype == q.dtype
     kind = slot(name)
@@ -624,6 +629,11 @@ def test_hooks_have_the_documented_shapes_and_are_identities_where_unused(name, 
         assert bias.dtype == torch.float32 and torch.isfinite(bias).all()
     else:
         assert bias is None
+    assert pe.uses_content_score is (kind == "content")
+    if kind == "content":
+        assert score.shape == (B, N_HEADS, T, T) and score.dtype == q.dtype and torch.isfinite(score).all()
+    else:
+        assert score is None
 
 
 @pytest.mark.parametrize("name", every_encoding())
@@ -710,8 +720,11 @@ def test_cached_tables_equal_computed_ones(name, batched):
     with torch.no_grad():
         rotated = pe.rotate(q[..., 3:, :], k, suffix, keyed)
         bias = pe.bias(suffix, keyed)
-        assert_same_outputs([*rotated, bias], [*pe.rotate(q[..., 3:, :], k, plain[..., 3:], plain),
-                                               pe.bias(plain[..., 3:], plain)])
+        logits = logits_of(q[..., 3:, :], k)
+        score = pe.content_score(q[..., 3:, :], k, logits, suffix, keyed)
+        assert_same_outputs([*rotated, bias, score], [*pe.rotate(q[..., 3:, :], k, plain[..., 3:], plain),
+                                                      pe.bias(plain[..., 3:], plain),
+                                                      pe.content_score(q[..., 3:, :], k, logits, plain[..., 3:], plain)])
 
 
 def test_encodings_must_accept_causal(monkeypatch):

@@ -74,10 +74,10 @@ def gives_positions(name: str) -> bool:
 @pytest.mark.parametrize("name", [n for n in all_encoding_names() if gives_positions(n)])
 def test_every_other_encoding_breaks_equivariance(name, copy_task):
     model = make_model(name, "encoder", copy_task)
-    if encodings.meta(name)["has_parameters"] and encodings.meta(name)["kind"] == "bias":
-        # Learned biases may start at exactly zero (T5 init is random, FIRE's MLP
-        # is not); train a few steps so the encoding is in use.
-        train(model, copy_task, TrainConfig(steps=3, batch_size=8, train_max_len=8))
+    if encodings.meta(name)["has_parameters"] and encodings.meta(name.split(":")[-1])["kind"] in ("bias", "content"):
+        # Learned biases and score terms may start at exactly zero (T5 init is random, FIRE's MLP
+        # is not, CoPE's table is zero); train a few steps so the encoding is in use.
+        train(model, copy_task, TrainConfig(steps=3, batch_size=8, train_max_len=8, warmup_steps=1))
     assert equivariance_gap(model, copy_task, 12) > 1e-6  # float noise is ~1e-8
 
 
@@ -249,6 +249,58 @@ def test_attention_weights_are_what_the_model_attends_with(copy_task):
                 # SDPA and an explicit softmax differ by float rounding only
                 torch.testing.assert_close(mine, block.attn(h, model.encoding, every), rtol=1e-4, atol=1e-5)
                 x = block(x, model.encoding, every)
+
+
+def content_model(name: str, arch: str, task: tasks.Task) -> Transformer:
+    """A model whose encoding uses the content score, with its zero-initialised parameters (CoPE's table)
+    made random so that the term is not zero."""
+    model = make_model(name, arch, task).eval()
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in model.encoding.parameters():
+            if not parameter.any():
+                parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return model
+
+
+@pytest.mark.parametrize("name", [n for n in all_encoding_names() if not n.startswith("randomized:")])
+def test_sdpa_unless_the_encoding_uses_the_content_score(name, copy_task, monkeypatch):
+    """The fused kernel for every encoding without a content score; explicit attention only with one."""
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *args, **kwargs: calls.append(1) or sdpa(*args, **kwargs))
+    model = make_model(name, "decoder", copy_task).eval()
+    model(torch.randint(0, 10, (2, 6)), outputs=3)
+    assert len(calls) == (0 if model.encoding.uses_content_score else model.config.n_layers)
+    assert model.encoding.uses_content_score is (encodings.meta(name)["kind"] == "content")
+
+
+@pytest.mark.parametrize(("name", "arch"), [("transformer_xl", "decoder"), ("transformer_xl", "encoder"),
+                                            ("cope", "decoder"), ("cope", "encoder")])
+def test_attention_weights_include_the_content_score(name, arch, copy_task):
+    """attention_weights returns softmax(logits + mask + content score), the weights forward() attends with."""
+    model = content_model(name, arch, copy_task)
+    tokens = torch.randint(0, 10, (2, 8))
+    pos = model.positions(2, 8, "cpu")
+    every, last = model.attention_inputs(pos, outputs=3)
+    block = model.blocks[0]
+    with torch.no_grad():
+        h = block.ln_attn(model.encoding.embed(model.token_embedding(tokens), pos))
+        q, k, v = block.attn.queries_keys_values(h, model.encoding, every)
+        logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if arch == "decoder":
+            logits = logits + causal_mask(8, "cpu")
+        term = model.encoding.content_score(q, k, logits, pos, pos)
+        assert term.abs().max() > 1e-3
+        weights = model.attention_weights(tokens, 0)
+        torch.testing.assert_close(weights, (logits + term).softmax(-1))
+        assert not torch.allclose(weights, logits.softmax(-1))
+        output = block.attn.proj((weights @ v).transpose(1, 2).reshape(2, 8, D_MODEL))
+        assert torch.equal(output, block.attn(h, model.encoding, every))  # the same explicit computation
+        # the last block's query suffix: the rows of the full computation
+        torch.testing.assert_close(block.attn(h, model.encoding, last), output[:, 5:], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(model(tokens, outputs=3), model(tokens)[:, 5:], rtol=1e-5, atol=1e-6)
 
 
 def test_decoder_is_causal(copy_task):

@@ -21,7 +21,7 @@ from pebench.registry import Registry
 
 ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding", base=PositionalEncoding)
 
-KINDS = ("none", "input", "rotary", "bias", "wrapper")
+KINDS = ("none", "input", "rotary", "bias", "content", "wrapper")
 
 
 def register(
@@ -39,8 +39,9 @@ def register(
 
     Args:
         name: the name users pass to :func:`build`.
-        kind: which slot it uses: ``none``, ``input``, ``rotary``, ``bias``
-            or ``wrapper`` (changes the positions given to another encoding).
+        kind: which slot it uses: ``none``, ``input``, ``rotary``, ``bias``, ``content``
+            (a score term computed from queries and keys: ``content_score``) or ``wrapper``
+            (changes the positions given to another encoding).
         paper: BibTeX key of its paper in ``docs/references.bib``.
         has_parameters: whether it adds trainable parameters.
         causal_only: whether it is only defined for causal (decoder) models.

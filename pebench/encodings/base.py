@@ -1,4 +1,4 @@
-"""The positional-encoding interface: three hooks, identity by default.
+"""The positional-encoding interface: four hooks, identity by default.
 
 Shape notation: B batch, T sequence length, D model width, H heads, Dh head
 width (D / H), Tq/Tk query/key lengths.
@@ -11,7 +11,13 @@ information enters a transformer (the "slots" of x-transformers):
 * :meth:`PositionalEncoding.rotate` — a transform of queries and keys inside
   attention, e.g. RoPE and xPos;
 * :meth:`PositionalEncoding.bias` — an additive bias on the attention scores,
-  e.g. ALiBi, T5 relative buckets and FIRE.
+  e.g. ALiBi, T5 relative buckets and FIRE;
+* :meth:`PositionalEncoding.content_score` — an additive score term computed
+  from the queries, keys and query-key logits: positions that depend on
+  content (Transformer-XL's content-position term, CoPE's contextual
+  positions). Unused by default (:attr:`PositionalEncoding.uses_content_score`
+  is False); the model then attends with the fused SDPA kernel, and with an
+  explicit ``softmax(logits + term) v`` only for encodings that use it.
 
 Positions are always explicit integer tensors, so wrappers (randomized
 positions, RoPE scaling) change positions or frequencies without touching the
@@ -114,6 +120,33 @@ class PositionalEncoding(nn.Module):
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
         """Score slot: additive bias (H, Tq, Tk) or (B, H, Tq, Tk), or ``None``."""
         return None
+
+    def content_score(self, q: Tensor, k: Tensor, logits: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
+        """Content slot: an additive score term that depends on the queries and keys, or ``None``.
+
+        Args:
+            q: (B, H, Tq, Dh) queries, after :meth:`rotate`.
+            k: (B, H, Tk, Dh) keys, after :meth:`rotate`.
+            logits: (B, H, Tq, Tk) what the softmax would get without this term:
+                ``q k^T / sqrt(Dh)`` plus the bias and the mask (``-inf`` on masked keys).
+            q_pos, k_pos: (Tq,) / (Tk,) or (B, Tq) / (B, Tk) positions; the queries are the
+                last Tq of the Tk keys.
+
+        Returns:
+            (B, H, Tq, Tk), added to ``logits`` before the softmax; ``None`` (the default): nothing.
+
+        An encoding that overrides this hook makes the model compute attention explicitly (see
+        :attr:`uses_content_score`); every other encoding keeps the fused SDPA kernel.
+        """
+        return None
+
+    @property
+    def uses_content_score(self) -> bool:
+        """Whether :meth:`content_score` is overridden: the model then attends explicitly.
+
+        Wrappers answer for the encoding they wrap.
+        """
+        return type(self).content_score is not PositionalEncoding.content_score
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}"

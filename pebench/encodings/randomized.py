@@ -25,7 +25,7 @@ class Randomized(PositionalEncoding):
     the model sees during training every position a test sequence of length
     up to ``max_position`` will use. The base encoding (built with
     ``max_len = max_position``) then encodes those positions; its ``embed``,
-    ``rotate`` and ``bias`` are used unchanged.
+    ``rotate``, ``bias`` and ``content_score`` are used unchanged.
 
     Conventions (checked against the reference code,
     google-deepmind/randomized_positional_encodings):
@@ -121,6 +121,13 @@ class Randomized(PositionalEncoding):
 
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
         return self.inner.bias(q_pos, k_pos)
+
+    def content_score(self, q: Tensor, k: Tensor, logits: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
+        return self.inner.content_score(q, k, logits, q_pos, k_pos)
+
+    @property
+    def uses_content_score(self) -> bool:
+        return self.inner.uses_content_score
 
     def extra_repr(self) -> str:
         return (f"base={self.base_name!r}, causal={self.causal}, max_position={self.max_position}, "
