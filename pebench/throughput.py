@@ -39,6 +39,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from pebench import encodings
 from pebench.model import ModelConfig, Transformer, build_model
 
 
@@ -52,7 +53,7 @@ def _root() -> Path:
 ROOT = _root()
 OUT = ROOT / "results" / "performance"
 TABLES = ROOT / "docs" / "performance_tables.md"
-ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos")
+ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope")
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ XT_OPTIONS: dict[str, tuple[dict, dict]] = {  # (TransformerWrapper kwargs, Deco
     "alibi": ({"use_abs_pos_emb": False}, {"alibi_pos_bias": True}),
     "t5": ({"use_abs_pos_emb": False}, {"rel_pos_bias": True}),
     "xpos": ({"use_abs_pos_emb": False}, {"rotary_xpos": True, "rotary_emb_dim": None}),
+    # CoPE (x-transformers' CoPE: Appendix B of the paper, as pebench's); its table size is set from the point
+    "cope": ({"use_abs_pos_emb": False}, {"attn_use_cope": True, "attn_cope_max_pos": None}),
 }
 
 
@@ -151,6 +154,8 @@ def build_xtransformers(encoding: str, point: Point, seed: int = 0, flash: bool 
     head_dim = point.d_model // point.n_heads
     if layer_options.get("rotary_emb_dim", 0) is None:
         layer_options["rotary_emb_dim"] = head_dim  # x-transformers rotates half the head by default
+    if layer_options.get("attn_cope_max_pos", 0) is None:
+        layer_options["attn_cope_max_pos"] = point.max_len + 1  # pebench's n_positions default: max_len + 1
     layers = (Decoder if point.arch == "decoder" else Encoder)(
         dim=point.d_model, depth=point.n_layers, heads=point.n_heads, attn_dim_head=head_dim,
         ff_mult=point.mlp_ratio, attn_flash=flash, **layer_options,
@@ -293,14 +298,14 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
         batches = make_batches(point)
         tokens_per_pass = sum(t.numel() for t, _ in batches)
         for encoding in encs:
-            if encoding == "xpos" and point.arch != "decoder":
+            if encodings.meta(encoding)["causal_only"] and point.arch != "decoder":
                 continue
             models = {"pebench": build_pebench(encoding, point)}
             if xtransformers_available():
                 models["x-transformers"] = build_xtransformers(encoding, point)
                 try:
                     models["x-transformers-flash"] = build_xtransformers(encoding, point, flash=True)
-                except AssertionError:  # x-transformers refuses flash attention with t5 relative bias
+                except AssertionError:  # x-transformers refuses flash attention with t5 relative bias and CoPE
                     pass
             steppers = {name: Stepper(model, point) for name, model in models.items()}
             for stepper in steppers.values():

@@ -720,11 +720,12 @@ def test_cached_tables_equal_computed_ones(name, batched):
     with torch.no_grad():
         rotated = pe.rotate(q[..., 3:, :], k, suffix, keyed)
         bias = pe.bias(suffix, keyed)
-        logits = logits_of(q[..., 3:, :], k)
-        score = pe.content_score(q[..., 3:, :], k, logits, suffix, keyed)
-        assert_same_outputs([*rotated, bias, score], [*pe.rotate(q[..., 3:, :], k, plain[..., 3:], plain),
+        q_suffix = q[..., 3:, :]
+        logits = logits_of(q_suffix, k)
+        score = pe.content_score(q_suffix, k, logits, suffix, keyed)
+        assert_same_outputs([*rotated, bias, score], [*pe.rotate(q_suffix, k, plain[..., 3:], plain),
                                                       pe.bias(plain[..., 3:], plain),
-                                                      pe.content_score(q[..., 3:, :], k, logits, plain[..., 3:], plain)])
+                                                      pe.content_score(q_suffix, k, logits, plain[..., 3:], plain)])
 
 
 def test_encodings_must_accept_causal(monkeypatch):

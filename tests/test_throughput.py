@@ -50,7 +50,7 @@ def test_first_point_is_the_standard_suite_step():
     assert point.loss == "outputs"
 
 
-@pytest.mark.parametrize("encoding", ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos"])
+@pytest.mark.parametrize("encoding", ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope"])
 def test_xtransformers_baseline_has_equal_configuration(encoding):
     pytest.importorskip("x_transformers")
     point = throughput.points(quick=True)[0]

@@ -45,6 +45,7 @@ KIND_SLOTS = {
     "input": "input: added to the token embeddings (`embed`)",
     "rotary": "rotary: transforms queries and keys (`rotate`)",
     "bias": "bias: added to the attention scores (`bias`)",
+    "content": "content: a score term computed from the queries, keys and logits (`content_score`)",
     "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
 }
 #: suite folders in results/ that are not reference suites
