@@ -230,6 +230,8 @@ def task_page(name: str) -> str:
             [f"chance token accuracy at length {length}", f"{task.chance_accuracy(length):.3f}"],
             ["architectures", ", ".join(archs)],
             ["source", f"{{cite:t}}`{meta['paper']}`" if meta.get("paper") else "pebench"],
+            *([["Chomsky class", f"{meta['chomsky'].replace('_', '-')} ({{cite:t}}`deletang2023chomsky`)"]]
+              if meta.get("chomsky") else []),
         ]),
         f"## Examples (length {length}, seed 0)",
         "",
