@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import numbers
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from pebench import encodings, tasks
 from pebench.evaluate import CONDITIONS, DECODINGS
 from pebench.model import ARCHS, check_encoding_options, is_causal
 from pebench.registry import Registry
-from pebench.train import TrainConfig
+from pebench.train import TrainConfig, check_int, check_seed
 
 SUITES = ("smoke", "standard", "paper")
 #: the variant label of the trained model evaluated as it is (evaluation variants have their own labels)
@@ -53,8 +54,12 @@ class EvalConfig:
     seed: int = 0  # evaluation data seed, shared by every run so all see the same examples
 
     def __post_init__(self) -> None:
-        if not self.lengths or min(self.lengths) < 1:
+        integers = all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in self.lengths)
+        if not self.lengths or not integers or min(self.lengths) < 1:
             raise ValueError(f"eval lengths must be a non-empty list of positive ints, got {self.lengths}")
+        check_int("eval n_examples", self.n_examples)
+        check_int("eval batch_size", self.batch_size)
+        check_seed("eval seed", self.seed)
         for condition in self.conditions:
             if condition not in CONDITIONS:
                 raise ValueError(f"unknown condition {condition!r}; valid: {', '.join(CONDITIONS)}")
@@ -155,6 +160,13 @@ def validate_spec(spec: RunSpec) -> None:
     if getattr(task, "decoder_only", False) and spec.arch != "decoder":
         raise ValueError(f"task {spec.task!r} is a language-modelling task and needs arch='decoder'")
     encodings.ENCODINGS.get(spec.encoding.partition(":")[0])
+    for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
+        check_int(key, getattr(spec, key))
+        if getattr(spec, key) < 1:
+            raise ValueError(f"{key} must be a positive int, got {getattr(spec, key)}")
+    check_seed("seed", spec.seed)
+    if not 0.0 <= spec.dropout < 1.0:  # NaN fails too
+        raise ValueError(f"dropout must be in [0, 1), got {spec.dropout}")
     if spec.d_model % spec.n_heads:
         raise ValueError(f"d_model={spec.d_model} is not divisible by n_heads={spec.n_heads}")
     if spec.train.train_min_len < task.min_length:

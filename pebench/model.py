@@ -75,8 +75,9 @@ class ModelConfig:
         if self.arch not in ARCHS:
             raise ValueError(f"arch must be one of {ARCHS}, got {self.arch!r}")
         for key in ("vocab_size", "d_model", "n_layers", "n_heads", "mlp_ratio"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
+            value = getattr(self, key)
+            if isinstance(value, bool) or not hasattr(value, "__index__") or value <= 0:  # ints, numpy ints
+                raise ValueError(f"{key} must be a positive int, got {value!r}")
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "

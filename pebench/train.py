@@ -19,6 +19,7 @@ share the per-step length stream (``TrainConfig.length_seed``).
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -29,6 +30,21 @@ from pebench.model import Transformer
 from pebench.tasks import IGNORE, Task, render
 
 STATUSES = ("ok", "diverged", "failed")
+#: largest seed: derived seeds (e.g. 104_729 * seed + ... in pebench.evaluate) stay in torch's 64-bit seed range
+MAX_SEED = 2**32 - 1
+
+
+def check_int(key: str, value: object) -> None:
+    """Raise ValueError unless ``value`` is an int (not a bool, not a float such as 2.5)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{key} must be an int, got {value!r}")
+
+
+def check_seed(key: str, value: object) -> None:
+    """Raise ValueError unless ``value`` is an int seed in ``[0, MAX_SEED]``."""
+    check_int(key, value)
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{key} must be in [0, 2**32 - 1], got {value}")
 
 
 @dataclass(frozen=True)
@@ -51,16 +67,29 @@ class TrainConfig:
     divergence_loss: float = 1e4  # a loss above this counts as divergence
 
     def __post_init__(self) -> None:
-        if self.steps < 0 or self.batch_size <= 0 or self.lr <= 0:
+        for key in ("steps", "batch_size", "warmup_steps", "train_min_len", "train_max_len"):
+            check_int(key, getattr(self, key))
+        check_seed("seed", self.seed)
+        if self.length_seed is not None:
+            check_seed("length_seed", self.length_seed)
+        if self.steps < 0 or self.batch_size <= 0 or not self.lr > 0 or math.isinf(self.lr):
             raise ValueError(
-                f"need steps >= 0, batch_size > 0 and lr > 0; got {self.steps}, {self.batch_size}, {self.lr}"
+                f"need steps >= 0, batch_size > 0 and a finite lr > 0; got {self.steps}, {self.batch_size}, {self.lr}"
             )
         if not 1 <= self.train_min_len <= self.train_max_len:
             raise ValueError(
                 f"need 1 <= train_min_len <= train_max_len, got {self.train_min_len} and {self.train_max_len}"
             )
-        if self.warmup_steps < 0 or not 0 <= self.min_lr_ratio <= 1 or self.grad_clip < 0:
-            raise ValueError("warmup_steps and grad_clip must be >= 0 and min_lr_ratio in [0, 1]")
+        # written as "not inside the range" so that NaN (every comparison false) is rejected too
+        if self.warmup_steps < 0 or not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"need warmup_steps >= 0 and min_lr_ratio in [0, 1]; got {self.warmup_steps}, "
+                             f"{self.min_lr_ratio}")
+        for key in ("grad_clip", "weight_decay"):
+            if not 0 <= getattr(self, key) < math.inf:
+                raise ValueError(f"{key} must be a finite number >= 0 (grad_clip 0 disables clipping), "
+                                 f"got {getattr(self, key)}")
+        if not self.divergence_loss > 0:
+            raise ValueError(f"divergence_loss must be > 0 (inf: never stop), got {self.divergence_loss}")
 
     def to_dict(self) -> dict:
         """Flat dict of the config, for result rows (``length_seed`` only when set, so run ids of
