@@ -3,7 +3,15 @@
 A suite folder holds ``raw/<run_id>.csv`` (one tidy CSV per run, one row per
 evaluation length, condition and variant) and ``manifest.json``.
 :func:`load` reads every raw CSV, checks the schema and returns one
-DataFrame. Everything else is computed from those raw rows:
+DataFrame. Every file is verified complete on its own (:func:`read_run_file`):
+it ends with a newline, every row has every field, its rows are exactly the
+lengths x conditions x variants its ``eval_*`` columns declare (one row for a
+failed run), and the checksum in its last column (:data:`CHECKSUM_COLUMN`,
+written since pebench checks it) matches its other fields; a truncated or
+edited file is named and never counted. A folder holds one suite and
+protocol: :func:`load` refuses a folder whose runs of one cell differ in
+anything but the seed (:func:`mixed_configurations`), so such runs are never
+pooled as seeds. Everything else is computed from those raw rows:
 
 * :func:`run_metrics` — one row per run and evaluation variant: ``id_*``
   (mean over evaluated lengths <= ``train_max_len``), ``ood_*`` (unweighted
@@ -33,6 +41,9 @@ Statistics (see also the protocol page of the docs):
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
 import math
 import warnings
@@ -43,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from pebench import metrics as metric_registry
-from pebench.experiment import BASE_VARIANT
+from pebench.experiment import BASE_VARIANT, KEYS
 
 #: columns every row has, whatever its status
 IDENTITY_COLUMNS = (
@@ -76,7 +87,13 @@ ALPHA = 0.05
 
 
 #: columns that can look numeric but are text (run id "3e69517866536022" would parse as inf)
-TEXT_COLUMNS = ("run_id", "pebench_version", "error")
+TEXT_COLUMNS = ("run_id", "pebench_version", "error", "rows_sha256")
+#: last column of a run file: SHA-256 of its header and rows without this column (:func:`rows_checksum`)
+CHECKSUM_COLUMN = "rows_sha256"
+#: the configuration of a run: runs of one cell must agree on all of these but the seed
+CONFIG_COLUMNS = tuple(sorted({"suite", "experiment", "task_version", *KEYS} - {"seed"}))
+#: how many bad files a one-line error names before it says how many more there are
+NAMED_FILES = 3
 
 
 class ResultsError(ValueError):
@@ -126,21 +143,168 @@ def _check_values(frame: pd.DataFrame, source: str | Path) -> None:
             raise ResultsError(f"{source}: {column} must be a number in every row of a completed run")
 
 
-def read_run_csv(path: str | Path) -> pd.DataFrame:
-    """Read one run CSV with :data:`TEXT_COLUMNS` as text (not validated; see :func:`validate_frame`)."""
+def read_run_csv(path: str | Path | io.StringIO) -> pd.DataFrame:
+    """Read one run CSV with :data:`TEXT_COLUMNS` as text (not validated; see :func:`read_run_file`)."""
     return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str))
+
+
+def rows_checksum(records: Sequence[Sequence[str]]) -> str:
+    """SHA-256 (hex) of a run file's header and rows, each a list of the fields as written, without the
+    :data:`CHECKSUM_COLUMN` field."""
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update("\x1f".join(record).encode())
+        digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+def run_file_text(rows: Sequence[dict]) -> str:
+    """The CSV text of a run file: ``rows`` with a last column :data:`CHECKSUM_COLUMN` (the same value in
+    every row) that lets :func:`read_run_file` verify the file on its own."""
+    records = list(csv.reader(io.StringIO(pd.DataFrame(rows).to_csv(index=False))))
+    checksum = rows_checksum(records)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*records[0], CHECKSUM_COLUMN])
+    writer.writerows([*record, checksum] for record in records[1:])
+    return out.getvalue()
+
+
+def read_run_file(path: str | Path) -> pd.DataFrame:
+    """Read one run CSV and verify it is complete and unedited, on its own; return its rows.
+
+    Checks: the file ends with a newline; every row has as many fields as the
+    header; the checksum column (files written since pebench has it) matches;
+    the schema (:func:`validate_frame`); every row belongs to the run the file
+    has, with one configuration and status; and the rows are exactly
+    the evaluation lengths x conditions x variants of its ``eval_*`` columns
+    (files without those columns: not checked), or one row for a failed run.
+
+    Raises:
+        ResultsError: ``path``: what is wrong, on one line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a text file") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: a folder, not a run file") from None
+    if not text.strip():
+        raise ResultsError(f"{path}: empty file")
+    if not text.endswith("\n"):
+        raise ResultsError(f"{path}: truncated (its last line is incomplete)")
+    try:
+        records = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise ResultsError(f"{path}: unreadable CSV ({exc})") from None
+    header = records[0]
+    for number, record in enumerate(records[1:], start=2):
+        if len(record) != len(header):
+            raise ResultsError(f"{path}: truncated or edited (row {number - 1} has {len(record)} of the header's "
+                               f"{len(header)} fields)")
+    if header[-1] == CHECKSUM_COLUMN:
+        written = {record[-1] for record in records[1:]}
+        if written != {rows_checksum([record[:-1] for record in records])}:
+            raise ResultsError(f"{path}: edited or damaged (its {CHECKSUM_COLUMN} does not match its rows)")
+    try:
+        frame = read_run_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
+    validate_frame(frame, path)
+    varying = [c for c in (*IDENTITY_COLUMNS, *CONFIG_COLUMNS) if c in frame and frame[c].nunique(dropna=False) > 1]
+    if varying:
+        raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
+    _check_rows(frame, path)
+    return frame
+
+
+def expected_rows(first: pd.Series) -> set[tuple[int, str, str]] | None:
+    """The (eval_len, condition, variant) rows a completed run declares in its ``eval_*`` columns (``None``
+    when its file lacks them)."""
+    if not all(c in first.index for c in ("eval_lengths", "eval_conditions")):
+        return None
+    try:
+        lengths, conditions = json.loads(first["eval_lengths"]), json.loads(first["eval_conditions"])
+    except (TypeError, ValueError):
+        return None
+    variants = _variant_labels(first.get("eval_variants"))
+    return {(int(length), str(c), str(v)) for length in lengths for c in conditions for v in variants}
+
+
+def _check_rows(frame: pd.DataFrame, path: Path) -> None:
+    if (frame["status"] == "failed").all():
+        if len(frame) != 1:
+            raise ResultsError(f"{path}: a failed run has one row, this file has {len(frame)}")
+        return
+    expected = expected_rows(frame.iloc[0])
+    if expected is None:
+        return
+    variant = frame["variant"].fillna(BASE_VARIANT) if "variant" in frame else pd.Series(BASE_VARIANT, frame.index)
+    condition = frame["condition"] if "condition" in frame else pd.Series("original", frame.index)
+    found = list(zip(pd.to_numeric(frame["eval_len"]).astype(int), condition, variant, strict=True))
+    if len(found) != len(expected) or set(found) != expected:
+        raise ResultsError(f"{path}: incomplete or edited ({len(set(found) & expected)} of the {len(expected)} rows "
+                           "its eval_lengths x eval_conditions x eval_variants declare)")
+
+
+def _normalized(value: object) -> str:
+    """A config value as text that is equal for equal values however they were read (30, 30.0, "30")."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return repr(float(value))
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def mixed_configurations(data: pd.DataFrame) -> list[str]:
+    """Where runs that would be pooled as seeds of one cell differ in anything but the seed.
+
+    ``data``: result rows (or one row per run). Returns one phrase per such
+    cell (``experiment/task/encoding/arch: steps 30 and 3000``), and one for
+    runs of more than one suite; empty when the runs form one suite and
+    protocol.
+    """
+    runs = data.drop_duplicates("run_id") if "run_id" in data else data
+    problems = []
+    if "suite" in runs and runs["suite"].nunique() > 1:
+        problems.append(f"runs of suites {' and '.join(sorted(map(str, runs['suite'].unique())))}")
+    columns = [c for c in CONFIG_COLUMNS if c in runs]
+    cell = [c for c in CELL_COLUMNS if c in runs and c != "variant"]
+    normalized = runs[columns].map(_normalized)
+    for _cell, rows in normalized.groupby([runs[c].map(_normalized) for c in cell], sort=False):
+        differ = [c for c in columns if rows[c].nunique() > 1]
+        if differ:
+            first = runs.loc[rows.index[0]]
+            name = "/".join(str(first[c]) for c in ("experiment", "task", "encoding", "arch") if c in first)
+            values = [f"{c} {' and '.join(sorted(map(str, runs.loc[rows.index, c].unique())))}" for c in differ]
+            problems.append(f"{name}: {', '.join(values)}")
+    return problems
+
+
+def named(problems: Sequence[str], limit: int = NAMED_FILES) -> str:
+    """``problems`` joined on one line, the first ``limit`` of them and how many more."""
+    shown = "; ".join(problems[:limit])
+    return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
 
 
 def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     """Load every run CSV of a suite folder (or of its ``raw/`` folder) into one DataFrame.
+
+    Every file is verified on its own (:func:`read_run_file`) and the runs must
+    form one suite and protocol (:func:`mixed_configurations`).
 
     Args:
         directory: a suite folder (containing ``raw/``) or a folder of CSVs.
         include_failed: keep rows of failed runs (they have no metrics).
 
     Raises:
-        ResultsError: the folder has no CSVs, or a file is malformed (the
-            message names the file).
+        ResultsError: the folder has no CSVs, files are malformed or incomplete
+            (the message names every one, up to :data:`NAMED_FILES` on its first line), or
+            runs of one cell differ in their configuration.
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -149,21 +313,28 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     paths = sorted(folder.glob("*.csv"))
     if not paths:
         raise ResultsError(f"{folder}: no result CSVs found; run `pebench run` first")
-    frames = []
+    frames, bad, files = [], [], {}
     for path in paths:
         try:
-            frame = read_run_csv(path)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
-        _check_columns(frame, path)
+            frame = read_run_file(path)
+        except ResultsError as exc:
+            bad.append(str(exc).splitlines()[0])
+            continue
+        run_id = frame["run_id"].iloc[0]
+        if run_id in files:  # a copy under another name would count one run twice
+            bad.append(f"{path}: run {run_id} again (also in {files[run_id].name})")
+            continue
+        files[run_id] = path
         frames.append(frame)
+    if bad:
+        lines = "\n".join(bad)
+        raise ResultsError(f"{len(bad)} bad result file(s), never counted; move them away (pebench run reruns "
+                           f"their runs): {named(bad)}\n{lines}")
     data = pd.concat(frames, ignore_index=True, sort=False)
-    try:
-        _check_values(data, folder)  # once for all files; on failure find the file to name
-    except ResultsError:
-        for path, frame in zip(paths, frames, strict=True):
-            _check_values(frame, path)
-        raise
+    mixed = mixed_configurations(data)
+    if mixed:
+        raise ResultsError(f"{folder}: runs of one cell differ in more than the seed ({named(mixed)}); a results "
+                           "folder holds one suite and protocol: move one configuration's runs to another folder")
     if not include_failed:
         data = data[data["status"] != "failed"].reset_index(drop=True)
     return data
