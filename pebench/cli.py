@@ -6,7 +6,7 @@
     pebench list [encodings|tasks|suites|experiments|metrics]
     pebench run --suite standard [--experiment NAME ...] [--filter key=value ...]
                 [--encoding NAME ...] [--task NAME ...]
-                [--workers N | --dask ADDRESS] [--device cpu|cuda] [--out DIR] [--dry-run]
+                [--workers N | --dask ADDRESS] [--threads N] [--device cpu|cuda] [--out DIR] [--dry-run]
     pebench report RESULTS [--out DIR]
     pebench compare LOCAL REFERENCE
     pebench show RESULTS [--experiment NAME ...]
@@ -19,17 +19,23 @@ loaded automatically (:mod:`pebench.registry`).
 Bad arguments (unknown names, impossible configurations, an unwritable
 output folder, a malformed results folder) print one line to stderr and exit
 with status 2 before anything is written. ``compare`` exits 0 when every
-reference cell reproduces, 1 when some do not.
+reference cell reproduces, 1 when some do not. A sweep stopped by Ctrl-C or
+SIGTERM says in one line how many runs it saved and exits 130 or 143; one
+stopped by an error of its own (a full disk) exits 2 (docs: distributed).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import logging
 import os
 import re
+import shutil
+import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,14 +58,42 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _parse_filters(filters: Sequence[str]) -> dict[str, set[str]]:
-    parsed: dict[str, set[str]] = {}
+def _parse_filters(filters: Sequence[str]) -> dict[str, list[str]]:
+    """``key=a,b`` items as key -> values; commas inside ``[...]`` or ``{...}`` (list- and dict-valued
+    keys such as ``eval_lengths=[8,16]``) do not split values."""
+    parsed: dict[str, list[str]] = {}
     for item in filters:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--filter expects key=value, got {item!r}")
-        parsed.setdefault(key, set()).update(value.split(","))
+        values, depth, current = parsed.setdefault(key, []), 0, ""
+        for char in value:
+            depth += (char in "[{") - (char in "]}")
+            if char == "," and depth == 0:
+                values.append(current)
+                current = ""
+            else:
+                current += char
+        values.append(current)
     return parsed
+
+
+def _filter_matches(text: str, value: object) -> bool:
+    """Whether a --filter value (text) equals a config value, compared as that value's type: numbers as
+    numbers (``lr=1e-3`` matches 0.001), booleans in any case (``true``), lists and dicts as JSON."""
+    if isinstance(value, bool):
+        return text.strip().lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            return float(text) == float(value)
+        except ValueError:
+            return False
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(text) == json.loads(value)
+        except ValueError:
+            return False
+    return text == str(value)
 
 
 def select_runs(
@@ -84,20 +118,33 @@ def select_runs(
             if resolved and key not in resolved[0]:
                 raise UsageError(f"unknown filter key {key!r}; valid: {', '.join(valid)}")
         for key, values in wanted.items():
-            present = sorted({str(flat[key]) for flat in resolved})
-            for value in sorted(values - set(present)):
-                close = difflib.get_close_matches(value, present, n=3, cutoff=0.5)
-                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-                raise UsageError(f"no run of this selection has {key}={value!r}.{hint} "
-                                 f"Values here: {', '.join(present[:20])}{' ...' if len(present) > 20 else ''}")
+            present = {str(flat[key]): flat[key] for flat in resolved}
+            for value in values:
+                if not any(_filter_matches(value, config) for config in present.values()):
+                    names = sorted(present)
+                    close = difflib.get_close_matches(value, names, n=3, cutoff=0.5)
+                    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                    raise UsageError(f"no run of this selection has {key}={value!r}.{hint} "
+                                     f"Values here: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
         specs = [
             spec for spec, flat in zip(specs, resolved, strict=True)
-            if all(str(flat[key]) in values for key, values in wanted.items())
+            if all(any(_filter_matches(v, flat[key]) for v in values) for key, values in wanted.items())
         ]
     return specs
 
 
+def _output_folder(out: str | None, default: Path) -> Path:
+    """The folder given by ``--out`` (an empty one is an error, not the default)."""
+    if out is None:
+        return default
+    if not out.strip():
+        raise UsageError(f"--out is empty; give a folder (without --out: {default})")
+    return Path(out)
+
+
 def _check_writable(out: Path) -> None:
+    """Create ``out`` (with its parents) and a file in it, or fail with one line; permissions are not enough
+    to know (``/sys``, read-only mounts, a file on the way)."""
     probe = out
     while not probe.exists():
         probe = probe.parent
@@ -105,6 +152,32 @@ def _check_writable(out: Path) -> None:
         raise UsageError(f"output folder {out} is not writable (checked {probe}); choose another --out")
     if out.exists() and not os.access(out, os.W_OK):
         raise UsageError(f"output folder {out} is not writable; choose another --out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise UsageError(f"output folder {out} is not writable ({exc.strerror or exc}); choose another --out") from None
+
+
+def _check_device(device: str | None, local: bool) -> None:
+    """A --device torch knows, and (for runs on this machine) one that exists here."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"unknown --device {device!r}; e.g. cpu, cuda, cuda:1, mps") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device {device} requested but CUDA is not available")
+    if local:
+        try:
+            torch.empty(1, device=parsed)
+        except (RuntimeError, AssertionError) as exc:
+            raise UsageError(f"--device {device} is not available on this machine "
+                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
 
 
 def one_line(text: str, width: int = 90) -> str:
@@ -159,17 +232,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
-    from pebench.runner import run_sweep
+    from pebench.runner import RunnerError, SweepError, SweepInterrupted, run_sweep
 
     specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
     if not specs:
         raise UsageError("no runs match the given --experiment/--filter options")
-    out = Path(args.out) if args.out else Path("results") / "local" / args.suite
-    if args.device and args.device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {args.device} requested but CUDA is not available")
+    out = _output_folder(args.out, Path("results") / "local" / args.suite)
+    dask_address = None if args.dask in (None, "local") else args.dask
+    _check_device(args.device, local=dask_address is None)
     if args.compile and args.seed_batch:
         raise UsageError("--compile cannot be combined with --seed-batch (seed-batched training runs eagerly)")
     if args.dry_run:
@@ -179,11 +249,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _check_writable(out)
     executor = "dask" if args.dask else ("processes" if args.workers > 1 else "serial")
-    dask_address = None if args.dask in (None, "local") else args.dask
-    summary = run_sweep(
-        specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device,
-        seed_batch=args.seed_batch, compile=args.compile,
-    )
+    resume = "run the same command again to resume"
+    try:
+        summary = run_sweep(
+            specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device,
+            seed_batch=args.seed_batch, compile=args.compile, threads=args.threads,
+        )
+    except SweepInterrupted as stop:
+        done = stop.summary
+        print(f"pebench: stopped by {stop.signal_name}: {done.saved} of {done.total} runs saved in {out} "
+              f"({done.done} by this sweep); {resume}", file=sys.stderr)
+        return 128 + signal.Signals[stop.signal_name].value
+    except SweepError as error:
+        done = error.summary
+        raise UsageError(f"{error} (sweep stopped: {done.saved} of {done.total} runs saved in {out}; fix this, "
+                         f"then {resume})") from None
+    except RunnerError as error:
+        raise UsageError(str(error)) from None
     print(
         f"{summary.total} runs: {summary.skipped} already complete, {summary.done} run now "
         f"({summary.failed} failed, {summary.diverged} diverged), {len(summary.blocked)} blocked by bad files; "
@@ -197,12 +279,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pebench.report import write_report
 
     results_dir = _results_dir(args)
-    out = Path(args.out) if args.out else results_dir
+    out = _output_folder(args.out, results_dir)
     _check_writable(out)
-    report = write_report(results_dir, out)
+    # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):
+    # a report that fails half-way (a full disk) leaves the previous outputs as they were, never a cut file.
+    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    try:
+        report = write_report(results_dir, staging)
+        for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+            target = out / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     for kind, artifacts in (("figure", report.figures), ("table", report.tables)):
         for artifact in artifacts:
-            print(f"{kind:6s} {artifact.name}: {', '.join(str(p) for p in artifact.paths.values())}")
+            paths = (out / path.relative_to(staging) for path in artifact.paths.values())
+            print(f"{kind:6s} {artifact.name}: {', '.join(str(p) for p in paths)}")
     for line in report.skipped:
         print(f"skipped {line}")
     print("findings:")
@@ -278,6 +371,9 @@ def make_parser() -> argparse.ArgumentParser:
     group.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     group.add_argument("--dask", metavar="ADDRESS", help="Dask scheduler address, or 'local' for a LocalCluster")
     p.add_argument("--dask-workers", type=int, default=2, help="workers of a local Dask cluster")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads per run, on every executor (default 1: the same rows serially, with "
+                        "--workers and on Dask; rows depend on it in the last digits)")
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", help="results folder (default results/local/<suite>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
@@ -313,8 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             logging.getLogger("pebench").setLevel(logging.DEBUG)
         load_plugins(args.plugin)
-        if getattr(args, "workers", 1) < 1:
-            raise UsageError(f"--workers must be >= 1, got {args.workers}")
+        for option in ("workers", "dask_workers", "threads"):
+            if getattr(args, option, 1) < 1:
+                raise UsageError(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
         if getattr(args, "dask", None) == "local":
             args.workers = args.dask_workers
         return args.func(args)
@@ -324,7 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `pebench list tasks | head`: the reader left; no traceback (Python docs recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED_RUNS
-    except (UnknownNameError, ValueError, ResultsError, FileNotFoundError) as exc:
+    except KeyboardInterrupt:  # before a sweep started (a sweep reports its own interrupt)
+        print("pebench: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except (UnknownNameError, ValueError, ResultsError, OSError) as exc:
         print(f"pebench: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -1,11 +1,31 @@
 """Execute runs: in-process, on a local process pool, or on a Dask cluster; resumable.
 
 Each run trains one model and evaluates it; its rows are written to
-``<out>/raw/<run_id>.csv`` atomically (a temporary file in the same folder,
-then ``os.replace``), so a killed sweep — even ``kill -9`` — loses at most
-the runs in flight and never leaves a partial file. On restart, runs whose
-CSV exists and is valid are skipped; runs recorded as ``failed`` (an
-exception, possibly transient) are retried, ``diverged`` runs are kept.
+``<out>/raw/<run_id>.csv`` the moment it finishes, atomically (a temporary
+file with a unique name in the same folder, then ``os.replace``), with a
+checksum column (:func:`pebench.results.run_file_text`), so a killed sweep —
+even ``kill -9`` — loses at most the runs in flight and never leaves a file
+that counts as complete without being so. On restart, runs whose CSV exists
+and verifies are skipped; runs recorded as ``failed`` (an exception, possibly
+transient, or a worker process that died) are retried, ``diverged`` runs are
+kept.
+
+What a sweep guarantees (docs: distributed):
+
+* Ctrl-C or SIGTERM cancels the runs not started, stops the runs in flight
+  (their workers are terminated) and raises :class:`SweepInterrupted`; an
+  error in the sweeping process (e.g. a full disk) does the same and raises
+  :class:`SweepError`. Both carry the :class:`SweepSummary` of what was saved.
+* Pool workers exit when the process that started them dies, even by
+  ``kill -9``; a pool worker that dies (e.g. killed for lack of memory)
+  records its runs as failed and is replaced.
+* One sweep at a time per folder: an OS file lock on ``<out>/.lock``
+  (:func:`lock_folder`); the manifest is updated under it.
+* A folder holds one suite and protocol: a sweep whose runs would share a
+  cell with runs of another configuration there, or of another suite, is
+  refused before anything is written (:func:`check_same_protocol`).
+* Every run uses ``threads`` torch threads (default 1) on every executor, so
+  the same runs give the same rows serially, on a pool and on Dask.
 
 Workers only compute rows; the parent process writes every file, so a Dask
 cluster needs no shared file system.
@@ -13,18 +33,24 @@ cluster needs no shared file system.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import multiprocessing
 import os
 import platform
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from multiprocessing.connection import wait as wait_any
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +65,20 @@ from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
 from pebench.registry import load_plugins, loaded_plugins
-from pebench.results import ResultsError, read_run_csv, validate_frame
+from pebench.results import ResultsError, mixed_configurations, named, read_run_file, run_file_text
 from pebench.train import TrainResult, train
 
 log = logging.getLogger("pebench")
 
 EXECUTORS = ("serial", "processes", "dask")
+#: seconds to wait for a Dask scheduler before giving up
+DASK_CONNECT_SECONDS = 10
+#: seconds a stopped worker gets to exit before it is killed
+STOP_GRACE_SECONDS = 3
+
+
+class RunnerError(RuntimeError):
+    """A sweep that cannot start (folder in use, unreachable scheduler); one line saying what to do."""
 
 
 # --------------------------------------------------------------------------- one run
@@ -112,6 +146,7 @@ def _rows(
         "error": result.error,
         "device": str(device),
         "compiled": compiled,
+        "torch_threads": torch.get_num_threads(),
     }
     return [{**_identity(spec), **row, **common} for row in rows]
 
@@ -208,12 +243,150 @@ def group_runs(specs: Sequence[RunSpec], seed_batch: bool, max_group: int = 8) -
 def _execute_in_worker(
     specs: list[RunSpec], device: str | None, threads: int, compile: bool = False, plugins: Sequence[str] = ()
 ) -> list[list[dict[str, Any]]]:
-    """Process-pool / Dask entry point: load the parent's plugins (a spawned worker starts with none of its
-    registrations), limit threads (0 = keep the worker's default), then :func:`execute_group`."""
+    """Dask entry point: load the parent's plugins (a spawned worker starts with none of its
+    registrations), set the torch threads (0 = keep the worker's default), then :func:`execute_group`."""
     load_plugins(plugins)
     if threads:
         torch.set_num_threads(threads)
     return execute_group(specs, device, compile)
+
+
+def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
+    """Start a thread that ends this process when ``parent`` is no longer its parent (it died, even by
+    ``kill -9``), so that no worker outlives the sweep that started it."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pebench-parent-watch", daemon=True).start()
+
+
+def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[str]) -> None:
+    """A pool worker's loop: receive a unit of runs, send back its rows, until told to stop (``None``).
+
+    It ignores SIGINT: Ctrl-C at a terminal reaches every process of the group, and the parent decides
+    (it terminates its workers itself), so no worker prints a traceback or dies half-way on its own.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent)
+    load_plugins(plugins)
+    torch.set_num_threads(threads)
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        specs, device, compile = message
+        try:
+            connection.send(("rows", execute_group(specs, device, compile)))
+        except Exception:  # execute_group records a run's own failure; this is anything else
+            connection.send(("error", traceback.format_exc()))
+
+
+class _Worker:
+    """One spawned pool process and its end of a pipe."""
+
+    def __init__(self, context: Any, threads: int, plugins: Sequence[str]) -> None:
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_pool_worker, args=(child, os.getpid(), threads, list(plugins)),
+                                       name="pebench-worker", daemon=True)
+        self.process.start()
+        child.close()
+        self.unit: list[RunSpec] | None = None
+
+    def stop(self, graceful: bool) -> None:
+        """End the process: ask it to (``graceful``, when idle) or terminate it; kill it if it lingers."""
+        if graceful and self.process.is_alive():
+            with contextlib.suppress(OSError):
+                self.connection.send(None)
+            self.process.join(STOP_GRACE_SECONDS)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(STOP_GRACE_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
+def _died(process: Any) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        how = f"was killed by {signal.Signals(-code).name}"
+        if -code == signal.SIGKILL:
+            how += " (e.g. by the kernel for lack of memory)"
+    else:
+        how = f"exited with status {code}"
+    return f"its worker process {how}"
+
+
+def _run_pool(
+    units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], workers: int,
+    device: str | None, threads: int, compile: bool,
+) -> None:
+    """Run ``units`` on ``workers`` spawned processes, calling ``finish`` as each run completes.
+
+    A worker that dies records the runs it held as failed (a :class:`WorkerDied` error in their rows) and
+    is replaced; on any exception in this process (Ctrl-C, SIGTERM, a full disk) every worker is
+    terminated before the exception propagates, so no run is computed for nothing and no process is left.
+    """
+    context = multiprocessing.get_context("spawn")  # fork + torch threads is unsafe
+    plugins = loaded_plugins()
+    queue = deque(units)
+    pool: list[_Worker] = []
+    clean = False
+    try:
+        pool = [_Worker(context, threads, plugins) for _ in range(min(workers, len(queue)))]
+        while True:
+            for worker in pool:
+                if worker.unit is None and queue:
+                    worker.unit = queue.popleft()
+                    worker.connection.send((worker.unit, device, compile))
+            busy = [w for w in pool if w.unit is not None]
+            if not busy:
+                break
+            ready = wait_any(
+                [w.connection for w in busy] + [w.process.sentinel for w in busy])
+            for index, worker in enumerate(pool):
+                if worker.unit is None or (worker.connection not in ready and worker.process.sentinel not in ready):
+                    continue
+                unit, message = worker.unit, None
+                with contextlib.suppress(EOFError, OSError):
+                    if worker.connection.poll():
+                        message = worker.connection.recv()
+                worker.unit = None
+                if message is None:  # the process died holding this unit
+                    worker.process.join()
+                    error = WorkerDied(_died(worker.process))
+                    log.warning("runs %s: %s; recorded as failed", ", ".join(s.run_id for s in unit), error)
+                    worker.stop(graceful=False)
+                    pool[index] = _Worker(context, threads, plugins) if queue else worker
+                    for spec in unit:
+                        finish(spec, _failed(spec, error, _torch_device(device)))
+                    continue
+                kind, payload = message
+                if kind == "error":
+                    error = WorkerDied(f"its worker raised: {payload.strip().splitlines()[-1]}")
+                    payload = [_failed(spec, error, _torch_device(device)) for spec in unit]
+                for spec, rows in zip(unit, payload, strict=True):
+                    finish(spec, rows)
+        clean = True
+    finally:
+        for worker in pool:
+            if worker.process.pid is not None and worker.connection.closed is False:
+                worker.stop(graceful=clean)
+
+
+class WorkerDied(RuntimeError):
+    """The process computing a run died (e.g. killed for lack of memory); the run is recorded as failed."""
+
+
+def _torch_device(device: str | None) -> torch.device:
+    return torch.device(device) if device else default_device()
 
 
 # --------------------------------------------------------------------------- files
@@ -224,19 +397,26 @@ def raw_dir(out: Path) -> Path:
     return Path(out) / "raw"
 
 
-def write_rows_atomic(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write ``rows`` as CSV to ``path`` atomically (temp file + fsync + rename)."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file with a unique name in the same folder,
+    fsync, rename; the temporary file is removed if anything fails (e.g. a full disk)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with open(tmp, "w", newline="") as handle:
-            pd.DataFrame(rows).to_csv(handle, index=False)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with os.fdopen(handle, "w", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_rows_atomic(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write ``rows`` as a run file (CSV with its checksum column, :func:`pebench.results.run_file_text`)
+    to ``path`` atomically (:func:`write_text_atomic`)."""
+    write_text_atomic(path, run_file_text(rows))
 
 
 @dataclass
@@ -246,13 +426,16 @@ class ExistingResults:
     complete: set[str]  # run ids with a valid CSV to keep
     retry: set[str]  # run ids recorded as failed
     bad: dict[str, str]  # file name -> why it is malformed or foreign
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> first row of every valid file
 
 
 def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
-    """Classify the CSVs in ``out/raw`` against the expected run ids.
+    """Classify the CSVs in ``out/raw`` against the expected run ids (each verified on its own by
+    :func:`pebench.results.read_run_file`).
 
-    Leftover temporary files of a killed sweep are removed; every other file
-    is left untouched.
+    Leftover temporary files of a killed sweep are removed (call it only while holding
+    :func:`lock_folder`, as :func:`run_sweep` does: they may be another sweep's files in flight
+    otherwise); every other file is left untouched.
     """
     expected = set(expected)
     found = ExistingResults(complete=set(), retry=set(), bad={})
@@ -260,23 +443,26 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     if not folder.is_dir():
         return found
     for tmp in folder.glob(".*.tmp"):
-        tmp.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
     for path in sorted(folder.iterdir()):
         if path.name.startswith("."):
+            continue
+        if path.is_dir():
+            found.bad[path.name] = "a folder, not a run file"
             continue
         if path.suffix != ".csv":
             found.bad[path.name] = "not a .csv file"
             continue
         try:
-            frame = read_run_csv(path)
-            validate_frame(frame, path)
-        except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            found.bad[path.name] = str(exc).splitlines()[0]
+            frame = read_run_file(path)
+        except (ResultsError, OSError) as exc:
+            found.bad[path.name] = str(exc).splitlines()[0].removeprefix(f"{path}: ")
             continue
-        ids = set(frame["run_id"])
-        if ids != {path.stem}:
-            found.bad[path.name] = f"its run_id column {sorted(ids)} does not match the file name"
+        if frame["run_id"].iloc[0] != path.stem:
+            found.bad[path.name] = f"its run_id {frame['run_id'].iloc[0]} does not match the file name"
             continue
+        found.configs[path.stem] = frame.iloc[0].to_dict()
         if path.stem not in expected:
             continue  # a valid run of another configuration: kept, not part of this sweep
         if (frame["status"] == "failed").any():
@@ -284,6 +470,61 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
         else:
             found.complete.add(path.stem)
     return found
+
+
+def check_same_protocol(out: Path, specs: Sequence[RunSpec], existing: ExistingResults) -> None:
+    """Refuse to add ``specs`` to a folder that holds another suite, or runs that would share a cell with
+    them under another configuration (they would be pooled as seeds).
+
+    Raises:
+        ResultsError: one line naming the difference and what to do.
+    """
+    out = Path(out)
+    suites = {spec.suite for spec in specs}
+    manifest = read_manifest(out)
+    held = {manifest["suite"]} if manifest and manifest.get("suite") else set()
+    held |= {str(row["suite"]) for row in existing.configs.values() if "suite" in row}
+    if held and held != suites:
+        raise ResultsError(f"{out} holds results of the {' and '.join(sorted(held))} suite; this is the "
+                           f"{' and '.join(sorted(suites))} suite: choose another --out")
+    ours = {spec.run_id for spec in specs}
+    rows = [{**spec.resolved(), "run_id": spec.run_id} for spec in specs]
+    rows += [row for run_id, row in existing.configs.items() if run_id not in ours]
+    mixed = mixed_configurations(pd.DataFrame(rows))
+    if mixed:
+        raise ResultsError(f"{out} would hold runs of one cell under different protocols ({named(mixed)}), to be "
+                           "pooled as seeds: choose another --out, or move the runs of the other protocol away")
+
+
+@contextlib.contextmanager
+def lock_folder(out: Path) -> Iterator[None]:
+    """Hold an exclusive OS lock (``flock``) on ``<out>/.lock`` for the duration: one sweep at a time per
+    results folder. The lock is released when the process ends, however it ends.
+
+    Raises:
+        RunnerError: another process holds it (the message names it).
+    """
+    import fcntl
+
+    path = Path(out) / ".lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RunnerError(f"{out} is in use by another pebench run ({holder}); wait for it to finish, "
+                              "or choose another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {platform.node()}, since "
+                     f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def git_state() -> dict[str, Any]:
@@ -307,17 +548,42 @@ def git_state() -> dict[str, Any]:
         return {"git_sha": None, "git_dirty": None}
 
 
-def write_manifest(
-    out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False
-) -> dict[str, Any]:
-    """Record this invocation in ``out/manifest.json`` (earlier invocations are kept)."""
+def read_manifest(out: Path) -> dict[str, Any] | None:
+    """The manifest of a results folder (``None`` when it has none).
+
+    Raises:
+        ResultsError: it is not JSON, or not of the manifest's shape.
+    """
     path = Path(out) / "manifest.json"
-    manifest: dict[str, Any] = {"suite": suite, "invocations": []}
-    if path.exists():
-        try:
-            manifest = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
+            and isinstance(manifest.get("invocations", []), list)):
+        raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
+                           "'invocations'); move it away to continue")
+    return manifest
+
+
+def write_manifest(
+    out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Record this invocation in ``out/manifest.json`` (earlier invocations are kept); call it while holding
+    :func:`lock_folder`. A manifest missing from a folder that already holds runs is recreated with a
+    warning and ``"recreated": true`` (what made the earlier runs is then unknown)."""
+    path = Path(out) / "manifest.json"
+    manifest = read_manifest(out)
+    if manifest is None:
+        manifest = {"suite": suite, "invocations": []}
+        held = list(raw_dir(out).glob("*.csv")) if raw_dir(out).is_dir() else []
+        if held:
+            log.warning("%s is missing but %s already holds %d run files; a new manifest records this invocation "
+                        "only (the software that made the earlier runs is unknown)", path, raw_dir(out), len(held))
+            manifest["recreated"] = True
     entry = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **git_state(),
@@ -332,14 +598,13 @@ def write_manifest(
         "executor": executor,
         "workers": workers,
         "compile": compile,
+        "torch_threads": threads if threads is not None else torch.get_num_threads(),
         "n_runs": n_runs,
     }
     manifest["suite"] = suite
     manifest.setdefault("invocations", []).append(entry)
     manifest["latest"] = entry
-    tmp = path.with_name(".manifest.json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
     return entry
 
 
@@ -357,6 +622,55 @@ class SweepSummary:
     diverged: int
     blocked: list[str]
     seconds: float
+
+    @property
+    def saved(self) -> int:
+        """Runs of the sweep whose file is in the folder now (complete before, or written by this sweep)."""
+        return self.skipped + self.done
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM stopped a sweep; the runs not started were cancelled, those in flight
+    stopped. ``summary``: what was saved; ``signal_name``: ``SIGINT`` or ``SIGTERM``."""
+
+    def __init__(self, summary: SweepSummary, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.summary, self.signal_name = summary, signal_name
+
+
+class SweepError(RuntimeError):
+    """An error in the sweeping process (e.g. a full disk) stopped a sweep, as an interrupt would;
+    ``summary``: what was saved. The error itself is the ``__cause__``."""
+
+    def __init__(self, summary: SweepSummary, error: BaseException) -> None:
+        super().__init__(str(error).splitlines()[0] if str(error) else type(error).__name__)
+        self.summary = summary
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt."""
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise (:class:`KeyboardInterrupt`, :class:`_Terminated`) once;
+    a second signal while the sweep stops its workers is ignored, so the stop is not itself interrupted.
+    Only in the main thread (elsewhere signals cannot be handled; the block runs unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(number: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
+
+    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 def _progress(
@@ -412,9 +726,15 @@ def estimated_cost(spec: RunSpec) -> float:
     return spec.train.steps * spec.train.batch_size * 2 * spec.train.train_max_len * spec.d_model**2
 
 
-def default_threads(workers: int) -> int:
-    """Torch threads per worker so that ``workers`` processes never oversubscribe the cores."""
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
+@contextlib.contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    """Train with ``threads`` torch threads in this process for the duration (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def run_sweep(
@@ -428,8 +748,9 @@ def run_sweep(
     on_done: Callable[[RunSpec, list[dict[str, Any]]], None] | None = None,
     seed_batch: bool | None = None,
     compile: bool = False,
+    threads: int = 1,
 ) -> SweepSummary:
-    """Run every spec not already complete in ``out`` and write its CSV.
+    """Run every spec not already complete in ``out`` and write its CSV the moment it finishes.
 
     Args:
         specs: the runs (typically :func:`pebench.experiment.suite_runs`).
@@ -447,103 +768,154 @@ def run_sweep(
             faster and it balances worse across workers (docs: performance).
         compile: train every run under ``torch.compile`` (:func:`pebench.train.train`); cannot be
             combined with ``seed_batch``. Off by default (docs: performance).
+        threads: torch threads of every run, on every executor (recorded in the rows'
+            ``torch_threads``). Floating-point sums depend on it, so the same value on every executor
+            gives the same rows; the default 1 is what a pool of one worker per core uses anyway.
 
     Runs are started longest first (by :func:`estimated_cost`), so that parallel workers finish
     together instead of one of them training the last long run alone.
+
+    Raises:
+        RunnerError: another sweep holds the folder, or the Dask scheduler cannot be reached.
+        ResultsError: the folder holds another suite or protocol, or a malformed manifest.
+        SweepInterrupted: Ctrl-C or SIGTERM; SweepError: an error in this process (both after stopping
+            every worker, with the summary of what was saved).
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if compile and seed_batch:
         raise ValueError("compile and seed_batch cannot be combined: seed-batched training runs eagerly")
+    if workers < 1 or threads < 1:
+        raise ValueError(f"workers and threads must be >= 1, got {workers} and {threads}")
     start = time.perf_counter()
     out = Path(out)
     raw_dir(out).mkdir(parents=True, exist_ok=True)
-    by_id = {spec.run_id: spec for spec in specs}
-    existing = scan(out, by_id)
-    for name, why in sorted(existing.bad.items()):
-        log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
-    blocked = sorted(run_id for run_id in by_id if f"{run_id}.csv" in existing.bad)
-    todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
-    todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
-    device_name = device or str(default_device())
-    write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor, workers, compile)
-    summary = SweepSummary(
-        total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0, blocked=blocked, seconds=0.0
-    )
-    callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
+    with lock_folder(out):
+        by_id = {spec.run_id: spec for spec in specs}
+        existing = scan(out, by_id)
+        check_same_protocol(out, specs, existing)
+        blocked = sorted(run_id for run_id in by_id if f"{run_id}.csv" in existing.bad)
+        for name, why in sorted(existing.bad.items()):
+            log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
+        if blocked:
+            log.warning("%d run(s) of this sweep are blocked by the bad files above: move or delete those files and "
+                        "run the same command again to rerun them", len(blocked))
+        todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
+        todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
+        device_name = device or str(default_device())
+        if seed_batch is None:
+            seed_batch = torch.device(device_name).type == "cuda" and not compile
+        units = group_runs(todo, seed_batch)
+        local = executor == "processes" or (executor == "dask" and dask_address is None)
+        if local and units and workers > (os.cpu_count() or 1):
+            log.warning("%d workers on %d CPU cores: each is a process with its own copy of torch (a few hundred "
+                        "MB) and they share the cores; --workers %d is usually as fast", workers, os.cpu_count(),
+                        os.cpu_count() or 1)
+        summary = SweepSummary(total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0,
+                               blocked=blocked, seconds=0.0)
+        callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
 
-    def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-        write_rows_atomic(raw_dir(out) / f"{spec.run_id}.csv", rows)
-        status = rows[0].get("status")
-        summary.done += 1
-        summary.failed += status == "failed"
-        summary.diverged += status == "diverged"
-        if status == "failed":
-            log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
-        callback(spec, rows)
+        def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
+            write_rows_atomic(raw_dir(out) / f"{spec.run_id}.csv", rows)
+            status = rows[0].get("status")
+            summary.done += 1
+            summary.failed += status == "failed"
+            summary.diverged += status == "diverged"
+            if status == "failed":
+                log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
+            callback(spec, rows)
 
-    if seed_batch is None:
-        seed_batch = torch.device(device_name).type == "cuda" and not compile
-    units = group_runs(todo, seed_batch)
-    if executor == "serial" or not todo:
-        for unit in units:
-            for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
-                finish(spec, rows)
-    elif executor == "processes":
-        threads = default_threads(workers)
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")  # fork + torch threads is unsafe
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_execute_in_worker, unit, device, threads, compile, loaded_plugins()): unit
-                       for unit in units}
-            for future in as_completed(futures):
-                for spec, rows in zip(futures[future], future.result(), strict=True):
-                    finish(spec, rows)
-    else:
-        _run_dask(units, finish, dask_address, workers, device, compile)
-    summary.seconds = time.perf_counter() - start
+        try:
+            with _signals_interrupt(), contextlib.ExitStack() as stack:
+                client = None
+                if executor == "dask" and units:
+                    client = stack.enter_context(_dask_client(dask_address, workers))
+                write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor, workers,
+                               compile, threads)
+                if executor == "serial" or not units:
+                    with _torch_threads(threads):
+                        for unit in units:
+                            for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
+                                finish(spec, rows)
+                elif executor == "processes":
+                    _run_pool(units, finish, workers, device, threads, compile)
+                else:
+                    _run_dask(client, units, finish, device, threads, compile)
+        except _Terminated:
+            raise SweepInterrupted(summary, "SIGTERM") from None
+        except KeyboardInterrupt:
+            raise SweepInterrupted(summary, "SIGINT") from None
+        except (RunnerError, ResultsError):
+            raise
+        except Exception as exc:
+            raise SweepError(summary, exc) from exc
+        finally:
+            summary.seconds = time.perf_counter() - start
     return summary
 
 
-def _run_dask(
-    units: Sequence[list[RunSpec]],
-    finish: Callable[[RunSpec, list[dict[str, Any]]], None],
-    address: str | None,
-    workers: int,
-    device: str | None,
-    compile: bool = False,
-) -> None:
-    """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler."""
+@contextlib.contextmanager
+def _dask_client(address: str | None, workers: int) -> Iterator[Any]:
+    """A Dask client of the scheduler at ``address``, or of a quiet LocalCluster of ``workers``
+    single-threaded worker processes (no dashboard, no log lines) when ``None``; closed after."""
     try:
         from dask.distributed import Client, LocalCluster
-        from dask.distributed import as_completed as dask_completed
     except ImportError:
-        raise RuntimeError("the dask executor needs the 'dist' extra: pip install 'pebench[dist]'") from None
-    cluster = None
+        raise RunnerError("the dask executor needs the 'dist' extra: pip install 'pebench[dist]'") from None
     if address is None:
-        cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
-        )
-        client = Client(cluster)
-        threads = default_threads(workers)
-    else:
-        client = Client(address)
-        threads = 0  # 0 = keep each remote worker's own default
+        # distributed's loggers in this process (the scheduler's) say INFO lines of no use here; restored after
+        loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+                   if name.split(".")[0] == "distributed"] + [logging.getLogger("distributed")]
+        levels = [logger.level for logger in loggers]
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        try:
+            # no dashboard; the scheduler's health routes on a free local port, not 8787
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                                   silence_logs=logging.ERROR)
+            try:
+                with Client(cluster) as client:
+                    yield client
+            finally:
+                cluster.close()
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
+        return
     try:
-        futures = [
-            client.submit(
-                _execute_in_worker, unit, device, threads, compile, loaded_plugins(), key=f"pebench-{unit[0].run_id}",
-                retries=2,
-                pure=False,
-            )
-            for unit in units
-        ]
-        units_by_key = {f.key: unit for f, unit in zip(futures, units, strict=True)}
+        client = Client(address, timeout=DASK_CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise RunnerError(f"cannot reach the Dask scheduler at {address} within {DASK_CONNECT_SECONDS} s "
+                          f"({type(exc).__name__}); is it running, and is the address host:port?") from None
+    with client:
+        yield client
+
+
+def _run_dask(
+    client: Any,
+    units: Sequence[list[RunSpec]],
+    finish: Callable[[RunSpec, list[dict[str, Any]]], None],
+    device: str | None,
+    threads: int,
+    compile: bool = False,
+) -> None:
+    """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler (twice). On any
+    exception here (Ctrl-C, SIGTERM, a full disk) the runs not finished are cancelled."""
+    from dask.distributed import as_completed as dask_completed
+
+    futures = [
+        client.submit(
+            _execute_in_worker, unit, device, threads, compile, loaded_plugins(), key=f"pebench-{unit[0].run_id}",
+            retries=2,
+            pure=False,
+        )
+        for unit in units
+    ]
+    units_by_key = {f.key: unit for f, unit in zip(futures, units, strict=True)}
+    try:
         for future in dask_completed(futures):
             for spec, rows in zip(units_by_key[future.key], future.result(), strict=True):
                 finish(spec, rows)
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        client.cancel([f for f in futures if not f.done()])
