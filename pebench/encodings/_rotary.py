@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pebench.encodings.base import PositionCache
+
 LAYOUTS = ("interleaved", "half")
 
 _COMPLEX = (torch.float32, torch.float64)  # dtypes with a complex counterpart for the fast path
@@ -25,6 +27,20 @@ _COMPLEX = (torch.float32, torch.float64)  # dtypes with a complex counterpart f
 def rotation_angles(pos: Tensor, inv_freq: Tensor) -> Tensor:
     """``pos`` (T,) or (B, T) integer, ``inv_freq`` (Dr/2,) -> angles (T, Dr/2) or (B, T, Dr/2), float32."""
     return pos.to(torch.float32).unsqueeze(-1) * inv_freq.to(torch.float32)
+
+
+def cached_cos_sin(
+    cache: PositionCache, pos: Tensor, inv_freq: Tensor, scale: float | Tensor = 1.0
+) -> tuple[Tensor, Tensor]:
+    """``scale * cos`` and ``scale * sin`` of ``pos * inv_freq``, each (T, Dr/2) or (B, T, Dr/2), float32,
+    computed once per cached positions (``cache`` belongs to the calling encoding, whose ``inv_freq`` and
+    ``scale`` are fixed)."""
+
+    def compute(p: Tensor) -> tuple[Tensor, Tensor]:
+        angles = rotation_angles(p, inv_freq)
+        return angles.cos() * scale, angles.sin() * scale
+
+    return cache.get(pos, compute)
 
 
 def apply_rotation(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:

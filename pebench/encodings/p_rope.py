@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import register
-from pebench.encodings._rotary import LAYOUTS, apply_rotation, rotation_angles
+from pebench.encodings._rotary import LAYOUTS, apply_rotation, cached_cos_sin
 from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
@@ -76,12 +76,7 @@ class PRoPE(PositionalEncoding):
 
     def cos_sin(self, pos: Tensor) -> tuple[Tensor, Tensor]:
         """cos and sin of ``pos * inv_freq``: each (T, Dh/2) or (B, T, Dh/2), float32."""
-
-        def compute(p: Tensor) -> tuple[Tensor, Tensor]:
-            angles = rotation_angles(p, self.inv_freq)
-            return angles.cos(), angles.sin()
-
-        return self._cache.get(pos, compute)
+        return cached_cos_sin(self._cache, pos, self.inv_freq)
 
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
         cos_q, sin_q = self.cos_sin(q_pos)

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import register
-from pebench.encodings._rotary import LAYOUTS, apply_rotation, rotation_angles
+from pebench.encodings._rotary import LAYOUTS, apply_rotation, cached_cos_sin
 from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
@@ -196,12 +196,7 @@ class RoPE(PositionalEncoding):
 
     def cos_sin(self, pos: Tensor) -> tuple[Tensor, Tensor]:
         """cos and sin of ``pos * inv_freq`` (times the YaRN attention factor): each (T, Dr/2) or (B, T, Dr/2)."""
-
-        def compute(p: Tensor) -> tuple[Tensor, Tensor]:
-            angles = rotation_angles(p, self.inv_freq)
-            return angles.cos() * self.attention_factor, angles.sin() * self.attention_factor
-
-        return self._cache.get(pos, compute)
+        return cached_cos_sin(self._cache, pos, self.inv_freq, self.attention_factor)
 
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
         cos_q, sin_q = self.cos_sin(q_pos)

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import register
-from pebench.encodings._rotary import apply_rotation, rotation_angles
+from pebench.encodings._rotary import apply_rotation, cached_cos_sin
 from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
@@ -86,12 +86,7 @@ class XPos(PositionalEncoding):
 
     def cos_sin(self, pos: Tensor) -> tuple[Tensor, Tensor]:
         """cos and sin of ``pos * inv_freq``: each (T, Dh/2) or (B, T, Dh/2), float32."""
-
-        def compute(p: Tensor) -> tuple[Tensor, Tensor]:
-            angles = rotation_angles(p, self.inv_freq)
-            return angles.cos(), angles.sin()
-
-        return self._cache.get(pos, compute)
+        return cached_cos_sin(self._cache, pos, self.inv_freq)
 
     def decay(self, pos: Tensor, centre: Tensor) -> Tensor:
         """``zeta^((pos - centre) / scale_base)``: (T, Dh/2) or (B, T, Dh/2), float32."""
