@@ -20,11 +20,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from test_results import write_synthetic_results
+from test_runner import tiny_spec
 
 import pebench.runner as runner
 from pebench import results
 from pebench.cli import main
-from pebench.experiment import make_spec, suite_runs
+from pebench.experiment import suite_runs
 from pebench.results import ResultsError, load, read_run_file
 from pebench.runner import RunnerError, lock_folder, run_sweep, scan, write_manifest, write_rows_atomic
 
@@ -32,15 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
 #: the smoke runs of one experiment: enough runs that a sweep is still going when the test signals it
 SWEEP = ["run", "--suite", "smoke", "--experiment", "order_sensitivity", "--workers", "2"]
-
-
-def tiny_spec(**overrides):
-    config = {
-        "task": "copy", "encoding": "rope", "arch": "decoder", "seed": 0, "d_model": 16, "n_layers": 1,
-        "n_heads": 2, "steps": 3, "batch_size": 4, "warmup_steps": 1, "train_max_len": 4,
-        "eval_lengths": [2, 6], "eval_n_examples": 8, **overrides,
-    }
-    return make_spec("smoke", "test", config)
 
 
 def quiet(spec, rows) -> None:
