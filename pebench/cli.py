@@ -234,14 +234,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
     from pebench.runner import RunnerError, SweepError, SweepInterrupted, run_sweep
 
-    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
-    if not specs:
-        raise UsageError("no runs match the given --experiment/--filter options")
+    # the arguments first (cheap, one line each), then the runs they select
     out = _output_folder(args.out, Path("results") / "local" / args.suite)
     dask_address = None if args.dask in (None, "local") else args.dask
     _check_device(args.device, local=dask_address is None)
     if args.compile and args.seed_batch:
         raise UsageError("--compile cannot be combined with --seed-batch (seed-batched training runs eagerly)")
+    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
+    if not specs:
+        raise UsageError("no runs match the given --experiment/--filter options")
     if args.dry_run:
         for spec in specs:
             print(f"{spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} seed={spec.seed}")
@@ -414,7 +415,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
         if getattr(args, "dask", None) == "local":
             args.workers = args.dask_workers
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, so that a reader who left (`| head`) is a BrokenPipeError caught below
+        return status
     except UsageError as exc:
         print(f"pebench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
