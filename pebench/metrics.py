@@ -104,9 +104,9 @@ def register_metric(
     def decorator(compute: Compute | None) -> Compute | None:
         if compute is not None and level != "run":
             raise ValueError(f"metric {name!r}: only run metrics can be computed by a registered function")
+        summary = (description or (compute.__doc__ or "").strip().split("\n")[0]) if compute else description
         metric = Metric(name, label, axis_label or label, higher_is_better, format, applies_to, reference, level,
-                        description or (compute.__doc__ or "").strip().split("\n")[0] if compute else description,
-                        compute)
+                        summary, compute)
         registry = RUN_METRICS if level == "run" else LENGTH_METRICS
         registry.register(name)(metric)
         return compute
