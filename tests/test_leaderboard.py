@@ -1,0 +1,133 @@
+"""Tests of pebench.leaderboard on synthetic run frames whose ranking is known."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pebench import leaderboard as lb
+
+METRIC = "ood_token_acc"
+
+
+def make_runs(means: dict[str, float], *, n_tasks: int = 4, seeds: int = 3, noise: float = 0.0,
+              archs=("decoder",), seed: int = 0) -> pd.DataFrame:
+    """One run per arch, task, encoding and seed with score ``means[encoding]`` (+ uniform noise)."""
+    rng = np.random.default_rng(seed)
+    rows = [dict(arch=arch, task=f"task{t}", encoding=enc, seed=s, variant="trained", status="ok",
+                 **{METRIC: float(np.clip(mean + noise * rng.uniform(-1, 1), 0, 1))})
+            for arch, t, (enc, mean), s in itertools.product(archs, range(n_tasks), means.items(), range(seeds))]
+    return pd.DataFrame(rows)
+
+
+def test_always_best_has_mrr_one_and_degenerate_interval():
+    runs = make_runs({"a_best": 0.9, "b": 0.5, "c": 0.1}, noise=0.05)
+    board = lb.leaderboard(runs, METRIC, n_boot=200)
+    top = board.iloc[0]
+    assert top.encoding == "a_best"
+    assert top.mrr == top.mrr_low == top.mrr_high == 1.0
+    assert top.mean_rank == top.rank_low == top.rank_high == 1.0
+    assert list(board.encoding) == ["a_best", "b", "c"]
+    assert board.mrr.tolist() == pytest.approx([1, 1 / 2, 1 / 3])
+    assert (board.n_tasks == 4).all() and (board.tasks_fitted == 4).all() and (board.runs_fitted == 1).all()
+
+
+def test_ties_get_average_ranks():
+    runs = make_runs({"a": 0.5, "b": 0.5, "c": 0.2})
+    ranks = lb.task_ranks(runs, METRIC)
+    assert ranks.set_index("encoding").loc[["a", "b", "c"], "rank"].groupby(level=0).first().tolist() == [1.5, 1.5, 3]
+    board = lb.leaderboard(runs, METRIC, n_boot=50).set_index("encoding")
+    assert board.loc["a", "mean_rank"] == 1.5 and board.loc["a", "mrr"] == pytest.approx(1 / 1.5)
+
+
+def test_lower_is_better_metric_ranks_low_values_first():
+    runs = make_runs({"a": 0.9, "b": 0.1}).rename(columns={METRIC: "ood_loss"})
+    assert lb.leaderboard(runs, "ood_loss", n_boot=20).encoding.tolist() == ["b", "a"]
+    with pytest.raises(ValueError, match="no direction"):
+        lb.leaderboard(runs.rename(columns={"ood_loss": "params"}), "params")
+
+
+def test_unfitted_runs_score_zero():
+    runs = make_runs({"a": 0.9, "b": 0.5})
+    runs["fitted"] = runs["encoding"] != "a"
+    scores = lb.run_scores(runs, METRIC)
+    assert (scores[runs.encoding == "a"] == 0).all() and (scores[runs.encoding == "b"] == 0.5).all()
+    assert (lb.run_scores(runs.drop(columns="fitted"), METRIC) == runs[METRIC]).all()  # absent: all fitted
+    assert (lb.run_scores(runs.assign(fitted=np.nan), METRIC) == runs[METRIC]).all()  # NaN: no criterion
+    assert (lb.run_scores(runs.assign(fitted=runs.fitted.astype(float)), METRIC) == scores).all()  # 1.0 / 0.0
+    board = lb.leaderboard(runs, METRIC, n_boot=20).set_index("encoding")
+    assert board.index[0] == "b"
+    assert board.loc["a", "tasks_fitted"] == 0 and board.loc["a", "runs_fitted"] == 0
+    ranks = lb.task_ranks(runs, METRIC)
+    assert (ranks[ranks.encoding == "a"].seeds_fitted == 0).all()
+
+
+def test_bootstrap_is_deterministic_and_contains_point():
+    runs = make_runs({"a": 0.6, "b": 0.55, "c": 0.5, "d": 0.3}, noise=0.15, n_tasks=6, archs=("decoder", "encoder"))
+    first = lb.leaderboard(runs, METRIC, n_boot=300, seed=3)
+    pd.testing.assert_frame_equal(first, lb.leaderboard(runs.sample(frac=1, random_state=1), METRIC, n_boot=300,
+                                                          seed=3))
+    assert not first.equals(lb.leaderboard(runs, METRIC, n_boot=300, seed=4))
+    assert (first.mrr_low <= first.mrr).all() and (first.mrr <= first.mrr_high).all()
+    assert (first.rank_low <= first.mean_rank).all() and (first.mean_rank <= first.rank_high).all()
+    assert (first.mrr_low < first.mrr_high).any()
+    assert first.arch.tolist() == ["decoder"] * 4 + ["encoder"] * 4
+
+
+def test_failed_runs_and_variants_are_not_ranked():
+    runs = make_runs({"a": 0.9, "b": 0.5})
+    extra = runs[runs.encoding == "b"].assign(variant="scaled", **{METRIC: 1.0})
+    failed = runs.iloc[:1].assign(status="failed", **{METRIC: np.nan})
+    board = lb.leaderboard(pd.concat([runs, extra, failed]), METRIC, n_boot=20).set_index("encoding")
+    assert board.loc["a", "mrr"] == 1 and board.loc["a", "runs_failed"] == 1
+
+
+def test_pairwise_clear_difference_and_identical():
+    runs = make_runs({"good": 0.8, "bad": 0.4, "twin": 0.4}, noise=0.05)
+    runs.loc[runs.encoding == "twin", METRIC] = runs.loc[runs.encoding == "bad", METRIC].to_numpy()
+    table = lb.pairwise(runs, [("good", "bad"), ("bad", "twin"), ("bad", "good"), ("good", "missing")], METRIC,
+                        n_boot=500)
+    good, twin, reverse, missing = table.itertuples()
+    assert good.n_pairs == 12 and good.p_holm < 0.01 and good.verdict == "a better"
+    assert good.ci_low <= good.mean_diff <= good.ci_high and good.mean_diff > 0.3
+    assert twin.p_value == 1 and twin.p_holm == 1 and twin.verdict == "no significant difference"
+    assert reverse.verdict == "b better"
+    assert missing.verdict == "not tested" and "missing" in missing.note and np.isnan(missing.p_holm)
+
+
+def test_sign_flip_exact_and_monte_carlo():
+    assert lb.sign_flip_p(np.ones(12)) == pytest.approx(2 / 2 ** 12)
+    assert lb.sign_flip_p(np.zeros(5)) == 1.0
+    d = np.random.default_rng(0).normal(0.1, 1, size=40)
+    assert lb.sign_flip_p(d, seed=1) == lb.sign_flip_p(d, seed=1)
+    assert 0 < lb.sign_flip_p(d + 2) < 0.001
+
+
+def test_holm_family_is_monotone():
+    runs = make_runs({"a": 0.7, "b": 0.6, "c": 0.55, "d": 0.5}, noise=0.2, archs=("decoder", "encoder"))
+    table = lb.pairwise(runs, [("a", "b"), ("a", "c"), ("a", "d"), ("b", "d")], METRIC, n_boot=100)
+    ordered = table.sort_values("p_value")
+    assert (np.diff(ordered.p_holm) >= 0).all() and (table.p_holm >= table.p_value).all()
+    assert len(table) == 8  # family = comparisons x archs
+
+
+def test_writers():
+    runs = make_runs({"randomized:rope": 0.9, "my_enc": 0.5, "b": 0.5})
+    board = lb.leaderboard(runs, METRIC, n_boot=50)
+    markdown = lb.to_markdown(board)
+    lines = markdown.strip().splitlines()
+    assert len(lines) == 2 + len(board) and all(line.count("|") == 7 for line in lines)
+    assert "1.00 [1.00, 1.00]" in markdown and "4/4" in markdown
+    latex = lb.to_latex(board, caption="Ranks", label="tab:x")
+    assert latex.count("{") == latex.count("}") and r"my\_enc" in latex and "my_enc" not in latex
+    for part in (r"\begin{table}", r"\toprule", r"\midrule", r"\bottomrule", r"\end{table}", r"\label{tab:x}"):
+        assert part in latex
+    table = lb.pairwise(runs, [("my_enc", "b")], METRIC, n_boot=50)
+    assert "-0.00" not in lb.pairwise_markdown(table) and "0.00 [0.00, 0.00]" in lb.pairwise_markdown(table)
+    pair_latex = lb.pairwise_latex(table)
+    assert pair_latex.count("{") == pair_latex.count("}") and "OOD token accuracy" in pair_latex
+
+
+def test_number_never_negative_zero():
+    assert lb._number(-0.0001) == "0.00" and lb._number(-0.004) == "0.00" and lb._number(-0.006) == "-0.01"
