@@ -60,8 +60,9 @@ def get(name: str) -> Task:
 
 
 _import_all()
+from pebench.tasks.floors import Floor, position_free_floor  # noqa: E402  (imports the registry)
 
 __all__ = [
-    "ARCHS", "IGNORE", "TASKS", "Batch", "Task", "get", "model_vocab_size", "names",
+    "ARCHS", "IGNORE", "TASKS", "Batch", "Floor", "Task", "get", "position_free_floor", "model_vocab_size", "names",
     "register", "render", "shuffle_inputs",
 ]
