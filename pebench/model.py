@@ -26,6 +26,7 @@ the architecture.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -455,8 +456,21 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.encoding.parameters() if p.requires_grad)
 
 
+def encoding_seed(seed: int) -> int:
+    """The seed of the encoding's own random stream in :func:`build_model`: a 63-bit hash of ``seed``
+    (not ``seed + 1``, which would be another run's model seed)."""
+    digest = hashlib.sha256(f"pebench encoding {seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 def build_model(
-    config: ModelConfig, encoding: str, *, max_len: int, seed: int | None = None, **options: Any
+    config: ModelConfig,
+    encoding: str,
+    *,
+    max_len: int,
+    train_len: int | None = None,
+    seed: int | None = None,
+    **options: Any,
 ) -> Transformer:
     """The one factory of pebench models: the runner, seed-batched training, the teaching figures, the
     throughput benchmark and the tests all build their models here.
@@ -465,9 +479,18 @@ def build_model(
         config: the architecture; the encoding is built with ``causal=config.causal`` (a decoder is
             causal), also through wrappers such as ``randomized:t5``.
         encoding: a registered encoding name (``randomized:<base>`` for wrappers).
-        max_len: positions the encoding must support (from the training configuration).
-        seed: if given, ``torch.manual_seed(seed)`` first; the encoding is then initialised before
-            the rest of the model (the order every reference result was made with).
+        max_len: the position capacity (a protocol constant, never an evaluation length): sizes
+            fixed-size position tables (see :func:`pebench.encodings.build`).
+        train_len: the longest rendered training sequence, for defaults that mean the training
+            context (FIRE's threshold, YaRN's original length, CoPE's table); ``None``: ``max_len``.
+        seed: if given, the encoding is initialised from its own stream, ``torch.manual_seed(
+            encoding_seed(seed))`` inside ``torch.random.fork_rng`` (CPU), and the rest of the model
+            from ``torch.manual_seed(seed)``. So the encoding's parameters (a learned table of any
+            size, FIRE's MLP) never shift the initial weights of the rest of the model: two models
+            with the same seed and architecture start from the same token embeddings, attention
+            and MLP weights whatever their encoding, ``max_len`` or ``train_len``. The global RNG
+            is left as ``torch.manual_seed(seed)`` followed by the model's initialisation. Without
+            a seed both are drawn from the global stream, encoding first.
         **options: the encoding's options (see :func:`pebench.encodings.options`); ``causal`` is not
             one (:func:`check_encoding_options`).
 
@@ -475,9 +498,17 @@ def build_model(
         ValueError: ``causal`` among the options, an unknown option, or an impossible configuration.
     """
     check_encoding_options(options)
-    if seed is not None:
-        torch.manual_seed(seed)
-    pe = encodings.build(
-        encoding, d_model=config.d_model, n_heads=config.n_heads, max_len=max_len, causal=config.causal, **options
-    )
+
+    def build_encoding() -> PositionalEncoding:
+        return encodings.build(
+            encoding, d_model=config.d_model, n_heads=config.n_heads, max_len=max_len, causal=config.causal,
+            train_len=train_len, **options,
+        )
+
+    if seed is None:
+        return Transformer(config, build_encoding())
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(encoding_seed(seed))
+        pe = build_encoding()
+    torch.manual_seed(seed)
     return Transformer(config, pe)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -85,7 +86,7 @@ def test_sinusoidal_embed_adds_the_table_for_batched_positions():
 def test_learned_adds_its_table_and_is_trainable():
     pe = build("learned")
     assert pe.table.weight.shape == (MAX_LEN, D_MODEL)
-    assert 0.01 < pe.table.weight.std().item() < 0.03
+    assert 0.9 < pe.table.weight.std().item() < 1.1  # the token embeddings' scale: position as loud as content
     x = torch.zeros(1, 3, D_MODEL)
     torch.testing.assert_close(pe.embed(x, torch.tensor([0, 5, 63]))[0], pe.table.weight[[0, 5, 63]])
 
@@ -464,6 +465,13 @@ def test_fire_matches_the_reference_code():
     torch.testing.assert_close(pe.bias(torch.arange(20), torch.arange(20)), fire_reference(pe, 20))
 
 
+def test_fire_threshold_defaults_to_the_training_context_not_the_capacity():
+    pe = build("fire", max_len=4096, train_len=37)
+    assert pe.init_threshold.item() == 37.0
+    assert build("fire", max_len=96).init_threshold.item() == 96.0  # train_len None: max_len
+    assert build("fire", max_len=4096, train_len=37, init_threshold=512.0).init_threshold.item() == 512.0
+
+
 def test_fire_is_learnable():
     pe = build("fire")
     assert pe.bias(torch.arange(6), torch.arange(6)).shape == (N_HEADS, 6, 6)
@@ -726,6 +734,53 @@ def test_cached_tables_equal_computed_ones(name, batched):
         assert_same_outputs([*rotated, bias, score], [*pe.rotate(q_suffix, k, plain[..., 3:], plain),
                                                       pe.bias(plain[..., 3:], plain),
                                                       pe.content_score(q_suffix, k, logits, plain[..., 3:], plain)])
+
+
+def test_plugins_without_train_len_still_build_and_record_it(monkeypatch):
+    class Older(PositionalEncoding):
+        def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, width: int = 1) -> None:
+            super().__init__(d_model, n_heads, max_len, causal=causal)
+
+    lookup = encodings.ENCODINGS.get
+    monkeypatch.setattr(encodings.ENCODINGS, "get", lambda name: Older if name == "older" else lookup(name))
+    pe = build("older", max_len=256, train_len=21, width=3)
+    assert (pe.max_len, pe.train_len) == (256, 21)
+    assert pe.resolved_options() == {"max_len": 256, "train_len": 21, "width": 3}  # width from build's options
+    assert build("older", max_len=256).train_len == 256
+
+
+@pytest.mark.parametrize("name", every_encoding())
+@pytest.mark.parametrize("causal", [False, True])
+def test_resolved_options_rebuild_the_same_encoding(name, causal):
+    pe = build(name, max_len=96, train_len=21, causal=causal)
+    resolved = pe.resolved_options()
+    assert json.loads(json.dumps(resolved)) == resolved
+    assert (resolved["max_len"], resolved["train_len"]) == (96, 21)
+    assert not {"d_model", "n_heads", "causal"} & set(resolved)
+    options = {k: v for k, v in resolved.items() if k not in ("max_len", "train_len")}
+    again = build(name, max_len=96, train_len=21, causal=causal, **options)
+    assert again.resolved_options() == resolved
+
+    def nones(options: dict, prefix: str = "") -> set[str]:
+        found = set()
+        for key, value in options.items():
+            found |= nones(value, f"{key}.") if isinstance(value, dict) else {prefix + key} if value is None else set()
+        return found
+
+    # documented: rope's original_max_len is None unless scaling="yarn" (no other option resolves to None)
+    allowed = {"original_max_len", "base_options.original_max_len"} if name.split(":")[-1] == "rope" else set()
+    assert nones(resolved) <= allowed
+
+
+def test_resolved_options_replace_none_defaults_by_the_values_used():
+    assert build("fire", max_len=96, train_len=21).resolved_options()["init_threshold"] == 21.0
+    assert build("cope", max_len=96, train_len=21).resolved_options()["n_positions"] == 22
+    assert build("sandwich").resolved_options()["sinusoid_dim"] == HEAD_DIM
+    yarn = build("rope", max_len=96, train_len=21, scaling="yarn", scaling_factor=2.0).resolved_options()
+    assert yarn["original_max_len"] == 21
+    wrapped = build("randomized:fire", max_len=96, train_len=21).resolved_options()
+    assert wrapped["max_position"] == 96 and wrapped["base_options"]["init_threshold"] == 21.0
+    assert build("randomized:fire", max_len=96, train_len=21).inner.max_len == 96
 
 
 def test_encodings_must_accept_causal(monkeypatch):

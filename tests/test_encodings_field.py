@@ -312,7 +312,8 @@ def test_cope_starts_at_zero_and_learns():
     assert torch.equal(term, torch.zeros_like(term))  # the table is zero at init, as in both references
     term.sum().backward()
     assert pe.position_embedding.grad.abs().sum() > 0
-    assert pe.n_positions == 65  # max_len + 1, RAM's default (position 0 is possible)
+    assert pe.n_positions == 65  # train_len (None: max_len) + 1, RAM's default (position 0 is possible)
+    assert build("cope", causal=True, max_len=4096, train_len=20).n_positions == 21  # the training context
 
 
 # ---------------------------------------------------------------- p-RoPE

@@ -116,6 +116,27 @@ def test_different_seeds_give_different_curves(copy_task):
     assert a != b
 
 
+def test_the_encoding_never_shifts_the_initial_weights_of_the_rest_of_the_model(copy_task):
+    """The encoding is initialised from its own stream: its parameter count (a learned table of 64 or
+    4096 rows, FIRE's MLP, nothing) leaves every other initial weight unchanged."""
+    models = [make_model("learned", "decoder", copy_task, seed=4, max_len=64),
+              make_model("learned", "decoder", copy_task, seed=4, max_len=4096),
+              make_model("fire", "decoder", copy_task, seed=4), make_model("none", "decoder", copy_task, seed=4)]
+    rest = [{k: v for k, v in m.state_dict().items() if not k.startswith("encoding.")} for m in models]
+    for other in rest[1:]:
+        assert other.keys() == rest[0].keys()
+        assert all(torch.equal(other[k], rest[0][k]) for k in rest[0])
+
+
+def test_build_model_passes_the_training_context_to_the_encoding(copy_task):
+    config = ModelConfig(vocab_size=tasks.model_vocab_size(copy_task), arch="decoder", d_model=D_MODEL,
+                         n_heads=N_HEADS)
+    model = build_model(config, "randomized:fire", max_len=512, train_len=19, seed=0)
+    assert (model.encoding.max_len, model.encoding.train_len) == (512, 19)
+    assert model.encoding.inner.init_threshold.item() == 19.0 and model.encoding.max_position == 512
+    assert build_model(config, "fire", max_len=512, seed=0).encoding.train_len == 512
+
+
 def test_divergence_is_reported_not_raised(copy_task):
     model = make_model("sinusoidal", "decoder", copy_task)
     with torch.no_grad():

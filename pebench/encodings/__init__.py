@@ -103,16 +103,24 @@ def meta(name: str) -> dict[str, Any]:
 def options(name: str) -> dict[str, Any]:
     """The keyword options of encoding ``name`` and their defaults.
 
-    ``causal`` is not one: it comes from the model's architecture (see :func:`build`).
+    ``causal`` is not one: it comes from the model's architecture; nor are ``max_len`` and
+    ``train_len``: they come from the protocol (see :func:`build`).
     """
     cls = ENCODINGS.get(name.partition(":")[0])
     params = inspect.signature(cls.__init__).parameters
-    not_options = ("self", "d_model", "n_heads", "max_len", "base", "causal")
+    not_options = ("self", "d_model", "n_heads", "max_len", "base", "causal", "train_len")
     return {key: p.default for key, p in params.items() if key not in not_options and p.kind is p.KEYWORD_ONLY}
 
 
 def build(
-    name: str, *, d_model: int, n_heads: int, max_len: int, causal: bool = False, **opts: Any
+    name: str,
+    *,
+    d_model: int,
+    n_heads: int,
+    max_len: int,
+    causal: bool = False,
+    train_len: int | None = None,
+    **opts: Any,
 ) -> PositionalEncoding:
     """Build the encoding registered as ``name``.
 
@@ -121,10 +129,18 @@ def build(
             positions around any base encoding.
         d_model: model width.
         n_heads: attention heads.
-        max_len: positions the encoding must support at construction.
+        max_len: the position capacity, a protocol constant (never an
+            evaluation length): it sizes fixed-size tables only (``learned``'s
+            rows, ``randomized``'s ``max_position``).
         causal: whether the model attends causally (a decoder). Given to every
             encoding's constructor (wrappers pass it on to what they wrap);
             :func:`pebench.model.build_model` sets it from the architecture.
+        train_len: the longest rendered training sequence; defaults meaning
+            "the training context" read it (FIRE's ``init_threshold``, YaRN's
+            ``original_max_len``, CoPE's ``n_positions``). ``None``: ``max_len``.
+            An encoding whose constructor does not accept ``train_len`` (an
+            older plugin) is built without it, and its :attr:`train_len` is
+            set afterwards.
         **opts: encoding-specific options (see :func:`options`).
 
     Raises:
@@ -136,7 +152,8 @@ def build(
     base, sep, inner = name.partition(":")
     cls = ENCODINGS.get(base)
     params = inspect.signature(cls.__init__).parameters
-    if "causal" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+    takes_any_keyword = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if "causal" not in params and not takes_any_keyword:
         raise TypeError(
             f"encoding {base!r} ({cls.__module__}.{cls.__qualname__}) must accept the keyword argument "
             f"'causal: bool = False' and pass it on: super().__init__(d_model, n_heads, max_len, causal=causal)"
@@ -148,13 +165,21 @@ def build(
             f"encoding {base!r} has no option(s) {', '.join(unknown)}; "
             f"valid options: {', '.join(f'{k}={v!r}' for k, v in valid.items()) or 'none'}"
         )
-    if sep:
-        if "base" not in params:
-            raise ValueError(f"encoding {base!r} does not wrap another encoding; use {base!r} without ':'")
-        return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, base=inner, causal=causal, **opts)
-    if "base" in params:
+    if sep and "base" not in params:
+        raise ValueError(f"encoding {base!r} does not wrap another encoding; use {base!r} without ':'")
+    if not sep and "base" in params:
         raise ValueError(f"encoding {base!r} wraps another encoding; write it as '{base}:<base>', e.g. '{base}:rope'")
-    return cls(d_model=d_model, n_heads=n_heads, max_len=max_len, causal=causal, **opts)
+    arguments: dict[str, Any] = {"d_model": d_model, "n_heads": n_heads, "max_len": max_len, "causal": causal}
+    if sep:
+        arguments["base"] = inner
+    takes_train_len = "train_len" in params or takes_any_keyword
+    if takes_train_len:
+        arguments["train_len"] = train_len
+    encoding = cls(**arguments, **opts)
+    if not takes_train_len:  # a plugin written before train_len: it records it, without using it
+        encoding.train_len = max_len if train_len is None else train_len
+    encoding.given_options = dict(opts)
+    return encoding
 
 
 _import_all()

@@ -63,7 +63,7 @@ class ALiBi(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: heads H (one slope each).
-        max_len: unused: the bias is defined for every distance.
+        max_len, train_len: unused: the bias is defined for every distance.
         causal: see above; from the model's architecture (a decoder is causal).
         past_offset: see above.
 
@@ -72,9 +72,16 @@ class ALiBi(PositionalEncoding):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, past_offset: float = 0.0
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        *,
+        causal: bool = False,
+        train_len: int | None = None,
+        past_offset: float = 0.0,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if causal and past_offset:
             raise ValueError("alibi past_offset breaks the symmetry of the bidirectional bias; "
                              "it has no effect with causal=True, so leave it at 0")

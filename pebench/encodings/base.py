@@ -28,6 +28,20 @@ Every encoding is built with ``causal`` (from the model's architecture: a
 decoder is causal), stored as :attr:`PositionalEncoding.causal`; wrappers pass
 it on to the encoding they wrap.
 
+Two lengths, neither of them an evaluation length (so evaluating a model at
+other lengths never changes how it was built or initialised):
+
+* ``max_len``, the position *capacity*: a protocol constant of the suite. It
+  sizes fixed-size tables (``learned``'s rows, the range ``randomized``
+  draws positions from) and nothing else.
+* ``train_len``, the training *context*: the longest rendered training
+  sequence. Everything that means "where training stops" reads it (FIRE's
+  threshold ``L0``, YaRN's original length, CoPE's table size). ``None``
+  means ``max_len``.
+
+:meth:`PositionalEncoding.resolved_options` records every constructor
+argument an encoding was built with, defaults resolved.
+
 Caching: a position tensor may carry a *cache key* (:func:`with_cache_key`),
 the promise that every tensor with that key holds the same positions. The
 model gives its default positions ``0 .. T-1`` such a key, so tables computed
@@ -38,6 +52,8 @@ never cached.
 
 from __future__ import annotations
 
+import inspect
+import json
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
@@ -53,15 +69,22 @@ class PositionalEncoding(nn.Module):
     Args:
         d_model: model width D.
         n_heads: number of attention heads H.
-        max_len: largest number of positions the encoding must support at
-            construction time (only tables of fixed size, such as ``learned``,
-            are limited by it).
+        max_len: the position capacity: a protocol constant, never an
+            evaluation length. Only tables of fixed size (``learned``'s rows,
+            ``randomized``'s ``max_position``) are sized by it.
         causal: whether the model attends causally (a decoder); encodings
             whose definition differs for causal attention (T5 buckets, ALiBi,
             FIRE) read it, wrappers pass it on. It comes from the model's
             architecture (:func:`pebench.model.build_model`), never from
             user options. Every subclass accepts it as a keyword and passes
             it to this constructor.
+        train_len: the longest rendered training sequence (input, separator
+            and output at the longest training length); defaults that mean
+            "the training context" (FIRE's ``L0``, YaRN's original length,
+            CoPE's table) read it. ``None``: ``max_len``. Subclasses accept it
+            as a keyword and pass it on; for a plugin whose constructor does
+            not, :func:`pebench.encodings.build` sets :attr:`train_len` after
+            construction (the plugin then cannot use it while building).
 
     Subclasses that cache tables derived from positions keep them in
     :class:`PositionCache` attributes; :meth:`clear_caches` empties them, and
@@ -72,11 +95,15 @@ class PositionalEncoding(nn.Module):
     #: registry name, set by :func:`pebench.encodings.register`
     name: str = "base"
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
+    ) -> None:
         super().__init__()
-        if d_model <= 0 or n_heads <= 0 or max_len <= 0:
+        train_len = max_len if train_len is None else train_len
+        if d_model <= 0 or n_heads <= 0 or max_len <= 0 or train_len <= 0:
             raise ValueError(
-                f"d_model, n_heads and max_len must be positive, got {d_model}, {n_heads}, {max_len}"
+                f"d_model, n_heads, max_len and train_len must be positive, got {d_model}, {n_heads}, {max_len}, "
+                f"{train_len}"
             )
         if d_model % n_heads:
             raise ValueError(
@@ -86,10 +113,52 @@ class PositionalEncoding(nn.Module):
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.max_len = max_len
+        self.train_len = train_len
         self.causal = causal
+        #: options given to :func:`pebench.encodings.build`, the fallback of :meth:`resolved_options`
+        self.given_options: dict[str, Any] = {}
         #: incremented by :meth:`clear_caches`; the model keys what it caches from this encoding by it
         self.cache_generation = 0
         self.register_load_state_dict_post_hook(_clear_after_load)
+
+    def resolved_options(self) -> dict[str, Any]:
+        """Every constructor argument this encoding was built with, defaults resolved; JSON-serialisable.
+
+        ``max_len`` and ``train_len`` are included; ``d_model``, ``n_heads`` and ``causal`` are
+        not (the model's configuration records them). Building the encoding again with these
+        options (less ``max_len`` and ``train_len``, which :func:`pebench.encodings.build` takes
+        as its own arguments) gives the same encoding.
+
+        Generic: each keyword of the constructor's signature is read from the attribute of the
+        same name (the resolved value: a ``None`` default replaced by what was used; a tensor
+        attribute, such as FIRE's ``init_threshold`` buffer, as its value), else from the options
+        given to :func:`pebench.encodings.build`, else it is the signature's default. An encoding
+        whose attributes do not hold its options overrides this method; wrappers include the
+        resolved options of what they wrap (:class:`~pebench.encodings.randomized.Randomized`).
+
+        Raises:
+            TypeError: an option whose value is not JSON-serialisable (override this method).
+        """
+        resolved: dict[str, Any] = {"max_len": self.max_len, "train_len": self.train_len}
+        skip = {"self", "d_model", "n_heads", "causal", "max_len", "train_len"}
+        for key, parameter in inspect.signature(type(self).__init__).parameters.items():
+            if key in skip or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            if hasattr(self, key):
+                value = getattr(self, key)
+            elif key in self.given_options:
+                value = self.given_options[key]
+            else:
+                value = parameter.default if parameter.default is not parameter.empty else None
+            resolved[key] = value.tolist() if isinstance(value, Tensor) else value
+        try:
+            json.dumps(resolved)
+        except TypeError as error:
+            raise TypeError(
+                f"encoding {self.name!r}: resolved options {resolved!r} are not JSON-serialisable ({error}); "
+                f"store each option as a plain attribute of the same name, or override resolved_options()"
+            ) from error
+        return resolved
 
     def clear_caches(self) -> None:
         """Forget every table cached from positions, here and in wrapped encodings."""
@@ -149,7 +218,8 @@ class PositionalEncoding(nn.Module):
         return type(self).content_score is not PositionalEncoding.content_score
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}"
+        return (f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, "
+                f"train_len={self.train_len}, causal={self.causal}")
 
 
 def _clear_after_load(module: PositionalEncoding, incompatible_keys: Any) -> None:

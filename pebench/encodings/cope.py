@@ -32,7 +32,10 @@ class CoPE(PositionalEncoding):
     ``attn_use_cope``) reproduces: gates from the scaled, masked logits, the term added without
     scaling. facebookresearch/RAM ``projects/cope`` divides the term by ``sqrt(Dh)`` by default
     (``--cope-nodiv`` off) and defaults ``n_positions`` to the block size + 1 ("position 0 is
-    possible"), the default here too (``max_len + 1``). One table serves every head and layer (RAM's
+    possible"). The default here is the same with the training context: ``train_len + 1``, one
+    position per key of the longest training sequence and position 0, so the table has no rows that
+    training never reaches and evaluation lengths never change it; longer inputs clamp to the last
+    trained position, as the paper clamps to ``p_max``. One table serves every head and layer (RAM's
     ``--cope-shared``).
 
     CoPE is defined for causal attention (``causal_only`` in the registry). In an encoder
@@ -44,7 +47,8 @@ class CoPE(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: heads H.
-        max_len: the default of ``n_positions`` (``max_len + 1``).
+        max_len: unused.
+        train_len: the training context; the default of ``n_positions`` (``train_len + 1``).
         causal: see above; from the model's architecture.
         n_positions: size of the position table; positions beyond ``n_positions - 1`` are clamped.
 
@@ -54,10 +58,17 @@ class CoPE(PositionalEncoding):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, n_positions: int | None = None
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        *,
+        causal: bool = False,
+        train_len: int | None = None,
+        n_positions: int | None = None,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
-        n_positions = max_len + 1 if n_positions is None else n_positions
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        n_positions = self.train_len + 1 if n_positions is None else n_positions
         if n_positions < 2:
             raise ValueError(f"cope needs n_positions >= 2 (positions 0 and 1 at least), got {n_positions}")
         self.n_positions = n_positions

@@ -29,10 +29,13 @@ class FIRE(PositionalEncoding):
     prefixes from being over-stretched. An
     ``eps = 1e-6`` is added to the denominator, as in the reference.
 
-    ``init_threshold`` (``L0``) defaults to ``max_len``: the reference uses
-    512 for 2048-token training; in pebench ``max_len`` is the training length
-    given at build time, so by default interpolation starts where training
-    stops. Pass ``init_threshold=512.0`` to reproduce the reference setting.
+    ``init_threshold`` (``L0``) defaults to ``train_len``, the longest
+    rendered training sequence, so that progressive interpolation starts
+    where training stops (the paper's intent: positions up to the training
+    length keep the normaliser ``L``, longer ones are interpolated); it never
+    depends on evaluation lengths or on the position capacity ``max_len``.
+    The reference uses 512 for 2048-token training; pass
+    ``init_threshold=512.0`` to reproduce that setting.
 
     FIRE is defined for causal attention (``i - j >= 0``; ``causal_only`` in
     the registry). For keys after the query (encoders) the reference's
@@ -49,10 +52,11 @@ class FIRE(PositionalEncoding):
     Args:
         d_model: model width D (unused).
         n_heads: heads H (outputs of the MLP).
-        max_len: default of ``init_threshold``.
+        max_len: unused: every distance has a bias.
+        train_len: the training context; default of ``init_threshold``.
         mlp_width: hidden width of f_theta (32 in the paper).
         init_c: initial c (0.1 in the reference).
-        init_threshold: L0 (default ``max_len``; 512 in the reference).
+        init_threshold: L0 (default ``train_len``; 512 in the reference).
         causal: see above; from the model's architecture (a decoder is causal).
 
     Shapes:
@@ -70,13 +74,15 @@ class FIRE(PositionalEncoding):
         mlp_width: int = 32,
         init_c: float = 0.1,
         init_threshold: float | None = None,
-        causal: bool = False,
+        causal: bool = False, train_len: int | None = None,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
-        init_threshold = float(max_len) if init_threshold is None else init_threshold
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        init_threshold = float(self.train_len) if init_threshold is None else init_threshold
         if mlp_width <= 0 or init_c <= 0 or init_threshold <= 0:
             raise ValueError(f"fire needs mlp_width, init_c and init_threshold > 0; got {mlp_width}, {init_c}, "
                              f"{init_threshold}")
+        self.mlp_width = mlp_width
+        self.init_c = init_c
         self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, n_heads))
         self.c = nn.Parameter(torch.tensor(float(init_c)))
         self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))

@@ -18,8 +18,10 @@ class _Kerple(PositionalEncoding):
     #: upper bound of ``r2`` (None: unbounded)
     r2_max: float | None = None
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+    def __init__(
+        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
+    ) -> None:
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         self.r1 = nn.Parameter(torch.empty(n_heads))
         self.r2 = nn.Parameter(torch.empty(n_heads))
 
@@ -65,15 +67,17 @@ class KerpleLog(_Kerple):
     Args:
         d_model: model width D (unused).
         n_heads: heads H (one r1, r2 each).
-        max_len: unused: every distance has a bias.
+        max_len, train_len: unused: every distance has a bias.
         causal: see above; from the model's architecture.
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+    def __init__(
+        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
+    ) -> None:
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         with torch.no_grad():
             self.r1.copy_(2 * torch.rand(n_heads))
             self.r2.copy_(torch.rand(n_heads))
@@ -103,7 +107,7 @@ class KerplePower(_Kerple):
     Args:
         d_model: model width D (unused).
         n_heads: heads H (one r1, r2 each).
-        max_len: unused: every distance has a bias.
+        max_len, train_len: unused: every distance has a bias.
         causal: future keys at distance 0 (decoders) or ``|i - j|`` (encoders); from the architecture.
 
     Shapes:
@@ -112,8 +116,10 @@ class KerplePower(_Kerple):
 
     r2_max = 2.0
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+    def __init__(
+        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
+    ) -> None:
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         with torch.no_grad():
             self.r2.copy_(2 * torch.rand(n_heads))
             self.r1.copy_(torch.rand(n_heads))

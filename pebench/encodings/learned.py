@@ -18,8 +18,14 @@ class Learned(PositionalEncoding):
 
     Gehring et al. 2017, "Convolutional Sequence to Sequence Learning"
     (Section 3.1), and BERT (Devlin et al. 2019): a table ``P`` of ``max_len``
-    trainable vectors, ``embed(x, pos) = x + P[pos]``. Initialised
-    ``N(0, 0.02^2)`` as in BERT / GPT-2.
+    trainable vectors, ``embed(x, pos) = x + P[pos]``.
+
+    Initialised ``N(0, 1)``, the scale of the token embeddings
+    (:class:`pebench.model.Transformer` initialises them ``N(0, 1)``, as
+    ``nn.Embedding`` does), so that position is as loud as content at the
+    input. BERT / GPT-2 use ``N(0, 0.02^2)`` for both tables; with content at
+    std 1 and position at 0.02, position was ~50x quieter than content, and
+    the encoder did not learn copy within 1000 steps.
 
     Positions ``>= max_len`` have no row. By default (``policy="error"``) they
     raise a :class:`ValueError` naming the position and the fix, because a
@@ -31,7 +37,8 @@ class Learned(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: attention heads (unused).
-        max_len: rows of the table: positions ``0 .. max_len - 1``.
+        max_len: the position capacity: rows of the table, positions ``0 .. max_len - 1``.
+        train_len: unused (rows past it exist but are not trained).
         causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         policy: ``"error"`` (default) or ``"clamp"`` for positions ``>= max_len``.
 
@@ -39,14 +46,14 @@ class Learned(PositionalEncoding):
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None,
                  policy: str = "error") -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if policy not in POLICIES:
             raise ValueError(f"learned policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
         self.table = nn.Embedding(max_len, d_model)
-        nn.init.normal_(self.table.weight, mean=0.0, std=0.02)
+        nn.init.normal_(self.table.weight, mean=0.0, std=1.0)  # the token embeddings' scale
         self._range = PositionCache()
 
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:

@@ -22,7 +22,14 @@ class NoPE(PositionalEncoding):
     Positional Encodings Still Learn Positional Information";
     Kazemnejad et al. 2023, "The Impact of Positional Encoding on Length
     Generalization in Transformers".
+
+    Args:
+        d_model, n_heads: model width and heads (unused).
+        max_len, train_len: unused.
+        causal: unused.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+    def __init__(
+        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
+    ) -> None:
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)

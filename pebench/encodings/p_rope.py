@@ -31,7 +31,7 @@ class PRoPE(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: heads H; the head width Dh = D / H must be even.
-        max_len: unused.
+        max_len, train_len: unused.
         causal: unused.
         theta: frequency base (10000).
         fraction: p, the kept fraction of frequencies, in [0, 1] (0.75: the paper's best Gemma 2B
@@ -50,12 +50,12 @@ class PRoPE(PositionalEncoding):
         n_heads: int,
         max_len: int,
         *,
-        causal: bool = False,
+        causal: bool = False, train_len: int | None = None,
         theta: float = 10000.0,
         fraction: float = 0.75,
         layout: str = "half",
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if self.head_dim % 2:
             raise ValueError(f"p_rope rotates pairs of dimensions, so head_dim = d_model / n_heads must be even; "
                              f"got {self.head_dim} (d_model={d_model}, n_heads={n_heads})")

@@ -32,10 +32,10 @@ class Randomized(PositionalEncoding):
 
     * ``max_position`` is the paper's L; it must be at least the longest
       evaluated length (the reference example uses L = 2048 with training
-      lengths up to 40).
-      The default is ``max_len`` (the design contract: positions from
-      ``[0, max_len)``), so build it with ``max_len`` >= the longest
-      evaluation length, or pass ``max_position``.
+      lengths up to 40). The default is ``max_len``, the position capacity:
+      a protocol constant of the suite, never the evaluation lengths, so the
+      range positions are drawn from (and so every training batch) does not
+      change when other lengths are evaluated.
     * ``eval_positions="random"`` (default): also in eval mode positions are a
       sorted random subset, as in the reference code, which samples them on
       every call (``noisy_fixed_positional_encodings``) and evaluates with a
@@ -50,7 +50,9 @@ class Randomized(PositionalEncoding):
 
     Args:
         d_model, n_heads: passed to the base encoding.
-        max_len: default of ``max_position``.
+        max_len: the position capacity; default of ``max_position``.
+        train_len: the training context, passed on to the base encoding (whose ``max_len`` is
+            ``max_position``).
         base: registered name of the wrapped encoding.
         causal: passed on to the wrapped encoding (e.g. T5's causal buckets in a decoder).
         max_position: L; positions are drawn from ``[0, L)``.
@@ -71,13 +73,13 @@ class Randomized(PositionalEncoding):
         max_len: int,
         base: str,
         *,
-        causal: bool = False,
+        causal: bool = False, train_len: int | None = None,
         max_position: int | None = None,
         eval_positions: str = "random",
         per_example: bool = True,
         base_options: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         max_position = max_len if max_position is None else max_position
         if max_position <= 0:
             raise ValueError(f"randomized max_position must be positive, got {max_position}")
@@ -94,7 +96,7 @@ class Randomized(PositionalEncoding):
         self.eval_positions = eval_positions
         self.per_example = per_example
         self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_position, causal=causal,
-                           **(base_options or {}))
+                           train_len=self.train_len, **(base_options or {}))
         self.generator: torch.Generator | None = None
 
     def positions(self, batch_size: int, length: int, device: torch.device | str) -> Tensor:
@@ -113,6 +115,19 @@ class Randomized(PositionalEncoding):
         subset = subset.to(device)
         return subset if self.per_example else subset[0]
 
+    def resolved_options(self) -> dict[str, Any]:
+        """This wrapper's options, with ``base_options`` the resolved options of the base encoding
+        (less its ``max_len``, which is ``max_position``, and its ``train_len``, which is this one's)."""
+        inner = {k: v for k, v in self.inner.resolved_options().items() if k not in ("max_len", "train_len")}
+        return {
+            "max_len": self.max_len,
+            "train_len": self.train_len,
+            "max_position": self.max_position,
+            "eval_positions": self.eval_positions,
+            "per_example": self.per_example,
+            "base_options": inner,
+        }
+
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:
         return self.inner.embed(x, pos)
 
@@ -130,5 +145,6 @@ class Randomized(PositionalEncoding):
         return self.inner.uses_content_score
 
     def extra_repr(self) -> str:
-        return (f"base={self.base_name!r}, causal={self.causal}, max_position={self.max_position}, "
-                f"eval_positions={self.eval_positions!r}, per_example={self.per_example}")
+        return (f"base={self.base_name!r}, causal={self.causal}, train_len={self.train_len}, "
+                f"max_position={self.max_position}, eval_positions={self.eval_positions!r}, "
+                f"per_example={self.per_example}")

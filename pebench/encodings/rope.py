@@ -124,14 +124,16 @@ class RoPE(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: heads H; the head width Dh = D / H must give an even ``Dr``.
-        max_len: unused by plain RoPE; the default ``original_max_len`` of YaRN.
+        max_len: unused.
+        train_len: the training context; the default ``original_max_len`` of YaRN, unused otherwise.
         causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         theta: frequency base (10000 in the paper).
         layout: ``"interleaved"`` or ``"half"``.
         rotary_fraction: fraction of each head's dims that is rotated, in (0, 1].
         scaling: ``"none"``, ``"linear"``, ``"ntk"`` or ``"yarn"``.
         scaling_factor: s, the context-extension factor (>= 1).
-        original_max_len: YaRN only: the training context length L (default ``max_len``).
+        original_max_len: YaRN only: the training context length L (default ``train_len``); its
+            resolved value is ``None`` for the other scalings, which do not use it.
         beta_fast, beta_slow: YaRN only: ramp bounds in rotations over L (32 and 1 in the paper).
 
     Shapes:
@@ -145,7 +147,7 @@ class RoPE(PositionalEncoding):
         n_heads: int,
         max_len: int,
         *,
-        causal: bool = False,
+        causal: bool = False, train_len: int | None = None,
         theta: float = 10000.0,
         layout: str = "interleaved",
         rotary_fraction: float = 1.0,
@@ -155,7 +157,7 @@ class RoPE(PositionalEncoding):
         beta_fast: float = 32.0,
         beta_slow: float = 1.0,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if layout not in LAYOUTS:
             raise ValueError(f"rope layout must be one of {LAYOUTS}, got {layout!r}")
         if not 0 < rotary_fraction <= 1:
@@ -187,9 +189,13 @@ class RoPE(PositionalEncoding):
         self.rotary_dim = rotary_dim
         self.scaling = scaling
         self.scaling_factor = scaling_factor
-        self.original_max_len = original_max_len if original_max_len is not None else max_len
+        self.beta_fast = beta_fast
+        self.beta_slow = beta_slow
+        training_context = self.train_len if original_max_len is None else original_max_len
+        # None unless YaRN: the other scalings neither use nor accept it
+        self.original_max_len = training_context if scaling == "yarn" else None
         inv_freq, self.attention_factor = SCALINGS[scaling](
-            rotary_dim, theta, scaling_factor, self.original_max_len, beta_fast, beta_slow
+            rotary_dim, theta, scaling_factor, training_context, beta_fast, beta_slow
         )
         self.register_buffer("inv_freq", inv_freq.to(torch.float32), persistent=False)  # (Dr/2,)
         self._cache = PositionCache()

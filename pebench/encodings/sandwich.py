@@ -30,7 +30,7 @@ class Sandwich(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: heads H.
-        max_len: unused: every distance has a bias.
+        max_len, train_len: unused: every distance has a bias.
         causal: see above; from the model's architecture.
         sinusoid_dim: d', the width of the sinusoidal embeddings (even); default the head width D / H.
 
@@ -39,9 +39,16 @@ class Sandwich(PositionalEncoding):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, sinusoid_dim: int | None = None
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        *,
+        causal: bool = False,
+        train_len: int | None = None,
+        sinusoid_dim: int | None = None,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         sinusoid_dim = self.head_dim if sinusoid_dim is None else sinusoid_dim
         if sinusoid_dim <= 0 or sinusoid_dim % 2:
             raise ValueError(f"sandwich sinusoid_dim must be even and positive, got {sinusoid_dim}; "

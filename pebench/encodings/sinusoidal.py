@@ -33,7 +33,7 @@ class Sinusoidal(PositionalEncoding):
     Args:
         d_model: model width D (must be even).
         n_heads: attention heads (unused).
-        max_len: unused: the encoding is defined for every position.
+        max_len, train_len: unused: the encoding is defined for every position.
         causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         theta: the base of the geometric frequency progression (10000 in the paper).
 
@@ -41,9 +41,9 @@ class Sinusoidal(PositionalEncoding):
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None,
                  theta: float = 10000.0) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if d_model % 2:
             raise ValueError(f"sinusoidal needs an even d_model (sin/cos pairs), got d_model={d_model}; "
                              f"use d_model={d_model + 1} or {d_model - 1}")

@@ -68,7 +68,7 @@ class T5RelativeBias(PositionalEncoding):
     Args:
         d_model: model width D (sets the init scale).
         n_heads: heads H (one bias each).
-        max_len: unused: every distance has a bucket.
+        max_len, train_len: unused: every distance has a bucket (``max_distance`` is fixed).
         causal: causal (decoder) or bidirectional (encoder) buckets; from the model's architecture.
         num_buckets: number of buckets (32 in T5).
         max_distance: distance from which all keys share the last bucket (128 in T5).
@@ -83,11 +83,11 @@ class T5RelativeBias(PositionalEncoding):
         n_heads: int,
         max_len: int,
         *,
-        causal: bool = False,
+        causal: bool = False, train_len: int | None = None,
         num_buckets: int = 32,
         max_distance: int = 128,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         side = num_buckets if causal else num_buckets // 2
         if side < 2 or (not causal and num_buckets % 2):
             raise ValueError(f"t5 needs num_buckets >= 2 per side (and even when bidirectional), got {num_buckets}")

@@ -56,7 +56,7 @@ class TransformerXL(PositionalEncoding):
     Args:
         d_model: model width D (the width of R and of W_R).
         n_heads: heads H.
-        max_len: unused: every offset has an embedding.
+        max_len, train_len: unused: every offset has an embedding.
         causal: unused (future keys are masked by the model).
         max_timescale: the sinusoids' timescale (10000).
 
@@ -66,9 +66,16 @@ class TransformerXL(PositionalEncoding):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, max_timescale: float = 10000.0
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        *,
+        causal: bool = False,
+        train_len: int | None = None,
+        max_timescale: float = 10000.0,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if d_model % 2:
             raise ValueError(f"transformer_xl needs an even d_model for its sin/cos embeddings, got {d_model}")
         if max_timescale <= 1:

@@ -43,7 +43,7 @@ class XPos(PositionalEncoding):
     Args:
         d_model: model width D.
         n_heads: heads H; the head width Dh = D / H must be even.
-        max_len: unused.
+        max_len, train_len: unused (the decay scale is ``scale_base``, not a length of the run).
         causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
         theta: rotary frequency base (10000).
         gamma: decay shape (0.4 in the paper).
@@ -60,12 +60,12 @@ class XPos(PositionalEncoding):
         n_heads: int,
         max_len: int,
         *,
-        causal: bool = False,
+        causal: bool = False, train_len: int | None = None,
         theta: float = 10000.0,
         gamma: float = 0.4,
         scale_base: float = 512.0,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         if self.head_dim % 2:
             raise ValueError(
                 f"xpos rotates pairs of dimensions, so head_dim = d_model / n_heads must be even; got "
