@@ -19,6 +19,7 @@ only; for encoders the two are the same).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import torch
@@ -39,8 +40,11 @@ def eval_generator(seed: int, length: int) -> torch.Generator:
 
 
 @torch.inference_mode()
-def _score(model: Transformer, task: Task, batch: Batch, decoding: str, device: torch.device) -> dict[str, float]:
-    """Summed token hits, sequence hits, summed loss and counts for one batch."""
+def _score(
+    model: Transformer, task: Task, batch: Batch, decoding: str, device: torch.device
+) -> tuple[dict[str, float], list[float]]:
+    """Summed token hits, sequence hits, summed loss and counts for one batch, and each
+    example's mean loss per output token."""
     tokens, labels = render(task, batch, model.config.arch)
     # a Transformer computes logits only from the first labeled position on (the rest carry no score)
     first = first_labeled(labels) if isinstance(model, Transformer) else 0
@@ -48,20 +52,26 @@ def _score(model: Transformer, task: Task, batch: Batch, decoding: str, device: 
     logits = model(tokens, outputs=tokens.shape[1] - first) if first else model(tokens)  # (N, T - first, V)
     mask = labels != IGNORE  # (N, T - first)
     loss = F.cross_entropy(logits[mask], labels[mask], reduction="sum")
+    # per token as well (summing these would change the loss column's last bits)
+    token_losses = F.cross_entropy(logits[mask], labels[mask], reduction="none")  # (N * L_out,)
     if decoding == "greedy" and model.config.arch == "decoder":
         predictions = _greedy(model, tokens, batch.targets.shape[1])
     else:
         predictions = logits.argmax(-1)[mask].view(labels.shape[0], -1)  # (N, L_out)
     targets = batch.targets.to(device)
     hits = predictions == targets  # (N, L_out)
-    token_hits, seq_hits, loss_sum = torch.stack([hits.sum(), hits.all(dim=1).sum(), loss]).tolist()  # one sync
-    return {
+    example_losses = token_losses.view(hits.shape).mean(dim=1)  # (N,); every example has L_out labels
+    token_hits, seq_hits, loss_sum, *losses = torch.cat(
+        [torch.stack([hits.sum(), hits.all(dim=1).sum(), loss]), example_losses]
+    ).tolist()  # one sync
+    totals = {
         "token_hits": token_hits,
         "seq_hits": seq_hits,
         "loss_sum": loss_sum,
         "n_tokens": float(hits.numel()),
         "n": float(hits.shape[0]),
     }
+    return totals, losses
 
 
 def _greedy(model: Transformer, tokens: Tensor, out_len: int) -> Tensor:
@@ -94,7 +104,10 @@ def evaluate(
         model: a trained transformer (put in eval mode here).
         task: the task it was trained on.
         lengths: input lengths to evaluate.
-        n_examples: examples per length (and condition).
+        n_examples: examples per length (and condition), drawn by the task's
+            :meth:`~pebench.tasks.Task.eval_batches`; a task with a fixed
+            evaluation text (``charlm``) scores all of its windows instead, and
+            the row's ``n`` is the number scored.
         batch_size: examples per forward pass.
         seed: evaluation seed; the examples at a length depend only on
             (task, length, seed), so every encoding sees the same examples.
@@ -105,7 +118,9 @@ def evaluate(
     Returns:
         One dict per (length, condition) with ``eval_len``, ``condition``,
         ``decoding``, ``token_acc``, ``seq_acc``, ``loss`` (mean per output
-        token, nats) and ``n`` (examples).
+        token, nats), ``loss_se`` (standard error of ``loss``: the standard
+        deviation of the examples' mean losses over sqrt(n), treating examples
+        as independent; NaN when n = 1) and ``n`` (examples scored).
     """
     conditions = tuple(conditions)
     for condition in conditions:
@@ -142,17 +157,18 @@ def _evaluate_length(
     """Rows of one evaluation length (see :func:`evaluate`)."""
     rows = []
     generator = eval_generator(seed, length)
-    batches = []
-    for start in range(0, n_examples, batch_size):
-        batches.append(task.sample(min(batch_size, n_examples - start), length, generator, split="eval"))
+    batches = task.eval_batches(length, n_examples, batch_size, generator)
     shuffle_generator = torch.Generator().manual_seed(seed + 1)
     for condition in conditions:
         totals: dict[str, float] = {}
+        example_losses: list[float] = []
         for batch in batches:
             if condition == "shuffled":
                 batch = Batch(inputs=shuffle_inputs(batch.inputs, shuffle_generator), targets=batch.targets)
-            for key, value in _score(model, task, batch, decoding, device).items():
+            scores, losses = _score(model, task, batch, decoding, device)
+            for key, value in scores.items():
                 totals[key] = totals.get(key, 0.0) + value
+            example_losses.extend(losses)
         rows.append(
             {
                 "eval_len": length,
@@ -161,10 +177,20 @@ def _evaluate_length(
                 "token_acc": totals["token_hits"] / totals["n_tokens"],
                 "seq_acc": totals["seq_hits"] / totals["n"],
                 "loss": totals["loss_sum"] / totals["n_tokens"],
+                "loss_se": standard_error(example_losses),
                 "n": int(totals["n"]),
             }
         )
     return rows
+
+
+def standard_error(values: list[float]) -> float:
+    """Standard error of the mean of ``values`` (sample standard deviation over sqrt(n)); NaN if n < 2."""
+    n = len(values)
+    if n < 2:
+        return float("nan")
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1) / n)
 
 
 @torch.inference_mode()

@@ -97,6 +97,20 @@ class Task:
         inputs = self.generate_inputs(n, length, generator)
         return Batch(inputs=inputs, targets=self.solve(inputs))
 
+    def eval_batches(self, length: int, n_examples: int, batch_size: int, generator: torch.Generator) -> list[Batch]:
+        """The examples :func:`pebench.evaluate.evaluate` scores at ``length``, in batches.
+
+        The default is ``n_examples`` fresh ``split="eval"`` examples drawn with
+        ``generator``, in batches of at most ``batch_size``. A task with a fixed
+        evaluation text overrides it to score the same text at every length
+        (``charlm``); it may then ignore ``n_examples`` and ``generator``, and
+        says so.
+        """
+        return [
+            self.sample(min(batch_size, n_examples - start), length, generator, split="eval")
+            for start in range(0, n_examples, batch_size)
+        ]
+
     def render(self, batch: Batch, arch: str) -> tuple[Tensor, Tensor]:
         """Model tokens and labels for ``arch``; see :func:`render` (tasks may override)."""
         return render_pair(self, batch, arch)
