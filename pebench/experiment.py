@@ -32,7 +32,10 @@ from pebench.model import ARCHS, check_encoding_options, is_causal
 from pebench.registry import Registry
 from pebench.train import TrainConfig, check_int, check_seed
 
-SUITES = ("smoke", "standard", "paper")
+SUITES = ("smoke", "standard", "extended", "paper")
+#: positions every encoding of a suite supports (learned tables, the range of randomized positions):
+#: a protocol constant, so that no model depends on the lengths it is evaluated at (docs: protocol)
+POSITION_CAPACITY = {"smoke": 1024, "standard": 2048, "extended": 2048, "paper": 8192}
 #: the variant label of the trained model evaluated as it is (evaluation variants have their own labels)
 BASE_VARIANT = "trained"
 
@@ -112,10 +115,24 @@ class RunSpec:
         return options
 
     def max_len(self) -> int:
-        """Longest rendered sequence the model sees (sizes fixed-size position tables)."""
+        """Longest rendered sequence the model sees, in training or evaluation. Nothing is built from
+        it (rule 2 of the protocol: nothing depends on the evaluation lengths); it must fit the
+        :meth:`position_capacity`."""
         task = tasks.get(self.task)
         longest = max(max(self.eval.lengths), self.train.train_max_len)
         return longest + task.output_length(longest) + 1
+
+    def train_context(self) -> int:
+        """Longest rendered *training* sequence (input, separator and output at ``train_max_len``):
+        the ``train_len`` every encoding is built with (FIRE's threshold, YaRN's original context)."""
+        task = tasks.get(self.task)
+        return self.train.train_max_len + task.output_length(self.train.train_max_len) + 1
+
+    def position_capacity(self) -> int:
+        """Positions every encoding must support: the suite's :data:`POSITION_CAPACITY`, a protocol
+        constant (sizes learned tables and the range of randomized positions; never the evaluation
+        lengths)."""
+        return POSITION_CAPACITY[self.suite]
 
     def resolved(self) -> dict[str, Any]:
         """Flat dict of every field (train and eval fields inlined), plus the task version."""
@@ -132,6 +149,7 @@ class RunSpec:
                 flat[f.name] = value
         flat["seed"] = self.seed
         flat["task_version"] = self.task_version
+        flat["position_capacity"] = self.position_capacity()
         return flat
 
     @property
@@ -173,12 +191,18 @@ def validate_spec(spec: RunSpec) -> None:
         raise ValueError(f"task {spec.task!r} needs train_min_len >= {task.min_length}")
     if min(spec.eval.lengths) < task.min_length:
         raise ValueError(f"task {spec.task!r} needs eval lengths >= {task.min_length}")
+    if spec.max_len() > spec.position_capacity():
+        raise ValueError(
+            f"the longest evaluated sequence of task {spec.task!r} has {spec.max_len()} positions, more than the "
+            f"{spec.suite} suite's position capacity {spec.position_capacity()} (POSITION_CAPACITY); evaluate "
+            "shorter lengths"
+        )
     # Building the encoding, exactly as the runner will, checks its options
     # (unknown keys, odd head dims, options that contradict the architecture, ...).
     for overrides in [{}] + [json.loads(options) for _label, options in spec.eval.variants]:
         encodings.build(
-            spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.max_len(),
-            causal=is_causal(spec.arch), **spec.build_options(**overrides),
+            spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.position_capacity(),
+            train_len=spec.train_context(), causal=is_causal(spec.arch), **spec.build_options(**overrides),
         )
 
 
@@ -236,6 +260,11 @@ class ReportSpec:
         caption: what to look at, the lead of its tables' captions (default: the layout's).
         figure_caption: the caption of its figures (default: the layout's).
         key_metrics: the metrics ``pebench compare`` checks per cell (default: the layout's).
+        also: further layouts shown from the same runs (e.g. ``("order",)``: runs evaluated on shuffled
+            inputs as well also give the order-sensitivity tables), with their layouts' own titles.
+        primary_metric: the run metric the experiment is judged and ranked by (the leaderboard's).
+        comparisons: pairwise comparisons declared before the results were made, ``(a, b)`` encoding
+            names, tested on ``primary_metric`` as one Holm-corrected family (:mod:`pebench.leaderboard`).
     """
 
     layout: str = "extrapolation"
@@ -244,6 +273,9 @@ class ReportSpec:
     caption: str = ""
     figure_caption: str = ""
     key_metrics: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+    primary_metric: str = ""
+    comparisons: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -367,38 +399,51 @@ def suite_runs(
 COMPARED_ENCODINGS = (
     "none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "fire", "randomized:rope",
 )
+#: the encodings added since, compared in the ``extended`` and ``paper`` suites (the standard suite's
+#: 60-minute budget on 2 cores cannot hold them beside the core battery; docs: protocol)
+NEWER_ENCODINGS = ("kerple_log", "kerple_power", "sandwich", "transformer_xl", "cope", "p_rope")
+#: the encodings each suite compares in its per-task grids
+SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
+    "smoke": COMPARED_ENCODINGS,
+    "standard": COMPARED_ENCODINGS,
+    "extended": COMPARED_ENCODINGS + NEWER_ENCODINGS,
+    "paper": COMPARED_ENCODINGS + NEWER_ENCODINGS,
+}
 
 #: model and training scale per suite, shared by the experiments so that every
 #: encoding and task is compared at the same width, depth and budget
+#: (``fit_*``, ``stop_at_fit``: the fit criterion, pebench.train.TrainConfig; ``steps`` is then the cap)
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"d_model": 32, "n_layers": 1, "n_heads": 4, "steps": 30, "batch_size": 16, "warmup_steps": 5,
-              "lr": 1e-3, "eval_n_examples": 32},
-    "standard": {"d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 3000, "batch_size": 32, "warmup_steps": 100,
-                 "lr": 3e-3, "eval_n_examples": 256},
+              "lr": 1e-3, "eval_n_examples": 32, "fit_every": 10, "stop_at_fit": True},
+    "standard": {"d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 2000, "batch_size": 32, "warmup_steps": 100,
+                 "lr": 3e-3, "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True},
     # length_seed: the seeds of a cell share one stream of training lengths, so that on a GPU
     # they train as one seed-batched model (pebench run --seed-batch; pebench.batched)
     "paper": {"d_model": 256, "n_layers": 4, "n_heads": 8, "steps": 20000, "batch_size": 128, "warmup_steps": 1000,
               "lr": 5e-4, "eval_n_examples": 1024, "length_seed": 0},
 }
+SCALES["extended"] = SCALES["standard"]
 
 #: optimizer steps per (arch, task) where a suite departs from its scale's ``steps``: the same
 #: budget for every encoding, sized so that the absolute and relative encodings fit the task in
 #: distribution (docs/protocol.md). Reverse needs the longest: ALiBi's recency bias must learn to
 #: attend to a key 2i+1 positions back for output i, which takes it ~5000 steps at d_model 64.
-TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
-    "standard": {
-        ("decoder", "copy"): 2500,
-        ("decoder", "reverse"): 5000,
-        ("decoder", "majority"): 500,
-        ("encoder", "copy"): 1000,
-        ("encoder", "majority"): 400,
-    },
-}
+TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {}
+#: the step cap of tasks with a one-token answer in the standard and extended suites (declared before the
+#: results were made: such tasks were fitted within a few hundred steps or not at all in the pilot runs)
+SINGLE_OUTPUT_STEPS = 1000
 
 
 def task_steps(suite: str, arch: str, task: str) -> int:
-    """Optimizer steps of ``task`` on ``arch`` in ``suite``: :data:`TASK_STEPS`, else the suite's scale."""
-    return TASK_STEPS.get(suite, {}).get((arch, task), SCALES[suite]["steps"])
+    """Optimizer steps (the cap, when training stops at the fit criterion) of ``task`` on ``arch`` in
+    ``suite``: :data:`TASK_STEPS`, else :data:`SINGLE_OUTPUT_STEPS` for a one-token answer in the
+    standard and extended suites, else the suite's scale. The same for every encoding of a task."""
+    if (arch, task) in TASK_STEPS.get(suite, {}):
+        return TASK_STEPS[suite][(arch, task)]
+    if suite in ("standard", "extended") and tasks.get(task).output_length(8) == 1:
+        return SINGLE_OUTPUT_STEPS
+    return SCALES[suite]["steps"]
 
 
 class TaskGrids(list):
@@ -408,8 +453,9 @@ class TaskGrids(list):
     def __init__(self, suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> None:
         self.suite, self.base, self.tasks, self.archs = suite, dict(base), list(task_list), list(archs)
         super().__init__(
-            ({**SCALES[suite], "steps": task_steps(suite, arch, task), **self.base},
-             {"task": [task], "arch": [arch], "encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]})
+            ({**SCALES[suite], "steps": task_steps(suite, arch, task),
+              "train_min_len": max(1, tasks.get(task).min_length), **_defined_lengths(self.base, task)},
+             {"task": [task], "arch": [arch], "encoding": _encodings_for(suite, arch), "seed": SEEDS[suite]})
             for arch in self.archs
             for task in self.tasks
             if arch == "decoder" or not getattr(tasks.TASKS.get(task), "decoder_only", False)
@@ -421,6 +467,22 @@ class TaskGrids(list):
         return TaskGrids(self.suite, self.base, self.tasks + [t for t in extra if t not in self.tasks], self.archs)
 
 
+def _defined_lengths(base: Mapping[str, Any], task: str) -> dict[str, Any]:
+    """``base`` with its evaluation lengths cut to those ``task`` is defined for."""
+    if "eval_lengths" not in base:
+        return dict(base)
+    definition = tasks.get(task)
+    lengths = [n for n in base["eval_lengths"] if n >= definition.min_length
+               and (definition.max_length is None or n <= definition.max_length)]
+    return {**base, "eval_lengths": lengths}
+
+
+def _encodings_for(suite: str, arch: str) -> list[str]:
+    """The suite's compared encodings that are defined for ``arch`` (causal-only ones on decoders only)."""
+    return [name for name in SUITE_ENCODINGS[suite]
+            if arch == "decoder" or not encodings.meta(name.partition(":")[0])["causal_only"]]
+
+
 def per_task_grids(suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> TaskGrids:
     """One ``(base, grid)`` pair per (arch, task), each with its :func:`task_steps`, comparing every
     encoding of :data:`COMPARED_ENCODINGS` over the suite's seeds; ``pebench run --task NAME`` adds
@@ -429,4 +491,5 @@ def per_task_grids(suite: str, base: Mapping[str, Any], task_list: Sequence[str]
 
 
 #: seeds per suite
-SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2], "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
+SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2], "extended": [0, 1, 2],
+                               "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}

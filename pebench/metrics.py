@@ -59,6 +59,9 @@ class Metric:
         description: one sentence for the docs.
         compute: for a derived run metric, the function of the per-run frame computing it; None for a
             metric measured from the raw rows by :mod:`pebench.results`.
+        needs_fit: the metric judges a trained model (extrapolation, order use): a run that did not
+            meet its fit criterion is no evidence for it (rule 1 of the protocol), so seed statistics
+            use fitted runs only and a cell without one is reported as not fitted.
     """
 
     name: str
@@ -71,6 +74,7 @@ class Metric:
     level: str
     description: str
     compute: Compute | None = None
+    needs_fit: bool = False
 
 
 RUN_METRICS: Registry[Metric] = Registry("run metric", base=Metric)
@@ -88,6 +92,7 @@ def register_metric(
     reference: str | None = None,
     level: str = "run",
     description: str = "",
+    needs_fit: bool = False,
 ) -> Callable[[Compute | None], Compute | None]:
     """Register metric ``name``; used as a decorator of the function computing a derived run metric,
     or called on ``None`` for a metric measured from the raw rows (``register_metric(...)(None)``).
@@ -106,7 +111,7 @@ def register_metric(
             raise ValueError(f"metric {name!r}: only run metrics can be computed by a registered function")
         summary = (description or (compute.__doc__ or "").strip().split("\n")[0]) if compute else description
         metric = Metric(name, label, axis_label or label, higher_is_better, format, applies_to, reference, level,
-                        summary, compute)
+                        summary, compute, needs_fit)
         registry = RUN_METRICS if level == "run" else LENGTH_METRICS
         registry.register(name)(metric)
         return compute
@@ -134,6 +139,11 @@ def directions(level: str = "run") -> dict[str, bool | None]:
     return {m.name: m.higher_is_better for m in (run_metrics() if level == "run" else length_metrics())}
 
 
+def judged() -> list[str]:
+    """The run metrics that need a fitted run (``needs_fit``), in registration order."""
+    return [m.name for m in run_metrics() if m.needs_fit]
+
+
 def derived() -> list[Metric]:
     """The run metrics computed by a registered function, in registration order."""
     return [m for m in run_metrics() if m.compute is not None]
@@ -146,19 +156,19 @@ _ID, _OOD = "lengths <= train_max_len", "lengths > train_max_len (unweighted mea
 register_metric("id_token_acc", label="ID token acc", axis_label="ID token accuracy", higher_is_better=True,
                 reference="id_chance_token_acc", description=f"Token accuracy, mean over {_ID}.")(None)
 register_metric("ood_token_acc", label="OOD token acc", axis_label="OOD token accuracy", higher_is_better=True,
-                reference="ood_chance_token_acc", description=f"Token accuracy, mean over {_OOD}.")(None)
+                reference="ood_chance_token_acc", description=f"Token accuracy, mean over {_OOD}.", needs_fit=True)(None)
 register_metric("id_seq_acc", label="ID seq acc", axis_label="ID sequence accuracy", higher_is_better=True,
                 description=f"Exact-match accuracy of whole outputs, mean over {_ID}.")(None)
 register_metric("ood_seq_acc", label="OOD seq acc", axis_label="OOD sequence accuracy", higher_is_better=True,
-                description=f"Exact-match accuracy of whole outputs, mean over {_OOD}.")(None)
+                description=f"Exact-match accuracy of whole outputs, mean over {_OOD}.", needs_fit=True)(None)
 register_metric("id_loss", label="ID loss", higher_is_better=False, format="loss",
                 description=f"Cross-entropy per output token (nats), mean over {_ID}.")(None)
 register_metric("ood_loss", label="OOD loss", higher_is_better=False, format="loss",
-                description=f"Cross-entropy per output token (nats), mean over {_OOD}.")(None)
+                description=f"Cross-entropy per output token (nats), mean over {_OOD}.", needs_fit=True)(None)
 
 
 @register_metric("extrapolation_ratio", label="OOD/ID", axis_label="OOD / ID token accuracy", higher_is_better=True,
-                 format="ratio")
+                 format="ratio", needs_fit=True)
 def extrapolation_ratio(runs: pd.DataFrame) -> pd.Series:
     """OOD token accuracy divided by ID token accuracy (undefined when the ID accuracy is 0)."""
     return runs["ood_token_acc"] / runs["id_token_acc"].where(runs["id_token_acc"] > 0)
@@ -166,14 +176,14 @@ def extrapolation_ratio(runs: pd.DataFrame) -> pd.Series:
 
 register_metric("generalization_length", label="Gen. length", axis_label="generalization length",
                 higher_is_better=True, format="length",
-                description="Largest evaluated length up to which sequence accuracy stays >= 0.9 x its ID value.")(None)
+                description="Largest evaluated length up to which sequence accuracy stays >= 0.9 x its ID value.", needs_fit=True)(None)
 register_metric("shuffled_token_acc", label="Shuffled", axis_label="token accuracy on shuffled inputs",
                 higher_is_better=None, reference="id_chance_token_acc",
-                description="ID token accuracy on shuffled inputs scored against the original targets.")(None)
+                description="ID token accuracy on shuffled inputs scored against the original targets.", needs_fit=True)(None)
 register_metric("order_reliance", label="Order reliance", higher_is_better=True, applies_to="sequence",
-                description="Original minus shuffled ID token accuracy, on order-dependent tasks.")(None)
+                description="Original minus shuffled ID token accuracy, on order-dependent tasks.", needs_fit=True)(None)
 register_metric("invariance_gap", label="Invariance gap", higher_is_better=None, applies_to="sequence",
-                description="Original minus shuffled ID token accuracy, on order-invariant tasks (should be ~0).")(None)
+                description="Original minus shuffled ID token accuracy, on order-invariant tasks (should be ~0).", needs_fit=True)(None)
 register_metric("equivariance_gap_init", label="Equiv. gap (init)", higher_is_better=None, format="gap",
                 description="||f(Px) - P f(x)|| / ||f(x)|| of the final hidden states at initialisation.")(None)
 register_metric("equivariance_gap_trained", label="Equiv. gap (trained)", higher_is_better=None, format="gap",
@@ -206,6 +216,24 @@ def perplexity_ratio(runs: pd.DataFrame) -> pd.Series:
 
 register_metric("id_chance_token_acc", label="Chance", axis_label="chance token accuracy", higher_is_better=None,
                 description="Token accuracy of the best input-independent guess, mean over ID lengths.")(None)
+register_metric("id_floor_token_acc", label="Floor", axis_label="position-free floor (token accuracy)",
+                higher_is_better=None, description="Best token accuracy without position information "
+                "(pebench.tasks.floors), mean over ID lengths.")(None)
+register_metric("ood_floor_token_acc", label="Floor", axis_label="position-free floor (token accuracy)",
+                higher_is_better=None, description="Best token accuracy without position information, mean over "
+                "OOD lengths.")(None)
+register_metric("id_floor_seq_acc", label="Seq floor", axis_label="position-free floor (sequence accuracy)",
+                higher_is_better=None, description="Best exact-match accuracy without position information, "
+                "mean over ID lengths.")(None)
+register_metric("ood_floor_seq_acc", label="Seq floor", axis_label="position-free floor (sequence accuracy)",
+                higher_is_better=None, description="Best exact-match accuracy without position information, "
+                "mean over OOD lengths.")(None)
+register_metric("fitted", label="Fitted", axis_label="fraction of seeds fitted", higher_is_better=True,
+                description="1 if the run met its fit criterion (held-out token accuracy at the longest training "
+                "length), else 0; its seed mean is the fraction of seeds fitted (NaN: no criterion, e.g. the "
+                "language model).")(None)
+register_metric("steps_to_fit", label="Steps to fit", higher_is_better=False, format="int",
+                description="Optimizer steps until the fit criterion was first met (fitted runs only).")(None)
 register_metric("ood_chance_token_acc", label="Chance", axis_label="chance token accuracy", higher_is_better=None,
                 description="Token accuracy of the best input-independent guess, mean over OOD lengths.")(None)
 register_metric("final_train_loss", label="Final train loss", higher_is_better=False, format="loss",

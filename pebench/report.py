@@ -23,6 +23,8 @@ significantly worse than it underlined (LaTeX) or in italics (Markdown); see
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -220,6 +222,15 @@ class Column:
     mark: bool | None = None
     ci: bool = True
     format: str | None = None
+    needs_fit: bool | None = None  # default: the metric's registered ``needs_fit``
+
+    @property
+    def judges(self) -> bool:
+        """Whether the column judges a trained model: only fitted seeds count (rule 1 of the protocol)."""
+        if self.needs_fit is not None:
+            return self.needs_fit
+        metric = self._metric()
+        return bool(metric is not None and metric.needs_fit)
 
     def _metric(self) -> metric_registry.Metric | None:
         return metric_registry.RUN_METRICS.get(self.column) if self.column in metric_registry.RUN_METRICS else None
@@ -249,6 +260,9 @@ class Column:
 def _runs_text(row: pd.Series) -> str:
     text = str(int(row["n_seeds"]))
     extra = []
+    fitted = row.get("fitted_mean", float("nan"))
+    if np.isfinite(fitted) and row.get("fitted_n", 0):
+        extra.append(f"{int(round(fitted * row['fitted_n']))} fitted")
     if row["n_diverged"]:
         extra.append(f"{int(row['n_diverged'])} diverged")
     if row["n_failed"]:
@@ -283,7 +297,10 @@ def metric_table(
         if metric.better is None:
             marks[metric.column] = None
             continue
-        tests = results.compare_to_best(runs, metric.column, metric.better)
+        tested = runs
+        if metric.judges and "fitted" in runs:  # only fitted seeds are evidence of extrapolation or order use
+            tested = runs[runs["fitted"].astype(float).fillna(1.0) > 0]
+        tests = results.compare_to_best(tested, metric.column, metric.better)
         merged = cells[list(CELL_COLUMNS)].merge(tests, on=list(CELL_COLUMNS), how="left")
         data[f"{metric.column}_is_best"] = merged["is_best"].fillna(False).astype(bool).to_numpy()
         data[f"{metric.column}_not_worse"] = merged["not_worse"].fillna(False).astype(bool).to_numpy()
@@ -298,11 +315,12 @@ def metric_table(
             group_starts.append(len(rows))
             previous_group = current
         text = [_cell_label(row, column) for _, column in keys]
+        unfitted = not bool(row.get("judged", True))
         text += [format_mean_ci(row[f"{m.column}_mean"], row[f"{m.column}_ci95"] if m.ci else float("nan"), m.kind)
-                 for m in metrics]
+                 + (NOT_FITTED if m.judges and unfitted else "") for m in metrics]
         text.append(_runs_text(row))
         rows.append(text)
-        metric_marks = [marks.at[i, m.column] for m in metrics]
+        metric_marks = [None if m.judges and unfitted else marks.at[i, m.column] for m in metrics]
         mark_rows.append([None] * len(keys) + [v if isinstance(v, str) else None for v in metric_marks] + [None])
     headers = [h for h, _ in keys] + [m.header for m in metrics] + ["Seeds"]
     return Table(name, title, caption, headers, rows, mark_rows, group_starts, len(keys), data)
@@ -311,13 +329,24 @@ def metric_table(
 def _caption(look: str, protocol: str, runs: pd.DataFrame) -> str:
     seeds = runs.groupby(list(CELL_COLUMNS))["seed"].nunique()
     per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    fit = ""
+    if "fitted" in runs and runs["fitted"].notna().any():
+        fit = (f"Extrapolation and order numbers count fitted seeds only (Seeds: how many fitted the training "
+               f"distribution); {NOT_FITTED} = no seed fitted, so the number describes a model that did not learn "
+               "the task, not a finding. ")
     return (f"{look} Mean ± 95% t-interval over {per_cell} seeds per cell (no interval with one seed); "
-            f"chance = token accuracy of the best input-independent guess. {MARK_LEGEND} Protocol: {protocol}")
+            "chance = token accuracy of the best input-independent guess; floor = the best accuracy without "
+            f"position information (pebench.tasks.floors). {fit}{MARK_LEGEND} Protocol: {protocol}")
+
+
+#: suffix of a number that judges a trained model in a cell where no seed fitted (rule 1 of the protocol)
+NOT_FITTED = " †"
 
 
 #: columns of every extrapolation table (per encoding, or per evaluation variant)
 EXTRAPOLATION_COLUMNS = (
     Column("ood_chance_token_acc", ci=False),
+    Column("ood_floor_token_acc", ci=False),
     Column("id_token_acc"),
     Column("ood_token_acc"),
     Column("extrapolation_ratio", mark=False),  # a model at chance has a ratio near 1: never ranked
@@ -371,10 +400,11 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
         columns = [
             Column("id_chance_token_acc", ci=False),
+            Column("id_floor_token_acc", ci=False),
             Column("id_token_acc", label="Original"),
             Column("shuffled_token_acc"),
             # order reliance on order-dependent tasks, invariance gap on controls: one column, marked on the former
-            Column("order_effect", label="Orig. − shuf.", format="acc", mark=True),
+            Column("order_effect", label="Orig. − shuf.", format="acc", mark=True, needs_fit=True),
             Column("equivariance_gap_init", ci=False),
             Column("equivariance_gap_trained", ci=False),
         ]
@@ -823,16 +853,25 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
         if part_runs["status"].eq("failed").all():
             skipped.append(f"{experiment}: every run failed; no figures or tables")
             continue
-        for name, title, caption, make in layout.figures(part_data, experiment, spec):
-            try:
-                figure = make()
-            except ValueError as exc:
-                skipped.append(f"figure {name}: {exc}")
-                continue
-            figures.append(Artifact(name, title, caption, _save_figure(figure, folders["figures"], name)))
-        for table in layout.tables(part_runs, part_cells, experiment, protocols[experiment], spec):
-            tables.append(_save_table(table, folders["tables"]))
-        findings.extend(layout.findings(part_runs, part_cells, experiment, spec))
+        views = [(layout, spec, "")] + [(LAYOUTS.get(extra), ReportSpec(layout=extra, position=spec.position),
+                                         f"_{extra}") for extra in spec.also]
+        for view, view_spec, suffix in views:
+            for name, title, caption, make in view.figures(part_data, experiment, view_spec):
+                name += suffix
+                try:
+                    figure = make()
+                except ValueError as exc:
+                    skipped.append(f"figure {name}: {exc}")
+                    continue
+                figures.append(Artifact(name, title, caption, _save_figure(figure, folders["figures"], name)))
+            for table in view.tables(part_runs, part_cells, experiment, protocols[experiment], view_spec):
+                table = dataclasses.replace(table, name=table.name + suffix)
+                tables.append(_save_table(table, folders["tables"]))
+            findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
+        if spec.primary_metric:
+            artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"])
+            tables.extend(artifacts)
+            findings.extend(sentences)
     model = (f"d_model {_values(data['d_model'])}, layers {_values(data['n_layers'])}, "
              f"heads {_values(data['n_heads'])}, the same for every encoding.")
     tables.append(_save_table(parameter_table(runs, model), folders["tables"]))
@@ -842,6 +881,61 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     report = Report(figures, tables, findings, protocol, summaries, skipped)
     _write_index(report, out_dir)
     return report
+
+
+def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path
+                      ) -> tuple[list[Artifact], list[str]]:
+    """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
+    comparisons of ``experiment`` on its primary metric (:mod:`pebench.leaderboard`), written as CSV,
+    markdown and LaTeX; returns the artifacts and one finding per architecture."""
+    from pebench import leaderboard
+
+    metric = spec.primary_metric
+    label = metric_registry.get(metric).axis_label
+    board = leaderboard.leaderboard(runs, metric)
+    if board.empty:
+        return [], []
+    name = f"leaderboard_{experiment}"
+    caption = (f"Encodings ranked per architecture by {label} on every task of {experiment} (rank 1 = best "
+               "mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
+               "rank (MRR, Kazemnejad et al. 2023) and mean rank over tasks, each with a 95% percentile "
+               "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
+               "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
+               "a ranking.")
+    paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
+    board.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(leaderboard.to_markdown(board) + f"\n\n{caption}\n")
+    paths["tex"].write_text(leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
+    leaderboard.task_ranks(runs, metric).to_csv(directory / f"task_ranks_{experiment}.csv", index=False)
+    artifacts = [Artifact(name, f"{experiment}: leaderboard ({label})", caption, paths)]
+    findings = []
+    for arch, part in board.groupby("arch", sort=False):
+        top = part.iloc[0]
+        findings.append(
+            f"{experiment} ({arch}): by {label}, {top['encoding']} has the highest mean reciprocal rank, "
+            f"{top['mrr']:.2f} [{top['mrr_low']:.2f}, {top['mrr_high']:.2f}] over {int(top['n_tasks'])} tasks "
+            f"(fitted {int(top['tasks_fitted'])} of them); next: "
+            + ", ".join(f"{r['encoding']} {r['mrr']:.2f} [{r['mrr_low']:.2f}, {r['mrr_high']:.2f}]"
+                        for _, r in part.iloc[1:3].iterrows()) + ".")
+    if spec.comparisons:
+        table = leaderboard.pairwise(runs, spec.comparisons, metric)
+        name = f"pairwise_{experiment}"
+        caption = (f"The pairwise comparisons declared before the results were made, on {label}: runs paired "
+                   "by task and seed (an unfitted run scores 0), mean difference a − b with a 95% bootstrap "
+                   "interval, two-sided sign-flip permutation test, p-values Holm-corrected over the whole "
+                   "family (every comparison and architecture). Look at the verdict column.")
+        paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
+        table.to_csv(paths["csv"], index=False)
+        paths["md"].write_text(leaderboard.pairwise_markdown(table) + f"\n\n{caption}\n")
+        paths["tex"].write_text(leaderboard.pairwise_latex(table, caption=caption, label=f"tab:pebench-{name}"))
+        artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
+        for _, row in table.iterrows():
+            if isinstance(row.get("verdict"), str) and row["verdict"]:
+                findings.append(f"{experiment} ({row['arch']}): {row['a']} vs {row['b']}: {row['verdict']} "
+                                f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
+                                f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "
+                                "pairs).")
+    return artifacts, findings
 
 
 def _write_index(report: Report, out_dir: Path) -> None:

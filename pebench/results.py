@@ -408,13 +408,16 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     completed["is_id"] = completed["eval_len"] <= completed["train_max_len"]
     info_columns = [c for c in (*CELL_COLUMNS, "seed", "status", "params", "encoding_params", "train_seconds",
                                 "final_train_loss", "equivariance_gap_init", "equivariance_gap_trained", "steps",
-                                "train_min_len") if c in completed.columns and c not in keys]
+                                "train_min_len", "steps_to_fit") if c in completed.columns and c not in keys]
     runs = completed.groupby(keys, sort=False)[info_columns].first()
     original = completed[completed["condition"] == "original"].sort_values("eval_len")
-    measured = ["token_acc", "seq_acc", "loss", "chance_token_acc"]
+    measured = [c for c in ("token_acc", "seq_acc", "loss", "chance_token_acc", "floor_token_acc", "floor_seq_acc")
+                if c in original.columns]
     for prefix, part in (("id", original[original["is_id"]]), ("ood", original[~original["is_id"]])):
         means = part.groupby(keys)[measured].mean()
         runs = runs.join(means.rename(columns=lambda c, p=prefix: f"{p}_{c}"))
+    runs["fitted"] = completed.groupby(keys, sort=False)["fitted"].first().map(_flag) if "fitted" in completed \
+        else float("nan")
     runs["generalization_length"] = _generalization_lengths(original, runs["id_seq_acc"], keys)
     at_train = original[original["is_id"]].groupby(keys)["loss"].last()
     runs["train_perplexity"] = np.exp(at_train)
@@ -436,6 +439,15 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     runs["order_reliance"] = np.where(dependent == True, effect, np.nan)  # noqa: E712 (None -> NaN)
     runs["invariance_gap"] = np.where(dependent == False, effect, np.nan)  # noqa: E712
     return runs.sort_values([*CELL_COLUMNS, "seed"], key=sort_key).reset_index(drop=True)
+
+
+def _flag(value: object) -> float:
+    """A ``fitted`` cell as read from a CSV (True/False, "True"/"False", empty) -> 1.0, 0.0 or NaN."""
+    if isinstance(value, str):
+        value = {"true": True, "false": False}.get(value.strip().lower())
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return float("nan")
+    return float(bool(value))
 
 
 def _generalization_lengths(original: pd.DataFrame, id_seq_acc: pd.Series, keys: list[str]) -> pd.Series:
@@ -548,7 +560,10 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Da
     Columns ``<metric>_mean``, ``_std``, ``_ci95``, ``_best`` (best of seeds,
     only for metrics with a direction, else NaN) and ``_n``, plus ``n_runs``,
     ``n_seeds`` (completed runs, ok or diverged), ``n_diverged``, ``n_failed``,
-    ``failed_seeds``, ``order_dependent`` and ``steps``.
+    ``failed_seeds``, ``order_dependent`` and ``steps``. Metrics that judge a trained model
+    (``needs_fit`` in :mod:`pebench.metrics`: OOD accuracy, order reliance, ...) are computed over the
+    seeds that fitted (``fitted_mean`` is the fraction); ``judged`` is False for a cell with no fitted
+    seed, whose numbers are then those of all its seeds and must be shown as not fitted.
     """
     keys = list(CELL_COLUMNS)
     directions = metric_registry.directions("run")
@@ -568,7 +583,20 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Da
     status["failed_seeds"] = [v if isinstance(v, str) else "" for v in status["failed_seeds"]]
     completed = runs[runs["status"] != "failed"]
     statistics = grouped_statistics(completed, keys, metrics)
+    judged = [m for m in metric_registry.judged() if m in metrics]
+    if judged and "fitted" in completed:
+        # rule 1: a metric that judges a trained model counts fitted seeds only (or runs with no fit
+        # criterion); a cell with none keeps every seed's numbers and is marked judged=False
+        fitted = completed[completed["fitted"].astype(float).fillna(1.0) > 0]
+        on_fitted = grouped_statistics(fitted, keys, {m: metrics[m] for m in judged}) if not fitted.empty else None
+        if on_fitted is not None:
+            statistics.update(on_fitted.reindex(statistics.index).dropna(how="all"))
+        has_fit = fitted.groupby(keys, sort=False, dropna=False).size().reindex(statistics.index).fillna(0) > 0
+        statistics["judged"] = has_fit
     cells = status.join(statistics).reset_index()
+    if "judged" not in cells:
+        cells["judged"] = True
+    cells["judged"] = cells["judged"].fillna(False).astype(bool)
     for metric in metrics:  # cells whose every run failed have no statistics: n = 0
         cells[f"{metric}_n"] = cells[f"{metric}_n"].fillna(0).astype(int)
     return cells

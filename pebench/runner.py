@@ -96,8 +96,8 @@ def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
         mlp_ratio=spec.mlp_ratio,
         dropout=spec.dropout,
     )
-    return build_from_config(config, spec.encoding, max_len=spec.max_len(), seed=spec.seed,
-                             **spec.build_options(**encoding_overrides))
+    return build_from_config(config, spec.encoding, max_len=spec.position_capacity(),
+                             train_len=spec.train_context(), seed=spec.seed, **spec.build_options(**encoding_overrides))
 
 
 def _gap(spec: RunSpec, model: Transformer, task: tasks.Task, device: torch.device) -> float:
@@ -133,7 +133,8 @@ def _rows(
             decoding=spec.eval.decoding,
             device=device,
         ):
-            rows.append({**row, "variant": label, "chance_token_acc": task.chance_accuracy(row["eval_len"])})
+            rows.append({**row, "variant": label, "chance_token_acc": task.chance_accuracy(row["eval_len"]),
+                         **_floor(task, row["eval_len"], spec.arch)})
     common = {
         "params": model.num_parameters(),
         "encoding_params": model.encoding_parameters(),
@@ -142,6 +143,10 @@ def _rows(
         "final_train_loss": result.final_loss,
         "equivariance_gap_init": gap_init,
         "equivariance_gap_trained": gap_trained,
+        "fitted": result.fitted,
+        "steps_to_fit": result.steps_to_fit,
+        "fit_token_acc": result.fit_token_acc,
+        "encoding_built": json.dumps(model.encoding.resolved_options(), sort_keys=True, separators=(",", ":")),
         "status": result.status,
         "error": result.error,
         "device": str(device),
@@ -149,6 +154,15 @@ def _rows(
         "torch_threads": torch.get_num_threads(),
     }
     return [{**_identity(spec), **row, **common} for row in rows]
+
+
+def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:
+    """The position-free floor columns of a row (:func:`pebench.tasks.position_free_floor`); empty for a
+    language-modelling task, whose targets are not a function of an input."""
+    if getattr(task, "decoder_only", False):
+        return {"floor_token_acc": float("nan"), "floor_seq_acc": float("nan"), "floor_method": "none"}
+    floor = tasks.position_free_floor(task, length, arch)
+    return {"floor_token_acc": floor.token_acc, "floor_seq_acc": floor.seq_acc, "floor_method": floor.method}
 
 
 def _identity(spec: RunSpec) -> dict[str, Any]:
@@ -183,11 +197,12 @@ def execute(spec: RunSpec, device: str | None = None, compile: bool = False) -> 
 def batch_key(spec: RunSpec) -> str | None:
     """Runs with the same key differ only in seed and can be trained as one seed-batched model.
 
-    ``None`` (never batched) without a shared ``length_seed`` or with dropout; see
+    ``None`` (never batched) without a shared ``length_seed``, with dropout, or when training stops at
+    the fit criterion (``stop_at_fit``: each seed stops at its own step); see
     :func:`pebench.batched.train_batched`.
     """
-    if spec.dropout or spec.train.length_seed is None:
-        return None
+    if spec.dropout or spec.train.length_seed is None or spec.train.stop_at_fit:
+        return None  # a seed-batched model cannot stop one seed at its fit
     flat = spec.resolved()
     flat.pop("seed")
     return json.dumps(flat, sort_keys=True, default=str)

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from pebench.model import Transformer
-from pebench.tasks import IGNORE, Task, render
+from pebench.tasks import IGNORE, Batch, Task, render
 
 STATUSES = ("ok", "diverged", "failed")
 #: largest seed: derived seeds (e.g. 104_729 * seed + ... in pebench.evaluate) stay in torch's 64-bit seed range
@@ -65,6 +66,13 @@ class TrainConfig:
     # every step, so they can be trained together by pebench.batched.train_batched.
     length_seed: int | None = None
     divergence_loss: float = 1e4  # a loss above this counts as divergence
+    # Fit criterion (docs: protocol): every ``fit_every`` steps (0 = never) the model is scored,
+    # teacher-forced, on ``fit_examples`` held-out examples at ``train_max_len``; it has fitted once
+    # their token accuracy reaches ``fit_threshold``. ``stop_at_fit``: training ends there.
+    fit_every: int = 0
+    fit_threshold: float = 0.99
+    fit_examples: int = 128
+    stop_at_fit: bool = False
 
     def __post_init__(self) -> None:
         for key in ("steps", "batch_size", "warmup_steps", "train_min_len", "train_max_len"):
@@ -88,15 +96,26 @@ class TrainConfig:
             if not 0 <= getattr(self, key) < math.inf:
                 raise ValueError(f"{key} must be a finite number >= 0 (grad_clip 0 disables clipping), "
                                  f"got {getattr(self, key)}")
+        check_int("fit_every", self.fit_every)
+        check_int("fit_examples", self.fit_examples)
+        if self.fit_every < 0 or self.fit_examples < 1 or not 0 < self.fit_threshold <= 1:
+            raise ValueError(f"need fit_every >= 0, fit_examples >= 1 and fit_threshold in (0, 1]; got "
+                             f"{self.fit_every}, {self.fit_examples}, {self.fit_threshold}")
+        if self.stop_at_fit and not self.fit_every:
+            raise ValueError("stop_at_fit needs fit_every > 0 (how often the fit criterion is checked)")
         if not self.divergence_loss > 0:
             raise ValueError(f"divergence_loss must be > 0 (inf: never stop), got {self.divergence_loss}")
 
     def to_dict(self) -> dict:
-        """Flat dict of the config, for result rows (``length_seed`` only when set, so run ids of
-        configs that leave it at its default are unchanged)."""
+        """Flat dict of the config, for result rows (``length_seed`` only when set, and the fit
+        criterion only when it is checked, so run ids of configs that leave them at their defaults
+        are unchanged)."""
         flat = asdict(self)
         if flat["length_seed"] is None:
             del flat["length_seed"]
+        if not flat["fit_every"]:
+            for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit"):
+                del flat[key]
         return flat
 
 
@@ -109,6 +128,9 @@ class TrainResult:
     seconds: float = 0.0  # wall time of the training loop
     steps_done: int = 0
     error: str = ""  # why training stopped early, if it did
+    fitted: bool | None = None  # reached the fit criterion (None: never checked)
+    steps_to_fit: int | None = None  # optimizer steps when it was first reached
+    fit_token_acc: float = float("nan")  # held-out token accuracy at the last check
 
     @property
     def final_loss(self) -> float:
@@ -233,6 +255,35 @@ def first_labeled(labels: torch.Tensor) -> int:
     return int(labeled.int().argmax()) if bool(labeled.any()) else 0
 
 
+def fit_batch(task: Task, config: TrainConfig) -> tuple[Tensor, Tensor]:
+    """The held-out examples of the fit criterion: ``fit_examples`` at ``train_max_len``, rendered
+    for no architecture yet (returns the task's inputs and targets). Drawn from the ``eval`` split with
+    their own generator, so they are neither training data nor the evaluation's examples."""
+    generator = torch.Generator().manual_seed(2_147_483_647 - 7 * config.seed)
+    batch = task.sample(config.fit_examples, config.train_max_len, generator, split="eval")
+    return batch.inputs, batch.targets
+
+
+@torch.no_grad()
+def fit_accuracy(model: Transformer, task: Task, batch: tuple[Tensor, Tensor], device: torch.device) -> float:
+    """Teacher-forced token accuracy of ``model`` on the fit batch (:func:`fit_batch`).
+
+    Evaluated in eval mode under a forked RNG, so checking the fit never changes the training that
+    follows (dropout and randomized positions draw from torch's global RNG)."""
+    was_training = model.training
+    model.eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        tokens, labels = render(task, Batch(*batch), model.config.arch)
+        first = first_labeled(labels)
+        tokens, labels = tokens.to(device), labels[:, first:].to(device)
+        logits = model(tokens, outputs=tokens.shape[1] - first)  # (N, T - first, V)
+        mask = labels != IGNORE
+        accuracy = float((logits.argmax(-1)[mask] == labels[mask]).float().mean())
+    model.train(was_training)
+    return accuracy
+
+
 def train(
     model: Transformer,
     task: Task,
@@ -266,6 +317,8 @@ def train(
     torch.manual_seed(config.seed)  # dropout and randomized positions
     monitor = LossMonitor(config, device)
     forward = torch.compile(model, dynamic=True) if compile else model
+    held_out = fit_batch(task, config) if config.fit_every else None
+    fit = FitTracker()
     start = time.perf_counter()
     for step in range(config.steps):
         length = draw_length(config, lengths)
@@ -283,10 +336,33 @@ def train(
         optimizer.step()
         if monitor.record(loss, length):
             break
+        last = step + 1 == config.steps
+        if held_out is not None and ((step + 1) % config.fit_every == 0 or last):
+            if fit.check(fit_accuracy(model, task, held_out, device), step + 1, config) and config.stop_at_fit:
+                break
     result = monitor.result()
+    if held_out is not None:
+        result.fitted, result.steps_to_fit, result.fit_token_acc = fit.fitted, fit.steps_to_fit, fit.accuracy
     result.seconds = time.perf_counter() - start
     model.eval()
     return result
+
+
+class FitTracker:
+    """The state of the fit criterion during training: the last held-out accuracy and when (if ever)
+    the threshold was first reached."""
+
+    def __init__(self) -> None:
+        self.fitted = False
+        self.steps_to_fit: int | None = None
+        self.accuracy = float("nan")
+
+    def check(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
+        """Record the accuracy after ``steps`` steps; True if the criterion is met (now or before)."""
+        self.accuracy = accuracy
+        if not self.fitted and accuracy >= config.fit_threshold:
+            self.fitted, self.steps_to_fit = True, steps
+        return self.fitted
 
 
 class LossMonitor:
