@@ -41,6 +41,7 @@ def configs(suite: str, context: int, lengths: list[int], steps: int | None = No
             # a language model has no fit criterion (no target accuracy to reach): a fixed budget
             "fit_every": 0,
             "stop_at_fit": False,
+            "fit_patience": 0,
             # charlm scores its whole evaluation span at every length (EVAL_SPAN // L windows, the
             # rows' n) whatever this says; it records the number of windows at the training context
             "eval_n_examples": EVAL_SPAN // context,

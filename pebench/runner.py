@@ -146,6 +146,7 @@ def _rows(
         "fitted": result.fitted,
         "steps_to_fit": result.steps_to_fit,
         "fit_token_acc": result.fit_token_acc,
+        "stop_reason": result.stop_reason,
         "encoding_built": json.dumps(model.encoding.resolved_options(), sort_keys=True, separators=(",", ":")),
         "status": result.status,
         "error": result.error,

@@ -73,6 +73,10 @@ class TrainConfig:
     fit_threshold: float = 0.99
     fit_examples: int = 128
     stop_at_fit: bool = False
+    # Plateau stop (0 = off): training also ends, unfitted, once the held-out accuracy has not beaten its
+    # best by ``fit_min_delta`` for ``fit_patience`` steps (a run that stopped learning).
+    fit_patience: int = 0
+    fit_min_delta: float = 0.01
 
     def __post_init__(self) -> None:
         for key in ("steps", "batch_size", "warmup_steps", "train_min_len", "train_max_len"):
@@ -101,6 +105,12 @@ class TrainConfig:
         if self.fit_every < 0 or self.fit_examples < 1 or not 0 < self.fit_threshold <= 1:
             raise ValueError(f"need fit_every >= 0, fit_examples >= 1 and fit_threshold in (0, 1]; got "
                              f"{self.fit_every}, {self.fit_examples}, {self.fit_threshold}")
+        check_int("fit_patience", self.fit_patience)
+        if self.fit_patience < 0 or not 0 <= self.fit_min_delta < 1:
+            raise ValueError(f"need fit_patience >= 0 and fit_min_delta in [0, 1); got {self.fit_patience}, "
+                             f"{self.fit_min_delta}")
+        if self.fit_patience and not self.stop_at_fit:
+            raise ValueError("fit_patience (the plateau stop) needs stop_at_fit")
         if self.stop_at_fit and not self.fit_every:
             raise ValueError("stop_at_fit needs fit_every > 0 (how often the fit criterion is checked)")
         if not self.divergence_loss > 0:
@@ -116,6 +126,8 @@ class TrainConfig:
         if not flat["fit_every"]:
             for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit"):
                 del flat[key]
+        if not flat["fit_patience"]:
+            del flat["fit_patience"], flat["fit_min_delta"]
         return flat
 
 
@@ -131,6 +143,7 @@ class TrainResult:
     fitted: bool | None = None  # reached the fit criterion (None: never checked)
     steps_to_fit: int | None = None  # optimizer steps when it was first reached
     fit_token_acc: float = float("nan")  # held-out token accuracy at the last check
+    stop_reason: str = ""  # "fit", "plateau", "cap" (all steps done) or "diverged"
 
     @property
     def final_loss(self) -> float:
@@ -340,9 +353,14 @@ def train(
         if held_out is not None and ((step + 1) % config.fit_every == 0 or last):
             if fit.check(fit_accuracy(model, task, held_out, device), step + 1, config) and config.stop_at_fit:
                 break
+            if config.fit_patience and step + 1 - fit.best_step >= config.fit_patience:
+                fit.plateaued = True
+                break
     result = monitor.result()
     if held_out is not None:
         result.fitted, result.steps_to_fit, result.fit_token_acc = fit.fitted, fit.steps_to_fit, fit.accuracy
+    result.stop_reason = ("diverged" if result.status == "diverged" else "fit" if fit.fitted and config.stop_at_fit
+                          else "plateau" if fit.plateaued else "cap")
     result.seconds = time.perf_counter() - start
     model.eval()
     return result
@@ -356,10 +374,14 @@ class FitTracker:
         self.fitted = False
         self.steps_to_fit: int | None = None
         self.accuracy = float("nan")
+        self.best, self.best_step = -1.0, 0  # best accuracy (beaten by at least fit_min_delta) and when
+        self.plateaued = False
 
     def check(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
         """Record the accuracy after ``steps`` steps; True if the criterion is met (now or before)."""
         self.accuracy = accuracy
+        if accuracy >= self.best + config.fit_min_delta:
+            self.best, self.best_step = accuracy, steps
         if not self.fitted and accuracy >= config.fit_threshold:
             self.fitted, self.steps_to_fit = True, steps
         return self.fitted
