@@ -8,6 +8,12 @@ pyplot: no global state, no GUI backend, nothing is shown. Save them with
 figure, and its line style: colour, marker and dash come from the encoding's place in the
 canonical order (:func:`encoding_style`), distinguishable for 27 encodings, and never the grey of
 the training-range shading.
+
+Reference levels and the fit criterion are drawn the same way everywhere: chance is a dashed black line,
+the position-free floor (the best accuracy without position information, :mod:`pebench.tasks.floors`) a
+dash-dotted grey one, and a cell in which no seed met the fit criterion (its numbers describe a model
+that did not learn the task) is drawn faintly: a thin dotted line labelled "(not fitted)", a hollow
+dashed bar, a hatched heatmap cell with a dagger.
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFormatter
 
 from pebench import encodings, results
 from pebench import metrics as metric_registry
 from pebench.evaluate import CONDITIONS
 from pebench.experiment import BASE_VARIANT, COMPARED_ENCODINGS
+from pebench.model import ARCHS
 
 #: line colours: tab10 without its grey (C7), which is close to the training-range shading
 PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
@@ -32,6 +40,15 @@ DASHES = ("-", "--", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
 TRAIN_SHADE = {"color": "0.9", "zorder": 0}
 ORIGINAL = CONDITIONS[0]  # the unshuffled inputs
+CHANCE = {"color": "k", "linestyle": "--", "linewidth": 1, "label": "chance"}
+FLOOR = {"color": "0.4", "linestyle": "-.", "linewidth": 1.2, "label": "floor (no position)"}
+#: a line of a cell with no fitted seed: thin, dotted and faint, in its encoding's colour and marker
+NOT_FITTED_LINE = {"linestyle": ":", "linewidth": 0.9, "alpha": 0.5}
+NOT_FITTED_LABEL = " (not fitted)"
+#: a bar of a cell with no fitted seed: hollow, with a dashed outline in the bar's colour
+NOT_FITTED_BAR = {"linestyle": "--", "linewidth": 1.0}
+#: hatching of a heatmap cell with no fitted seed (its number also gets the table's dagger)
+NOT_FITTED_HATCH = "////"
 
 
 def style(index: int) -> dict[str, str]:
@@ -99,10 +116,16 @@ def _shade_training(ax, frame: pd.DataFrame) -> None:
 
 def _curve_panels(
     curves: pd.DataFrame, hue: str, styles: dict[str, dict[str, str]], metric: str, ylabel: str, title: str,
-    *, log_y: bool = False, chance: bool = True, xlabel: str = "evaluation length (input tokens)",
+    *, log_y: bool = False, references: bool = True, xlabel: str = "evaluation length (input tokens)",
 ) -> Figure:
-    """One panel per task: ``metric`` vs length, one line (mean) and band (95% CI) per ``hue`` value."""
+    """One panel per task: ``metric`` vs length, one line (mean) and band (95% CI) per ``hue`` value.
+
+    ``references``: an accuracy on a 0-1 axis, with its chance level (the metric's registered reference)
+    and its position-free floor (column ``floor_<metric>`` of :func:`pebench.results.curves`). A line of
+    a cell without a fitted seed (``judged`` False) is drawn in :data:`NOT_FITTED_LINE`.
+    """
     tasks = list(dict.fromkeys(curves["task"]))
+    chance = metric_registry.get(metric, "length").reference
     figure, axes = _grid(len(tasks))
     for ax, task in zip(axes, tasks, strict=True):
         frame = curves[curves["task"] == task]
@@ -111,11 +134,18 @@ def _curve_panels(
             line = line.sort_values("eval_len")
             x, mean, ci = line["eval_len"], line[f"{metric}_mean"], line[f"{metric}_ci95"].fillna(0.0)
             line_style = styles[name]
-            ax.plot(x, mean, markersize=3, label=name, **line_style)
-            ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.15, linewidth=0)
-        if chance:
-            level = frame.groupby("eval_len")["chance_token_acc"].mean()
-            ax.plot(level.index, level.values, color="k", linestyle="--", linewidth=1, label="chance")
+            fitted = bool(line["judged"].all()) if "judged" in line else True
+            if fitted:
+                ax.plot(x, mean, markersize=3, label=name, **line_style)
+                ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.15, linewidth=0)
+            else:
+                ax.plot(x, mean, markersize=2, label=f"{name}{NOT_FITTED_LABEL}",
+                        **{**line_style, **NOT_FITTED_LINE})
+        if references:
+            for column, line_style in ((chance, CHANCE), (f"floor_{metric}", FLOOR)):
+                level = frame.groupby("eval_len")[column].mean().dropna() if column in frame else pd.Series()
+                if not level.empty:
+                    ax.plot(level.index, level.values, **line_style)
             ax.set_ylim(-0.02, 1.02)
         if log_y:
             ax.set_yscale("log")
@@ -154,9 +184,11 @@ def accuracy_vs_length(
 ) -> Figure:
     """Accuracy vs evaluation length, one panel per task and one line per encoding.
 
-    Lines are means over seeds, bands 95% t-intervals; the grey area is the
-    training range and the dashed line chance level. ``arch=None`` takes the
-    first architecture present.
+    Lines are means over the fitted seeds, bands 95% t-intervals; the grey area
+    is the training range, the dashed line chance level and the dash-dotted
+    grey one the position-free floor; a cell with no fitted seed is a thin
+    dotted line labelled "(not fitted)". ``arch=None`` takes the first
+    architecture present.
     """
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
@@ -165,7 +197,7 @@ def accuracy_vs_length(
     frame = frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)]
     kind = metric_registry.get(metric, "length").axis_label
     return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
-                         f"{experiment}: {kind} vs length ({arch})\nmean and 95% CI over seeds")
+                         f"{experiment}: {kind} vs length ({arch})\nmean and 95% CI over fitted seeds")
 
 
 def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluation variants",
@@ -178,7 +210,7 @@ def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluat
     variants = list(dict.fromkeys(frame.sort_values("variant", key=results.sort_key, kind="stable")["variant"]))
     return _curve_panels(frame, "variant", {v: style(i) for i, v in enumerate(variants)}, metric,
                          metric_registry.get(metric, "length").axis_label,
-                         f"{experiment}: {title}\nmean and 95% CI over seeds")
+                         f"{experiment}: {title}\nmean and 95% CI over fitted seeds")
 
 
 def perplexity_vs_length(data: pd.DataFrame, experiment: str) -> Figure:
@@ -188,81 +220,120 @@ def perplexity_vs_length(data: pd.DataFrame, experiment: str) -> Figure:
     frame = frame[(frame["condition"] == ORIGINAL) & (frame["variant"] == BASE_VARIANT)]
     return _curve_panels(frame, "label", _encoding_styles(frame), "perplexity", "perplexity (log scale)",
                          f"{experiment}: perplexity vs context length\nmean and 95% CI over seeds", log_y=True,
-                         chance=False, xlabel="evaluation context (characters)")
+                         references=False, xlabel="evaluation context (characters)")
 
 
 def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc") -> Figure:
-    """Mean ``metric`` (default OOD token accuracy) over seeds, encodings x tasks; one panel per architecture."""
+    """Mean ``metric`` (default OOD token accuracy) over fitted seeds, encodings x tasks; one panel per
+    architecture. A cell with no fitted seed is hatched and its number carries the tables' dagger."""
     rows = _select(data, experiment)
     cells = results.aggregate(results.run_metrics(rows))
     cells = cells[cells["variant"] == BASE_VARIANT]
-    archs = sorted(cells["arch"].unique())
+    archs = _archs(cells)
     tasks = list(dict.fromkeys(cells["task"]))
     figure = Figure(figsize=(max(5.0, 1.0 * len(tasks) * len(archs) + 3.0), 0.42 * cells["encoding"].nunique() + 1.8),
                     layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(archs), squeeze=False).ravel())
-    image = None
+    image, unfitted_any = None, False
     for ax, arch in zip(axes, archs, strict=True):
         part = cells[cells["arch"] == arch].copy()
         part["label"] = [label(e, o) for e, o in zip(part["encoding"], part["encoding_options"], strict=True)]
         order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(results.encoding_rank))["label"]))
         table = part.pivot_table(index="label", columns="task", values=f"{metric}_mean", sort=False)
         table = table.reindex(index=order, columns=tasks)
+        judged = part.pivot_table(index="label", columns="task", values="judged", aggfunc="all", sort=False)
+        judged = judged.reindex(index=order, columns=tasks).fillna(True).astype(bool)
         image = ax.imshow(table.to_numpy(float), vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
         for (i, j), value in np.ndenumerate(table.to_numpy(float)):
+            fitted = bool(judged.iat[i, j]) or not metric_registry.get(metric).needs_fit
+            if not fitted:
+                unfitted_any = True
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=NOT_FITTED_HATCH,
+                                       edgecolor="0.75", linewidth=0))
             if np.isfinite(value):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{value:.2f}" + ("" if fitted else "†"), ha="center", va="center", fontsize=8,
                         color="black" if value > 0.6 else "white")
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_yticks(range(len(order)), order)
         ax.set_title(arch)
     name = metric_registry.get(metric).axis_label
-    figure.colorbar(image, ax=list(axes), label=f"{name} (mean over seeds)", shrink=0.9)
+    figure.colorbar(image, ax=list(axes), label=f"{name} (mean over fitted seeds)", shrink=0.9)
+    if unfitted_any:
+        figure.legend([Patch(facecolor="none", edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
+                      ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
+                      frameon=False)
     figure.suptitle(f"{experiment}: {name}\nper encoding and task", fontsize="medium")
     return figure
 
 
+def _archs(frame: pd.DataFrame) -> list[str]:
+    """Architectures present, in :data:`pebench.model.ARCHS` order, then any others by name."""
+    present = set(frame["arch"])
+    return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
+
+
 def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
-    """Original minus shuffled token accuracy per encoding and task; encoder and decoder side by side.
+    """Original minus shuffled token accuracy per encoding and task; one panel per architecture present
+    (encoder and decoder side by side), each with the encodings that architecture was run with.
 
     On order-dependent tasks (solid bars) this is the order reliance — high
     is good; on order-invariant controls (hatched) it is the invariance gap —
-    it should be ~0. Error bars are 95% CIs over seeds.
+    it should be ~0. Bars are means over fitted seeds with 95% CIs; a cell with no
+    fitted seed is a hollow bar with a dashed outline (:data:`NOT_FITTED_BAR`), its mean over all seeds.
+
+    Raises:
+        ValueError: no run of ``experiment`` was evaluated on shuffled inputs.
     """
     rows = _select(data, experiment)
-    runs = results.run_metrics(rows)
-    runs["order_effect"] = runs["order_reliance"].fillna(runs["invariance_gap"])
-    cells = results.grouped_statistics(
-        runs[runs["status"] != "failed"], list(results.CELL_COLUMNS), {"order_effect": True}
-    ).reset_index()
+    cells = results.aggregate(results.run_metrics(rows), ["order_reliance", "invariance_gap"])
+    cells = cells[(cells["variant"] == BASE_VARIANT) & (cells["n_seeds"] > 0)].copy()
+    for stat in ("mean", "ci95"):
+        cells[f"order_effect_{stat}"] = cells[f"order_reliance_{stat}"].fillna(cells[f"invariance_gap_{stat}"])
+    if cells["order_effect_mean"].isna().all():
+        raise ValueError(f"no run of experiment {experiment!r} was evaluated on shuffled inputs")
     cells["order_dependent"] = cells["task"].map(results.order_dependent)
-    archs = [a for a in ("encoder", "decoder") if a in set(cells["arch"])] or sorted(cells["arch"].unique())
+    archs = _archs(cells)
     tasks = (
         cells.drop_duplicates("task").sort_values("order_dependent", ascending=False, kind="stable")["task"].tolist()
     )
-    encodings = sorted(cells["encoding"].unique(), key=results.encoding_rank)
-    figure = Figure(figsize=(max(5.0, 0.75 * len(encodings)) * len(archs), 3.8), layout="constrained")
-    axes = np.atleast_1d(figure.subplots(1, len(archs), sharey=True, squeeze=False).ravel())
+    per_arch = {arch: sorted(cells.loc[cells["arch"] == arch, "encoding"].unique(), key=results.encoding_rank)
+                for arch in archs}
+    widths = [max(4, len(names)) for names in per_arch.values()]
+    figure = Figure(figsize=(max(5.0, 0.75 * sum(widths) + 1.2 * len(archs)), 3.8), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(1, len(archs), sharey=True, squeeze=False,
+                                         gridspec_kw={"width_ratios": widths}).ravel())
     width = 0.8 / max(1, len(tasks))
     dependent_colors = iter(["C0", "C1", "C2", "C4", "C5", "C6"])
     control_colors = iter(["0.35", "0.55", "0.75", "0.85"])
     colors = {t: next(dependent_colors if results.order_dependent(t) else control_colors, "0.5") for t in tasks}
+    unfitted_any, legend = False, {}  # legend handles drawn as fitted bars, whichever bar comes first
     for ax, arch in zip(axes, archs, strict=True):
-        part = cells[(cells["arch"] == arch) & (cells["variant"] == BASE_VARIANT)]
+        part = cells[cells["arch"] == arch]
+        names = per_arch[arch]
         for k, task in enumerate(tasks):
-            bars = part[part["task"] == task].set_index("encoding").reindex(encodings)
+            bars = part[part["task"] == task].set_index("encoding").reindex(names)
             dependent = bool(results.order_dependent(task))
             kind = "order-dependent" if dependent else "control"
-            ax.bar(np.arange(len(encodings)) + (k - (len(tasks) - 1) / 2) * width, bars["order_effect_mean"],
-                   width, yerr=bars["order_effect_ci95"].fillna(0.0), color=colors[task],
-                   hatch=None if dependent else "//", edgecolor="white" if dependent else "0.2", linewidth=0.5,
-                   error_kw={"elinewidth": 0.8, "capsize": 1.5}, label=f"{task} ({kind})")
+            look = {"facecolor": colors[task], "hatch": None if dependent else "//",
+                    "edgecolor": "white" if dependent else "0.2", "linewidth": 0.5}
+            drawn = ax.bar(np.arange(len(names)) + (k - (len(tasks) - 1) / 2) * width, bars["order_effect_mean"],
+                           width, yerr=bars["order_effect_ci95"].fillna(0.0), **look,
+                           error_kw={"elinewidth": 0.8, "capsize": 1.5}, label=f"{task} ({kind})")
+            legend.setdefault(f"{task} ({kind})", Patch(**look))
+            for patch, judged in zip(drawn.patches, bars["judged"].fillna(True), strict=True):
+                if not judged:
+                    unfitted_any = True
+                    patch.set_facecolor("none")
+                    patch.set_edgecolor(colors[task])
+                    patch.set(**NOT_FITTED_BAR)
         ax.axhline(0.0, color="k", linewidth=0.8)
         ax.set_ylim(min(-0.1, ax.get_ylim()[0]), max(0.5, ax.get_ylim()[1]))  # keep small effects looking small
-        ax.set_xticks(range(len(encodings)), encodings, rotation=35, ha="right")
+        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
         ax.set_title(arch)
         ax.set_ylabel("original − shuffled token accuracy")
-    axes[0].legend(fontsize="small", frameon=False)
-    figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good) vs "
-                    "invariance gap (controls, ~0 is good)", fontsize="medium")
+    if unfitted_any:
+        legend["no seed fitted (mean over all seeds)"] = Patch(facecolor="none", edgecolor="0.3", **NOT_FITTED_BAR)
+    axes[0].legend(list(legend.values()), list(legend), fontsize="small", frameon=False)
+    figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good)\nvs "
+                    "invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds", fontsize="medium")
     return figure

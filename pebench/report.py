@@ -24,7 +24,6 @@ significantly worse than it underlined (LaTeX) or in italics (Markdown); see
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -707,7 +706,10 @@ def _save_table(table: Table, directory: Path) -> Artifact:
 # --------------------------------------------------------------------------- layouts
 
 #: caption fragment of every accuracy-vs-length figure
-SHADE = "grey area: training lengths; dashed: chance; bands: 95% CI over seeds"
+SHADE = ("grey area: training lengths; dashed black: chance; dash-dotted grey: floor (no position), the best "
+         "accuracy without position information, so only a line above it uses position; lines and bands: mean "
+         "and 95% CI over the fitted seeds; thin faint dotted lines labelled (not fitted): no seed met the fit "
+         "criterion, so that line is a model that did not learn the task, not a finding")
 
 #: (name, title, caption, make) of one figure
 FigureSpec = tuple[str, str, str, Callable[[], object]]
@@ -757,13 +759,16 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
             figures.append((
                 f"{experiment}_{arch}_{metric}", f"{experiment}: {kind} vs length ({arch})",
                 f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
-                "fast each line falls right of the grey area, and whether it stays above chance.",
+                "fast each fitted (solid or dashed) line falls right of the grey area, and whether it stays "
+                "above the floor and chance.",
                 lambda arch=arch, metric=metric: plots.accuracy_vs_length(data, experiment, arch=arch, metric=metric),
             ))
     figures.append((
         f"{experiment}_ood_heatmap", f"{experiment}: OOD token accuracy",
-        "Mean OOD token accuracy (lengths beyond training, mean over seeds) per encoding and task; bright rows are "
-        "encodings that extrapolate on every task; compare with chance in the tables.",
+        "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
+        "bright rows are encodings that extrapolate on every task; hatched cells with † had no fitted seed (mean "
+        "over all seeds, a model that did not learn the task: skip them); compare with chance and the "
+        "position-free floor in the tables.",
         lambda: plots.ood_heatmap(data, experiment),
     ))
     return figures
@@ -775,7 +780,9 @@ def order_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list
              spec.figure_caption or
              "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
              "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
-             "should); encoder and decoder side by side. Error bars: 95% CI over seeds.",
+             "should); one panel per architecture (encoder and decoder side by side). Bars and error bars: mean "
+             "and 95% CI over the fitted seeds; hollow bars with a dashed outline had no fitted seed (mean over "
+             "all seeds, a model that did not learn the task: not evidence either way).",
              lambda: plots.order_sensitivity(data, experiment))]
 
 
@@ -811,6 +818,13 @@ def _experiments_in_order(experiments: Sequence[str]) -> list[tuple[str, Layout,
     """``experiments`` with their layouts, ordered by their declared ``position`` (then as given)."""
     entries = [(name, *layout_of(name)) for name in dict.fromkeys(experiments)]
     return sorted(entries, key=lambda entry: entry[2].position)
+
+
+def _views(layout: Layout, spec: ReportSpec) -> list[tuple[Layout, ReportSpec, str]]:
+    """The layouts an experiment is shown in: its own, then each of ``spec.also`` (with its own titles and a
+    name suffix ``_<layout>`` on its tables and figures)."""
+    return [(layout, spec, "")] + [(LAYOUTS.get(extra), ReportSpec(layout=extra, position=spec.position),
+                                    f"_{extra}") for extra in spec.also]
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Report:
@@ -853,9 +867,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
         if part_runs["status"].eq("failed").all():
             skipped.append(f"{experiment}: every run failed; no figures or tables")
             continue
-        views = [(layout, spec, "")] + [(LAYOUTS.get(extra), ReportSpec(layout=extra, position=spec.position),
-                                         f"_{extra}") for extra in spec.also]
-        for view, view_spec, suffix in views:
+        for view, view_spec, suffix in _views(layout, spec):
             for name, title, caption, make in view.figures(part_data, experiment, view_spec):
                 name += suffix
                 try:
@@ -929,8 +941,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         paths["md"].write_text(leaderboard.pairwise_markdown(table) + f"\n\n{caption}\n")
         paths["tex"].write_text(leaderboard.pairwise_latex(table, caption=caption, label=f"tab:pebench-{name}"))
         artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
-        for _, row in table.iterrows():
-            if isinstance(row.get("verdict"), str) and row["verdict"]:
+        for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
+            if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
                 findings.append(f"{experiment} ({row['arch']}): {row['a']} vs {row['b']}: {row['verdict']} "
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
                                 f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "
@@ -957,7 +969,8 @@ def _write_index(report: Report, out_dir: Path) -> None:
 
 
 def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list[Table]:
-    """The tables of ``results_dir`` (optionally only ``experiments``) without writing anything (``pebench show``)."""
+    """The tables of ``results_dir`` (optionally only ``experiments``) without writing anything (``pebench show``):
+    those :func:`write_report` writes for each experiment's layouts (its own and its ``also`` ones)."""
     data = results.load(results_dir)
     if experiments:
         present = set(data["experiment"])
@@ -970,9 +983,14 @@ def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list
     cells = results.aggregate(runs)
     tables = []
     for experiment, layout, spec in _experiments_in_order(runs["experiment"]):
-        part = data[data["experiment"] == experiment]
-        tables += layout.tables(runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment],
-                                experiment, experiment_protocol(part), spec)
+        part_runs = runs[runs["experiment"] == experiment]
+        if part_runs["status"].eq("failed").all():
+            continue
+        part_cells, protocol = cells[cells["experiment"] == experiment], experiment_protocol(
+            data[data["experiment"] == experiment])
+        for view, view_spec, suffix in _views(layout, spec):
+            tables += [dataclasses.replace(table, name=table.name + suffix)
+                       for table in view.tables(part_runs, part_cells, experiment, protocol, view_spec)]
     return tables
 
 

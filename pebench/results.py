@@ -607,7 +607,12 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
 
     ``perplexity_ratio`` is each run's perplexity at that length divided by
     its perplexity at the longest evaluated length <= ``train_max_len``.
-    Columns as in :func:`aggregate`, plus ``chance_token_acc``.
+    Columns as in :func:`aggregate`, plus the reference levels ``chance_token_acc``, ``floor_token_acc``
+    and ``floor_seq_acc`` (the best accuracy without position information; NaN where the task has
+    none) and, per cell, ``n_seeds``, ``n_fitted`` (seeds that met the fit criterion), ``fitted_fraction``
+    (NaN: no criterion) and ``judged``. As in :func:`aggregate`, a line describes the trained models, so
+    a cell with a fitted seed (or runs without a fit criterion) is drawn from those seeds only; a cell
+    with none keeps every seed and has ``judged=False``: it must be drawn as not fitted.
     """
     completed = data[data["status"] != "failed"].copy()
     if completed.empty:
@@ -623,10 +628,26 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
     )
     completed = completed.join(at_train, on=["run_id", "variant", "condition"])
     completed["perplexity_ratio"] = completed["perplexity"] / completed["train_perplexity"]
-    keys = [*CELL_COLUMNS, "eval_len", "condition"]
-    frame = grouped_statistics(completed, keys, metric_registry.directions("length"))
-    frame["chance_token_acc"] = completed.groupby(keys, sort=False, dropna=False)["chance_token_acc"].mean()
-    frame = frame.reset_index()
+    cell = list(CELL_COLUMNS)
+    keys = [*cell, "eval_len", "condition"]
+    flags = completed["fitted"].map(_flag) if "fitted" in completed else pd.Series(np.nan, completed.index)
+    per_run = completed.assign(flag=flags).groupby([*cell, "run_id"], sort=False, dropna=False)["flag"].first()
+    by_cell = per_run.groupby(level=cell, sort=False, dropna=False)
+    counts = pd.DataFrame({
+        "n_seeds": by_cell.size(),
+        "n_fitted": by_cell.agg(lambda flag: int((flag == 1).sum())),
+        "fitted_fraction": by_cell.mean(),
+        "judged": by_cell.agg(lambda flag: bool((flag.fillna(1.0) > 0).any())),
+    })
+    judged = completed.join(counts["judged"], on=cell)["judged"]
+    drawn = completed[(flags.fillna(1.0) > 0) | ~judged]
+    frame = grouped_statistics(drawn, keys, metric_registry.directions("length"))
+    references = [c for c in ("chance_token_acc", "floor_token_acc", "floor_seq_acc") if c in completed]
+    frame = frame.join(completed.groupby(keys, sort=False, dropna=False)[references].mean())
+    frame = frame.reset_index().join(counts, on=cell)
+    for column in ("floor_token_acc", "floor_seq_acc"):
+        if column not in frame:
+            frame[column] = float("nan")
     return frame.sort_values([*CELL_COLUMNS, "condition", "eval_len"], key=sort_key).reset_index(drop=True)
 
 

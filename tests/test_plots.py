@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
-from test_results import write_synthetic_results
+from test_results import run_frame, write_synthetic_results
 
 from pebench import plots, results
 
@@ -32,7 +33,7 @@ def test_accuracy_vs_length_has_lines_bands_training_range_and_chance(data):
     axes = [ax for ax in figure.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["copy", "majority"]
     labels = [line.get_label() for line in axes[0].get_lines()]
-    assert labels == ["none", "rope", "alibi", "chance"]
+    assert labels == ["none", "rope", "alibi", "chance"]  # no floor column in these rows: no floor line
     alibi = axes[0].get_lines()[2]
     style = plots.encoding_style("alibi")  # the same colour, marker and dash in every figure
     assert (alibi.get_color(), alibi.get_marker(), alibi.get_linestyle()) == (
@@ -42,7 +43,9 @@ def test_accuracy_vs_length_has_lines_bands_training_range_and_chance(data):
     spans = [p for p in axes[0].patches if p.get_label() == "training lengths"]
     assert len(spans) == 1 and spans[0].get_x() + spans[0].get_width() == pytest.approx(8)
     assert len(axes[0].collections) == 3  # one CI band per encoding
-    render(plots.accuracy_vs_length(data, "length_extrapolation", metric="seq_acc", arch="decoder"))
+    seq = plots.accuracy_vs_length(data, "length_extrapolation", metric="seq_acc", arch="decoder")
+    render(seq)
+    assert "chance" not in [line.get_label() for line in seq.axes[0].get_lines()]  # chance is of tokens
 
 
 def test_ood_heatmap_values_are_the_seed_means(data):
@@ -53,6 +56,86 @@ def test_ood_heatmap_values_are_the_seed_means(data):
     texts = {t.get_text() for t in figure.axes[0].texts}
     assert f"{expected[('alibi', 'copy')]:.2f}" in texts
     assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["none", "rope", "alibi"]
+
+
+# --------------------------------------------------------------------------- the fit criterion in figures
+
+FLOOR = {4: 0.6, 8: 0.45, 16: 0.35, 32: 0.3}
+
+
+def fit_results() -> pd.DataFrame:
+    """RoPE fitted on both seeds, NoPE on neither, ALiBi on seed 0 only; rows carry position-free floors;
+    order runs of the encoder and decoder, NoPE's decoder runs unfitted."""
+    frames = []
+    for encoding, fitted, accuracy in (("rope", (True, True), (0.99, 0.97)), ("none", (False, False), (0.3, 0.32)),
+                                       ("alibi", (True, False), (0.98, 0.2))):
+        for seed in (0, 1):
+            points = [{"eval_len": n, "token_acc": accuracy[seed] * (1 if n <= 8 else 0.5),
+                       "floor_token_acc": floor, "floor_seq_acc": floor ** 4} for n, floor in FLOOR.items()]
+            frames.append(run_frame("length_extrapolation", "copy", encoding, "decoder", seed, 8, points,
+                                    fitted=fitted[seed]))
+    for arch, encodings in (("encoder", ("none", "rope")), ("decoder", ("none", "rope", "alibi"))):
+        for encoding in encodings:
+            for seed in (0, 1):
+                points = [{"eval_len": 8, "condition": c, "token_acc": a}
+                          for c, a in (("original", 0.95), ("shuffled", 0.3 if encoding != "none" else 0.9))]
+                frames.append(run_frame("order_sensitivity", "reverse", encoding, arch, seed, 8, points,
+                                        fitted=not (arch == "decoder" and encoding == "none")))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_curves_carry_floors_and_fit_counts_and_draw_fitted_seeds_only():
+    frame = results.curves(fit_results()).set_index(["experiment", "encoding", "eval_len", "condition"])
+    rope, none, alibi = (frame.loc[("length_extrapolation", e, 4, "original")] for e in ("rope", "none", "alibi"))
+    assert rope["floor_token_acc"] == pytest.approx(0.6) and rope["floor_seq_acc"] == pytest.approx(0.6 ** 4)
+    assert (rope["n_seeds"], rope["n_fitted"], rope["fitted_fraction"], rope["judged"]) == (2, 2, 1.0, True)
+    assert (none["n_fitted"], none["fitted_fraction"], none["judged"]) == (0, 0.0, False)
+    assert none["token_acc_mean"] == pytest.approx(0.31) and none["token_acc_n"] == 2  # every seed, unjudged
+    assert (alibi["n_fitted"], alibi["fitted_fraction"], alibi["judged"]) == (1, 0.5, True)
+    assert alibi["token_acc_mean"] == pytest.approx(0.98) and alibi["token_acc_n"] == 1  # the fitted seed only
+    assert results.curves(fit_results().drop(columns=["fitted", "floor_token_acc", "floor_seq_acc"]))[
+        "judged"].all()  # runs without a fit criterion are all drawn as they are
+
+
+def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
+    figure = plots.accuracy_vs_length(fit_results(), "length_extrapolation")
+    render(figure)
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    assert list(lines) == ["none (not fitted)", "rope", "alibi", "chance", "floor (no position)"]
+    none, rope = lines["none (not fitted)"], lines["rope"]
+    assert none.get_linestyle() == ":" and none.get_alpha() < 1 and none.get_linewidth() < rope.get_linewidth()
+    assert none.get_color() == plots.encoding_style("none")["color"]  # still the encoding's colour
+    assert rope.get_linestyle() == plots.encoding_style("rope")["linestyle"] and rope.get_alpha() is None
+    assert len(figure.axes[0].collections) == 2  # CI bands of the fitted cells only
+    floor = lines["floor (no position)"]
+    assert list(floor.get_xdata()) == list(FLOOR) and list(floor.get_ydata()) == pytest.approx(list(FLOOR.values()))
+    assert floor.get_marker() in ("None", None, "") and floor.get_linestyle() != ":"  # not a not-fitted line
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert "none (not fitted)" in legend and "floor (no position)" in legend
+    seq = plots.accuracy_vs_length(fit_results(), "length_extrapolation", metric="seq_acc")
+    floor = next(line for line in seq.axes[0].get_lines() if line.get_label() == "floor (no position)")
+    assert floor.get_ydata()[0] == pytest.approx(0.6 ** 4)
+
+
+def test_heatmap_and_order_bars_mark_unfitted_cells():
+    data = fit_results()
+    heatmap = plots.ood_heatmap(data, "length_extrapolation")
+    render(heatmap)
+    texts = [t.get_text() for t in heatmap.axes[0].texts]
+    assert [t.endswith("†") for t in texts] == [True, False, False]  # none, rope, alibi
+    assert [p.get_hatch() for p in heatmap.axes[0].patches] == [plots.NOT_FITTED_HATCH]
+    figure = plots.order_sensitivity(data, "order_sensitivity")
+    render(figure)
+    encoder, decoder = figure.axes[:2]
+    assert [t.get_text() for t in decoder.get_xticklabels()] == ["none", "rope", "alibi"]
+    assert [t.get_text() for t in encoder.get_xticklabels()] == ["none", "rope"]  # each arch its own encodings
+    bars = {ax: next(c for c in ax.containers if isinstance(c, BarContainer)) for ax in (encoder, decoder)}
+    hollow = [p.get_facecolor()[3] == 0 and p.get_linestyle() == "--" for p in bars[decoder].patches]
+    assert hollow == [True, False, False]
+    assert not any(p.get_facecolor()[3] == 0 for p in bars[encoder].patches)
+    assert "no seed fitted (mean over all seeds)" in [t.get_text() for t in encoder.get_legend().get_texts()]
+    with pytest.raises(ValueError, match="shuffled inputs"):
+        plots.order_sensitivity(data, "length_extrapolation")
 
 
 def test_order_sensitivity_has_encoder_and_decoder_panels(data):

@@ -52,8 +52,13 @@ def test_report_writes_every_artifact(report):
         "length_extrapolation_decoder_token_acc", "length_extrapolation_decoder_seq_acc",
         "length_extrapolation_ood_heatmap", "order_sensitivity", "rope_scaling", "lm_extrapolation_perplexity",
     }
+    # length_extrapolation declares also=("order",), a primary metric and comparisons; it has no shuffled
+    # evaluations here, so its order figure is skipped with a reason while its order table is written
+    assert report.skipped == ["figure length_extrapolation_order: no run of experiment 'length_extrapolation' "
+                              "was evaluated on shuffled inputs"]
     tables = {a.name for a in report.tables}
-    assert tables == {"length_extrapolation", "order_sensitivity_encoder", "order_sensitivity_decoder",
+    assert tables == {"length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
+                      "pairwise_length_extrapolation", "order_sensitivity_encoder", "order_sensitivity_decoder",
                       "rope_scaling", "lm_extrapolation", "parameters", "runs"}
     for artifact in report.figures + report.tables:
         assert isinstance(artifact, Artifact) and artifact.title and artifact.caption
@@ -72,7 +77,7 @@ def test_table_captions_state_the_protocol(report):
     for table in report.tables:
         if table.name in ("runs",):
             continue
-        assert re.search(r"seeds|d_model", table.caption), table.name
+        assert re.search(r"seed|d_model", table.caption), table.name
     length = next(t for t in report.tables if t.name == "length_extrapolation")
     assert "input lengths 1-8" in length.caption and "lengths 4, 8, 16, 32" in length.caption
     assert "seeds 0/1/2" in length.caption and "10 steps" in length.caption
@@ -94,11 +99,11 @@ def test_latex_is_booktabs_with_escaped_names(report):
     assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index(r"\end{tabular}")
     assert r"length\_extrapolation" in tex and r"$\pm$" in tex and "±" not in tex
     assert r"\textbf{" in tex  # the best of each task
-    assert tex.count(r"\begin{tabular}{llrrrrrrr}") == 1
+    assert tex.count(r"\begin{tabular}{llrrrrrrrr}") == 1  # chance, floor, 5 metrics and seeds
     body = tex[tex.index(r"\toprule"):tex.index(r"\bottomrule")]
     for line in body.splitlines()[1:]:
         if line not in (r"\midrule",):
-            assert line.endswith(r"\\") and line.count("&") == 8, line
+            assert line.endswith(r"\\") and line.count("&") == 9, line
     assert latex_escape("sum_mod") == r"sum\_mod"
     assert latex_escape("randomized:rope 50% & {x} #1 ~ ^ \\") == \
         r"randomized:rope 50\% \& \{x\} \#1 \textasciitilde{} \textasciicircum{} \textbackslash{}"
@@ -115,13 +120,15 @@ def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
     report = write_report(tmp_path / "results")  # default out_dir = the results folder
     tex = (tmp_path / "results" / "tables" / "length_extrapolation.tex").read_text()
     assert r"sum\_mod" in tex and "randomized:rope" in tex and "sum_mod" not in tex
-    assert {a.name for a in report.tables} == {"length_extrapolation", "parameters", "runs"}  # others skipped
+    assert {a.name for a in report.tables} == {  # the experiment's declared views and rankings; others skipped
+        "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
+        "pairwise_length_extrapolation", "parameters", "runs"}
 
 
 def test_markdown_marks_best_and_ties(report):
     md = next(t for t in report.tables if t.name == "length_extrapolation").paths["md"].read_text()
     lines = md.splitlines()
-    assert lines[0].startswith("| Task | Encoding | Chance | ID token acc | OOD token acc")
+    assert lines[0].startswith("| Task | Encoding | Chance | Floor | ID token acc | OOD token acc")
     alibi = next(line for line in lines if "| alibi |" in line)
     assert alibi.count("**") >= 4  # best ID and OOD token accuracy on copy
     assert "2 (1 failed)" in md and "3 (1 diverged)" in md  # failures are shown, never dropped
@@ -139,7 +146,9 @@ def test_report_from_real_runs(tmp_path):
     specs = [make_spec("smoke", "length_extrapolation", {**config, "encoding": e, "seed": 0}) for e in ("none", "rope")]
     run_sweep(specs, tmp_path / "res", on_done=lambda spec, rows: None)
     report = write_report(tmp_path / "res", tmp_path / "out")
-    assert {a.name for a in report.tables} == {"length_extrapolation", "parameters", "runs"}
+    assert {a.name for a in report.tables} == {
+        "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
+        "pairwise_length_extrapolation", "parameters", "runs"}
     assert "software: pebench" in report.protocol
 
 
@@ -268,6 +277,8 @@ def test_cli_bad_input_exits_2_with_one_line(synthetic, tmp_path, capsys):
 
 
 def test_tables_for_without_writing(synthetic):
+    # length_extrapolation declares also=("order",): its order tables come too, named as write_report names them
     tables = tables_for(synthetic, ["length_extrapolation"])
-    assert [t.name for t in tables] == ["length_extrapolation"]
+    assert [t.name for t in tables] == ["length_extrapolation", "length_extrapolation_decoder_order"]
+    assert "Orig. − shuf." in tables[1].headers
     assert "* best mean of its task" in tables[0].to_text()
