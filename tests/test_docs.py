@@ -80,6 +80,106 @@ def test_missing_results_page_shows_no_numbers(gen, tmp_path):
     assert "no results in `results/standard` yet" in text
 
 
+def fake_results(root: Path, *, protocol_columns: bool = True, tables: bool = True) -> Path:
+    """A suite folder ``root/standard`` with a ``summary/runs.csv`` (with or without the fit and floor
+    columns of the current protocol) and, optionally, the leaderboard tables of ``pebench report``."""
+    import pandas as pd
+
+    folder = root / "standard"
+    (folder / "summary").mkdir(parents=True)
+    (folder / "raw").mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [{}], "latest": {}}))
+    rows = []
+    for arch, encodings_ in (("decoder", ["none", "rope"]), ("encoder", ["none"])):
+        for encoding in encodings_:
+            for seed in range(3):
+                row = {"run_id": f"{arch}-{encoding}-{seed}", "variant": "trained",
+                       "experiment": "length_extrapolation", "task": "copy", "arch": arch, "encoding": encoding,
+                       "seed": seed, "status": "ok"}
+                if protocol_columns:
+                    fitted = encoding == "rope" or seed == 0
+                    row.update(fitted=float(fitted), steps_to_fit=100.0 * (seed + 1) if fitted else float("nan"),
+                               id_chance_token_acc=0.1, id_floor_token_acc=0.53, ood_chance_token_acc=0.1,
+                               ood_floor_token_acc=0.32)
+                rows.append(row)
+    pd.DataFrame(rows).to_csv(folder / "summary" / "runs.csv", index=False)
+    if tables:
+        (folder / "tables").mkdir()
+        for kind in ("leaderboard", "pairwise"):
+            stem = folder / "tables" / f"{kind}_length_extrapolation"
+            stem.with_suffix(".md").write_text(f"| Arch | {kind} |\n|---|---|\n| decoder | 0.75 |\n\n{kind} caption.\n")
+            stem.with_suffix(".tex").write_text("\\begin{table}\\end{table}\n")
+            stem.with_suffix(".csv").write_text("arch,value\ndecoder,0.75\n")
+        (folder / "tables" / "task_ranks_length_extrapolation.csv").write_text("task,rank\ncopy,1\n")
+    (folder / "report.json").write_text(json.dumps({"findings": [
+        "copy (decoder): best OOD token accuracy rope 0.9.",
+        "length_extrapolation (decoder): by OOD token accuracy, rope has the highest mean reciprocal rank, 1.00.",
+        "length_extrapolation (decoder): none vs sinusoidal: no significant difference (Holm p = 1)."]}))
+    return folder
+
+
+def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
+    results = tmp_path / "results"
+    fake_results(results)
+    srcdir = tmp_path / "docs"
+    text = gen.leaderboard_include(results, srcdir / "_generated" / "leaderboard", srcdir)
+    assert "### Leaderboard: `length_extrapolation`" in text and "| decoder | 0.75 |" in text
+    assert "leaderboard caption." in text and "### Declared comparisons: `length_extrapolation`" in text
+    assert "{download}`TEX </_generated/leaderboard/standard/leaderboard_length_extrapolation.tex>`" in text
+    assert "{download}`CSV </_generated/leaderboard/standard/pairwise_length_extrapolation.csv>`" in text
+    assert (srcdir / "_generated" / "leaderboard" / "standard" / "task_ranks_length_extrapolation.csv").exists()
+    assert not list((srcdir / "_generated").rglob("*.md"))  # a copied .md would become a page of the site
+    assert "| `rope` | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
+    assert "| `none` | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
+
+
+def test_results_without_a_column_say_so(gen, tmp_path):
+    folder = fake_results(tmp_path / "results", protocol_columns=False, tables=False)
+    for text in (gen.fit_table(folder), gen.floors_table(folder)):
+        assert "not in these results" in text and ("`fitted`" in text or "`id_floor_token_acc`" in text)
+    board = gen.leaderboard_include(tmp_path / "results", tmp_path / "docs" / "_generated" / "leaderboard",
+                                    tmp_path / "docs")
+    assert "*Leaderboard: not in these results" in board and "|---|" not in board
+    assert "not in these results" in gen.fit_table(tmp_path / "nowhere")
+    assert "not in these results" in gen.headline_findings(tmp_path / "nowhere")
+
+
+def test_floors_table(gen, tmp_path):
+    text = gen.floors_table(fake_results(tmp_path / "results"))
+    assert "| `copy` | decoder | 0.10 | 0.53 | 0.10 | 0.32 |" in text
+    assert "| `copy` | encoder | 0.10 | 0.53 | 0.10 | 0.32 |" in text
+
+
+def test_headline_findings_are_the_ranking_findings(gen, tmp_path):
+    fake_results(tmp_path / "results")
+    text = gen.headline_findings(tmp_path / "results")
+    assert "- length_extrapolation (decoder): by OOD token accuracy, rope has the highest" in text
+    assert "none vs sinusoidal" in text and "copy (decoder)" not in text
+
+
+def test_protocol_numbers_come_from_the_code(gen):
+    from pebench import experiment
+    from pebench.train import TrainConfig
+
+    values = gen.protocol_substitutions()
+    assert values["step_cap"] == str(experiment.SCALES["standard"]["steps"])
+    assert values["single_output_steps"] == str(experiment.SINGLE_OUTPUT_STEPS)
+    assert values["fit_threshold"] == f"{TrainConfig().fit_threshold:g}"
+    assert values["step_cap_reason"] != "not recorded"
+    lengths = experiment.load_experiments().get("length_extrapolation").runs("standard")[0].eval.lengths
+    assert values["length_extrapolation_ood_lengths"] == ", ".join(str(n) for n in lengths if n > 8)
+
+
+def test_protocol_page_takes_its_numbers_from_the_build():
+    """The protocol page's constants are substitutions and its result tables generated includes."""
+    page = (DOCS / "protocol.md").read_text()
+    for name in ("step_cap", "single_output_steps", "fit_threshold", "fit_patience", "step_cap_reason",
+                 "position_capacity", "length_extrapolation_ood_lengths"):
+        assert f"{{{{ {name} }}}}" in page, name
+    for name in ("fit_table", "floors_table", "battery_length_extrapolation"):
+        assert f"_generated/includes/{name}.md" in page
+
+
 @dataclass
 class FakeArtifact:
     name: str
@@ -235,7 +335,8 @@ def test_site_builds_without_warnings(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     html = tmp_path / "html"
-    for page in ("index", "quickstart", "protocol", "concepts", "results", "extending", "distributed", "api",
+    for page in ("index", "quickstart", "protocol", "concepts", "leaderboard", "results", "extending",
+                 "distributed", "api",
                  "cite", "references", "_generated/encodings/rope", "_generated/tasks/copy",
                  "_generated/results/standard"):
         assert (html / f"{page}.html").exists(), page

@@ -294,9 +294,11 @@ def metrics_table() -> str:
 
     direction = {True: "higher", False: "lower", None: "—"}
     rows = [[f"`{m.name}`", m.level, m.label, direction[m.higher_is_better], m.applies_to,
-             f"`{m.reference}`" if m.reference else "—", m.description]
+             f"`{m.reference}`" if m.reference else "—", "yes" if getattr(m, "needs_fit", False) else "no",
+             m.description]
             for m in metrics.run_metrics() + metrics.length_metrics()]
-    return markdown_table(["metric", "per", "label", "better", "applies to", "reference level", "what it is"], rows)
+    return markdown_table(["metric", "per", "label", "better", "applies to", "reference level", "fitted seeds only",
+                           "what it is"], rows)
 
 
 def experiments_tables() -> str:
@@ -519,6 +521,354 @@ def generate_results(results: Path, out: Path, srcdir: Path = DOCS) -> list[str]
     return pages
 
 
+# --------------------------------------------------------------------------- protocol numbers from the results
+
+#: the suite whose committed results the protocol page, the leaderboard's lead and the index quote
+REFERENCE_SUITE = "standard"
+
+
+def not_in_results(what: str, why: str) -> str:
+    """The line a generated piece shows instead of numbers the committed results do not have."""
+    return f"*{what}: not in these results ({why}).*\n"
+
+
+def _runs_frame(folder: Path, columns: Iterable[str], what: str):
+    """``summary/runs.csv`` of ``folder`` restricted to trained models, or the "not in these results" line
+    when the file or one of ``columns`` is missing (results made before the protocol recorded it)."""
+    import pandas as pd
+
+    from pebench.experiment import BASE_VARIANT
+
+    path = folder / "summary" / "runs.csv"
+    if not path.exists():
+        return None, not_in_results(what, f"no `{shown(path)}`; `pebench report --results {shown(folder)}` "
+                                          "writes it")
+    runs = pd.read_csv(path)
+    missing = [c for c in columns if c not in runs.columns]
+    if missing:
+        return None, not_in_results(what, f"`{shown(path)}` has no {', '.join(f'`{c}`' for c in missing)} "
+                                          "column: these results were made before the protocol recorded it")
+    if "variant" in runs.columns:
+        runs = runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
+    return runs, ""
+
+
+def _raw_first(folder: Path, columns: tuple[str, ...]):
+    """The first raw row of every run file in ``folder/raw`` with ``run_id`` and those of ``columns`` the
+    files have (an empty frame when none has any)."""
+    import pandas as pd
+
+    frames = []
+    for path in sorted((folder / "raw").glob("*.csv")):
+        frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", *columns), nrows=1)
+        if len(frame.columns) > 1:
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id"])
+
+
+def _two_decimals(value: float) -> str:
+    return f"{value:.2f}" if np.isfinite(value) else "—"
+
+
+def _encodings_in(frame) -> list[str]:
+    from pebench.results import encoding_rank
+
+    return sorted(frame["encoding"].unique(), key=encoding_rank)
+
+
+def fit_table(folder: Path) -> str:
+    """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
+    that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
+    ``summary/runs.csv`` (and ``stop_reason`` from the raw rows)."""
+    runs, missing = _runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
+    if runs is None:
+        return missing
+    runs = runs[runs["fitted"].notna()]  # runs without a fit criterion (language modelling) say nothing
+    if runs.empty:
+        return not_in_results("Fit of the training distribution", "no run of these results had a fit criterion")
+    stops = _raw_first(folder, ("stop_reason",))
+    if "stop_reason" in stops.columns:
+        runs = runs.merge(stops.drop_duplicates("run_id"), on="run_id", how="left")
+    out = []
+    for experiment, part in runs.groupby("experiment", sort=False):
+        archs = list(dict.fromkeys(part["arch"]))
+        stops = "stop_reason" in part.columns
+        header = ["encoding"]
+        for arch in archs:
+            header += [f"{arch}: seeds fitted", f"{arch}: median steps to fit",
+                       *([f"{arch}: unfitted runs stopped by"] if stops else [])]
+        rows = []
+        for encoding in _encodings_in(part):
+            row = [f"`{encoding}`"]
+            for arch in archs:
+                cell = part[(part["encoding"] == encoding) & (part["arch"] == arch)]
+                if cell.empty:
+                    row += ["—"] * (3 if stops else 2)
+                    continue
+                fitted = cell[cell["fitted"] > 0]
+                row += [f"{len(fitted)}/{len(cell)} ({len(fitted) / len(cell):.0%})",
+                        f"{fitted['steps_to_fit'].median():.0f}" if len(fitted) else "—"]
+                if stops:
+                    reasons = cell.loc[cell["fitted"] <= 0, "stop_reason"].fillna("unknown").value_counts()
+                    row.append(", ".join(f"{reason} {n}" for reason, n in reasons.items()) or "—")
+            rows.append(row)
+        n_tasks = part["task"].nunique()
+        out += [f"**`{experiment}`** ({n_tasks} task{'s' if n_tasks != 1 else ''}, every seed of every task "
+                f"counted; from `{shown(folder)}/summary/runs.csv`)", "", markdown_table(header, rows)]
+    return "\n".join(out)
+
+
+def floors_table(folder: Path) -> str:
+    """Per experiment, task and architecture: chance and the position-free floor of token accuracy, mean over
+    the in-distribution and out-of-distribution evaluation lengths (``summary/runs.csv``), and how the floor
+    was computed (``floor_method`` of the raw rows)."""
+    columns = ("id_chance_token_acc", "id_floor_token_acc", "ood_chance_token_acc", "ood_floor_token_acc")
+    runs, missing = _runs_frame(folder, columns, "Position-free floors")
+    if runs is None:
+        return missing
+    runs = runs[runs["id_floor_token_acc"].notna()]
+    if runs.empty:
+        return not_in_results("Position-free floors", "no run of these results has a floor")
+    methods = _raw_first(folder, ("floor_method",))
+    if "floor_method" in methods.columns:
+        runs = runs.merge(methods.drop_duplicates("run_id"), on="run_id", how="left")
+    from pebench.results import sort_key
+
+    out = []
+    for experiment, part in runs.groupby("experiment", sort=False):
+        cells = part.groupby(["task", "arch"], sort=False)
+        table = cells[list(columns)].mean().reset_index().sort_values(["arch", "task"], key=sort_key)
+        rows = []
+        for row in table.itertuples():
+            method = cells.get_group((row.task, row.arch)).get("floor_method")
+            rows.append([f"`{row.task}`", row.arch, *(_two_decimals(getattr(row, c)) for c in columns),
+                         ", ".join(sorted(method.dropna().unique())) if method is not None else "—"])
+        out += [f"**`{experiment}`** (from `{shown(folder)}/summary/runs.csv`)", "",
+                markdown_table(["task", "arch", "ID chance", "ID floor", "OOD chance", "OOD floor", "method"], rows)]
+    return "\n".join(out)
+
+
+def constant_comment(module, name: str) -> str:
+    """The comment block written directly above ``name = ...`` in ``module``'s source, without the ``#``
+    (the recorded reason for a protocol constant), or "" when there is none."""
+    lines = inspect.getsource(module).splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(rf"{name}\s*(:[^=]*)?=", line)), None)
+    if start is None:
+        return ""
+    block = []
+    for line in reversed(lines[:start]):
+        if not line.startswith("#"):
+            break
+        block.insert(0, line.lstrip("#:").strip())
+    return " ".join(block)
+
+
+def protocol_substitutions() -> dict[str, str]:
+    """The protocol's constants, from the code that applies them (:mod:`pebench.experiment`,
+    :class:`pebench.train.TrainConfig`, :mod:`pebench.tasks.charlm`)."""
+    from pebench import experiment as protocol
+    from pebench.tasks.charlm import EVAL_SPAN
+    from pebench.train import TrainConfig
+
+    standard = protocol.SCALES["standard"]
+    defaults = TrainConfig()
+    return {
+        "fit_threshold": f"{defaults.fit_threshold:g}",
+        "fit_examples": str(defaults.fit_examples),
+        "fit_every": str(standard["fit_every"]),
+        "fit_patience": str(standard["fit_patience"]),
+        "fit_min_delta": f"{defaults.fit_min_delta:g}",
+        "step_cap": str(standard["steps"]),
+        "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
+        "step_cap_reason": constant_comment(protocol, "SINGLE_OUTPUT_STEPS") or "not recorded",
+        "position_capacity": ", ".join(f"{suite} {n}" for suite, n in protocol.POSITION_CAPACITY.items()),
+        "standard_seeds": str(len(protocol.SEEDS["standard"])),
+        "lm_eval_span": f"{EVAL_SPAN:,}",
+        "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
+        "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
+        "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
+        **experiment_substitutions(),
+    }
+
+
+def experiment_substitutions(suite: str = REFERENCE_SUITE) -> dict[str, str]:
+    """Per registered experiment ``<name>_*``: its training lengths, in- and out-of-distribution evaluation
+    lengths, tasks, architectures and runs in ``suite`` (from the run specs the suite expands to)."""
+    from pebench.experiment import load_experiments
+
+    registry = load_experiments()
+    values = {}
+    for name in registry.names():
+        specs = registry.get(name).runs(suite)
+        if not specs:
+            continue
+        low = min(spec.train.train_min_len for spec in specs)
+        high = max(spec.train.train_max_len for spec in specs)
+        lengths = sorted({n for spec in specs for n in spec.eval.lengths})
+        task_names = list(dict.fromkeys(spec.task for spec in specs))
+        values.update({
+            f"{name}_train_lengths": f"{low}..{high}" if low != high else str(high),
+            f"{name}_id_lengths": ", ".join(str(n) for n in lengths if n <= high),
+            f"{name}_ood_lengths": ", ".join(str(n) for n in lengths if n > high),
+            f"{name}_n_ood": str(sum(n > high for n in lengths)),
+            f"{name}_ood_factor": f"{max(lengths) / high:g}",
+            f"{name}_tasks": ", ".join(f"`{task}`" for task in task_names),
+            f"{name}_n_tasks": str(len(task_names)),
+            f"{name}_archs": " and ".join(dict.fromkeys(spec.arch for spec in specs)),
+            f"{name}_runs": str(len(specs)),
+        })
+    return values
+
+
+def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, str]:
+    """Per registered experiment with runs in ``suite``: its tasks with their Chomsky class (when the task
+    has one), whether order matters, and the step cap of each architecture (the same for every encoding)."""
+    from pebench.experiment import load_experiments
+
+    registry = load_experiments()
+    tables = {}
+    for name in registry.names():
+        specs = registry.get(name).runs(suite)
+        archs = list(dict.fromkeys(spec.arch for spec in specs))
+        caps = {(spec.task, spec.arch): spec.train.steps for spec in specs}
+        rows = []
+        for task in dict.fromkeys(spec.task for spec in specs):
+            chomsky = tasks.TASKS.meta(task).get("chomsky")
+            rows.append([f"{{doc}}`{task} </_generated/tasks/{task}>`",
+                         chomsky.replace("_", "-") if chomsky else "—",
+                         "dependent" if tasks.get(task).order_dependent else "invariant (control)",
+                         *(caps.get((task, arch), "—") for arch in archs)])
+        tables[name] = markdown_table(["task", "Chomsky class", "order", *(f"step cap ({a})" for a in archs)], rows)
+    return tables
+
+
+# --------------------------------------------------------------------------- leaderboard and headline findings
+
+
+def _leaderboard_tables(folder: Path, kind: str) -> list[Path]:
+    return sorted((folder / "tables").glob(f"{kind}_*.md"))
+
+
+def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -> list[str]:
+    """A committed report table (``tables/<name>.md``, its caption below it) with links to copies of its
+    ``.tex`` and ``.csv`` files under ``out`` (a copied ``.md`` would be read as a page of the site)."""
+    downloads = []
+    for ext in TABLE_DOWNLOADS:
+        source = path.with_suffix(f".{ext}")
+        if source.exists():
+            copy = out / source.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, copy)
+            downloads.append(f"{{download}}`{ext.upper()} <{source_path(copy, srcdir)}>`")
+    return [f"### {title}", "", lead, "", path.read_text().strip(), "", "Download: " + ", ".join(downloads), ""]
+
+
+def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
+    """The leaderboard page's body: per suite folder, every ``tables/leaderboard_*.md`` and
+    ``tables/pairwise_*.md`` written by ``pebench report`` (copies of their files linked), and the fit table."""
+    folders = suite_folders(results)
+    if not folders:
+        return not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
+    lines = []
+    for folder in sorted(folders, key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
+        lines += [f"## `{folder.name}` suite", "",
+                  f"From `{shown(folder)}/tables/`, written by `pebench report` from the "
+                  f"{_count_runs(folder)} run files of {{doc}}`the {folder.name} results "
+                  f"</_generated/results/{folder.name}>`.", ""]
+        boards = _leaderboard_tables(folder, "leaderboard")
+        if not boards:
+            lines.append(not_in_results("Leaderboard", f"`{shown(folder)}/tables/` has no `leaderboard_*.md`: the "
+                                        "folder was reported before the leaderboard existed"))
+        for path in boards:
+            experiment = path.stem.removeprefix("leaderboard_")
+            ranks = path.with_name(f"task_ranks_{experiment}.csv")
+            lead = (f"Encodings ranked on every task of `{experiment}`, per architecture. Look at the MRR column "
+                    "and its interval: encodings whose intervals overlap are not ranked apart by these seeds; "
+                    "*tasks fitted* says on how many tasks every seed fitted the training distribution (an unfitted "
+                    "run scores 0, so a high rank on few fitted tasks is no extrapolation).")
+            lines += _table_section(path, f"Leaderboard: `{experiment}`", lead, out / folder.name, srcdir)
+            if ranks.exists():
+                copy = out / folder.name / ranks.name
+                shutil.copyfile(ranks, copy)
+                lines += [f"Every task's ranks: {{download}}`{ranks.name} <{source_path(copy, srcdir)}>`.", ""]
+        for path in _leaderboard_tables(folder, "pairwise"):
+            experiment = path.stem.removeprefix("pairwise_")
+            lead = ("The comparisons declared before the results were made (`ReportSpec.comparisons` of "
+                    f"`{experiment}`). Look at the verdict and the Holm-corrected p: a difference whose interval "
+                    "contains 0 is no finding.")
+            lines += _table_section(path, f"Declared comparisons: `{experiment}`", lead, out / folder.name, srcdir)
+        lines += ["### Fit of the training distribution", "",
+                  "The share of seeds that met the fit criterion (see {doc}`protocol`) per encoding and "
+                  "architecture, over every task; look for encodings that rank high only because others did "
+                  "not fit.", "", fit_table(folder), ""]
+    from pebench.experiment import SUITES
+
+    absent = [s for s in SUITES if s != "smoke" and s not in {f.name for f in folders}]
+    if absent:
+        lines += [f"No results of the {' and '.join(f'`{s}`' for s in absent)} suite"
+                  f"{'s' if len(absent) > 1 else ''} are committed, so {'they are' if len(absent) > 1 else 'it is'} "
+                  "not ranked here.", ""]
+    return "\n".join(lines)
+
+
+def headline_findings(results: Path) -> str:
+    """The ranking findings of the reference's ``report.json`` (the leaderboard's top encodings and the
+    declared comparisons of every experiment with a primary metric), else its first three findings."""
+    from pebench.experiment import load_experiments
+
+    path = results / REFERENCE_SUITE / "report.json"
+    if not path.exists():
+        return not_in_results("Headline findings", f"no `{shown(path)}`")
+    findings = json.loads(path.read_text()).get("findings", [])
+    registry = load_experiments()
+    headline = []
+    for name in registry.names():
+        spec = registry.get(name).report
+        if not spec.primary_metric:
+            continue
+        pairs = [f"{a} vs {b}:" for a, b in spec.comparisons]
+        headline += [f for f in findings if f.startswith(f"{name} (")
+                     and ("mean reciprocal rank" in f or any(pair in f for pair in pairs))]
+    if not headline:
+        headline = findings[:3]
+    if not headline:
+        return not_in_results("Headline findings", f"`{shown(path)}` has no findings")
+    return "\n".join(f"- {f}" for f in headline) + (
+        f"\n\nFrom `{shown(path)}`, written by `pebench report`; every finding with its tables and figures is on "
+        f"{{doc}}`the {REFERENCE_SUITE} results page </_generated/results/{REFERENCE_SUITE}>`.\n")
+
+
+def reference_history(results: Path) -> str:
+    """The commits that changed ``results/standard`` (``git log`` of its manifest), each with the code
+    commit its latest invocation recorded, and whether the committed results carry the fit criterion."""
+    manifest = Path("results") / REFERENCE_SUITE / "manifest.json"
+    try:
+        log = subprocess.run(["git", "log", "--format=%h%x09%cs%x09%s", "--", manifest.as_posix()], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        log = []
+    rows = []
+    for line in log:
+        commit, date, subject = line.split("\t", 2)
+        try:
+            recorded = json.loads(subprocess.run(["git", "show", f"{commit}:{manifest.as_posix()}"], cwd=ROOT,
+                                                 capture_output=True, text=True, check=True).stdout)
+            code = (recorded.get("latest") or (recorded.get("invocations") or [{}])[-1]).get("git_sha", "")
+        except (OSError, subprocess.CalledProcessError, ValueError):
+            code = ""
+        rows.append([f"`{commit}`", date, f"`{code[:7]}`" if code else "—", subject.split(": ")[0][:120]])
+    lines = [markdown_table(["commit", "date", "made with code at", "commit message"], rows) if rows else
+             not_in_results("History of the reference", "no git history of `results/standard/manifest.json`")]
+    runs = results / REFERENCE_SUITE / "summary" / "runs.csv"
+    if runs.exists():
+        header = runs.read_text().split("\n", 1)[0].split(",")
+        lines.append(f"The results this site was built from (`{shown(runs)}`) "
+                     + ("record the fit criterion (`fitted`, `steps_to_fit`) and the position-free floors."
+                        if {"fitted", "id_floor_token_acc"} <= set(header) else
+                        "predate this protocol: they have no `fitted` or floor columns."))
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- API
 
 
@@ -701,11 +1051,21 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     write(includes / "experiments.md", experiments_tables())
     write(includes / "metrics_table.md", metrics_table())
     write(includes / "cite.md", cite_include())
+    reference = results / REFERENCE_SUITE
+    write(includes / "fit_table.md", fit_table(reference))
+    write(includes / "floors_table.md", floors_table(reference))
+    shutil.rmtree(out / "leaderboard", ignore_errors=True)
+    write(includes / "leaderboard.md", leaderboard_include(results, out / "leaderboard", srcdir))
+    write(includes / "headline_findings.md", headline_findings(results))
+    write(includes / "reference_history.md", reference_history(results))
+    for name, table in battery_tables().items():
+        write(includes / f"battery_{name}.md", table)
     substitutions = generate_figures(out / "figures")
     substitutions["version"] = pebench.__version__
     substitutions["n_encodings"] = str(len(encodings.names()))
     substitutions["n_tasks"] = str(len(tasks.names()))
     substitutions.update(suite_times(results))
+    substitutions.update(protocol_substitutions())
     return substitutions
 
 
