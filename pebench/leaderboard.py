@@ -217,7 +217,7 @@ def sign_flip_p(differences: np.ndarray, *, seed: int = 0) -> float:
     """Two-sided paired sign-flip permutation p-value of mean(differences) = 0.
 
     Every sign pattern is enumerated for up to :data:`EXACT_MAX_PAIRS` pairs
-    (p = share of patterns whose |mean| reaches the observed one, the observed
+    (p = share of patterns whose ``|mean|`` reaches the observed one, the observed
     pattern included); beyond, :data:`N_PERMUTATIONS` random patterns drawn
     with ``seed`` give ``(1 + hits) / (1 + N_PERMUTATIONS)``. NaN without pairs.
     """
