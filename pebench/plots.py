@@ -47,6 +47,8 @@ NOT_FITTED_LINE = {"linestyle": ":", "linewidth": 0.9, "alpha": 0.5}
 NOT_FITTED_LABEL = " (not fitted)"
 #: a bar of a cell with no fitted seed: hollow, with a dashed outline in the bar's colour
 NOT_FITTED_BAR = {"linestyle": "--", "linewidth": 1.0}
+#: a hollow patch (matplotlib's facecolor "none", as RGBA)
+TRANSPARENT = (0.0, 0.0, 0.0, 0.0)
 #: hatching of a heatmap cell with no fitted seed (its number also gets the table's dagger)
 NOT_FITTED_HATCH = "////"
 
@@ -259,7 +261,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     name = metric_registry.get(metric).axis_label
     figure.colorbar(image, ax=list(axes), label=f"{name} (mean over fitted seeds)", shrink=0.9)
     if unfitted_any:
-        figure.legend([Patch(facecolor="none", edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
+        figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
                       frameon=False)
     figure.suptitle(f"{experiment}: {name}\nper encoding and task", fontsize="medium")
@@ -323,7 +325,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
             for patch, judged in zip(drawn.patches, bars["judged"].fillna(True), strict=True):
                 if not judged:
                     unfitted_any = True
-                    patch.set_facecolor("none")
+                    patch.set_facecolor(TRANSPARENT)
                     patch.set_edgecolor(colors[task])
                     patch.set(**NOT_FITTED_BAR)
         ax.axhline(0.0, color="k", linewidth=0.8)
@@ -332,7 +334,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
         ax.set_title(arch)
         ax.set_ylabel("original − shuffled token accuracy")
     if unfitted_any:
-        legend["no seed fitted (mean over all seeds)"] = Patch(facecolor="none", edgecolor="0.3", **NOT_FITTED_BAR)
+        legend["no seed fitted (mean over all seeds)"] = Patch(facecolor=TRANSPARENT, edgecolor="0.3", **NOT_FITTED_BAR)
     axes[0].legend(list(legend.values()), list(legend), fontsize="small", frameon=False)
     figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good)\nvs "
                     "invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds", fontsize="medium")

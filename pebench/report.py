@@ -73,9 +73,15 @@ class Report:
 
 
 def format_number(value: float, kind: str = "acc") -> str:
-    """A number as printed in tables: ``acc``/``ratio`` 2 decimals, ``length`` integer, ``ppl``, ``gap``, ``int``."""
+    """A number as printed in tables: ``acc``/``ratio`` 2 decimals, ``length`` integer, ``ppl``, ``gap``, ``int``.
+    A value that rounds to zero is printed without a sign (never ``-0.00``)."""
     if value is None or not np.isfinite(value):
         return "—"
+    text = _format_number(value, kind)
+    return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text.split("e")[0]) else text
+
+
+def _format_number(value: float, kind: str) -> str:
     if kind in ("acc", "ratio"):
         return f"{value:.2f}"
     if kind in ("length", "int"):

@@ -544,24 +544,25 @@ def lock_folder(out: Path) -> Iterator[None]:
 
 
 def git_state() -> dict[str, Any]:
-    """Git sha and dirty flag of the source checkout (``None`` outside git)."""
+    """Git sha and dirty flag of the source checkout (``None`` outside git), and which tracked files
+    differ from the commit (``git_dirty_files``), so a reader can see whether the code that made the
+    rows (``pebench/``, ``experiments/``) was among them."""
     root = Path(__file__).resolve().parent.parent
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-        )
-        return {"git_sha": sha, "git_dirty": dirty}
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        files = sorted(line[3:] for line in status.splitlines() if line.strip())
+        return {"git_sha": sha, "git_dirty": bool(files), "git_dirty_files": files}
     except (OSError, subprocess.CalledProcessError):
-        return {"git_sha": None, "git_dirty": None}
+        return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}
 
 
 def read_manifest(out: Path) -> dict[str, Any] | None:

@@ -282,3 +282,11 @@ def test_tables_for_without_writing(synthetic):
     assert [t.name for t in tables] == ["length_extrapolation", "length_extrapolation_decoder_order"]
     assert "Orig. − shuf." in tables[1].headers
     assert "* best mean of its task" in tables[0].to_text()
+
+
+def test_numbers_that_round_to_zero_have_no_sign():
+    from pebench.report import format_number
+
+    assert format_number(-0.001) == "0.00" and format_number(-0.004, "ratio") == "0.00"
+    assert format_number(-0.0004, "loss") == "0.000" and format_number(-0.2, "length") == "0"
+    assert format_number(-0.02) == "-0.02" and format_number(-1e-5, "gap") == "-1.0e-05"

@@ -19,14 +19,14 @@ RAW = Path(__file__).resolve().parent.parent / "results" / "standard" / "raw"
 
 # (experiment, task, encoding, arch, seed) -> run id, copied from results/standard/raw/<run id>.csv
 GOLDEN = {
-    ("length_extrapolation", "copy", "none", "decoder", 0): "ae669615fc6d8656",
-    ("length_extrapolation", "reverse", "randomized:rope", "decoder", 2): "b840b2fb26f48f8c",
-    ("order_sensitivity", "copy", "alibi", "encoder", 1): "7f61575b461501c0",
-    ("order_sensitivity", "majority", "t5", "encoder", 1): "1af3827c4b7f4610",
-    ("order_sensitivity", "copy", "randomized:rope", "encoder", 2): "f9c505f6e85e8735",
-    ("lm_extrapolation", "charlm", "rope", "decoder", 0): "85f422306d539909",
-    ("lm_extrapolation", "charlm", "randomized:rope", "decoder", 2): "15c3ab8d29780506",
-    ("rope_scaling", "copy", "rope", "decoder", 1): "8d60362df70483e2",
+    ("length_extrapolation", "copy", "none", "decoder", 0): "39b79c61e9b475e5",
+    ("length_extrapolation", "reverse", "randomized:rope", "decoder", 2): "5814fecb73e4844f",
+    ("length_extrapolation", "copy", "alibi", "encoder", 1): "1c98064b05f81803",
+    ("length_extrapolation", "majority", "t5", "encoder", 1): "78bc8e64d40a7874",
+    ("length_extrapolation", "even_pairs", "randomized:rope", "encoder", 2): "7ecc69b40c489afd",
+    ("lm_extrapolation", "charlm", "rope", "decoder", 0): "c81c50937a27c586",
+    ("lm_extrapolation", "charlm", "randomized:rope", "decoder", 2): "6f8aad47cca364d9",
+    ("rope_scaling", "copy", "rope", "decoder", 1): "64d867fd728d3680",
 }
 CASES = [pytest.param(run, run_id, id="-".join(map(str, run))) for run, run_id in GOLDEN.items()]
 

@@ -576,17 +576,23 @@ def _encodings_in(frame) -> list[str]:
     return sorted(frame["encoding"].unique(), key=encoding_rank)
 
 
+#: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
+NEAR_MISS = 0.95
+
+
 def fit_table(folder: Path) -> str:
     """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
     that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
     ``summary/runs.csv`` (and ``stop_reason`` from the raw rows)."""
+    import pandas as pd
+
     runs, missing = _runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
     if runs is None:
         return missing
     runs = runs[runs["fitted"].notna()]  # runs without a fit criterion (language modelling) say nothing
     if runs.empty:
         return not_in_results("Fit of the training distribution", "no run of these results had a fit criterion")
-    stops = _raw_first(folder, ("stop_reason",))
+    stops = _raw_first(folder, ("stop_reason", "fit_token_acc"))
     if "stop_reason" in stops.columns:
         runs = runs.merge(stops.drop_duplicates("run_id"), on="run_id", how="left")
     out = []
@@ -596,21 +602,27 @@ def fit_table(folder: Path) -> str:
         header = ["encoding"]
         for arch in archs:
             header += [f"{arch}: seeds fitted", f"{arch}: median steps to fit",
-                       *([f"{arch}: unfitted runs stopped by"] if stops else [])]
+                       *([f"{arch}: unfitted runs stopped by", f"{arch}: unfitted, held-out acc. at stop"]
+                         if stops else [])]
         rows = []
         for encoding in _encodings_in(part):
             row = [f"`{encoding}`"]
             for arch in archs:
                 cell = part[(part["encoding"] == encoding) & (part["arch"] == arch)]
                 if cell.empty:
-                    row += ["—"] * (3 if stops else 2)
+                    row += ["—"] * (4 if stops else 2)
                     continue
                 fitted = cell[cell["fitted"] > 0]
                 row += [f"{len(fitted)}/{len(cell)} ({len(fitted) / len(cell):.0%})",
                         f"{fitted['steps_to_fit'].median():.0f}" if len(fitted) else "—"]
                 if stops:
-                    reasons = cell.loc[cell["fitted"] <= 0, "stop_reason"].fillna("unknown").value_counts()
+                    unfitted = cell[cell["fitted"] <= 0]
+                    reasons = unfitted["stop_reason"].fillna("unknown").value_counts()
                     row.append(", ".join(f"{reason} {n}" for reason, n in reasons.items()) or "—")
+                    held_out = pd.to_numeric(unfitted["fit_token_acc"], errors="coerce").dropna() \
+                        if "fit_token_acc" in unfitted else pd.Series(dtype=float)
+                    row.append(f"median {held_out.median():.2f}; {int((held_out >= NEAR_MISS).sum())} of "
+                               f"{len(held_out)} >= {NEAR_MISS}" if len(held_out) else "—")
             rows.append(row)
         n_tasks = part["task"].nunique()
         out += [f"**`{experiment}`** ({n_tasks} task{'s' if n_tasks != 1 else ''}, every seed of every task "
