@@ -564,36 +564,36 @@ def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
 
 
 def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
-    """Best and worst extrapolating encoding (mean over tasks) and the best per task."""
+    """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
+    an unfitted run is no evidence), with its fit fraction, the position-free floor and chance; tasks no
+    encoding fitted are named as such."""
     out = []
     cells = cells[cells["variant"] == BASE_VARIANT]
+    fitted_runs = runs[(runs["variant"] == BASE_VARIANT) & (runs["status"] != "failed")]
+    if "fitted" in fitted_runs:
+        fitted_runs = fitted_runs[fitted_runs["fitted"].astype(float).fillna(1.0) > 0]
     for arch, part in cells.groupby("arch"):
         if part["ood_token_acc_mean"].notna().sum() == 0:
             continue
-        mean_over_tasks = part.groupby("encoding")[["ood_token_acc_mean", "id_token_acc_mean",
-                                                    "ood_chance_token_acc_mean"]].mean()
-        ranked = mean_over_tasks.sort_values("ood_token_acc_mean", ascending=False).dropna()
-        if ranked.empty:
-            continue
-        best, worst = ranked.index[0], ranked.index[-1]
-        out.append(
-            f"{experiment} ({arch}, mean over {part['task'].nunique()} tasks): best OOD token accuracy "
-            f"{best} {ranked.at[best, 'ood_token_acc_mean']:.2f} (ID {ranked.at[best, 'id_token_acc_mean']:.2f}), "
-            f"worst {worst} {ranked.at[worst, 'ood_token_acc_mean']:.2f} "
-            f"(ID {ranked.at[worst, 'id_token_acc_mean']:.2f}); "
-            f"chance {ranked['ood_chance_token_acc_mean'].mean():.2f}."
-        )
-        tests = results.compare_to_best(runs[(runs["arch"] == arch) & (runs["variant"] == BASE_VARIANT)],
-                                        "ood_token_acc")
+        judged = part[part["judged"]] if "judged" in part else part
+        unfitted_tasks = sorted(set(part["task"]) - set(judged["task"]))
+        if unfitted_tasks:
+            out.append(f"{experiment} ({arch}): no encoding fitted {', '.join(unfitted_tasks)} within its step cap; "
+                       "no extrapolation finding there.")
+        tests = results.compare_to_best(fitted_runs[fitted_runs["arch"] == arch], "ood_token_acc")
         for task, rows in tests.groupby("task", sort=False):
             top = rows[rows["is_best"]].iloc[0]
             cell = part[(part["task"] == task) & (part["encoding"] == top["encoding"])].iloc[0]
             tied = [e for e in rows[rows["not_worse"]]["encoding"] if e != top["encoding"]]
+            fitted = f"{int(round(cell['fitted_mean'] * cell['fitted_n']))}/{int(cell['fitted_n'])} seeds fitted" \
+                if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
+            floor = cell.get("ood_floor_token_acc_mean", np.nan)
             out.append(
-                f"{task} ({arch}): best OOD token accuracy {top['encoding']} "
-                f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} "
-                f"(ID {cell['id_token_acc_mean']:.2f}, chance {cell['ood_chance_token_acc_mean']:.2f}); "
-                f"not significantly worse: {', '.join(tied) if tied else 'no other encoding'}."
+                f"{task} ({arch}): among fitted seeds, best OOD token accuracy {top['encoding']} "
+                f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
+                f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
+                f"{cell['ood_chance_token_acc_mean']:.2f}); not significantly worse among fitted: "
+                f"{', '.join(tied) if tied else 'no other encoding'}."
             )
     return out
 

@@ -589,9 +589,11 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Da
         # criterion); a cell with none keeps every seed's numbers and is marked judged=False
         fitted = completed[completed["fitted"].astype(float).fillna(1.0) > 0]
         on_fitted = grouped_statistics(fitted, keys, {m: metrics[m] for m in judged}) if not fitted.empty else None
-        if on_fitted is not None:
-            statistics.update(on_fitted.reindex(statistics.index).dropna(how="all"))
         has_fit = fitted.groupby(keys, sort=False, dropna=False).size().reindex(statistics.index).fillna(0) > 0
+        if on_fitted is not None:  # assigned, not DataFrame.update: a NaN (one fitted seed: no CI) must replace
+            replaced = on_fitted.reindex(statistics.index)
+            for column in replaced.columns:
+                statistics[column] = replaced[column].where(has_fit, statistics[column])
         statistics["judged"] = has_fit
     cells = status.join(statistics).reset_index()
     if "judged" not in cells:

@@ -403,12 +403,36 @@ def _count_runs(folder: Path) -> int:
     return len(list((folder / "raw").glob("*.csv"))) if (folder / "raw").is_dir() else 0
 
 
+def completeness(folder: Path) -> str:
+    """Whether ``folder`` holds every run of its suite as the code defines it now, and how to finish it."""
+    from pebench.experiment import SUITES, suite_runs
+
+    if folder.name not in SUITES:
+        return ""
+    expected = {spec.run_id for spec in suite_runs(folder.name)}
+    present = {path.stem for path in (folder / "raw").glob("*.csv")}
+    missing, foreign = expected - present, present - expected
+    if not missing and not foreign:
+        return f"The folder holds every one of the {len(expected)} runs of the `{folder.name}` suite."
+    parts = []
+    if missing:
+        parts.append(f"**Incomplete:** {len(missing)} of the {len(expected)} runs of the `{folder.name}` suite are not "
+                     f"in this folder, so cells without runs are absent from every table and figure below; "
+                     f"`pebench run --suite {folder.name} --out {shown(folder)}` completes it (finished runs are "
+                     "kept).")
+    if foreign:
+        parts.append(f"{len(foreign)} run files are not runs of the `{folder.name}` suite as the code defines it now "
+                     "(made by another version of the protocol).")
+    return " ".join(parts)
+
+
 def results_page(folder: Path, out: Path, srcdir: Path = DOCS) -> str:
     """The page of one suite folder; report artifacts are written under ``out``."""
     suite = folder.name
     rel = shown(folder)
     lines = [f"# Results: `{suite}` suite", "",
              f"Generated when this site was built from the {_count_runs(folder)} run files in `{rel}/raw/`.", "",
+             completeness(folder), "",
              "## Provenance", "", manifest_section(folder)]
     report = _write_report(folder, out)
     if report is None:
