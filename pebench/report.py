@@ -901,6 +901,15 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     return report
 
 
+def _write_ranking(directory: Path, name: str, frame: pd.DataFrame, markdown: str, latex: str) -> dict[str, Path]:
+    """Write a ranking table as ``<name>.csv`` (``frame``), ``.md`` and ``.tex``; returns the paths."""
+    paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
+    frame.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(markdown)
+    paths["tex"].write_text(latex)
+    return paths
+
+
 def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path
                       ) -> tuple[list[Artifact], list[str]]:
     """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
@@ -920,10 +929,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
                "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
                "a ranking.")
-    paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
-    board.to_csv(paths["csv"], index=False)
-    paths["md"].write_text(leaderboard.to_markdown(board) + f"\n\n{caption}\n")
-    paths["tex"].write_text(leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
+    paths = _write_ranking(directory, name, board, leaderboard.to_markdown(board) + f"\n\n{caption}\n",
+                           leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
     leaderboard.task_ranks(runs, metric).to_csv(directory / f"task_ranks_{experiment}.csv", index=False)
     artifacts = [Artifact(name, f"{experiment}: leaderboard ({label})", caption, paths)]
     findings = []
@@ -942,10 +949,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                    "by task and seed (an unfitted run scores 0), mean difference a − b with a 95% bootstrap "
                    "interval, two-sided sign-flip permutation test, p-values Holm-corrected over the whole "
                    "family (every comparison and architecture). Look at the verdict column.")
-        paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
-        table.to_csv(paths["csv"], index=False)
-        paths["md"].write_text(leaderboard.pairwise_markdown(table) + f"\n\n{caption}\n")
-        paths["tex"].write_text(leaderboard.pairwise_latex(table, caption=caption, label=f"tab:pebench-{name}"))
+        paths = _write_ranking(directory, name, table, leaderboard.pairwise_markdown(table) + f"\n\n{caption}\n",
+                               leaderboard.pairwise_latex(table, caption=caption, label=f"tab:pebench-{name}"))
         artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
