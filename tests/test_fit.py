@@ -13,7 +13,7 @@ import torch
 from pebench import metrics, report, results, tasks
 from pebench.model import ModelConfig, build_model
 from pebench.train import TrainConfig, train
-from tests.test_results import run_frame
+from test_results import run_frame
 
 
 def tiny_model(task: str = "majority", encoding: str = "rope", arch: str = "decoder", dropout: float = 0.0):
