@@ -286,19 +286,23 @@ def test_3_truncated_or_edited_files_are_detected_named_and_never_counted(tmp_pa
 
 
 def test_3_files_without_a_checksum_are_checked_against_their_declared_rows(tmp_path):
-    """The committed reference files predate the checksum: truncation is still detected from their eval_* columns."""
-    source = max((ROOT / "results" / "standard" / "raw").glob("*.csv"), key=lambda path: path.stat().st_size)
+    """Files written before the checksum existed (a committed reference file with its checksum column
+    removed): truncation is still detected from their eval_* columns."""
+    committed = max((ROOT / "results" / "standard" / "raw").glob("*.csv"), key=lambda path: path.stat().st_size)
+    (tmp_path / "raw").mkdir()
+    source = tmp_path / "raw" / committed.name
+    lines = committed.read_text().splitlines()
+    assert lines[0].endswith("," + results.CHECKSUM_COLUMN)
+    source.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in lines))
     frame = read_run_file(source)
     assert results.CHECKSUM_COLUMN not in frame and len(frame) == len(results.expected_rows(frame.iloc[0]))
-    (tmp_path / "raw").mkdir()
-    copy = tmp_path / "raw" / source.name
-    copy.write_bytes(source.read_bytes())
-    cut(copy, 5)
+    original = source.read_bytes()
+    cut(source, 5)
     with pytest.raises(ResultsError, match=rf"{source.name}: incomplete or edited \(5 of the {len(frame)} rows"):
-        read_run_file(copy)
-    copy.write_bytes(source.read_bytes()[:-3])  # the last line cut mid-field
+        read_run_file(source)
+    source.write_bytes(original[:-3])  # the last line cut mid-field
     with pytest.raises(ResultsError, match="truncated"):
-        read_run_file(copy)
+        read_run_file(source)
 
 
 def test_3_a_run_copied_under_another_name_is_not_counted_twice(tmp_path):
