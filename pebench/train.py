@@ -73,10 +73,11 @@ class TrainConfig:
     fit_threshold: float = 0.99
     fit_examples: int = 128
     stop_at_fit: bool = False
-    # Plateau stop (0 = off): training also ends, unfitted, once the held-out accuracy has not beaten its
-    # best by ``fit_min_delta`` for ``fit_patience`` steps (a run that stopped learning).
+    # Plateau stop (0 = off): training also ends, unfitted, once the held-out error (1 - token accuracy)
+    # has not fallen below ``1 - fit_min_drop`` times its best for ``fit_patience`` steps (a run that
+    # stopped learning). Relative, so a run near the threshold that still halves its error goes on.
     fit_patience: int = 0
-    fit_min_delta: float = 0.01
+    fit_min_drop: float = 0.1
 
     def __post_init__(self) -> None:
         for key in ("steps", "batch_size", "warmup_steps", "train_min_len", "train_max_len"):
@@ -106,9 +107,9 @@ class TrainConfig:
             raise ValueError(f"need fit_every >= 0, fit_examples >= 1 and fit_threshold in (0, 1]; got "
                              f"{self.fit_every}, {self.fit_examples}, {self.fit_threshold}")
         check_int("fit_patience", self.fit_patience)
-        if self.fit_patience < 0 or not 0 <= self.fit_min_delta < 1:
-            raise ValueError(f"need fit_patience >= 0 and fit_min_delta in [0, 1); got {self.fit_patience}, "
-                             f"{self.fit_min_delta}")
+        if self.fit_patience < 0 or not 0 <= self.fit_min_drop < 1:
+            raise ValueError(f"need fit_patience >= 0 and fit_min_drop in [0, 1); got {self.fit_patience}, "
+                             f"{self.fit_min_drop}")
         if self.fit_patience and not self.stop_at_fit:
             raise ValueError("fit_patience (the plateau stop) needs stop_at_fit")
         if self.stop_at_fit and not self.fit_every:
@@ -127,7 +128,7 @@ class TrainConfig:
             for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit"):
                 del flat[key]
         if not flat["fit_patience"]:
-            del flat["fit_patience"], flat["fit_min_delta"]
+            del flat["fit_patience"], flat["fit_min_drop"]
         return flat
 
 
@@ -374,14 +375,14 @@ class FitTracker:
         self.fitted = False
         self.steps_to_fit: int | None = None
         self.accuracy = float("nan")
-        self.best, self.best_step = -1.0, 0  # best accuracy (beaten by at least fit_min_delta) and when
+        self.best_error, self.best_step = math.inf, 0  # lowest held-out error (by a fit_min_drop margin), when
         self.plateaued = False
 
     def check(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
         """Record the accuracy after ``steps`` steps; True if the criterion is met (now or before)."""
         self.accuracy = accuracy
-        if accuracy >= self.best + config.fit_min_delta:
-            self.best, self.best_step = accuracy, steps
+        if 1 - accuracy <= (1 - config.fit_min_drop) * self.best_error:
+            self.best_error, self.best_step = 1 - accuracy, steps
         if not self.fitted and accuracy >= config.fit_threshold:
             self.fitted, self.steps_to_fit = True, steps
         return self.fitted

@@ -13,7 +13,7 @@ import torch
 from pebench import encodings
 from pebench.encodings.alibi import alibi_slopes
 from pebench.encodings.base import PositionalEncoding, PositionCache, cache_key, with_cache_key
-from pebench.encodings.t5 import relative_position_bucket
+from pebench.encodings.t5 import T5RelativeBias, relative_position_bucket
 from pebench.registry import UnknownNameError
 
 D_MODEL, N_HEADS, MAX_LEN = 16, 4, 64
@@ -392,7 +392,23 @@ def test_t5_bias_is_the_bucket_lookup():
     bias = pe.bias(pos, pos)
     assert bias.shape == (N_HEADS, 5, 5)
     buckets = relative_position_bucket(pos[None, :] - pos[:, None], causal=True)
-    torch.testing.assert_close(bias, pe.relative_attention_bias.weight[buckets].permute(2, 0, 1))
+    torch.testing.assert_close(bias, pe.relative_attention_bias.weight[buckets].permute(2, 0, 1) * pe.scale)
+
+
+def test_t5_bias_starts_at_hf_init_scale_and_moves_sqrt_dh_faster():
+    """The bias is the table times sqrt(Dh): its initial spread is HF's N(0, 1/D), and a unit step of
+    the table (what Adam takes per step, times the learning rate) moves the bias by sqrt(Dh)."""
+    d_model, n_heads = 256, 4
+    torch.manual_seed(0)
+    pe = T5RelativeBias(d_model, n_heads, 64, causal=True)
+    assert pe.scale == math.sqrt(d_model // n_heads)
+    values = pe.relative_attention_bias.weight.detach() * pe.scale
+    assert abs(float(values.std()) - d_model**-0.5) < 0.2 * d_model**-0.5
+    pos = torch.arange(4)
+    before = pe.bias(pos, pos).clone()
+    with torch.no_grad():
+        pe.relative_attention_bias.weight += 1.0
+    torch.testing.assert_close(pe.bias(pos, pos) - before, torch.full_like(before, pe.scale))
 
 
 # ---------------------------------------------------------------- xpos

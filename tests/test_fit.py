@@ -12,7 +12,7 @@ import torch
 
 from pebench import metrics, report, results, tasks
 from pebench.model import ModelConfig, build_model
-from pebench.train import TrainConfig, train
+from pebench.train import FitTracker, TrainConfig, train
 from test_results import run_frame
 
 
@@ -34,7 +34,7 @@ def config(**overrides) -> TrainConfig:
     {"fit_every": 10, "fit_threshold": 1.5},
     {"fit_every": -1},
     {"fit_every": 10, "fit_examples": 0},
-    {"fit_every": 10, "stop_at_fit": True, "fit_min_delta": 1.0, "fit_patience": 10},
+    {"fit_every": 10, "stop_at_fit": True, "fit_min_drop": 1.0, "fit_patience": 10},
 ])
 def test_bad_fit_settings_are_refused(bad):
     with pytest.raises(ValueError):
@@ -136,3 +136,17 @@ def test_a_learned_encoder_learns_copy_at_smoke_scale():
                                                     warmup_steps=20, fit_every=50, stop_at_fit=True))
     assert result.fitted, f"held-out token accuracy {result.fit_token_acc:.3f}"
     assert np.isfinite(result.steps_to_fit)
+
+
+def test_the_plateau_stop_asks_for_a_relative_drop_in_held_out_error():
+    """Near the threshold a small gain is progress (0.97 -> 0.975 cuts the error by a sixth); far from
+    it the same absolute gain is not (0.30 -> 0.35 cuts it by 7%)."""
+    config = TrainConfig(fit_every=10, stop_at_fit=True, fit_patience=20, fit_min_drop=0.1)
+    near, far = FitTracker(), FitTracker()
+    near.check(0.97, 10, config)
+    far.check(0.30, 10, config)
+    near.check(0.975, 20, config)
+    far.check(0.35, 20, config)
+    assert near.best_step == 20 and far.best_step == 10
+    far.check(0.38, 30, config)  # error 0.62 < 0.9 * 0.70
+    assert far.best_step == 30

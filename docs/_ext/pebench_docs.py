@@ -713,7 +713,7 @@ def protocol_substitutions() -> dict[str, str]:
         "fit_examples": str(defaults.fit_examples),
         "fit_every": str(standard["fit_every"]),
         "fit_patience": str(standard["fit_patience"]),
-        "fit_min_delta": f"{defaults.fit_min_delta:g}",
+        "fit_min_drop_complement": f"{1 - defaults.fit_min_drop:g}",
         "step_cap": str(standard["steps"]),
         "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
         "step_cap_reason": constant_comment(protocol, "SINGLE_OUTPUT_STEPS") or "not recorded",

@@ -54,10 +54,18 @@ class T5RelativeBias(PositionalEncoding):
     and key ``j`` gets ``b[bucket(j - i), h]``, with ``num_buckets=32``
     buckets (:func:`relative_position_bucket`, checked against HF
     transformers' ``T5Attention._relative_position_bucket``) and
-    ``max_distance=128``. The table ``b`` is an ``nn.Embedding(num_buckets,
-    n_heads)`` initialised ``N(0, 1/D)`` as in HF ``T5PreTrainedModel``. One
-    module serves every layer, so — as in T5 — the bias is shared across
-    layers.
+    ``max_distance=128``. The bias ``b`` is an ``nn.Embedding(num_buckets,
+    n_heads)`` table times ``sqrt(Dh)`` (``Dh = D / H``), the parametrisation of
+    x-transformers' ``RelativePositionBias``; the table starts at ``N(0, 1/(D Dh))``
+    so that ``b`` starts at ``N(0, 1/D)`` as in HF ``T5PreTrainedModel``. Why the
+    factor: pebench adds the bias to logits already divided by ``sqrt(Dh)``, where
+    a sharp attention pattern needs biases of several units, and Adam moves each
+    table entry by about the learning rate per step; in logit units the bias took
+    thousands of steps to grow (T5 fitted decoder reverse only after 4700 steps in
+    the pilot runs, where the absolute encodings fit within 2500; pebench.experiment).
+    The factor is Adam's step for these few parameters times ``sqrt(Dh)``; it
+    changes neither the function class nor the initial model. One module serves
+    every layer, so — as in T5 — the bias is shared across layers.
 
     ``causal`` picks the bucket function: T5's encoder uses the bidirectional
     one (``causal=False``), its decoder the causal one; ``causal`` comes from
@@ -96,7 +104,10 @@ class T5RelativeBias(PositionalEncoding):
         self.num_buckets = num_buckets
         self.max_distance = max_distance
         self.relative_attention_bias = nn.Embedding(num_buckets, n_heads)
-        nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=d_model**-0.5)
+        # the bias is the table times sqrt(Dh) (x-transformers' RelativePositionBias scale): the same
+        # initial bias as HF's N(0, 1/D), but Adam moves it sqrt(Dh) times faster (see the class docstring)
+        self.scale = math.sqrt(d_model // n_heads)
+        nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=d_model**-0.5 / self.scale)
         self._buckets = PositionCache()  # the buckets depend on the positions only
 
     def buckets(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
@@ -108,7 +119,7 @@ class T5RelativeBias(PositionalEncoding):
 
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
         buckets = self._buckets.get((q_pos, k_pos), lambda pair: self.buckets(*pair))  # (Tq, Tk) or (B, Tq, Tk)
-        values = self.relative_attention_bias(buckets)  # (..., Tq, Tk, H)
+        values = self.relative_attention_bias(buckets) * self.scale  # (..., Tq, Tk, H)
         return values.movedim(-1, -3).to(torch.float32)  # (H, Tq, Tk) or (B, H, Tq, Tk)
 
     def extra_repr(self) -> str:
