@@ -1,0 +1,88 @@
+"""In-distribution fit pilots of tasks at standard scale: does RoPE fit a task, does NoPE?
+
+Not an experiment (importing this file registers nothing): ``python experiments/task_pilots.py``
+trains, for each task, a RoPE and a NoPE model in every architecture the task is defined for,
+seed 0, under exactly the protocol of the suite's run (its grid, step cap, fit criterion and
+plateau stop), and records whether and when each fitted its training distribution, beside the
+position-free floor at the longest training length. No evaluation beyond the fit check is done.
+
+These pilots are how the step caps are set from evidence (docs: protocol): a task that RoPE does
+not fit within the cap is one the suite cannot judge. The default task list is the tasks that the
+task-battery issue added (DeepMind's Chomsky-hierarchy tasks pebench lacked, CoPE's counting,
+selective copy, flip-flop and passkey retrieval). Writes ``results/pilots/task_fit.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+from pathlib import Path
+
+#: the tasks added by the task-battery issue (their pilots are its note)
+NEW_TASKS = (
+    "cycle_navigation", "stack_manipulation", "modular_arithmetic", "modular_arithmetic_brackets",
+    "solve_equation", "binary_addition", "binary_multiplication", "compute_sqrt", "duplicate_string",
+    "counting", "selective_copy", "flip_flop", "passkey",
+)
+ENCODINGS = ("rope", "none")
+OUT = Path(__file__).resolve().parent.parent / "results" / "pilots" / "task_fit.csv"
+
+
+def pilot(spec) -> dict:
+    """Train ``spec`` to its fit criterion (no evaluation); the fit columns of its row."""
+    import torch
+
+    from pebench import runner, tasks
+    from pebench.train import train
+
+    torch.set_num_threads(1)
+    task = tasks.get(spec.task)
+    model = runner.build_model(spec)
+    result = train(model, task, spec.train, device=torch.device("cpu"))
+    floor = tasks.position_free_floor(task, spec.train.train_max_len, spec.arch)
+    row = {"suite": spec.suite, "task": spec.task, "arch": spec.arch, "encoding": spec.encoding, "seed": spec.seed,
+           "run_id": spec.run_id, "train_max_len": spec.train.train_max_len, "step_cap": spec.train.steps,
+           "fitted": result.fitted, "steps_to_fit": result.steps_to_fit, "fit_token_acc": result.fit_token_acc,
+           "stop_reason": result.stop_reason, "steps_done": result.steps_done,
+           "train_seconds": round(result.seconds, 1), "floor_token_acc": floor.token_acc}
+    print(f"{spec.task:28s} {spec.arch:8s} {spec.encoding:5s} fitted={result.fitted!s:5s} "
+          f"acc={result.fit_token_acc:.3f} floor={floor.token_acc:.3f} steps={result.steps_done}", flush=True)
+    return row
+
+
+def main(argv=None) -> None:
+    """Run the pilots of ``--tasks`` (default :data:`NEW_TASKS`) and write ``--out``."""
+    import pandas as pd
+
+    from pebench.experiment import suite_runs
+    from pebench.runner import git_state
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suites", nargs="*", default=["extended", "standard"],
+                        help="suites whose runs are piloted, the first that holds a task wins (default: extended, "
+                             "then standard for the tasks of its core battery)")
+    parser.add_argument("--tasks", nargs="*", default=list(NEW_TASKS))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    specs = []
+    for suite in args.suites:
+        done = {spec.task for spec in specs}
+        specs += [spec for spec in suite_runs(suite, ["length_extrapolation"])
+                  if spec.task in args.tasks and spec.task not in done and spec.encoding in ENCODINGS and spec.seed == 0]
+    missing = set(args.tasks) - {spec.task for spec in specs}
+    if missing:
+        raise SystemExit(f"not in the length experiment of {', '.join(args.suites)}: {', '.join(sorted(missing))}")
+    code = git_state()
+    start = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+        rows = pool.map(pilot, specs, chunksize=1)
+    frame = pd.DataFrame(rows).assign(**{key: value for key, value in code.items() if not isinstance(value, list)})
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out, index=False)
+    print(f"{len(rows)} pilots in {time.perf_counter() - start:.0f} s -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
