@@ -9,7 +9,8 @@
                 [--workers N | --dask ADDRESS] [--threads N] [--device cpu|cuda] [--out DIR] [--dry-run]
     pebench report RESULTS [--out DIR]
     pebench compare LOCAL REFERENCE
-    pebench show RESULTS [--experiment NAME ...]
+    pebench combine RESULTS RESULTS [...] --out DIR
+    pebench show RESULTS [--experiment NAME ...] [--width COLUMNS]
 
 ``--plugin`` (repeatable, before the command) imports a ``.py`` file or a
 module that registers encodings, tasks, metrics or experiments; plugins that
@@ -315,12 +316,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
 
 
+def cmd_combine(args: argparse.Namespace) -> int:
+    """Combine the runs of several results folders into a new folder (none is written over)."""
+    from pebench.combine import combine
+
+    summary = combine(args.folders, args.out)
+    taken = ", ".join(f"{n} from {folder}" for folder, n in summary.runs.items())
+    shared = f"; {len(summary.shared)} run(s) in more than one folder had identical rows" if summary.shared else ""
+    print(f"{summary.total} runs ({taken}{shared}) -> {summary.out}; next: pebench report {summary.out}")
+    return EXIT_OK
+
+
+#: the widest line ``pebench show`` prints unless ``--width`` says otherwise (a terminal beside an editor)
+SHOW_WIDTH = 100
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the results tables of a folder to the terminal."""
     from pebench.report import tables_for
 
+    if args.width is not None and 0 < args.width < 40:
+        raise UsageError(f"--width must be 0 (no limit) or >= 40 columns, got {args.width}")
     for table in tables_for(_results_dir(args), args.experiment):
-        print(table.to_text())
+        print(table.to_text(width=args.width or None))
         print()
     return EXIT_OK
 
@@ -395,9 +413,18 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("reference", help="reference results folder, e.g. results/standard")
     p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser("combine", help="combine the runs of results folders (e.g. yours and the reference) into a "
+                                       "new folder; a run in two folders must have identical rows")
+    p.add_argument("folders", nargs="+", metavar="RESULTS", help="results folders (two or more)")
+    p.add_argument("--out", required=True, help="the new folder (must not hold runs yet)")
+    p.set_defaults(func=cmd_combine)
+
     p = sub.add_parser("show", help="print the results tables to the terminal")
     _add_results_argument(p)
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
+    p.add_argument("--width", type=int, default=SHOW_WIDTH, metavar="COLUMNS",
+                   help=f"widest line (default {SHOW_WIDTH}); wider tables are printed in blocks of columns that "
+                        "repeat the task and encoding; 0: no limit")
     p.set_defaults(func=cmd_show)
     return parser
 

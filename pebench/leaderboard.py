@@ -35,7 +35,7 @@ import pandas as pd
 
 from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT
-from pebench.results import GROUP_COLUMNS, encoding_rank, holm
+from pebench.results import GROUP_COLUMNS, encoding_label, encoding_rank, holm
 
 #: significance level of the pairwise verdicts (after Holm correction)
 ALPHA = 0.05
@@ -325,7 +325,7 @@ def _p(value: float) -> str:
 def board_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The headers and formatted cells of a :func:`leaderboard` table."""
     headers = ["Arch", "Encoding", "MRR [95% CI]", "Mean rank [95% CI]", "Tasks fitted", "Runs fitted"]
-    rows = [[r.arch, r.encoding, _interval(r.mrr, r.mrr_low, r.mrr_high),
+    rows = [[r.arch, encoding_label(r.encoding), _interval(r.mrr, r.mrr_low, r.mrr_high),
              _interval(r.mean_rank, r.rank_low, r.rank_high), f"{r.tasks_fitted}/{r.n_tasks}",
              f"{100 * r.runs_fitted:.0f}%"] for r in board.itertuples()]
     return headers, rows
@@ -334,7 +334,8 @@ def board_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 def pairwise_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The headers and formatted cells of a :func:`pairwise` table."""
     headers = ["Arch", "A", "B", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Verdict"]
-    rows = [[r.arch, r.a, r.b, str(r.n_pairs), _interval(r.mean_diff, r.ci_low, r.ci_high), _p(r.p_value),
+    rows = [[r.arch, encoding_label(r.a), encoding_label(r.b), str(r.n_pairs),
+             _interval(r.mean_diff, r.ci_low, r.ci_high), _p(r.p_value),
              _p(r.p_holm), r.verdict + (f" ({r.note})" if r.note else "")] for r in table.itertuples()]
     return headers, rows
 

@@ -75,9 +75,11 @@ def encoding_style(encoding: str) -> dict[str, str]:
 
 
 def label(encoding: str, encoding_options: str = "{}") -> str:
-    """Display name of an encoding with its options (``rope``, ``rope {"layout":"half"}``)."""
-    return encoding if encoding_options in ("{}", "", None) or pd.isna(encoding_options) else \
-        f"{encoding} {encoding_options}"
+    """Display name of an encoding with its options (``rope``, ``rope {"layout":"half"}``): its registered
+    label (:func:`pebench.results.encoding_label`), so the baseline registered as ``none`` reads as its label."""
+    name = results.encoding_label(encoding)
+    return name if encoding_options in ("{}", "", None) or pd.isna(encoding_options) else \
+        f"{name} {encoding_options}"
 
 
 def _select(data: pd.DataFrame, experiment: str, **equal: object) -> pd.DataFrame:
@@ -330,7 +332,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
                     patch.set(**NOT_FITTED_BAR)
         ax.axhline(0.0, color="k", linewidth=0.8)
         ax.set_ylim(min(-0.1, ax.get_ylim()[0]), max(0.5, ax.get_ylim()[1]))  # keep small effects looking small
-        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+        ax.set_xticks(range(len(names)), [results.encoding_label(n) for n in names], rotation=35, ha="right")
         ax.set_title(arch)
         ax.set_ylabel("original − shuffled token accuracy")
     if unfitted_any:

@@ -129,8 +129,8 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     assert "{download}`CSV </_generated/leaderboard/standard/pairwise_length_extrapolation.csv>`" in text
     assert (srcdir / "_generated" / "leaderboard" / "standard" / "task_ranks_length_extrapolation.csv").exists()
     assert not list((srcdir / "_generated").rglob("*.md"))  # a copied .md would become a page of the site
-    assert "| `rope` | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
-    assert "| `none` | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
+    assert "| rope | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
+    assert "| NoPE | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
 
 
 def test_results_without_a_column_say_so(gen, tmp_path):
@@ -342,9 +342,39 @@ def test_site_builds_without_warnings(tmp_path):
         assert (html / f"{page}.html").exists(), page
     assert "<math" in (html / "protocol.html").read_text()  # formulas are MathML written at build time
     for page in html.rglob("*.html"):
-        source = page.read_text()
-        remote = re.findall(r'<(?:script|link|img)\b[^>]*(?:src|href)="(?:https?:)?//[^"]*"', source)
-        assert not remote, f"{page.relative_to(html)} loads {remote[0]} from the network"
-        prose = re.sub(r"<[^>]+>", "", re.sub(r"(?s)<(pre|code|script|style|math)\b.*?</\1>", "", source))
-        tex = re.findall(r"\\[a-zA-Z]{2,}|\$[^$\s][^$]*\$", prose)
-        assert not tex, f"{page.relative_to(html)} shows raw TeX: {tex[:3]}"
+        problems = offline_problems(page.read_text())
+        assert not problems, f"{page.relative_to(html)}: {problems[:3]}"
+    for sheet in html.rglob("*.css"):  # fonts and imports of the stylesheets (a theme's or ours)
+        remote = REMOTE_CSS.findall(sheet.read_text())
+        assert not remote, f"{sheet.relative_to(html)} loads {remote[0]} from the network"
+    assert 'class="pebench-number' in (html / "_generated/results/standard.html").read_text()
+
+
+#: a script, stylesheet, font, image or frame the browser would fetch from another host
+REMOTE_ASSET = re.compile(
+    r'<(?:script|link|img|iframe|source)\b[^>]*\b(?:src|href|srcset)=["\']?(?:https?:)?//[^"\'\s>]*')
+#: ``url(https://...)`` or ``@import "https://..."`` in CSS (a web font from a CDN)
+REMOTE_CSS = re.compile(r'(?:url\(\s*["\']?|@import\s+["\'])(?:https?:)?//[^"\')\s]*')
+
+
+def offline_problems(source: str) -> list[str]:
+    """What in one built HTML page needs the network or shows raw TeX: remote scripts, stylesheets, fonts or
+    images, and TeX (``$...$``, ``\\frac``) outside ``<math>``, code and scripts."""
+    problems = [f"loads {m} from the network" for m in REMOTE_ASSET.findall(source)]
+    for style in re.findall(r"(?s)<style\b.*?</style>", source):
+        problems += [f"loads {m} from the network" for m in REMOTE_CSS.findall(style)]
+    prose = re.sub(r"<[^>]+>", "", re.sub(r"(?s)<(pre|code|script|style|math)\b.*?</\1>", "", source))
+    problems += [f"shows raw TeX {m!r}" for m in re.findall(r"\\[a-zA-Z]{2,}|\$[^$\s][^$]*\$", prose)]
+    return problems
+
+
+def test_offline_check_catches_cdn_assets_and_raw_tex():
+    """The check of test_site_builds_without_warnings fails on what a MathJax-from-a-CDN site shows."""
+    assert offline_problems('<p>Formula: <math><mi>x</mi></math>, code <code>$\\frac$</code></p>') == []
+    assert offline_problems('<link rel="stylesheet" href="_static/pebench.css"><a href="https://x.org">x</a>') == []
+    bad = ['<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
+           "<link rel='stylesheet' href='//fonts.googleapis.com/css?family=Roboto'>",
+           '<style>@font-face { src: url("https://fonts.gstatic.com/a.woff2") }</style>',
+           '<p>the score $q^\\top k$ decays</p>', r'<p>\(\frac{1}{2}\)</p>']
+    for source in bad:
+        assert offline_problems(source), source

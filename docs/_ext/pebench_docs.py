@@ -345,6 +345,13 @@ def manifest_section(folder: Path) -> str:
     latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
     keys = ("date", "git_sha", "git_dirty", "pebench_version", "torch_version", "python_version", "device",
             "cuda_device", "platform", "processor", "cpu_count", "executor", "workers", "n_runs")
+    if manifest.get("combined") and not latest:  # `pebench combine`: one column per source folder
+        sources = manifest["combined"]["sources"]
+        rows = [["folder", *(f"`{s['folder']}`" for s in sources)], ["runs taken", *(s["runs"] for s in sources)]]
+        rows += [[f"`{k}`", *((s.get("manifest") or {}).get(k, "—") for s in sources)] for k in keys]
+        return ("The folder was combined from these folders by `pebench combine` (a run in two of them had "
+                "identical rows):\n\n" + markdown_table(["field", *(f"source {i + 1}" for i in range(len(sources)))],
+                                                          rows))
     rows = [[f"`{k}`", latest[k]] for k in keys if k in latest and latest[k] is not None]
     n = len(manifest.get("invocations", []))
     note = f"The folder was written by {n} invocation(s) of `pebench run`; the latest:" if n else "Manifest:"
@@ -610,6 +617,8 @@ def fit_table(folder: Path) -> str:
     ``summary/runs.csv`` (and ``stop_reason`` from the raw rows)."""
     import pandas as pd
 
+    from pebench.results import encoding_label
+
     runs, missing = _runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
     if runs is None:
         return missing
@@ -630,7 +639,7 @@ def fit_table(folder: Path) -> str:
                          if stops else [])]
         rows = []
         for encoding in _encodings_in(part):
-            row = [f"`{encoding}`"]
+            row = [encoding_label(encoding)]
             for arch in archs:
                 cell = part[(part["encoding"] == encoding) & (part["arch"] == arch)]
                 if cell.empty:
@@ -723,8 +732,26 @@ def protocol_substitutions() -> dict[str, str]:
         "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
         "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
         "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
+        "standard_batch_size": str(standard["batch_size"]),
+        "t5_shared_buckets": t5_shared_buckets(),
         **experiment_substitutions(),
     }
+
+
+def t5_shared_buckets(longest: int = 24) -> str:
+    """The distances up to ``longest`` that share one bucket of T5's bidirectional (encoder) bucket
+    function, as ``8-11, 12-15, ...`` (from :func:`pebench.encodings.t5.relative_position_bucket`)."""
+    import torch
+
+    from pebench.encodings.t5 import relative_position_bucket
+
+    distances = torch.arange(longest + 1)
+    buckets = relative_position_bucket(distances, causal=False).tolist()
+    groups = {}
+    for distance, bucket in zip(distances.tolist(), buckets, strict=True):
+        groups.setdefault(bucket, []).append(distance)
+    shared = [members for members in groups.values() if len(members) > 1 and members[-1] < longest]
+    return ", ".join(f"{members[0]}-{members[-1]}" for members in shared)
 
 
 def experiment_substitutions(suite: str = REFERENCE_SUITE) -> dict[str, str]:
@@ -1141,7 +1168,26 @@ def _on_source_read(app, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace("PERFORMANCE_PAGE", "\n".join(performance_docs(Path(app.srcdir))))
 
 
+#: a table cell that is a number, a mean ± CI, an interval, a fraction or a count ("3 (2 fitted)")
+NUMBER_CELL = re.compile(r"[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*\d[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*")
+
+
+def is_number_cell(text: str) -> bool:
+    """Whether a table cell holds a number that must not wrap (``0.93 ± 0.02 †``, ``0.37 [0.29, 0.43]``)."""
+    return bool(NUMBER_CELL.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|of)\b", "", text.strip())))
+
+
+def _mark_number_cells(app, doctree) -> None:
+    # class "pebench-number" keeps a cell on one line (docs/_static/pebench.css)
+    from docutils import nodes
+
+    for entry in doctree.findall(nodes.entry):
+        if is_number_cell(entry.astext()):
+            entry["classes"].append("pebench-number")
+
+
 def setup(app) -> dict[str, Any]:
     app.connect("builder-inited", _on_builder_inited, priority=400)  # before MyST reads its configuration
     app.connect("source-read", _on_source_read)
+    app.connect("doctree-read", _mark_number_cells)
     return {"version": pebench.__version__, "parallel_read_safe": True}
