@@ -966,6 +966,16 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                            leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
     leaderboard.task_ranks(runs, metric).to_csv(directory / f"task_ranks_{experiment}.csv", index=False)
     artifacts = [Artifact(name, f"{experiment}: leaderboard ({label})", caption, paths)]
+    fits = leaderboard.fit_fractions(runs)
+    if not fits.empty:
+        fit_name = f"fit_{experiment}"
+        fit_caption = ("Seeds that met the fit criterion (held-out token accuracy at the longest training length "
+                       "reaching the protocol's threshold within the step cap), per task; All = the fraction "
+                       f"over every task. Look for capable encodings that did not fit: their {label} is not "
+                       "judged.")
+        paths = _write_ranking(directory, fit_name, fits, leaderboard.fit_markdown(fits) + f"\n\n{fit_caption}\n",
+                               leaderboard.fit_latex(fits, latex_escape(fit_caption), f"tab:pebench-{fit_name}"))
+        artifacts.append(Artifact(fit_name, f"{experiment}: seeds fitted per task", fit_caption, paths))
     findings = []
     for arch, part in board.groupby("arch", sort=False):
         top = part.iloc[0]
