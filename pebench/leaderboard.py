@@ -302,6 +302,12 @@ def _verdict(row, higher: bool, alpha: float) -> str:
     return "a better" if (row.mean_diff > 0) == higher else "b better"
 
 
+def verdict_text(row) -> str:
+    """A pairwise row's verdict for a reader: ``"a better"`` / ``"b better"`` name the encoding (its display label)."""
+    side = {"a better": row.a, "b better": row.b}  # a table row (itertuples) or a Series (iterrows)
+    return f"{encoding_label(side[row.verdict])} better" if row.verdict in side else row.verdict
+
+
 # --------------------------------------------------------------------------- writers
 
 
@@ -368,7 +374,7 @@ def pairwise_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     headers = ["Arch", "A", "B", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Verdict"]
     rows = [[r.arch, encoding_label(r.a), encoding_label(r.b), str(r.n_pairs),
              _interval(r.mean_diff, r.ci_low, r.ci_high), _p(r.p_value),
-             _p(r.p_holm), r.verdict + (f" ({r.note})" if r.note else "")] for r in table.itertuples()]
+             _p(r.p_holm), verdict_text(r) + (f" ({r.note})" if r.note else "")] for r in table.itertuples()]
     return headers, rows
 
 

@@ -144,3 +144,10 @@ def test_fit_fractions_count_fitted_seeds_per_task_and_in_all():
     assert rows == [["decoder", "a", "2/3", "3/3", "83%"], ["decoder", "b", "0/3", "1/3", "17%"]]
     assert r"\begin{tabular}" in lb.fit_latex(table, "caption") and "| a | 2/3 | 3/3 | 83% |" in lb.fit_markdown(table)
     assert lb.fit_fractions(runs.drop(columns="fitted")).empty
+
+
+def test_verdicts_name_the_better_encoding_for_readers():
+    table = pd.DataFrame([dict(a="none", b="rope", verdict="b better"), dict(a="t5", b="alibi", verdict="a better"),
+                          dict(a="t5", b="alibi", verdict="no significant difference")])
+    assert [lb.verdict_text(r) for r in table.itertuples()] == ["rope better", "t5 better", "no significant difference"]
+    assert [lb.verdict_text(r) for _, r in table.iterrows()][0] == "rope better"
