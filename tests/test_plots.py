@@ -133,9 +133,41 @@ def test_heatmap_and_order_bars_mark_unfitted_cells():
     hollow = [p.get_facecolor()[3] == 0 and p.get_linestyle() == "--" for p in bars[decoder].patches]
     assert hollow == [True, False, False]
     assert not any(p.get_facecolor()[3] == 0 for p in bars[encoder].patches)
-    assert "no seed fitted (mean over all seeds)" in [t.get_text() for t in encoder.get_legend().get_texts()]
+    assert "no seed fitted (mean over all seeds)" in [t.get_text() for t in figure.legends[0].get_texts()]
     with pytest.raises(ValueError, match="shuffled inputs"):
         plots.order_sensitivity(data, "length_extrapolation")
+
+
+def test_order_figure_legend_sits_below_the_panels_and_every_task_has_its_own_colour():
+    """A battery of a dozen tasks: the legend is under both panels (not over the first one's bars) and no
+    two order-dependent tasks share a colour (the six-colour palette once made two of them grey)."""
+    from matplotlib.colors import to_rgba
+
+    from pebench import tasks
+
+    dependent = [t for t in tasks.names() if tasks.get(t).order_dependent][:9]
+    controls = [t for t in tasks.names() if not tasks.get(t).order_dependent][:4]
+    frames = []
+    for task in dependent + controls:
+        for arch in ("encoder", "decoder"):
+            for encoding in ("none", "rope"):
+                points = [{"eval_len": 8, "condition": c, "token_acc": a}
+                          for c, a in (("original", 0.95), ("shuffled", 0.3 if encoding == "rope" else 0.9))]
+                frames.append(run_frame("order_sensitivity", task, encoding, arch, 0, 8, points))
+    figure = plots.order_sensitivity(pd.concat(frames, ignore_index=True), "order_sensitivity")
+    render(figure)
+    assert all(ax.get_legend() is None for ax in figure.axes) and len(figure.legends) == 1
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)  # the constrained layout, as saved
+    legend_box = figure.legends[0].get_window_extent(renderer)
+    for ax in figure.axes:
+        assert legend_box.y1 <= ax.get_tightbbox(renderer).y0 + 1, "the legend overlaps a panel"
+    colors = [to_rgba(handle.get_facecolor()) for handle in figure.legends[0].legend_handles]
+    assert len(set(colors[:len(dependent)])) == len(dependent)
+    assert len(set(colors[len(dependent):len(dependent) + len(controls)])) == len(controls)
+    assert not set(colors[:len(dependent)]) & set(colors[len(dependent):])
 
 
 def test_order_sensitivity_has_encoder_and_decoder_panels(data):
@@ -182,3 +214,13 @@ def test_encoding_styles_are_distinct_stable_and_never_the_shading_grey():
     assert all(s["color"] != "C7" for s in styles)  # tab10's grey is close to the training-range shading
     assert plots.encoding_style(order[0]) == plots.style(0)
     assert plots.encoding_style("randomized:t5") == plots.encoding_style("randomized:t5")  # hashed, stable
+
+
+def test_length_axes_label_powers_of_two_and_tick_every_length():
+    """Labels 10, 12, 14, ... on a log axis ran into each other: powers of two (and the ends) are labelled,
+    every other evaluated length keeps an unlabelled tick."""
+    standard = [2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32]
+    assert plots.length_ticks(standard) == ([2, 4, 8, 16, 32], [6, 10, 12, 14, 20, 24, 28])
+    assert plots.length_ticks([4, 8, 12, 16, 24, 32]) == ([4, 8, 16, 32], [12, 24])
+    assert plots.length_ticks([3, 5, 7]) == ([3, 5, 7], [])  # the ends only: label every length
+    assert plots.length_ticks([32, 64, 128, 256, 512]) == ([32, 64, 128, 256, 512], [])
