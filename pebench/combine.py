@@ -46,16 +46,6 @@ class CombineSummary:
         return sum(self.runs.values())
 
 
-def _run_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        raise ResultsError(f"{folder}: no such results folder")
-    raw = folder / "raw" if (folder / "raw").is_dir() else folder
-    paths = sorted(raw.glob("*.csv"))
-    if not paths:
-        raise ResultsError(f"{raw}: no result CSVs found")
-    return paths
-
-
 def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """Whether two run files hold the same rows (the same columns, in any order, and equal values)."""
     if set(a.columns) != set(b.columns):
@@ -102,7 +92,7 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     bad, conflicts = [], []
     for folder in folders:
         summary.runs[str(folder)] = 0
-        for path in _run_files(folder):
+        for path in results.run_files(folder):
             try:
                 frame = results.read_run_file(path)
             except ResultsError as exc:

@@ -296,6 +296,22 @@ def named(problems: Sequence[str], limit: int = NAMED_FILES) -> str:
     return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
 
 
+def run_files(directory: str | Path) -> list[Path]:
+    """The run CSVs of a results folder (its ``raw/``, or the folder itself when it has none), sorted.
+
+    Raises:
+        ResultsError: the folder does not exist or holds no CSVs.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ResultsError(f"{directory}: no such results folder")
+    folder = directory / "raw" if (directory / "raw").is_dir() else directory
+    paths = sorted(folder.glob("*.csv"))
+    if not paths:
+        raise ResultsError(f"{folder}: no result CSVs found; run `pebench run` first")
+    return paths
+
+
 def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     """Load every run CSV of a suite folder (or of its ``raw/`` folder) into one DataFrame.
 
@@ -311,13 +327,7 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
             (the message names every one, up to :data:`NAMED_FILES` on its first line), or
             runs of one cell differ in their configuration.
     """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ResultsError(f"{directory}: no such results folder")
-    folder = directory / "raw" if (directory / "raw").is_dir() else directory
-    paths = sorted(folder.glob("*.csv"))
-    if not paths:
-        raise ResultsError(f"{folder}: no result CSVs found; run `pebench run` first")
+    paths = run_files(directory)
     frames, bad, files = [], [], {}
     for path in paths:
         try:
