@@ -54,5 +54,6 @@ bibtex_default_style = "plain"
 html_math_renderer = "mathml"
 html_theme = "furo"
 html_title = f"pebench {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["pebench.css"]  # tables: smaller font, numbers never wrapped
 html_show_sourcelink = False

@@ -9,7 +9,8 @@
                 [--workers N | --dask ADDRESS] [--threads N] [--device cpu|cuda] [--out DIR] [--dry-run]
     pebench report RESULTS [--out DIR]
     pebench compare LOCAL REFERENCE
-    pebench show RESULTS [--experiment NAME ...]
+    pebench combine RESULTS RESULTS [...] --out DIR
+    pebench show RESULTS [--experiment NAME ...] [--width COLUMNS]
 
 ``--plugin`` (repeatable, before the command) imports a ``.py`` file or a
 module that registers encodings, tasks, metrics or experiments; plugins that
@@ -36,17 +37,20 @@ import shutil
 import signal
 import sys
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import pebench
 from pebench import encodings, tasks
-from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
+from pebench.experiment import SEEDS, SUITES, RunSpec, load_experiments, suite_runs
 from pebench.registry import UnknownNameError, load_plugins
 from pebench.results import ResultsError
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
 LISTS = ("encodings", "tasks", "suites", "experiments", "metrics")
+#: fewest columns a description gets beside the other columns of ``pebench list`` (else: below them)
+MIN_DESCRIPTION = 48
 
 
 class UsageError(Exception):
@@ -180,15 +184,56 @@ def _check_device(device: str | None, local: bool) -> None:
                              f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
 
 
-def one_line(text: str, width: int = 90) -> str:
-    """``text`` as plain words on one line of at most ``width`` characters: reST/Markdown markup removed
-    (````x```` -> x, :class:`~a.B` -> B), cut at a word boundary with an ellipsis."""
+def plain(text: str) -> str:
+    """``text`` as plain words on one line: reST/Markdown markup removed (````x```` -> x,
+    :class:`~a.B` -> B, ``**bold**`` -> bold)."""
     text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text)
     text = re.sub(r"`+([^`]+)`+", r"\1", text).replace("**", "")
-    text = " ".join(text.split())
-    if len(text) <= width:
-        return text
-    return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return " ".join(text.split())
+
+
+def list_width() -> int:
+    """Width of ``pebench list`` output: the terminal's, at least 80 columns (100 when not a terminal)."""
+    return max(80, shutil.get_terminal_size((SHOW_WIDTH, 24)).columns)
+
+
+def columns(header: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None) -> str:
+    """``rows`` as aligned columns under ``header``; the last column (a description, in plain words) is
+    wrapped at word boundaries, never cut: beside the other columns, or on indented lines below each row
+    when fewer than :data:`MIN_DESCRIPTION` columns are left beside them. No line is wider than ``width``
+    (the terminal's) unless a single word is."""
+    width = width or list_width()
+    cells = [[str(c) for c in row[:-1]] + [plain(str(row[-1]))] for row in rows]
+    fixed = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(header[:-1])]
+    indent = sum(fixed) + 2 * len(fixed)
+    below = width - indent < MIN_DESCRIPTION
+
+    def wrapped(text: str, room: int) -> list[str]:
+        return textwrap.wrap(text, room, break_long_words=False, break_on_hyphens=False) or [""]
+
+    def prefix(row: Sequence[str]) -> str:
+        return "".join(f"{c:<{w}}  " for c, w in zip(row[:-1], fixed, strict=True))
+
+    if below:
+        lines = [prefix(header).rstrip(), f"    {header[-1]}"]
+        for row in cells:
+            lines += [prefix(row).rstrip(), *("    " + part for part in wrapped(row[-1], width - 4))]
+        return "\n".join(lines)
+    lines = []
+    for row in [list(header), *cells]:
+        first, *rest = wrapped(row[-1], width - indent)
+        lines += [(prefix(row) + first).rstrip(), *(" " * indent + part for part in rest)]
+    return "\n".join(lines)
+
+
+def describe_seeds(seeds: Sequence[int]) -> str:
+    """How many seeds and which, e.g. ``1 (seed 0)``, ``3 (seeds 0-2)``, ``2 (seeds 0, 5)``."""
+    seeds = sorted(seeds)
+    if len(seeds) == 1:
+        return f"1 (seed {seeds[0]})"
+    contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+    which = f"{seeds[0]}-{seeds[-1]}" if contiguous else ", ".join(map(str, seeds))
+    return f"{len(seeds)} (seeds {which})"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -203,30 +248,30 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {what:12s} {counts[what]}")
         return EXIT_OK
     if args.what == "encodings":
-        for name in encodings.names():
-            meta = encodings.meta(name)
-            print(f"{name:12s} {meta['kind']:8s} {one_line(meta['summary'])}")
+        rows = [[name, encodings.meta(name)["kind"], encodings.meta(name)["summary"]] for name in encodings.names()]
+        print(columns(["encoding", "slot", "summary"], rows))
     elif args.what == "tasks":
-        print(f"{'task':28s} {'ver':3s} {'order':16s} {'chomsky class':17s} {'lengths':9s} description")
+        rows = []
         for name in tasks.names():
             task = tasks.get(name)
-            kind = "order-dependent" if task.order_dependent else "order-invariant"
-            chomsky = tasks.TASKS.meta(name).get("chomsky") or "-"
-            lengths = f"{task.min_length}..{task.max_length or 'any'}"
-            print(f"{name:28s} v{task.version:<2d} {kind:16s} {chomsky:17s} {lengths:9s} {task.describe()[:70]}")
+            chomsky = (tasks.TASKS.meta(name).get("chomsky") or "-").replace("_", "-")
+            rows.append([name, f"v{task.version}", "dependent" if task.order_dependent else "invariant", chomsky,
+                         f"{task.min_length}..{task.max_length or 'any'}", task.describe()])
+        print(columns(["task", "ver", "order", "Chomsky class", "lengths", "definition"], rows))
     elif args.what == "suites":
-        for suite in SUITES:
-            print(f"{suite:10s} {len(suite_runs(suite))} runs")
+        print(columns(["suite", "runs", "seeds"], [[suite, len(suite_runs(suite)), describe_seeds(SEEDS[suite])]
+                                                   for suite in SUITES]))
     elif args.what == "metrics":
         from pebench import metrics
 
-        for metric in metrics.run_metrics():
-            better = {True: "higher", False: "lower", None: "-"}[metric.higher_is_better]
-            print(f"{metric.name:26s} {better:6s} {one_line(metric.description, 80)}")
+        better = {True: "higher", False: "lower", None: "-"}
+        print(columns(["metric", "better", "what it is"],
+                      [[m.name, better[m.higher_is_better], m.description] for m in metrics.run_metrics()]))
     else:
-        for name, experiment in ((n, load_experiments().get(n)) for n in load_experiments().names()):
-            counts = ", ".join(f"{s}={len(experiment.runs(s))}" for s in SUITES)
-            print(f"{name:22s} {counts}  {one_line(experiment.description, 70)}")
+        registry = load_experiments()
+        rows = [[name, ", ".join(f"{s}={len(registry.get(name).runs(s))}" for s in SUITES),
+                 registry.get(name).description] for name in registry.names()]
+        print(columns(["experiment", "runs per suite", "description"], rows))
     return EXIT_OK
 
 
@@ -315,12 +360,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
 
 
+def cmd_combine(args: argparse.Namespace) -> int:
+    """Combine the runs of several results folders into a new folder (none is written over)."""
+    from pebench.combine import combine
+
+    summary = combine(args.folders, args.out)
+    taken = ", ".join(f"{n} from {folder}" for folder, n in summary.runs.items())
+    shared = f"; {len(summary.shared)} run(s) in more than one folder had identical rows" if summary.shared else ""
+    print(f"{summary.total} runs ({taken}{shared}) -> {summary.out}; next: pebench report {summary.out}")
+    return EXIT_OK
+
+
+#: the widest line ``pebench show`` prints unless ``--width`` says otherwise (a terminal beside an editor)
+SHOW_WIDTH = 100
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the results tables of a folder to the terminal."""
     from pebench.report import tables_for
 
+    if args.width is not None and 0 < args.width < 40:
+        raise UsageError(f"--width must be 0 (no limit) or >= 40 columns, got {args.width}")
     for table in tables_for(_results_dir(args), args.experiment):
-        print(table.to_text())
+        print(table.to_text(width=args.width or None))
         print()
     return EXIT_OK
 
@@ -358,7 +420,8 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run or resume a suite")
     p.add_argument("--suite", required=True, choices=SUITES,
                    help="scale and grid: smoke (about a minute, CI), standard (the reference results), "
-                        "paper (GPU / cluster scale)")
+                        "extended (the standard protocol with the newer encodings and every algorithmic task), "
+                        "paper (GPU / cluster scale); pebench list suites gives their runs and seeds")
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="only runs whose config has KEY=VALUE (VALUE may be a,b,c; repeatable)")
@@ -395,9 +458,18 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("reference", help="reference results folder, e.g. results/standard")
     p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser("combine", help="combine the runs of results folders (e.g. yours and the reference) into a "
+                                       "new folder; a run in two folders must have identical rows")
+    p.add_argument("folders", nargs="+", metavar="RESULTS", help="results folders (two or more)")
+    p.add_argument("--out", required=True, help="the new folder (must not hold runs yet)")
+    p.set_defaults(func=cmd_combine)
+
     p = sub.add_parser("show", help="print the results tables to the terminal")
     _add_results_argument(p)
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
+    p.add_argument("--width", type=int, default=SHOW_WIDTH, metavar="COLUMNS",
+                   help=f"widest line (default {SHOW_WIDTH}); wider tables are printed in blocks of columns that "
+                        "repeat the task and encoding; 0: no limit")
     p.set_defaults(func=cmd_show)
     return parser
 

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from pebench.model import Transformer
 from pebench.tasks import IGNORE, Batch, Task, render, shuffle_inputs
-from pebench.train import first_labeled
+from pebench.train import teacher_forced
 
 CONDITIONS = ("original", "shuffled")
 DECODINGS = ("teacher", "greedy")
@@ -45,11 +45,7 @@ def _score(
 ) -> tuple[dict[str, float], list[float]]:
     """Summed token hits, sequence hits, summed loss and counts for one batch, and each
     example's mean loss per output token."""
-    tokens, labels = render(task, batch, model.config.arch)
-    # a Transformer computes logits only from the first labeled position on (the rest carry no score)
-    first = first_labeled(labels) if isinstance(model, Transformer) else 0
-    tokens, labels = tokens.to(device), labels[:, first:].to(device)
-    logits = model(tokens, outputs=tokens.shape[1] - first) if first else model(tokens)  # (N, T - first, V)
+    tokens, logits, labels = teacher_forced(model, task, batch, device)  # logits (N, T', V) from the first label
     mask = labels != IGNORE  # (N, T - first)
     loss = F.cross_entropy(logits[mask], labels[mask], reduction="sum")
     # per token as well (summing these would change the loss column's last bits)

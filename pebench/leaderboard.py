@@ -35,7 +35,7 @@ import pandas as pd
 
 from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT
-from pebench.results import GROUP_COLUMNS, encoding_rank, holm
+from pebench.results import GROUP_COLUMNS, encoding_label, encoding_rank, holm
 
 #: significance level of the pairwise verdicts (after Holm correction)
 ALPHA = 0.05
@@ -302,6 +302,12 @@ def _verdict(row, higher: bool, alpha: float) -> str:
     return "a better" if (row.mean_diff > 0) == higher else "b better"
 
 
+def verdict_text(row) -> str:
+    """A pairwise row's verdict for a reader: ``"a better"`` / ``"b better"`` name the encoding (its display label)."""
+    side = {"a better": row.a, "b better": row.b}  # a table row (itertuples) or a Series (iterrows)
+    return f"{encoding_label(side[row.verdict])} better" if row.verdict in side else row.verdict
+
+
 # --------------------------------------------------------------------------- writers
 
 
@@ -322,10 +328,42 @@ def _p(value: float) -> str:
     return "—" if not np.isfinite(value) else "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def fit_fractions(runs: pd.DataFrame) -> pd.DataFrame:
+    """How many seeds met the fit criterion, per architecture, encoding and task (runs with a fit criterion).
+
+    Returns one row per (arch, encoding, task): ``fitted`` (seeds that fitted), ``seeds``, ``fraction``;
+    encodings in their canonical order, tasks in the order of the runs. Empty without a ``fitted`` column.
+    """
+    if "fitted" not in runs:
+        return pd.DataFrame(columns=["arch", "encoding", "task", "fitted", "seeds", "fraction"])
+    runs = _trained(runs)
+    runs = runs[runs["fitted"].notna()].assign(fit=lambda frame: frame["fitted"].astype(float) > 0)
+    table = (runs.groupby(["arch", "encoding", "task"], sort=False)["fit"].agg(fitted="sum", seeds="size")
+             .reset_index())
+    table["fitted"] = table["fitted"].astype(int)
+    table["fraction"] = table["fitted"] / table["seeds"]
+    order = {name: i for i, name in enumerate(dict.fromkeys(runs["task"]))}
+    return (table.assign(_e=table["encoding"].map(encoding_rank), _t=table["task"].map(order))
+            .sort_values(["arch", "_e", "_t"], kind="stable").drop(columns=["_e", "_t"]).reset_index(drop=True))
+
+
+def fit_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The headers and cells of a :func:`fit_fractions` table, wide: one row per architecture and encoding,
+    ``k/n`` seeds fitted per task and the fraction over every task."""
+    tasks = list(dict.fromkeys(table["task"]))
+    headers = ["Arch", "Encoding", *tasks, "All"]
+    rows = []
+    for (arch, encoding), part in table.groupby(["arch", "encoding"], sort=False):
+        cells = {row.task: f"{row.fitted}/{row.seeds}" for row in part.itertuples()}
+        total = part["fitted"].sum() / part["seeds"].sum()
+        rows.append([arch, encoding_label(encoding), *(cells.get(task, "—") for task in tasks), f"{100 * total:.0f}%"])
+    return headers, rows
+
+
 def board_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The headers and formatted cells of a :func:`leaderboard` table."""
     headers = ["Arch", "Encoding", "MRR [95% CI]", "Mean rank [95% CI]", "Tasks fitted", "Runs fitted"]
-    rows = [[r.arch, r.encoding, _interval(r.mrr, r.mrr_low, r.mrr_high),
+    rows = [[r.arch, encoding_label(r.encoding), _interval(r.mrr, r.mrr_low, r.mrr_high),
              _interval(r.mean_rank, r.rank_low, r.rank_high), f"{r.tasks_fitted}/{r.n_tasks}",
              f"{100 * r.runs_fitted:.0f}%"] for r in board.itertuples()]
     return headers, rows
@@ -334,8 +372,9 @@ def board_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 def pairwise_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The headers and formatted cells of a :func:`pairwise` table."""
     headers = ["Arch", "A", "B", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Verdict"]
-    rows = [[r.arch, r.a, r.b, str(r.n_pairs), _interval(r.mean_diff, r.ci_low, r.ci_high), _p(r.p_value),
-             _p(r.p_holm), r.verdict + (f" ({r.note})" if r.note else "")] for r in table.itertuples()]
+    rows = [[r.arch, encoding_label(r.a), encoding_label(r.b), str(r.n_pairs),
+             _interval(r.mean_diff, r.ci_low, r.ci_high), _p(r.p_value),
+             _p(r.p_holm), verdict_text(r) + (f" ({r.note})" if r.note else "")] for r in table.itertuples()]
     return headers, rows
 
 
@@ -375,6 +414,16 @@ def to_markdown(board: pd.DataFrame) -> str:
 def to_latex(board: pd.DataFrame, caption: str | None = None, label: str = "tab:leaderboard") -> str:
     """A :func:`leaderboard` as a booktabs LaTeX table (``caption`` is LaTeX source; default names the metric)."""
     return _latex(*board_rows(board), caption or _caption(board, "Mean reciprocal rank over tasks"), label)
+
+
+def fit_markdown(table: pd.DataFrame) -> str:
+    """A :func:`fit_fractions` table as a markdown pipe table (:func:`fit_rows`)."""
+    return _markdown(*fit_rows(table))
+
+
+def fit_latex(table: pd.DataFrame, caption: str, label: str = "tab:fit") -> str:
+    """A :func:`fit_fractions` table as a booktabs LaTeX table (``caption`` is LaTeX source)."""
+    return _latex(*fit_rows(table), caption, label)
 
 
 def pairwise_markdown(table: pd.DataFrame) -> str:

@@ -216,18 +216,12 @@ def perplexity_ratio(runs: pd.DataFrame) -> pd.Series:
 
 register_metric("id_chance_token_acc", label="Chance", axis_label="chance token accuracy", higher_is_better=None,
                 description="Token accuracy of the best input-independent guess, mean over ID lengths.")(None)
-register_metric("id_floor_token_acc", label="Floor", axis_label="position-free floor (token accuracy)",
-                higher_is_better=None, description="Best token accuracy without position information "
-                "(pebench.tasks.floors), mean over ID lengths.")(None)
-register_metric("ood_floor_token_acc", label="Floor", axis_label="position-free floor (token accuracy)",
-                higher_is_better=None, description="Best token accuracy without position information, mean over "
-                "OOD lengths.")(None)
-register_metric("id_floor_seq_acc", label="Seq floor", axis_label="position-free floor (sequence accuracy)",
-                higher_is_better=None, description="Best exact-match accuracy without position information, "
-                "mean over ID lengths.")(None)
-register_metric("ood_floor_seq_acc", label="Seq floor", axis_label="position-free floor (sequence accuracy)",
-                higher_is_better=None, description="Best exact-match accuracy without position information, "
-                "mean over OOD lengths.")(None)
+# the position-free floors (pebench.tasks.floors), token and exact match, mean over ID and OOD lengths
+for _span, _lengths in (("id", "ID"), ("ood", "OOD")):
+    for _unit, _label, _accuracy in (("token", "Floor", "token accuracy"), ("seq", "Seq floor", "sequence accuracy")):
+        register_metric(f"{_span}_floor_{_unit}_acc", label=_label, axis_label=f"position-free floor ({_accuracy})",
+                        higher_is_better=None, description=f"Best {_accuracy} without position information "
+                        f"(pebench.tasks.floors), mean over {_lengths} lengths.")(None)
 register_metric("fitted", label="Fitted", axis_label="fraction of seeds fitted", higher_is_better=True,
                 description="1 if the run met its fit criterion (held-out token accuracy at the longest training "
                 "length), else 0; its seed mean is the fraction of seeds fitted (NaN: no criterion, e.g. the "

@@ -75,9 +75,11 @@ def encoding_style(encoding: str) -> dict[str, str]:
 
 
 def label(encoding: str, encoding_options: str = "{}") -> str:
-    """Display name of an encoding with its options (``rope``, ``rope {"layout":"half"}``)."""
-    return encoding if encoding_options in ("{}", "", None) or pd.isna(encoding_options) else \
-        f"{encoding} {encoding_options}"
+    """Display name of an encoding with its options (``rope``, ``rope {"layout":"half"}``): its registered
+    label (:func:`pebench.results.encoding_label`), so the baseline registered as ``none`` reads as its label."""
+    name = results.encoding_label(encoding)
+    return name if encoding_options in ("{}", "", None) or pd.isna(encoding_options) else \
+        f"{name} {encoding_options}"
 
 
 def _select(data: pd.DataFrame, experiment: str, **equal: object) -> pd.DataFrame:
@@ -102,12 +104,25 @@ def _grid(n: int, ncols: int = 3, width: float = 3.6, height: float = 2.9) -> tu
     return figure, axes[:n]
 
 
+def length_ticks(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(labelled, unlabelled) ticks of a length axis: every evaluated length is ticked, but on a log axis
+    the labels of 10, 12, 14 ... run into each other, so only the powers of two among them (and the
+    shortest and longest) are labelled, when there are at least two of them."""
+    lengths = sorted({int(n) for n in lengths})
+    labelled = [n for n in lengths if n & (n - 1) == 0 or n in (lengths[0], lengths[-1])]
+    if len(labelled) < 3:
+        return lengths, []
+    return labelled, [n for n in lengths if n not in labelled]
+
+
 def _length_axis(ax, lengths: Sequence[int], xlabel: str) -> None:
-    """Log-2 x axis ticked at the evaluated lengths."""
+    """Log-2 x axis ticked at the evaluated lengths (labelled at those of :func:`length_ticks`)."""
+    labelled, unlabelled = length_ticks(lengths)
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(set(lengths))))
+    ax.xaxis.set_major_locator(FixedLocator(labelled))
     ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_locator(FixedLocator(unlabelled) if unlabelled else NullLocator())
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda value, position: ""))
     ax.set_xlabel(xlabel)
 
 
@@ -274,6 +289,21 @@ def _archs(frame: pd.DataFrame) -> list[str]:
     return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
 
 
+#: bar colours of order-dependent tasks (the palette, then tab20's light shades); controls are greys
+TASK_COLORS = (*PALETTE, "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d")
+CONTROL_GREYS = ("0.3", "0.5", "0.65", "0.8", "0.9")
+
+
+def _task_colors(tasks: Sequence[str]) -> dict[str, str]:
+    """A distinct colour per order-dependent task and a distinct grey per control, in the order given
+    (colours repeat only beyond :data:`TASK_COLORS` and :data:`CONTROL_GREYS`)."""
+    dependent = [t for t in tasks if results.order_dependent(t)]
+    controls = [t for t in tasks if not results.order_dependent(t)]
+    colors = {t: TASK_COLORS[i % len(TASK_COLORS)] for i, t in enumerate(dependent)}
+    colors.update({t: CONTROL_GREYS[i % len(CONTROL_GREYS)] for i, t in enumerate(controls)})
+    return colors
+
+
 def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     """Original minus shuffled token accuracy per encoding and task; one panel per architecture present
     (encoder and decoder side by side), each with the encodings that architecture was run with.
@@ -301,13 +331,13 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     per_arch = {arch: sorted(cells.loc[cells["arch"] == arch, "encoding"].unique(), key=results.encoding_rank)
                 for arch in archs}
     widths = [max(4, len(names)) for names in per_arch.values()]
-    figure = Figure(figsize=(max(5.0, 0.75 * sum(widths) + 1.2 * len(archs)), 3.8), layout="constrained")
+    legend_rows = -(-(len(tasks) + 1) // 4)  # the legend below the panels: 4 entries a row
+    figure = Figure(figsize=(max(5.0, 0.75 * sum(widths) + 1.2 * len(archs)), 3.8 + 0.2 * legend_rows),
+                    layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(archs), sharey=True, squeeze=False,
                                          gridspec_kw={"width_ratios": widths}).ravel())
     width = 0.8 / max(1, len(tasks))
-    dependent_colors = iter(["C0", "C1", "C2", "C4", "C5", "C6"])
-    control_colors = iter(["0.35", "0.55", "0.75", "0.85"])
-    colors = {t: next(dependent_colors if results.order_dependent(t) else control_colors, "0.5") for t in tasks}
+    colors = _task_colors(tasks)
     unfitted_any, legend = False, {}  # legend handles drawn as fitted bars, whichever bar comes first
     for ax, arch in zip(axes, archs, strict=True):
         part = cells[cells["arch"] == arch]
@@ -330,12 +360,14 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
                     patch.set(**NOT_FITTED_BAR)
         ax.axhline(0.0, color="k", linewidth=0.8)
         ax.set_ylim(min(-0.1, ax.get_ylim()[0]), max(0.5, ax.get_ylim()[1]))  # keep small effects looking small
-        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+        ax.set_xticks(range(len(names)), [results.encoding_label(n) for n in names], rotation=35, ha="right")
         ax.set_title(arch)
         ax.set_ylabel("original − shuffled token accuracy")
     if unfitted_any:
         legend["no seed fitted (mean over all seeds)"] = Patch(facecolor=TRANSPARENT, edgecolor="0.3", **NOT_FITTED_BAR)
-    axes[0].legend(list(legend.values()), list(legend), fontsize="small", frameon=False)
+    # below the panels, never over the bars of the first one (a battery has a dozen tasks)
+    figure.legend(list(legend.values()), list(legend), loc="outside lower center", ncols=min(4, len(legend)),
+                  fontsize="small", frameon=False)
     figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good)\nvs "
                     "invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds", fontsize="medium")
     return figure

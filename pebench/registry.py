@@ -99,6 +99,14 @@ class Registry(Generic[T]):
         self.get(name)
         return dict(self._meta[name])
 
+    def label(self, name: str) -> str:
+        """Display name of ``name`` in tables, findings and figures: its ``label`` metadata, else the name itself.
+
+        A name that reads as an ordinary word (the NoPE encoding is registered as ``none``) declares a
+        ``label`` so that rendered text cannot be misread; files and CSVs keep the registered name.
+        """
+        return str(self.meta(name).get("label") or name)
+
     def names(self) -> list[str]:
         """All registered names, sorted."""
         return sorted(self._entries)
@@ -126,6 +134,9 @@ ENTRY_POINT_GROUP = "pebench.plugins"
 #: plugins loaded in this process, in order (what worker processes load again)
 _LOADED: list[str] = []
 
+#: what each loaded plugin was (plugin key -> record of :func:`plugin_records`)
+_RECORDS: dict[str, dict[str, Any]] = {}
+
 
 class PluginError(ValueError):
     """A plugin that cannot be found or fails to import; the message says which and why."""
@@ -152,6 +163,7 @@ def load_plugin(source: str) -> None:
                 raise PluginError(f"plugin file {source} not found")
             digest = hashlib.sha256(key.encode()).hexdigest()[:8]
             module_name = f"pebench_plugins.{path.stem}_{digest}"
+            record = {"plugin": key, "kind": "file", "path": key, "sha256": _sha256(path)}  # the bytes loaded
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[module_name] = module
@@ -163,7 +175,8 @@ def load_plugin(source: str) -> None:
         else:
             if importlib.util.find_spec(source) is None:
                 raise PluginError(f"plugin {source!r} is neither a .py file nor an importable module")
-            importlib.import_module(source)
+            module = importlib.import_module(source)
+            record = {"plugin": key, "kind": "module", **_module_file(module)}
     except PluginError:
         raise
     except ModuleNotFoundError as exc:
@@ -171,6 +184,7 @@ def load_plugin(source: str) -> None:
     except Exception as exc:  # noqa: BLE001 (any error in user code is reported as one line)
         raise PluginError(f"plugin {source} failed to load: {type(exc).__name__}: {exc}") from exc
     _LOADED.append(key)
+    _RECORDS[key] = record
 
 
 def _plugin_key(source: str) -> str:
@@ -207,8 +221,32 @@ def load_entry_point_plugins() -> list[str]:
             raise PluginError(f"plugin entry point {entry.name!r} ({entry.value}) failed to load: "
                               f"{type(exc).__name__}: {exc}") from exc
         _LOADED.append(key)
+        module = sys.modules.get(entry.module)
+        dist = getattr(entry, "dist", None)
+        _RECORDS[key] = {"plugin": key, "kind": "entry point",
+                         "distribution": f"{dist.name} {dist.version}" if dist is not None else None,
+                         **(_module_file(module) if module is not None else {"path": None, "sha256": None})}
         loaded.append(entry.name)
     return loaded
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _module_file(module: Any) -> dict[str, Any]:
+    """The source file of an imported module and its SHA-256 (``None`` for a module without one)."""
+    file = getattr(module, "__file__", None)
+    return {"path": str(Path(file).resolve()), "sha256": _sha256(Path(file))} if file else {"path": None,
+                                                                                           "sha256": None}
+
+
+def plugin_records() -> list[dict[str, Any]]:
+    """What the plugins loaded in this process were, for a manifest: per plugin, in load order, its
+    ``plugin`` key, ``kind`` (``file``, ``module`` or ``entry point``), source ``path`` and the SHA-256 of
+    that file as it was loaded (an entry point's also its ``distribution`` and version). A module's hash
+    covers its own file, not the package around it."""
+    return [dict(_RECORDS[key]) for key in _LOADED if key in _RECORDS]
 
 
 def loaded_plugins() -> list[str]:

@@ -37,7 +37,7 @@ from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT, ReportSpec, report_spec
 from pebench.model import ARCHS
 from pebench.registry import Registry
-from pebench.results import CELL_COLUMNS, GROUP_COLUMNS
+from pebench.results import CELL_COLUMNS, GROUP_COLUMNS, encoding_label, encoding_labels
 
 FIGURE_FORMATS = ("svg", "pdf", "png")
 TABLE_FORMATS = ("csv", "md", "tex")
@@ -188,22 +188,41 @@ class Table:
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + f"\n\n{self.title}. {self.caption}\n"
 
-    def to_text(self) -> str:
-        """Fixed-width text for a terminal: ``*`` after the best, ``~`` after those not significantly worse."""
+    def to_text(self, width: int | None = None) -> str:
+        """Fixed-width text for a terminal: ``*`` after the best, ``~`` after those not significantly worse.
+
+        Args:
+            width: the widest a line may be; a wider table is printed in blocks of columns, each
+                repeating the key columns (as pandas prints a wide frame). ``None``: one block.
+        """
         suffix = {"best": " *", "tied": " ~", None: ""}
         rows = [[t + suffix[m] if t else t for t, m in zip(row, marks, strict=True)]
                 for row, marks in zip(self._display_rows(), self.marks, strict=True)]
         widths = [max(len(str(c)) for c in column) for column in zip(self.headers, *rows, strict=True)]
+        keys = list(range(self.key_columns))
+        blocks, block = [], []
+        for k in range(self.key_columns, len(widths)):
+            used = sum(widths[j] + 2 for j in keys + block) + widths[k]
+            if block and width is not None and used > width:
+                blocks.append(block)
+                block = []
+            block.append(k)
+        blocks.append(block)
 
-        def line(cells: Sequence[str]) -> str:
-            return "  ".join(c.ljust(w) if k < self.key_columns else c.rjust(w)
-                             for k, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        def line(cells: Sequence[str], columns: list[int]) -> str:
+            return "  ".join(cells[k].ljust(widths[k]) if k < self.key_columns else cells[k].rjust(widths[k])
+                             for k in columns).rstrip()
 
-        out = [self.title, line(self.headers), "  ".join("-" * w for w in widths)]
-        for i, row in enumerate(rows):
-            if i in self.group_starts and i > 0:
+        out = [self.title]
+        for n, block in enumerate(blocks):
+            columns = keys + block
+            if n:
                 out.append("")
-            out.append(line(row))
+            out += [line(self.headers, columns), "  ".join("-" * widths[k] for k in columns)]
+            for i, row in enumerate(rows):
+                if i in self.group_starts and i > 0:
+                    out.append("")
+                out.append(line(row, columns))
         out.append("* best mean of its task; ~ not significantly worse (Welch t-test, Holm, alpha 0.05)")
         return "\n".join(out)
 
@@ -461,6 +480,7 @@ def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:
     completed = runs[(runs["status"] != "failed") & (runs["variant"] == BASE_VARIANT)]
     keys = ["experiment", "task", "arch", "train_max_len"]
     baseline = completed[completed["encoding"] == encodings.baseline_name()]
+    nope = encoding_label(encodings.baseline_name()) if encodings.baseline_name() else "the baseline"
     base = baseline.groupby(keys)["params"].first().rename("baseline_params")
     frame = completed.join(base, on=keys)
     frame["extra"] = frame["params"] / frame["baseline_params"] - 1.0
@@ -486,10 +506,10 @@ def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:
                      "yes" if row["over_10_percent"] else "no"])
         marks.append([None] * 6)
     caption = ("Trainable parameters of the whole model and of the encoding alone (ranges over tasks and "
-               "experiments: vocabularies and position-table sizes differ), and the largest increase over the NoPE "
-               f"model of the same task; more than 10% is flagged as a fairness caveat. Model: {protocol}")
+               "experiments: vocabularies and position-table sizes differ), and the largest increase over the "
+               f"{nope} model of the same task; more than 10% is flagged as a fairness caveat. Model: {protocol}")
     return Table("parameters", "Parameter counts per encoding", caption,
-                 ["Arch", "Encoding", "Params", "Encoding params", "Max extra vs NoPE", "> 10%"],
+                 ["Arch", "Encoding", "Params", "Encoding params", f"Max extra vs {nope}", "> 10%"],
                  rows, marks, starts, 2, data)
 
 
@@ -502,7 +522,7 @@ def status_table(runs: pd.DataFrame) -> Table:
              str(r["failed"])] for _, r in counts.iterrows()]
     bad = unique[unique["status"] != "ok"]
     listed = "; ".join(f"{r.experiment}/{r.task}/{r.encoding}/{r.arch}/seed {r.seed} ({r.status})"
-                       for r in bad.itertuples()) or "none"
+                       for r in bad.itertuples()) or "no run"
     caption = ("Every run of the results set by status: diverged runs (training loss above the divergence "
                "threshold) are evaluated and included in the means; failed runs (an exception) have no numbers "
                f"and are counted in the Seeds column of every table. Not ok: {listed}.")
@@ -548,9 +568,18 @@ def _manifest_line(results_dir: Path) -> str:
     if not path.exists():
         return "no manifest.json"
     try:
-        latest = json.loads(path.read_text()).get("latest", {})
+        manifest = json.loads(path.read_text())
     except json.JSONDecodeError:
         return f"{path} is not valid JSON"
+    if manifest.get("combined") and not manifest.get("latest"):  # pebench combine: say where each part came from
+        return "combined from " + "; ".join(
+            f"{source['folder']} ({source['runs']} runs: {_software(source.get('manifest') or {})})"
+            for source in manifest["combined"]["sources"])
+    return _software(manifest.get("latest") or {})
+
+
+def _software(latest: dict) -> str:
+    """One line of software, machine and date from a manifest's ``latest`` invocation."""
     sha = (latest.get("git_sha") or "?")[:10] + (" (dirty)" if latest.get("git_dirty") else "")
     return (f"pebench {latest.get('pebench_version', '?')}, git {sha}, torch {latest.get('torch_version', '?')}, "
             f"python {latest.get('python_version', '?')}, device {latest.get('device', '?')}, "
@@ -589,11 +618,11 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
                 if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
             floor = cell.get("ood_floor_token_acc_mean", np.nan)
             out.append(
-                f"{task} ({arch}): among fitted seeds, best OOD token accuracy {top['encoding']} "
+                f"{task} ({arch}): among fitted seeds, best OOD token accuracy {encoding_label(top['encoding'])} "
                 f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
                 f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
                 f"{cell['ood_chance_token_acc_mean']:.2f}); not significantly worse among fitted: "
-                f"{', '.join(tied) if tied else 'no other encoding'}."
+                f"{encoding_labels(tied, empty='no other encoding')}."
             )
     return out
 
@@ -604,6 +633,7 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
     out = []
     runs = runs[runs["status"] != "failed"]
     baseline = encodings.baseline_name()
+    nope = encoding_label(baseline) if baseline else ""
     for arch, part in runs.groupby("arch"):
         dependent, controls = part[part["order_dependent"] == True], part[part["order_dependent"] == False]  # noqa: E712
         base_dep, base_ctl = dependent[dependent["encoding"] == baseline], controls[controls["encoding"] == baseline]
@@ -611,7 +641,7 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
             dep, ctl = _across_tasks(base_dep, "id_token_acc"), _across_tasks(base_ctl, "id_token_acc")
             chance = base_dep["id_chance_token_acc"].mean()
             out.append(
-                f"NoPE {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} token accuracy on order-dependent tasks "
+                f"{nope} {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} token accuracy on order-dependent tasks "
                 f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls."
             )
         if not base_dep.empty:
@@ -622,27 +652,30 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
             unfit = [e for e in fit.index if e != baseline and fit[e] <= ceiling + 0.05]
             if unfit and np.isfinite(ceiling):
                 out.append(
-                    f"Not fitted at this budget ({arch}): {', '.join(f'{e} {fit[e]:.2f}' for e in unfit)} ID token "
-                    f"accuracy on order-dependent tasks, within 0.05 of NoPE's {ceiling:.2f} (the best a model "
-                    f"that ignores order can do); their order reliance reflects under-training, not order blindness."
+                    f"Not fitted at this budget ({arch}): "
+                    f"{', '.join(f'{encoding_label(e)} {fit[e]:.2f}' for e in unfit)} "
+                    f"ID token accuracy on order-dependent tasks, within 0.05 of {nope}'s {ceiling:.2f} (the best a "
+                    f"model that ignores order can do); their order reliance reflects under-training, not order "
+                    "blindness."
                 )
         if not dependent.empty:
             reliance = dependent.groupby("encoding")["order_reliance"].mean().sort_values(ascending=False).dropna()
             gaps = controls.groupby("encoding")["invariance_gap"].mean().abs().sort_values(ascending=False).dropna()
             if not reliance.empty:
                 text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
-                        f"tasks): highest {reliance.index[0]} {reliance.iloc[0]:.2f}, lowest {reliance.index[-1]} "
+                        f"tasks): highest {encoding_label(reliance.index[0])} {reliance.iloc[0]:.2f}, lowest "
+                        f"{encoding_label(reliance.index[-1])} "
                         f"{reliance.iloc[-1]:.2f}")
                 if not gaps.empty:
-                    text += f"; largest invariance gap on controls: {gaps.index[0]} {gaps.iloc[0]:.2f}"
+                    text += f"; largest invariance gap on controls: {encoding_label(gaps.index[0])} {gaps.iloc[0]:.2f}"
                 out.append(text + ".")
         gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
         if baseline in gaps.index and arch == "encoder" and np.isfinite(gaps.at[baseline, "equivariance_gap_trained"]):
             others = gaps.drop(index=baseline)["equivariance_gap_trained"].dropna()
-            text = (f"Permutation-equivariance gap, NoPE encoder: {gaps.at[baseline, 'equivariance_gap_init']:.1e} "
+            text = (f"Permutation-equivariance gap, {nope} encoder: {gaps.at[baseline, 'equivariance_gap_init']:.1e} "
                     f"at init, {gaps.at[baseline, 'equivariance_gap_trained']:.1e} after training")
             if not others.empty:
-                text += f" (smallest other encoding: {others.idxmin()} {others.min():.1e})"
+                text += f" (smallest other encoding: {encoding_label(others.idxmin())} {others.min():.1e})"
             out.append(text + ".")
     return out
 
@@ -933,14 +966,25 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                            leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
     leaderboard.task_ranks(runs, metric).to_csv(directory / f"task_ranks_{experiment}.csv", index=False)
     artifacts = [Artifact(name, f"{experiment}: leaderboard ({label})", caption, paths)]
+    fits = leaderboard.fit_fractions(runs)
+    if not fits.empty:
+        fit_name = f"fit_{experiment}"
+        fit_caption = ("Seeds that met the fit criterion (held-out token accuracy at the longest training length "
+                       "reaching the protocol's threshold within the step cap), per task; All = the fraction "
+                       f"over every task. Look for capable encodings that did not fit: their {label} is not "
+                       "judged.")
+        paths = _write_ranking(directory, fit_name, fits, leaderboard.fit_markdown(fits) + f"\n\n{fit_caption}\n",
+                               leaderboard.fit_latex(fits, latex_escape(fit_caption), f"tab:pebench-{fit_name}"))
+        artifacts.append(Artifact(fit_name, f"{experiment}: seeds fitted per task", fit_caption, paths))
     findings = []
     for arch, part in board.groupby("arch", sort=False):
         top = part.iloc[0]
         findings.append(
-            f"{experiment} ({arch}): by {label}, {top['encoding']} has the highest mean reciprocal rank, "
+            f"{experiment} ({arch}): by {label}, {encoding_label(top['encoding'])} has the highest mean reciprocal "
+            "rank, "
             f"{top['mrr']:.2f} [{top['mrr_low']:.2f}, {top['mrr_high']:.2f}] over {int(top['n_tasks'])} tasks "
             f"(fitted {int(top['tasks_fitted'])} of them); next: "
-            + ", ".join(f"{r['encoding']} {r['mrr']:.2f} [{r['mrr_low']:.2f}, {r['mrr_high']:.2f}]"
+            + ", ".join(f"{encoding_label(r['encoding'])} {r['mrr']:.2f} [{r['mrr_low']:.2f}, {r['mrr_high']:.2f}]"
                         for _, r in part.iloc[1:3].iterrows()) + ".")
     if spec.comparisons:
         table = leaderboard.pairwise(runs, spec.comparisons, metric)
@@ -954,7 +998,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
-                findings.append(f"{experiment} ({row['arch']}): {row['a']} vs {row['b']}: {row['verdict']} "
+                findings.append(f"{experiment} ({row['arch']}): {encoding_label(row['a'])} vs "
+                                f"{encoding_label(row['b'])}: {leaderboard.verdict_text(row)} "
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
                                 f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "
                                 "pairs).")

@@ -212,7 +212,10 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
     validate_frame(frame, path)
-    varying = [c for c in (*IDENTITY_COLUMNS, *CONFIG_COLUMNS) if c in frame and frame[c].nunique(dropna=False) > 1]
+    # on the fields as written (one set per column), not pandas' nunique per column: this runs for every file
+    # of a folder and was most of `pebench show`'s time after parsing
+    same = {name: len({record[k] for record in records[1:]}) == 1 for k, name in enumerate(header)}
+    varying = [c for c in (*IDENTITY_COLUMNS, *CONFIG_COLUMNS) if c in frame and not same[c]]
     if varying:
         raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
     _check_rows(frame, path)
@@ -275,8 +278,10 @@ def mixed_configurations(data: pd.DataFrame) -> list[str]:
     columns = [c for c in CONFIG_COLUMNS if c in runs]
     cell = [c for c in CELL_COLUMNS if c in runs and c != "variant"]
     normalized = runs[columns].map(_normalized)
-    for _cell, rows in normalized.groupby([runs[c].map(_normalized) for c in cell], sort=False):
-        differ = [c for c in columns if rows[c].nunique() > 1]
+    groups = normalized.groupby([runs[c].map(_normalized) for c in cell], sort=False)
+    counts = groups.nunique().to_numpy()  # (cells, columns), in the order of the groups: one vectorised pass
+    for (_cell, rows), n_values in zip(groups, counts, strict=True):
+        differ = [c for c, n in zip(columns, n_values, strict=True) if n > 1]
         if differ:
             first = runs.loc[rows.index[0]]
             name = "/".join(str(first[c]) for c in ("experiment", "task", "encoding", "arch") if c in first)
@@ -289,6 +294,22 @@ def named(problems: Sequence[str], limit: int = NAMED_FILES) -> str:
     """``problems`` joined on one line, the first ``limit`` of them and how many more."""
     shown = "; ".join(problems[:limit])
     return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
+
+
+def run_files(directory: str | Path) -> list[Path]:
+    """The run CSVs of a results folder (its ``raw/``, or the folder itself when it has none), sorted.
+
+    Raises:
+        ResultsError: the folder does not exist or holds no CSVs.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ResultsError(f"{directory}: no such results folder")
+    folder = directory / "raw" if (directory / "raw").is_dir() else directory
+    paths = sorted(folder.glob("*.csv"))
+    if not paths:
+        raise ResultsError(f"{folder}: no result CSVs found; run `pebench run` first")
+    return paths
 
 
 def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
@@ -306,13 +327,7 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
             (the message names every one, up to :data:`NAMED_FILES` on its first line), or
             runs of one cell differ in their configuration.
     """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ResultsError(f"{directory}: no such results folder")
-    folder = directory / "raw" if (directory / "raw").is_dir() else directory
-    paths = sorted(folder.glob("*.csv"))
-    if not paths:
-        raise ResultsError(f"{folder}: no result CSVs found; run `pebench run` first")
+    paths = run_files(directory)
     frames, bad, files = [], [], {}
     for path in paths:
         try:
@@ -487,6 +502,20 @@ def sort_key(column: pd.Series) -> pd.Series:
         order = {v: i for i, v in enumerate(dict.fromkeys([BASE_VARIANT, *column]))}
         return column.map(order)
     return column
+
+
+def encoding_label(name: str) -> str:
+    """Display name of an encoding for rendered text (tables, findings, figures): its registered ``label``
+    (:meth:`pebench.registry.Registry.label`), each part of a wrapped name (``randomized:<base>``) labelled
+    alike; a name that is not registered (a plugin not loaded here) is shown as it is. CSVs keep the name."""
+    from pebench.encodings import ENCODINGS
+
+    return ":".join(ENCODINGS.label(part) if part in ENCODINGS else part for part in str(name).split(":"))
+
+
+def encoding_labels(names: Sequence[str], empty: str = "no encoding") -> str:
+    """``names`` as display labels joined by commas, or ``empty`` when there are none (never a bare "none")."""
+    return ", ".join(encoding_label(name) for name in names) or empty
 
 
 def encoding_rank(name: str) -> tuple[int, str]:

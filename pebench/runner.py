@@ -64,7 +64,7 @@ from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
-from pebench.registry import load_plugins, loaded_plugins
+from pebench.registry import load_plugins, loaded_plugins, plugin_records
 from pebench.results import ResultsError, mixed_configurations, named, read_run_file, run_file_text
 from pebench.train import TrainResult, train
 
@@ -543,26 +543,39 @@ def lock_folder(out: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def git_state() -> dict[str, Any]:
-    """Git sha and dirty flag of the source checkout (``None`` outside git), and which tracked files
-    differ from the commit (``git_dirty_files``), so a reader can see whether the code that made the
-    rows (``pebench/``, ``experiments/``) was among them."""
-    root = Path(__file__).resolve().parent.parent
+def git_state(root: Path | None = None) -> dict[str, Any]:
+    """Git sha and dirty flag of the source checkout (``root``, default the one that holds this
+    package; ``None`` values outside git), and which files differ
+    from the commit (``git_dirty_files``), so a reader can see whether the code that made the rows
+    (``pebench/``, ``experiments/``) was among them.
+
+    Dirty means a tracked file differs from the commit or an untracked, unignored code file exists
+    (a ``.py`` file anywhere, or anything under ``pebench/`` or ``experiments/``): a new encoding
+    file that the runs import is code the commit does not hold. Untracked results and notes are
+    not code and do not count.
+    """
+    root = root or Path(__file__).resolve().parent.parent
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=all"],
             cwd=root,
             capture_output=True,
             text=True,
             check=True,
         ).stdout
-        files = sorted(line[3:] for line in status.splitlines() if line.strip())
+        files = sorted(line[3:] for line in status.splitlines()
+                       if line.strip() and (not line.startswith("??") or _is_code(line[3:])))
         return {"git_sha": sha, "git_dirty": bool(files), "git_dirty_files": files}
     except (OSError, subprocess.CalledProcessError):
         return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}
+
+
+def _is_code(path: str) -> bool:
+    """Whether an untracked ``path`` (relative to the checkout) could change what a run computes."""
+    return path.endswith(".py") or path.startswith(("pebench/", "experiments/"))
 
 
 def read_manifest(out: Path) -> dict[str, Any] | None:
@@ -617,6 +630,7 @@ def write_manifest(
         "compile": compile,
         "torch_threads": threads if threads is not None else torch.get_num_threads(),
         "n_runs": n_runs,
+        "plugins": plugin_records(),  # each --plugin / entry-point plugin: path and SHA-256 as loaded
     }
     manifest["suite"] = suite
     manifest.setdefault("invocations", []).append(entry)

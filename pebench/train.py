@@ -278,6 +278,21 @@ def fit_batch(task: Task, config: TrainConfig) -> tuple[Tensor, Tensor]:
     return batch.inputs, batch.targets
 
 
+def teacher_forced(model: torch.nn.Module, task: Task, batch: Batch, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """One teacher-forced forward pass over ``batch`` rendered for ``model``'s architecture.
+
+    Returns ``(tokens, logits, labels)``: the rendered tokens (N, T) on ``device``, and the logits
+    (N, T', V) and labels (N, T') of the positions from the first labeled one on (a
+    :class:`~pebench.model.Transformer` computes logits only there; another model scores every
+    position, ``T' = T``). Shared by the fit check and the evaluation, so both score alike.
+    """
+    tokens, labels = render(task, batch, model.config.arch)
+    first = first_labeled(labels) if isinstance(model, Transformer) else 0
+    tokens, labels = tokens.to(device), labels[:, first:].to(device)
+    logits = model(tokens, outputs=tokens.shape[1] - first) if first else model(tokens)  # (N, T', V)
+    return tokens, logits, labels
+
+
 @torch.no_grad()
 def fit_accuracy(model: Transformer, task: Task, batch: tuple[Tensor, Tensor], device: torch.device) -> float:
     """Teacher-forced token accuracy of ``model`` on the fit batch (:func:`fit_batch`).
@@ -288,10 +303,7 @@ def fit_accuracy(model: Transformer, task: Task, batch: tuple[Tensor, Tensor], d
     model.eval()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        tokens, labels = render(task, Batch(*batch), model.config.arch)
-        first = first_labeled(labels)
-        tokens, labels = tokens.to(device), labels[:, first:].to(device)
-        logits = model(tokens, outputs=tokens.shape[1] - first)  # (N, T - first, V)
+        _, logits, labels = teacher_forced(model, task, Batch(*batch), device)
         mask = labels != IGNORE
         accuracy = float((logits.argmax(-1)[mask] == labels[mask]).float().mean())
     model.train(was_training)

@@ -129,8 +129,8 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     assert "{download}`CSV </_generated/leaderboard/standard/pairwise_length_extrapolation.csv>`" in text
     assert (srcdir / "_generated" / "leaderboard" / "standard" / "task_ranks_length_extrapolation.csv").exists()
     assert not list((srcdir / "_generated").rglob("*.md"))  # a copied .md would become a page of the site
-    assert "| `rope` | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
-    assert "| `none` | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
+    assert "| rope | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
+    assert "| NoPE | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
 
 
 def test_results_without_a_column_say_so(gen, tmp_path):
@@ -342,9 +342,148 @@ def test_site_builds_without_warnings(tmp_path):
         assert (html / f"{page}.html").exists(), page
     assert "<math" in (html / "protocol.html").read_text()  # formulas are MathML written at build time
     for page in html.rglob("*.html"):
-        source = page.read_text()
-        remote = re.findall(r'<(?:script|link|img)\b[^>]*(?:src|href)="(?:https?:)?//[^"]*"', source)
-        assert not remote, f"{page.relative_to(html)} loads {remote[0]} from the network"
-        prose = re.sub(r"<[^>]+>", "", re.sub(r"(?s)<(pre|code|script|style|math)\b.*?</\1>", "", source))
-        tex = re.findall(r"\\[a-zA-Z]{2,}|\$[^$\s][^$]*\$", prose)
-        assert not tex, f"{page.relative_to(html)} shows raw TeX: {tex[:3]}"
+        problems = offline_problems(page.read_text())
+        assert not problems, f"{page.relative_to(html)}: {problems[:3]}"
+    for sheet in html.rglob("*.css"):  # fonts and imports of the stylesheets (a theme's or ours)
+        remote = REMOTE_CSS.findall(sheet.read_text())
+        assert not remote, f"{sheet.relative_to(html)} loads {remote[0]} from the network"
+    assert 'class="pebench-number' in (html / "_generated/results/standard.html").read_text()
+
+
+#: a script, stylesheet, font, image or frame the browser would fetch from another host
+REMOTE_ASSET = re.compile(
+    r'<(?:script|link|img|iframe|source)\b[^>]*\b(?:src|href|srcset)=["\']?(?:https?:)?//[^"\'\s>]*')
+#: ``url(https://...)`` or ``@import "https://..."`` in CSS (a web font from a CDN)
+REMOTE_CSS = re.compile(r'(?:url\(\s*["\']?|@import\s+["\'])(?:https?:)?//[^"\')\s]*')
+
+
+def offline_problems(source: str) -> list[str]:
+    """What in one built HTML page needs the network or shows raw TeX: remote scripts, stylesheets, fonts or
+    images, and TeX (``$...$``, ``\\frac``) outside ``<math>``, code and scripts."""
+    problems = [f"loads {m} from the network" for m in REMOTE_ASSET.findall(source)]
+    for style in re.findall(r"(?s)<style\b.*?</style>", source):
+        problems += [f"loads {m} from the network" for m in REMOTE_CSS.findall(style)]
+    prose = re.sub(r"<[^>]+>", "", re.sub(r"(?s)<(pre|code|script|style|math)\b.*?</\1>", "", source))
+    problems += [f"shows raw TeX {m!r}" for m in re.findall(r"\\[a-zA-Z]{2,}|\$[^$\s][^$]*\$", prose)]
+    return problems
+
+
+def test_offline_check_catches_cdn_assets_and_raw_tex():
+    """The check of test_site_builds_without_warnings fails on what a MathJax-from-a-CDN site shows."""
+    assert offline_problems('<p>Formula: <math><mi>x</mi></math>, code <code>$\\frac$</code></p>') == []
+    assert offline_problems('<link rel="stylesheet" href="_static/pebench.css"><a href="https://x.org">x</a>') == []
+    bad = ['<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
+           "<link rel='stylesheet' href='//fonts.googleapis.com/css?family=Roboto'>",
+           '<style>@font-face { src: url("https://fonts.gstatic.com/a.woff2") }</style>',
+           '<p>the score $q^\\top k$ decays</p>', r'<p>\(\frac{1}{2}\)</p>']
+    for source in bad:
+        assert offline_problems(source), source
+
+
+def test_protocol_step_caps_are_grouped_by_cap(gen):
+    """The experiments table names each step cap once with its tasks, not one "task (arch): steps" per cell."""
+    from types import SimpleNamespace
+
+    def spec(task, arch, steps):
+        return SimpleNamespace(task=task, arch=arch, train=SimpleNamespace(steps=steps))
+
+    both = [spec(t, a, n) for t, n in (("copy", 2500), ("parity_check", 1000), ("reverse", 2500))
+            for a in ("decoder", "encoder")]
+    assert gen._steps(both) == "2500: copy, reverse; 1000: parity_check"
+    one_arch = gen._steps([*both, spec("sort", "decoder", 1000)])
+    assert one_arch == "2500: copy, reverse; 1000: parity_check, sort (decoder)"
+
+
+def test_local_rerun_page_shows_the_per_cell_comparison_and_stacked_figures(gen, tmp_path):
+    """The local-rerun page: the verdict, then one row per cell and metric (a broken seed first, named),
+    and each figure of the reference above the rerun's at the content width (not ~350 px side by side)."""
+    from test_report import copy_results, edit_runs
+    from test_results import write_synthetic_results
+
+    results = tmp_path / "results"
+    reference = write_synthetic_results(results / "standard")
+    local = copy_results(reference, results / "local" / "standard")
+    edit_runs(local, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    srcdir = tmp_path / "docs"
+    text = gen.local_page(local, reference, srcdir / "_generated" / "results" / gen.LOCAL_PAGE, srcdir)
+    assert "## Reproduction check" in text and "cells reproduce" in text
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| cell | metric | rerun | reference | mean paired diff | largest seed diff")
+    first = table[1]
+    assert "copy/alibi/decoder" in first and "(seed 0)" in first and first.endswith("| **no** |"), first
+    assert sum(line.endswith("| yes |") for line in table) > 20
+    assert any("| 0 (every seed) |" in line for line in table)
+    assert text.index("## Reproduction check") < text.index("## Provenance of the rerun")
+    assert ":::{list-table}" not in text and "**Reference:**" in text and "**Local rerun:**" in text
+    figures = re.findall(r"^:::\{figure\} (\S+)", text, flags=re.M)
+    assert figures and any("/reference/" in f for f in figures) and any("/local/" in f for f in figures)
+
+
+def test_citation_cff_references_the_task_battery_as_the_bibliography_does(gen):
+    """CITATION.cff names the source of the task battery (Deletang et al. 2023), with the title and year of
+    its docs/references.bib entry, and the cite page's BibTeX has every task source."""
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    entries = [" ".join(re.sub(r"[{}]", "", text).split()) for text in gen.bib_entries().values()]
+    for reference in cff.get("references", []):
+        match = [text for text in entries if f"title = {reference['title']}," in text]
+        assert match, f"{reference['title']!r} is not in docs/references.bib"
+        assert f"year = {reference['year']}" in match[0]
+    assert "Neural Networks and the Chomsky Hierarchy" in {r["title"] for r in cff["references"]}
+    cite = gen.cite_include()
+    for name in tasks.names():
+        key = tasks.TASKS.meta(name).get("paper")
+        if key:
+            assert re.search(rf"^@\w+\{{{key},", cite, flags=re.M), f"task {name}: {key} not on the cite page"
+
+
+def test_the_reference_is_listed_before_the_local_rerun(gen, tmp_path):
+    """docs/results.md globs the results pages in name order: the local rerun's page name sorts after the
+    reference's, so a reader meets the reference first."""
+    from test_report import copy_results
+    from test_results import write_synthetic_results
+
+    results = tmp_path / "results"
+    reference = write_synthetic_results(results / "standard")
+    copy_results(reference, results / "local" / "standard")
+    pages = gen.generate_results(results, tmp_path / "docs" / "_generated" / "results", tmp_path / "docs")
+    assert pages == ["standard", gen.LOCAL_PAGE] and sorted(pages) == pages
+
+
+def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
+    """`tox -e bench` runs compare last (its verdict ends the log) and then names the site and the page."""
+    import configparser
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini")
+    commands = [line.strip() for line in tox["testenv:bench"]["commands"].splitlines()
+                if line.strip() and not line.strip().startswith("#")]
+    assert commands[-2].startswith("- pebench compare results/local/standard results/standard")
+    assert "docs/_build/html/index.html" in commands[-1]
+    assert f"docs/_build/html/_generated/results/{gen.LOCAL_PAGE}.html" in commands[-1]
+
+
+def test_results_pages_say_what_plus_minus_means_above_the_tables(gen, tmp_path):
+    """The reader learns what "±", "†" and bold mean before the first table, not only under each one."""
+    out = tmp_path / "_generated" / "results" / "standard"
+    out.mkdir(parents=True)
+    (out / "table.md").write_text("| a | b |\n|---|---|\n| 0.93 ± 0.02 | 2 |\n")
+    report = FakeReport(figures=[], tables=[FakeArtifact("table", "A table", "Caption.", {"md": out / "table.md"})],
+                        findings=[], protocol="")
+    lines = gen._render_report(report, tmp_path)
+    text = "\n".join(lines)
+    assert text.index("95% confidence interval") < text.index("| 0.93 ± 0.02 |")
+    assert "†" in gen.HOW_TO_READ_TABLES and "CSV" in gen.HOW_TO_READ_TABLES
+
+
+def test_a_results_page_opens_with_its_headline_findings(gen, tmp_path):
+    """The ranking findings come first on a suite's page, above the provenance tables."""
+    from test_results import write_synthetic_results
+
+    folder = write_synthetic_results(tmp_path / "results" / "standard")
+    srcdir = tmp_path / "docs"
+    text = gen.results_page(folder, srcdir / "_generated" / "results" / "standard", srcdir)
+    assert text.index("## Headline findings") < text.index("## Provenance") < text.index("## Findings")
+    headline = text[text.index("## Headline findings"):text.index("## Provenance")]
+    assert "mean reciprocal rank" in headline

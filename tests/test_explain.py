@@ -127,3 +127,23 @@ def test_permutation_demo_property():
     assert not torch.equal(perm, torch.arange(len(perm)))
     assert explain.permutation_gap(explain.demo_model("none").model, tokens, perm) < 1e-5
     assert explain.permutation_gap(explain.demo_model("rope").model, tokens, perm) > 0.1
+
+
+@pytest.mark.parametrize("make", [explain.sinusoidal_waves, explain.rotation_property, explain.score_decay_figure,
+                                  explain.bias_figure, explain.rope_example, explain.randomized_positions_figure],
+                         ids=lambda f: getattr(f, "__name__", str(f)))
+def test_legends_and_titles_stay_inside_their_own_panel(make):
+    """No legend or title reaches into a neighbouring panel (the waves' legend of five columns once did)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = make()
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    for ax in panels:
+        own = [ax.get_legend(), ax.title] if ax.get_legend() else [ax.title]
+        for artist in own:
+            box = artist.get_window_extent(renderer)
+            for other in fig.axes:
+                if other is not ax and box.width and box.overlaps(other.get_window_extent(renderer)):
+                    raise AssertionError(f"{artist} of panel {ax.get_title()!r} overlaps another panel")

@@ -131,3 +131,23 @@ def test_writers():
 
 def test_number_never_negative_zero():
     assert lb._number(-0.0001) == "0.00" and lb._number(-0.004) == "0.00" and lb._number(-0.006) == "-0.01"
+
+
+def test_fit_fractions_count_fitted_seeds_per_task_and_in_all():
+    runs = make_runs({"a": 0.9, "b": 0.5}, n_tasks=2, seeds=3)
+    runs["fitted"] = [1.0, 1.0, 0.0,  0.0, 0.0, 0.0,  1.0, 1.0, 1.0,  1.0, 0.0, 0.0]  # task0 a, b; task1 a, b
+    table = lb.fit_fractions(runs)
+    assert table[["encoding", "task", "fitted", "seeds"]].values.tolist() == [
+        ["a", "task0", 2, 3], ["a", "task1", 3, 3], ["b", "task0", 0, 3], ["b", "task1", 1, 3]]
+    headers, rows = lb.fit_rows(table)
+    assert headers == ["Arch", "Encoding", "task0", "task1", "All"]
+    assert rows == [["decoder", "a", "2/3", "3/3", "83%"], ["decoder", "b", "0/3", "1/3", "17%"]]
+    assert r"\begin{tabular}" in lb.fit_latex(table, "caption") and "| a | 2/3 | 3/3 | 83% |" in lb.fit_markdown(table)
+    assert lb.fit_fractions(runs.drop(columns="fitted")).empty
+
+
+def test_verdicts_name_the_better_encoding_for_readers():
+    table = pd.DataFrame([dict(a="none", b="rope", verdict="b better"), dict(a="t5", b="alibi", verdict="a better"),
+                          dict(a="t5", b="alibi", verdict="no significant difference")])
+    assert [lb.verdict_text(r) for r in table.itertuples()] == ["rope better", "t5 better", "no significant difference"]
+    assert [lb.verdict_text(r) for _, r in table.iterrows()][0] == "rope better"

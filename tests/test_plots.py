@@ -33,7 +33,7 @@ def test_accuracy_vs_length_has_lines_bands_training_range_and_chance(data):
     axes = [ax for ax in figure.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["copy", "majority"]
     labels = [line.get_label() for line in axes[0].get_lines()]
-    assert labels == ["none", "rope", "alibi", "chance"]  # no floor column in these rows: no floor line
+    assert labels == ["NoPE", "rope", "alibi", "chance"]  # no floor column in these rows: no floor line
     alibi = axes[0].get_lines()[2]
     style = plots.encoding_style("alibi")  # the same colour, marker and dash in every figure
     assert (alibi.get_color(), alibi.get_marker(), alibi.get_linestyle()) == (
@@ -55,7 +55,7 @@ def test_ood_heatmap_values_are_the_seed_means(data):
     expected = cells.set_index(["encoding", "task"])["ood_token_acc_mean"]
     texts = {t.get_text() for t in figure.axes[0].texts}
     assert f"{expected[('alibi', 'copy')]:.2f}" in texts
-    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["none", "rope", "alibi"]
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["NoPE", "rope", "alibi"]
 
 
 # --------------------------------------------------------------------------- the fit criterion in figures
@@ -101,8 +101,8 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
     figure = plots.accuracy_vs_length(fit_results(), "length_extrapolation")
     render(figure)
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
-    assert list(lines) == ["none (not fitted)", "rope", "alibi", "chance", "floor (no position)"]
-    none, rope = lines["none (not fitted)"], lines["rope"]
+    assert list(lines) == ["NoPE (not fitted)", "rope", "alibi", "chance", "floor (no position)"]
+    none, rope = lines["NoPE (not fitted)"], lines["rope"]
     assert none.get_linestyle() == ":" and none.get_alpha() < 1 and none.get_linewidth() < rope.get_linewidth()
     assert none.get_color() == plots.encoding_style("none")["color"]  # still the encoding's colour
     assert rope.get_linestyle() == plots.encoding_style("rope")["linestyle"] and rope.get_alpha() is None
@@ -111,7 +111,7 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
     assert list(floor.get_xdata()) == list(FLOOR) and list(floor.get_ydata()) == pytest.approx(list(FLOOR.values()))
     assert floor.get_marker() in ("None", None, "") and floor.get_linestyle() != ":"  # not a not-fitted line
     legend = [t.get_text() for t in figure.legends[0].get_texts()]
-    assert "none (not fitted)" in legend and "floor (no position)" in legend
+    assert "NoPE (not fitted)" in legend and "floor (no position)" in legend
     seq = plots.accuracy_vs_length(fit_results(), "length_extrapolation", metric="seq_acc")
     floor = next(line for line in seq.axes[0].get_lines() if line.get_label() == "floor (no position)")
     assert floor.get_ydata()[0] == pytest.approx(0.6 ** 4)
@@ -122,20 +122,52 @@ def test_heatmap_and_order_bars_mark_unfitted_cells():
     heatmap = plots.ood_heatmap(data, "length_extrapolation")
     render(heatmap)
     texts = [t.get_text() for t in heatmap.axes[0].texts]
-    assert [t.endswith("†") for t in texts] == [True, False, False]  # none, rope, alibi
+    assert [t.endswith("†") for t in texts] == [True, False, False]  # NoPE, rope, alibi
     assert [p.get_hatch() for p in heatmap.axes[0].patches] == [plots.NOT_FITTED_HATCH]
     figure = plots.order_sensitivity(data, "order_sensitivity")
     render(figure)
     encoder, decoder = figure.axes[:2]
-    assert [t.get_text() for t in decoder.get_xticklabels()] == ["none", "rope", "alibi"]
-    assert [t.get_text() for t in encoder.get_xticklabels()] == ["none", "rope"]  # each arch its own encodings
+    assert [t.get_text() for t in decoder.get_xticklabels()] == ["NoPE", "rope", "alibi"]
+    assert [t.get_text() for t in encoder.get_xticklabels()] == ["NoPE", "rope"]  # each arch its own encodings
     bars = {ax: next(c for c in ax.containers if isinstance(c, BarContainer)) for ax in (encoder, decoder)}
     hollow = [p.get_facecolor()[3] == 0 and p.get_linestyle() == "--" for p in bars[decoder].patches]
     assert hollow == [True, False, False]
     assert not any(p.get_facecolor()[3] == 0 for p in bars[encoder].patches)
-    assert "no seed fitted (mean over all seeds)" in [t.get_text() for t in encoder.get_legend().get_texts()]
+    assert "no seed fitted (mean over all seeds)" in [t.get_text() for t in figure.legends[0].get_texts()]
     with pytest.raises(ValueError, match="shuffled inputs"):
         plots.order_sensitivity(data, "length_extrapolation")
+
+
+def test_order_figure_legend_sits_below_the_panels_and_every_task_has_its_own_colour():
+    """A battery of a dozen tasks: the legend is under both panels (not over the first one's bars) and no
+    two order-dependent tasks share a colour (the six-colour palette once made two of them grey)."""
+    from matplotlib.colors import to_rgba
+
+    from pebench import tasks
+
+    dependent = [t for t in tasks.names() if tasks.get(t).order_dependent][:9]
+    controls = [t for t in tasks.names() if not tasks.get(t).order_dependent][:4]
+    frames = []
+    for task in dependent + controls:
+        for arch in ("encoder", "decoder"):
+            for encoding in ("none", "rope"):
+                points = [{"eval_len": 8, "condition": c, "token_acc": a}
+                          for c, a in (("original", 0.95), ("shuffled", 0.3 if encoding == "rope" else 0.9))]
+                frames.append(run_frame("order_sensitivity", task, encoding, arch, 0, 8, points))
+    figure = plots.order_sensitivity(pd.concat(frames, ignore_index=True), "order_sensitivity")
+    render(figure)
+    assert all(ax.get_legend() is None for ax in figure.axes) and len(figure.legends) == 1
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)  # the constrained layout, as saved
+    legend_box = figure.legends[0].get_window_extent(renderer)
+    for ax in figure.axes:
+        assert legend_box.y1 <= ax.get_tightbbox(renderer).y0 + 1, "the legend overlaps a panel"
+    colors = [to_rgba(handle.get_facecolor()) for handle in figure.legends[0].legend_handles]
+    assert len(set(colors[:len(dependent)])) == len(dependent)
+    assert len(set(colors[len(dependent):len(dependent) + len(controls)])) == len(controls)
+    assert not set(colors[:len(dependent)]) & set(colors[len(dependent):])
 
 
 def test_order_sensitivity_has_encoder_and_decoder_panels(data):
@@ -161,7 +193,7 @@ def test_perplexity_vs_length_uses_a_log_axis(data):
     figure = plots.perplexity_vs_length(data, "lm_extrapolation")
     render(figure)
     assert figure.axes[0].get_yscale() == "log"
-    assert [line.get_label() for line in figure.axes[0].get_lines()] == ["none", "rope", "alibi"]
+    assert [line.get_label() for line in figure.axes[0].get_lines()] == ["NoPE", "rope", "alibi"]
 
 
 def test_missing_experiment_is_a_clear_error(data):
@@ -182,3 +214,13 @@ def test_encoding_styles_are_distinct_stable_and_never_the_shading_grey():
     assert all(s["color"] != "C7" for s in styles)  # tab10's grey is close to the training-range shading
     assert plots.encoding_style(order[0]) == plots.style(0)
     assert plots.encoding_style("randomized:t5") == plots.encoding_style("randomized:t5")  # hashed, stable
+
+
+def test_length_axes_label_powers_of_two_and_tick_every_length():
+    """Labels 10, 12, 14, ... on a log axis ran into each other: powers of two (and the ends) are labelled,
+    every other evaluated length keeps an unlabelled tick."""
+    standard = [2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32]
+    assert plots.length_ticks(standard) == ([2, 4, 8, 16, 32], [6, 10, 12, 14, 20, 24, 28])
+    assert plots.length_ticks([4, 8, 12, 16, 24, 32]) == ([4, 8, 16, 32], [12, 24])
+    assert plots.length_ticks([3, 5, 7]) == ([3, 5, 7], [])  # the ends only: label every length
+    assert plots.length_ticks([32, 64, 128, 256, 512]) == ([32, 64, 128, 256, 512], [])

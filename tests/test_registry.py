@@ -23,6 +23,7 @@ def test_registry_checks_the_base_class_and_duplicates():
         pass
 
     assert things.get("a") is A and things.meta("a") == {"colour": "red"}
+    assert things.label("a") == "a"  # no label declared: the name
     with pytest.raises(ValueError, match="thing 'a' is registered twice"):
         things.register("a")(A)
     with pytest.raises(ValueError, match="must be a subclass of .*Base"):
@@ -30,6 +31,8 @@ def test_registry_checks_the_base_class_and_duplicates():
     with pytest.raises(ValueError, match="non-empty name"):
         things.register("")(A)
     assert "b" not in things and things.in_order() == ["a"]
+    things.register("c", label="Thing C")(type("C", (Base,), {}))
+    assert things.label("c") == "Thing C"
 
 
 def test_file_plugin_loads_once(tmp_path, monkeypatch):
@@ -42,6 +45,27 @@ def test_file_plugin_loads_once(tmp_path, monkeypatch):
     registry.load_plugin(str(plugin))
     assert counter.read_text() == "1"
     assert registry.loaded_plugins() == [str(plugin.resolve())]
+
+
+def test_plugin_records_hash_the_files_as_loaded(tmp_path, monkeypatch):
+    """A manifest records each plugin with the SHA-256 of the file that was loaded (not of a later edit)."""
+    import hashlib
+
+    plugin, module = tmp_path / "hashed_plugin.py", tmp_path / "hashed_module_plugin.py"
+    plugin.write_text("X = 1\n")
+    module.write_text("Y = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_LOADED", [])
+    monkeypatch.setattr(registry, "_RECORDS", {})
+    registry.load_plugin(str(plugin))
+    registry.load_plugin("hashed_module_plugin")
+    plugin.write_text("X = 'edited after loading'\n")
+    assert registry.plugin_records() == [
+        {"plugin": str(plugin.resolve()), "kind": "file", "path": str(plugin.resolve()),
+         "sha256": hashlib.sha256(b"X = 1\n").hexdigest()},
+        {"plugin": "hashed_module_plugin", "kind": "module", "path": str(module.resolve()),
+         "sha256": hashlib.sha256(b"Y = 2\n").hexdigest()},
+    ]
 
 
 def test_module_plugin_and_errors(tmp_path, monkeypatch):
@@ -73,3 +97,22 @@ def test_entry_point_plugins_are_loaded_and_called(tmp_path, monkeypatch):
     points[:] = [importlib.metadata.EntryPoint("bad", "no_such_module_x:setup", registry.ENTRY_POINT_GROUP)]
     with pytest.raises(PluginError, match="plugin entry point 'bad'"):
         registry.load_entry_point_plugins()
+
+
+def test_the_manifest_records_the_loaded_plugins(tmp_path, monkeypatch):
+    """``write_manifest`` stores :func:`registry.plugin_records` with each invocation."""
+    import hashlib
+    import json
+
+    from pebench.runner import write_manifest
+
+    plugin = tmp_path / "manifest_plugin.py"
+    plugin.write_text("Z = 3\n")
+    monkeypatch.setattr(registry, "_LOADED", [])
+    monkeypatch.setattr(registry, "_RECORDS", {})
+    registry.load_plugin(str(plugin))
+    (tmp_path / "out").mkdir()
+    write_manifest(tmp_path / "out", "smoke", n_runs=1, device="cpu", executor="local", workers=1)
+    latest = json.loads((tmp_path / "out" / "manifest.json").read_text())["latest"]
+    assert [(p["path"], p["sha256"]) for p in latest["plugins"]] == [
+        (str(plugin.resolve()), hashlib.sha256(b"Z = 3\n").hexdigest())]

@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
 
+from pebench import report as report_module
+from pebench import results
 from pebench.cli import main
 from pebench.compare import MARGINS, compare
 from pebench.report import Artifact, Report, latex_escape, tables_for, write_report
@@ -92,6 +94,21 @@ def test_findings_carry_numbers(report):
     assert "RoPE scaling at evaluation (OOD token accuracy, mean over 1 task): trained 0.20, linear 0.30" in text
     assert "least degradation alibi" in text and "most rope" in text
     assert report.findings[-1].startswith("54 runs: 52 ok, 1 diverged") and "1 failed" in report.findings[-1]
+
+
+def test_the_baseline_is_shown_by_its_label_and_stored_by_its_name(report):
+    """NoPE is registered as ``none``: rendered text says NoPE (never a bare "none" that reads as "no encoding"),
+    the CSVs keep the registered name."""
+    table = next(t for t in report.tables if t.name == "length_extrapolation")
+    assert "| NoPE |" in table.paths["md"].read_text() and "NoPE" in table.paths["tex"].read_text()
+    assert "none" in set(pd.read_csv(table.paths["csv"])["encoding"])
+    board = next(t for t in report.tables if t.name == "leaderboard_length_extrapolation")
+    assert "| NoPE |" in board.paths["md"].read_text() and "none" in set(pd.read_csv(board.paths["csv"])["encoding"])
+    text = "\n".join(report.findings)
+    assert not re.search(r"(worse among fitted|worse): none\b|\bnone \d", text)
+    assert results.encoding_labels([]) == "no encoding" and results.encoding_labels(["none", "rope"]) == "NoPE, rope"
+    assert results.encoding_label("randomized:none") == "randomized:NoPE"
+    assert results.encoding_label("not_registered_here") == "not_registered_here"
 
 
 def test_latex_is_booktabs_with_escaped_names(report):
@@ -282,6 +299,49 @@ def test_tables_for_without_writing(synthetic):
     assert [t.name for t in tables] == ["length_extrapolation", "length_extrapolation_decoder_order"]
     assert "Orig. − shuf." in tables[1].headers
     assert "* best mean of its task" in tables[0].to_text()
+
+
+def test_combine_joins_folders_without_writing_over_runs(synthetic, tmp_path, capsys):
+    """docs/extending.md: a user's own runs and the reference are combined into a new folder; a run in both
+    folders is an error unless its rows are identical; the sources are left as they were."""
+    paths = sorted((synthetic / "raw").glob("*.csv"))
+    mine, reference = tmp_path / "mine" / "raw", tmp_path / "reference" / "raw"
+    for folder, part in ((mine, paths[:10]), (reference, paths[5:])):  # 5 runs in both, identical
+        folder.mkdir(parents=True)
+        for path in part:
+            shutil.copy(path, folder)
+    out = tmp_path / "combined"
+    assert main(["combine", str(mine.parent), str(reference.parent), "--out", str(out)]) == 0
+    assert f"{len(paths)} runs (10 from {mine.parent}, {len(paths) - 10} from" in capsys.readouterr().out
+    assert sorted(p.name for p in (out / "raw").glob("*.csv")) == sorted(p.name for p in paths)
+    assert len(list(mine.glob("*.csv"))) == 10 and len(list(reference.glob("*.csv"))) == len(paths) - 5
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["runs"] for s in manifest["combined"]["sources"]] == [10, len(paths) - 10]
+    line = report_module._manifest_line(out)  # the report's provenance names each source and its software
+    assert line.startswith(f"combined from {mine.parent} (10 runs: ") and str(reference.parent) in line
+    assert main(["combine", str(mine.parent), str(reference.parent), "--out", str(out)]) == 2  # never over runs
+    assert "already holds run files" in capsys.readouterr().err
+
+    rerun = pd.read_csv(mine / paths[7].name)  # the same run, rerun elsewhere: one number differs
+    rerun.loc[0, "token_acc"] = 0.5 * rerun.loc[0, "token_acc"]
+    rerun.to_csv(mine / paths[7].name, index=False)
+    assert main(["combine", str(mine.parent), str(reference.parent), "--out", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert "1 run(s) are in more than one folder with different rows" in err and paths[7].name in err
+    assert not (tmp_path / "again" / "raw").exists()  # nothing written
+    assert main(["combine", str(mine.parent), "--out", str(tmp_path / "one")]) == 2
+
+
+def test_show_fits_100_columns_and_keeps_every_column(synthetic, capsys):
+    assert main(["show", str(synthetic)]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 100
+    assert main(["show", str(synthetic), "--width", "0"]) == 0
+    wide = capsys.readouterr().out
+    assert max(map(len, wide.splitlines())) > 100  # the synthetic tables are wider: the default split them
+    for header in ("Chance", "OOD token acc", "Gen. length", "Seeds"):  # every column, in one block or the next
+        assert out.count(header) == wide.count(header) > 0
+    assert main(["show", str(synthetic), "--width", "10"]) == 2
 
 
 def test_numbers_that_round_to_zero_have_no_sign():

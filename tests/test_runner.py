@@ -350,3 +350,25 @@ def test_cli_conventions(capsys):
     assert main(["run", "--suite", "smoke", "--filter", "encoding=ropee", "--dry-run"]) == 2
     assert "Did you mean 'rope'?" in capsys.readouterr().err
     assert main(["show"]) == 2 and "give the results folder" in capsys.readouterr().err
+
+
+def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
+    """A new encoding file the runs import makes the checkout dirty; a results folder does not."""
+    import subprocess
+
+    from pebench.runner import git_state
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "README.md").write_text("x\n")
+    git("add", "README.md")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    assert git_state(tmp_path)["git_dirty"] is False
+    (tmp_path / "results" / "raw").mkdir(parents=True)
+    (tmp_path / "results" / "raw" / "abc.csv").write_text("a\n1\n")
+    assert git_state(tmp_path)["git_dirty"] is False
+    (tmp_path / "my_encoding.py").write_text("pass\n")
+    state = git_state(tmp_path)
+    assert state["git_dirty"] is True and state["git_dirty_files"] == ["my_encoding.py"]

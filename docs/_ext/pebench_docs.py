@@ -283,9 +283,18 @@ def _values(specs, key) -> str:
 
 
 def _steps(specs) -> str:
-    """Optimizer steps per task and architecture, e.g. ``copy (decoder): 2500``."""
-    steps = sorted({(spec.task, spec.arch, spec.train.steps) for spec in specs})
-    return ", ".join(f"{task} ({arch}): {n}" for task, arch, n in steps)
+    """The step cap and the tasks it applies to, per architecture when the architectures differ, e.g.
+    ``2500: copy, reverse; 1000: parity_check``."""
+    caps: dict[int, dict[str, set[str]]] = {}
+    for spec in specs:
+        caps.setdefault(spec.train.steps, {}).setdefault(spec.task, set()).add(spec.arch)
+    archs = {spec.arch for spec in specs}
+
+    def where(task: str, on: set[str]) -> str:
+        return task if on == archs else f"{task} ({', '.join(sorted(on))})"
+
+    return "; ".join(f"{n}: " + ", ".join(where(task, on) for task, on in sorted(caps[n].items()))
+                     for n in sorted(caps, reverse=True))
 
 
 def metrics_table() -> str:
@@ -302,12 +311,13 @@ def metrics_table() -> str:
 
 
 def experiments_tables() -> str:
+    from pebench.cli import describe_seeds
     from pebench.experiment import SCALES, SEEDS, SUITES, load_experiments, suite_runs
 
     scale_keys = sorted({k for scale in SCALES.values() for k in scale})
     out = ["### Scale of each suite", "",
            markdown_table(["suite", "runs", "seeds", *scale_keys],
-                          [[suite, len(suite_runs(suite)), ", ".join(map(str, SEEDS[suite])),
+                          [[suite, len(suite_runs(suite)), describe_seeds(SEEDS[suite]),
                             *(SCALES[suite].get(k, "") for k in scale_keys)] for suite in SUITES])]
     registry = load_experiments()
     for name in registry.names():
@@ -321,7 +331,7 @@ def experiments_tables() -> str:
         rows = [[key, _values(specs, key)] for key in
                 ("task", "encoding", "arch", "train_min_len", "train_max_len", "eval_lengths", "eval_conditions",
                  "eval_variants", "seed")]
-        rows = [row for row in rows if row[1] not in ("", "[]")] + [["steps", _steps(specs)]]
+        rows = [row for row in rows if row[1] not in ("", "[]")] + [["step cap: tasks", _steps(specs)]]
         out += [f"In the standard suite ({len(specs)} runs):", "", markdown_table(["setting", "values"], rows)]
     return "\n".join(out)
 
@@ -345,10 +355,28 @@ def manifest_section(folder: Path) -> str:
     latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
     keys = ("date", "git_sha", "git_dirty", "pebench_version", "torch_version", "python_version", "device",
             "cuda_device", "platform", "processor", "cpu_count", "executor", "workers", "n_runs")
+    if manifest.get("combined") and not latest:  # `pebench combine`: one column per source folder
+        sources = manifest["combined"]["sources"]
+        rows = [["folder", *(f"`{s['folder']}`" for s in sources)], ["runs taken", *(s["runs"] for s in sources)]]
+        rows += [[f"`{k}`", *((s.get("manifest") or {}).get(k, "—") for s in sources)] for k in keys]
+        return ("The folder was combined from these folders by `pebench combine` (a run in two of them had "
+                "identical rows):\n\n" + markdown_table(["field", *(f"source {i + 1}" for i in range(len(sources)))],
+                                                          rows))
     rows = [[f"`{k}`", latest[k]] for k in keys if k in latest and latest[k] is not None]
     n = len(manifest.get("invocations", []))
     note = f"The folder was written by {n} invocation(s) of `pebench run`; the latest:" if n else "Manifest:"
     return f"{note}\n\n" + markdown_table(["field", "value"], rows)
+
+
+#: read once above the tables of a results page (each caption repeats it for a table copied on its own)
+HOW_TO_READ_TABLES = (
+    "How to read the tables: a number is the **mean ± the half-width of its 95% confidence interval** (Student "
+    "t over the seeds of the cell; no interval with one seed). *Seeds* says how many seeds a cell has and how "
+    "many met the fit criterion; extrapolation and order numbers count fitted seeds only, and † marks a cell in "
+    "which no seed fitted (its number describes a model that did not learn the task, never a finding). "
+    "**Bold**: the best mean of its task; *italics*: not significantly worse than the best. *Chance* is the "
+    "accuracy of the best input-independent guess, *Floor* the best accuracy without position information. The "
+    "standard deviation and the best of seeds of every column are in each table's CSV.")
 
 
 def _render_report(report, srcdir: Path) -> list[str]:
@@ -371,7 +399,7 @@ def _render_report(report, srcdir: Path) -> list[str]:
         downloads = [f"{{download}}`{ext.upper()} <{source_path(p, srcdir)}>`" for ext, p in artifact.paths.items()]
         lines += ["Download: " + ", ".join(downloads), ""]
     if report.tables:
-        lines += ["## Tables", ""]
+        lines += ["## Tables", "", HOW_TO_READ_TABLES, ""]
     for artifact in report.tables:
         table = Path(artifact.paths["md"]).read_text().strip() if "md" in artifact.paths else ""
         lines += [f"### {artifact.title}", ""]
@@ -439,6 +467,12 @@ def results_page(folder: Path, out: Path, srcdir: Path = DOCS) -> str:
         lines += ["The analysis module `pebench.report` is not part of this version of pebench, so this page shows "
                   "no figures or tables yet.", ""]
     else:
+        headline = headline_list(report.findings)
+        if headline:  # first, above the provenance: what the results say
+            at = lines.index("## Provenance")
+            lines[at:at] = ["## Headline findings", "", *(f"- {f}" for f in headline), "",
+                            "Every finding, with the figures and tables behind it, is below; the encodings ranked "
+                            "over every task are on the {doc}`/leaderboard`.", ""]
         lines += _render_report(report, srcdir)
     return "\n".join(lines)
 
@@ -472,12 +506,14 @@ def compare_section(local: Path, reference: Path) -> list[str]:
     lines += [f"- note: {note}" for note in result.notes] + ([""] if result.notes else [])
     table = result.table()
     if len(table):
+        table = table.sort_values("reproduces", kind="stable")  # what does not reproduce first
         def number(value: float, signed: bool = False) -> str:
             return "—" if not np.isfinite(value) else f"{value:+.3f}" if signed else f"{value:.3f}"
 
         rows = [[row["cell"], row["metric"], number(row["local_mean"]), number(row["reference_mean"]),
                  number(row["difference"], signed=True),
                  "—" if not np.isfinite(row["worst_seed_difference"]) else
+                 "0 (every seed)" if row["worst_seed_difference"] == 0 else
                  f"{number(row['worst_seed_difference'], signed=True)} (seed {int(row['worst_seed'])})",
                  row["missing_seeds"] or "—", "yes" if row["reproduces"] else "**no**"]
                 for _, row in table.iterrows()]
@@ -495,11 +531,12 @@ def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> 
     lines = ["# Local rerun of the standard suite", "",
              f"`{shown(local)}` ({_count_runs(local)} run files), written by `tox -e bench` on this "
              f"machine, beside the committed reference `{shown(reference)}` "
-             f"({_count_runs(reference)} run files).", "",
-             "## Provenance of the rerun", "", manifest_section(local)]
+             f"({_count_runs(reference)} run files).", ""]
+    if reference.is_dir():  # the verdict first; where each side was made, after it
+        lines += compare_section(local, reference)
+    lines += ["## Provenance of the rerun", "", manifest_section(local)]
     if reference.is_dir():
         lines += ["## Provenance of the reference", "", manifest_section(reference)]
-        lines += compare_section(local, reference)
     local_report = _write_report(local, out / "local")
     reference_report = _write_report(reference, out / "reference") if reference.is_dir() else None
     if local_report is None:
@@ -515,10 +552,13 @@ def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> 
         ref_image = next((ref.paths[e] for e in FIGURE_FORMATS if e in ref.paths), None) if ref else None
         if local_image is None:
             continue
-        lines += [f"### {artifact.title}", "", artifact.caption, "",
-                  ":::{list-table}", ":header-rows: 1", "", "* - reference", "  - local rerun",
-                  f"* - {f'![reference]({source_path(ref_image, srcdir)})' if ref_image else 'not in the reference'}",
-                  f"  - ![local rerun]({source_path(local_image, srcdir)})", ":::", ""]
+        # one above the other at the content width: side by side, each was ~350 px wide and unreadable
+        lines += [f"### {artifact.title}", "", artifact.caption, ""]
+        for who, image in (("Reference", ref_image), ("Local rerun", local_image)):
+            lines += [f"**{who}:**" if image is not None else f"**{who}:** not in the reference.", ""]
+            if image is not None:
+                lines += [f":::{{figure}} {source_path(image, srcdir)}", f":alt: {artifact.title}: {who.lower()}",
+                          ":::", ""]
     for artifact in local_report.tables:
         if "md" in artifact.paths:
             table = Path(artifact.paths["md"]).read_text().strip()
@@ -528,7 +568,8 @@ def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> 
 
 
 def generate_results(results: Path, out: Path, srcdir: Path = DOCS) -> list[str]:
-    """Write one page per suite folder (always one for ``standard``) and the local-rerun page; return names."""
+    """Write one page per suite folder (always one for ``standard``) and the local-rerun page
+    (:data:`LOCAL_PAGE`); return their names."""
     pages = []
     folders = {folder.name: folder for folder in suite_folders(results)}
     for suite in sorted({"standard", *folders}):
@@ -540,9 +581,14 @@ def generate_results(results: Path, out: Path, srcdir: Path = DOCS) -> list[str]
         pages.append(suite)
     local = results / "local" / "standard"
     if local.is_dir() and _count_runs(local):
-        write(out / "local-standard.md", local_page(local, results / "standard", out / "local-standard", srcdir))
-        pages.append("local-standard")
+        write(out / f"{LOCAL_PAGE}.md", local_page(local, results / "standard", out / LOCAL_PAGE, srcdir))
+        pages.append(LOCAL_PAGE)
     return pages
+
+
+#: name of the local-rerun page: the results toctree globs the pages in name order, and this one sorts
+#: after the reference's ("standard"), so the reference is listed first
+LOCAL_PAGE = "standard-local-rerun"
 
 
 # --------------------------------------------------------------------------- protocol numbers from the results
@@ -610,6 +656,8 @@ def fit_table(folder: Path) -> str:
     ``summary/runs.csv`` (and ``stop_reason`` from the raw rows)."""
     import pandas as pd
 
+    from pebench.results import encoding_label
+
     runs, missing = _runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
     if runs is None:
         return missing
@@ -630,7 +678,7 @@ def fit_table(folder: Path) -> str:
                          if stops else [])]
         rows = []
         for encoding in _encodings_in(part):
-            row = [f"`{encoding}`"]
+            row = [encoding_label(encoding)]
             for arch in archs:
                 cell = part[(part["encoding"] == encoding) & (part["arch"] == arch)]
                 if cell.empty:
@@ -723,8 +771,26 @@ def protocol_substitutions() -> dict[str, str]:
         "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
         "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
         "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
+        "standard_batch_size": str(standard["batch_size"]),
+        "t5_shared_buckets": t5_shared_buckets(),
         **experiment_substitutions(),
     }
+
+
+def t5_shared_buckets(longest: int = 24) -> str:
+    """The distances up to ``longest`` that share one bucket of T5's bidirectional (encoder) bucket
+    function, as ``8-11, 12-15, ...`` (from :func:`pebench.encodings.t5.relative_position_bucket`)."""
+    import torch
+
+    from pebench.encodings.t5 import relative_position_bucket
+
+    distances = torch.arange(longest + 1)
+    buckets = relative_position_bucket(distances, causal=False).tolist()
+    groups = {}
+    for distance, bucket in zip(distances.tolist(), buckets, strict=True):
+        groups.setdefault(bucket, []).append(distance)
+    shared = [members for members in groups.values() if len(members) > 1 and members[-1] < longest]
+    return ", ".join(f"{members[0]}-{members[-1]}" for members in shared)
 
 
 def experiment_substitutions(suite: str = REFERENCE_SUITE) -> dict[str, str]:
@@ -833,6 +899,11 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                     f"`{experiment}`). Look at the verdict and the Holm-corrected p: a difference whose interval "
                     "contains 0 is no finding.")
             lines += _table_section(path, f"Declared comparisons: `{experiment}`", lead, out / folder.name, srcdir)
+        for path in _leaderboard_tables(folder, "fit"):
+            experiment = path.stem.removeprefix("fit_")
+            lead = (f"Seeds that fitted each task of `{experiment}` (the per-task view of the summary below). Look "
+                    "for capable encodings with unfitted tasks: those cells are shown but never judged.")
+            lines += _table_section(path, f"Seeds fitted per task: `{experiment}`", lead, out / folder.name, srcdir)
         lines += ["### Fit of the training distribution", "",
                   "The share of seeds that met the fit criterion (see {doc}`protocol`) per encoding and "
                   "architecture, over every task; look for encodings that rank high only because others did "
@@ -847,15 +918,11 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
     return "\n".join(lines)
 
 
-def headline_findings(results: Path) -> str:
-    """The ranking findings of the reference's ``report.json`` (the leaderboard's top encodings and the
-    declared comparisons of every experiment with a primary metric), else its first three findings."""
+def headline_list(findings: list[str]) -> list[str]:
+    """The ranking findings among ``findings`` (the leaderboard's top encodings and the declared comparisons
+    of every experiment with a primary metric), else the first three."""
     from pebench.experiment import load_experiments
 
-    path = results / REFERENCE_SUITE / "report.json"
-    if not path.exists():
-        return not_in_results("Headline findings", f"no `{shown(path)}`")
-    findings = json.loads(path.read_text()).get("findings", [])
     registry = load_experiments()
     headline = []
     for name in registry.names():
@@ -865,11 +932,21 @@ def headline_findings(results: Path) -> str:
         pairs = [f"{a} vs {b}:" for a, b in spec.comparisons]
         headline += [f for f in findings if f.startswith(f"{name} (")
                      and ("mean reciprocal rank" in f or any(pair in f for pair in pairs))]
-    if not headline:
-        headline = findings[:3]
+    return headline or findings[:3]
+
+
+def headline_findings(results: Path) -> str:
+    """The ranking findings of the reference's ``report.json`` (the leaderboard's top encodings and the
+    declared comparisons of every experiment with a primary metric), else its first three findings."""
+    path = results / REFERENCE_SUITE / "report.json"
+    if not path.exists():
+        return not_in_results("Headline findings", f"no `{shown(path)}`")
+    headline = headline_list(json.loads(path.read_text()).get("findings", []))
     if not headline:
         return not_in_results("Headline findings", f"`{shown(path)}` has no findings")
-    return "\n".join(f"- {f}" for f in headline) + (
+    status = completeness(results / REFERENCE_SUITE)
+    caveat = f"{status}\n\n" if "Incomplete" in status else ""
+    return caveat + "\n".join(f"- {f}" for f in headline) + (
         f"\n\nFrom `{shown(path)}`, written by `pebench report`; every finding with its tables and figures is on "
         f"{{doc}}`the {REFERENCE_SUITE} results page </_generated/results/{REFERENCE_SUITE}>`.\n")
 
@@ -1141,7 +1218,26 @@ def _on_source_read(app, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace("PERFORMANCE_PAGE", "\n".join(performance_docs(Path(app.srcdir))))
 
 
+#: a table cell that is a number, a mean ± CI, an interval, a fraction or a count ("3 (2 fitted)")
+NUMBER_CELL = re.compile(r"[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*\d[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*")
+
+
+def is_number_cell(text: str) -> bool:
+    """Whether a table cell holds a number that must not wrap (``0.93 ± 0.02 †``, ``0.37 [0.29, 0.43]``)."""
+    return bool(NUMBER_CELL.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|of)\b", "", text.strip())))
+
+
+def _mark_number_cells(app, doctree) -> None:
+    # class "pebench-number" keeps a cell on one line (docs/_static/pebench.css)
+    from docutils import nodes
+
+    for entry in doctree.findall(nodes.entry):
+        if is_number_cell(entry.astext()):
+            entry["classes"].append("pebench-number")
+
+
 def setup(app) -> dict[str, Any]:
     app.connect("builder-inited", _on_builder_inited, priority=400)  # before MyST reads its configuration
     app.connect("source-read", _on_source_read)
+    app.connect("doctree-read", _mark_number_cells)
     return {"version": pebench.__version__, "parallel_read_safe": True}

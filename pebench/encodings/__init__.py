@@ -34,6 +34,7 @@ def register(
     summary: str = "",
     baseline: bool = False,
     cites: tuple[str, ...] = (),
+    label: str = "",
 ):
     """Class decorator registering a :class:`PositionalEncoding` under ``name``.
 
@@ -49,6 +50,7 @@ def register(
         baseline: the position-free baseline the analysis compares against (NoPE); at most one
             encoding is the baseline.
         cites: BibTeX keys of further papers its docs page cites (e.g. the RoPE scalings).
+        label: display name in tables, findings and figures (default: ``name``); files keep ``name``.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -65,6 +67,7 @@ def register(
             summary=summary or (inspect.getdoc(cls) or "").split("\n")[0],
             baseline=baseline,
             cites=tuple(cites),
+            label=label or name,
         )(cls)
         cls.name = name
         return cls

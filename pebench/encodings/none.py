@@ -7,7 +7,7 @@ from pebench.encodings.base import PositionalEncoding
 
 
 @register("none", kind="none", paper="haviv2022nope", has_parameters=False, baseline=True,
-          cites=("kazemnejad2023nope",),
+          cites=("kazemnejad2023nope",), label="NoPE",
           summary="No positional information (NoPE); a decoder can still infer order from its causal mask.")
 class NoPE(PositionalEncoding):
     """No positional encoding: all three hooks are the identity.

@@ -1,0 +1,153 @@
+"""Combine the runs of several results folders into a new folder, never copying files over each other.
+
+A user who ran only their own encoding's runs (``pebench run --filter encoding=mine --out
+results/local/mine``) reports them beside every baseline by combining that folder with the reference::
+
+    pebench combine results/local/mine results/standard --out results/local/mine_with_reference
+    pebench --plugin mine.py report results/local/mine_with_reference
+
+Each source folder is left as it is. Every run file is verified on its own
+(:func:`pebench.results.read_run_file`); the runs must form one suite and protocol
+(:func:`pebench.results.mixed_configurations`). A run id present in two folders is the same configuration
+run twice (e.g. a rerun and the reference): that is an error unless their rows are identical, because
+keeping either silently would credit one machine's numbers to the other. The new folder's
+``manifest.json`` names every source with its own manifest, so the report says where each part came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from pebench import results
+from pebench.results import ResultsError
+
+
+@dataclass
+class CombineSummary:
+    """What :func:`combine` wrote: runs per source folder (those not already taken from an earlier one) and
+    the run ids found with identical rows in more than one folder."""
+
+    out: Path
+    runs: dict[str, int] = field(default_factory=dict)
+    shared: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """Runs in the combined folder."""
+        return sum(self.runs.values())
+
+
+def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether two run files hold the same rows (the same columns, in any order, and equal values)."""
+    if set(a.columns) != set(b.columns):
+        return False
+    columns = sorted(a.columns)
+    return a[columns].reset_index(drop=True).equals(b[columns].reset_index(drop=True))
+
+
+def _manifest(folder: Path) -> dict | None:
+    path = folder / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text()) if path.exists() else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ResultsError(f"{path} is not valid JSON; move it away to continue") from None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
+    """Copy the run files of ``sources`` into the new folder ``out/raw/`` and write ``out/manifest.json``.
+
+    Args:
+        sources: two or more results folders (each containing ``raw/``, or a folder of run CSVs).
+        out: a folder that holds no run files yet (created); not one of the sources.
+
+    Returns:
+        How many runs came from each source and which run ids were shared with identical rows.
+
+    Raises:
+        ResultsError: fewer than two sources, ``out`` is a source or already holds runs, a file is not a
+            complete run file, a run id is in two folders with different rows (each named, with what to do),
+            or the runs do not form one suite and protocol. Nothing is written then.
+    """
+    folders, out = [Path(s) for s in sources], Path(out)
+    if len(folders) < 2:
+        raise ResultsError("combine needs at least two results folders, e.g. yours and results/standard")
+    for folder in folders:
+        if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
+            raise ResultsError(f"--out {out} is (inside) the source folder {folder}; give a new folder")
+    if (out / "raw").is_dir() and any((out / "raw").glob("*.csv")):
+        raise ResultsError(f"{out / 'raw'} already holds run files; give a new folder (combine never writes over "
+                           "runs)")
+    summary = CombineSummary(out)
+    taken: dict[str, tuple[Path, pd.DataFrame]] = {}
+    bad, conflicts = [], []
+    for folder in folders:
+        summary.runs[str(folder)] = 0
+        for path in results.run_files(folder):
+            try:
+                frame = results.read_run_file(path)
+            except ResultsError as exc:
+                bad.append(str(exc).splitlines()[0])
+                continue
+            run_id = str(frame["run_id"].iloc[0])
+            if run_id in taken:
+                first, rows = taken[run_id]
+                if first.parent == path.parent:
+                    bad.append(f"{path}: run {run_id} again (also in {first.name})")
+                elif same_rows(rows, frame):
+                    summary.shared.append(run_id)
+                else:
+                    conflicts.append(f"{run_id} ({first} and {path})")
+                continue
+            taken[run_id] = (path, frame)
+            summary.runs[str(folder)] += 1
+    if bad:
+        raise ResultsError(f"{len(bad)} bad result file(s): {results.named(bad)}")
+    if conflicts:
+        raise ResultsError(
+            f"{len(conflicts)} run(s) are in more than one folder with different rows: {results.named(conflicts)}. "
+            "These are the same configuration run twice (e.g. your rerun and the reference); keep the one you "
+            "mean (move the other file out of its folder) or check them with `pebench compare`")
+    data = pd.concat([frame for _, frame in taken.values()], ignore_index=True, sort=False)
+    mixed = results.mixed_configurations(data)
+    if mixed:
+        raise ResultsError(f"these folders do not hold one suite and protocol ({results.named(mixed)}); "
+                           "combine folders of the same suite")
+    _write(out, folders, taken, summary)
+    return summary
+
+
+def _write(out: Path, folders: list[Path], taken: dict[str, tuple[Path, pd.DataFrame]],
+           summary: CombineSummary) -> None:
+    """Copy the run files into a staging folder beside ``out/raw`` and move it into place, then the manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".combine-", dir=out))
+    try:
+        for run_id, (path, _frame) in taken.items():
+            shutil.copy2(path, staging / f"{run_id}.csv")
+        (out / "raw").mkdir(exist_ok=True)
+        for path in sorted(staging.iterdir()):
+            os.replace(path, out / "raw" / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    suites = sorted({str(frame["suite"].iloc[0]) for _, frame in taken.values()})
+    manifest = {
+        "suite": suites[0] if len(suites) == 1 else "/".join(suites),
+        "invocations": [],
+        "combined": {
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "sources": [{"folder": str(folder), "runs": summary.runs[str(folder)],
+                         "manifest": (_manifest(folder) or {}).get("latest")} for folder in folders],
+            "shared_identical_runs": len(summary.shared),
+        },
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -1,0 +1,35 @@
+"""``pebench list``: plain words, aligned columns, descriptions wrapped at word boundaries, never cut."""
+
+from __future__ import annotations
+
+import pytest
+
+from pebench import encodings, tasks
+from pebench.cli import columns, describe_seeds, main, plain
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_list_prints_every_word_of_every_description_within_the_width(width, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", str(width))
+    for what, described in (("tasks", {n: tasks.get(n).describe() for n in tasks.names()}),
+                            ("encodings", {n: encodings.meta(n)["summary"] for n in encodings.names()})):
+        assert main(["list", what]) == 0
+        out = capsys.readouterr().out
+        assert "``" not in out and ":class:" not in out and "**" not in out
+        assert all(len(line) <= width for line in out.splitlines()), max(out.splitlines(), key=len)
+        flat = " ".join(out.split())
+        for name, text in described.items():
+            assert plain(text) in flat, f"{what}: the description of {name} is cut or mangled"
+
+
+def test_columns_align_and_wrap_at_word_boundaries():
+    text = columns(["name", "description"], [["a", "one two three four five six"], ["longer", "x"]], width=60)
+    assert text.splitlines() == ["name    description", "a       one two three four five six", "longer  x"]
+    narrow = columns(["name", "kind", "description"], [["a", "b", "alpha beta gamma delta epsilon"]], width=20)
+    assert narrow.splitlines()[2:] == ["a     b", "    alpha beta gamma", "    delta epsilon"]
+
+
+def test_seed_counts_are_not_read_as_zero_seeds():
+    """``pebench list suites`` and the protocol page's suite table say "1 (seed 0)", not "0"."""
+    assert describe_seeds([0]) == "1 (seed 0)"
+    assert describe_seeds([2, 0, 1]) == "3 (seeds 0-2)" and describe_seeds([0, 5]) == "2 (seeds 0, 5)"
