@@ -348,8 +348,9 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     data = pd.concat(frames, ignore_index=True, sort=False)
     mixed = mixed_configurations(data)
     if mixed:
-        raise ResultsError(f"{folder}: runs of one cell differ in more than the seed ({named(mixed)}); a results "
-                           "folder holds one suite and protocol: move one configuration's runs to another folder")
+        raise ResultsError(f"{paths[0].parent}: runs of one cell differ in more than the seed ({named(mixed)}); a "
+                           "results folder holds one suite and protocol: move one configuration's runs to another "
+                           "folder")
     if not include_failed:
         data = data[data["status"] != "failed"].reset_index(drop=True)
     return data
