@@ -114,7 +114,7 @@ def fake_results(root: Path, *, protocol_columns: bool = True, tables: bool = Tr
     (folder / "report.json").write_text(json.dumps({"findings": [
         "copy (decoder): best OOD token accuracy rope 0.9.",
         "length_extrapolation (decoder): by OOD token accuracy, rope has the highest mean reciprocal rank, 1.00.",
-        "length_extrapolation (decoder): none vs sinusoidal: no significant difference (Holm p = 1)."]}))
+        "length_extrapolation (decoder): NoPE vs sinusoidal: no significant difference (Holm p = 1)."]}))
     return folder
 
 
@@ -154,7 +154,7 @@ def test_headline_findings_are_the_ranking_findings(gen, tmp_path):
     fake_results(tmp_path / "results")
     text = gen.headline_findings(tmp_path / "results")
     assert "- length_extrapolation (decoder): by OOD token accuracy, rope has the highest" in text
-    assert "none vs sinusoidal" in text and "copy (decoder)" not in text
+    assert "NoPE vs sinusoidal" in text and "copy (decoder)" not in text
 
 
 def test_protocol_numbers_come_from_the_code(gen):

@@ -922,6 +922,7 @@ def headline_list(findings: list[str]) -> list[str]:
     """The ranking findings among ``findings`` (the leaderboard's top encodings and the declared comparisons
     of every experiment with a primary metric), else the first three."""
     from pebench.experiment import load_experiments
+    from pebench.results import encoding_label
 
     registry = load_experiments()
     headline = []
@@ -929,7 +930,7 @@ def headline_list(findings: list[str]) -> list[str]:
         spec = registry.get(name).report
         if not spec.primary_metric:
             continue
-        pairs = [f"{a} vs {b}:" for a, b in spec.comparisons]
+        pairs = [f"{encoding_label(a)} vs {encoding_label(b)}:" for a, b in spec.comparisons]  # as findings name them
         headline += [f for f in findings if f.startswith(f"{name} (")
                      and ("mean reciprocal rank" in f or any(pair in f for pair in pairs))]
     return headline or findings[:3]
