@@ -54,6 +54,12 @@ EVAL_LENGTHS = [5, 10, 15, 20, 22, 25, 28, 31, 34, 37, 40]
 #: step caps (the same for every encoding of a task)
 MULTI_TOKEN_STEPS = 5000
 ONE_TOKEN_STEPS = 2500
+#: per-task tables on the Replications page (statistics over seeds)
+TASK_TABLES = ("mean",)
+#: why no per-task agreement is scored (the Replications page)
+PER_TASK_NOTE = ("No per-task Kendall tau is scored: the paper shows its per-task results as plots only "
+                 "(Figure 3, Figures F.4-F.6), and pebench records published values, not values read off plots "
+                 "(pebench/data/published/README.md); the aggregate ranking above is the score.")
 #: the pairwise orders of the paper's Figure 1 MRR, better first: scored for sign agreement
 CLAIMS = tuple((a, b) for i, a in enumerate(PAPER_ENCODINGS) for b in PAPER_ENCODINGS[i + 1:])
 #: the paper's setup as it states it (Section 3, Appendix D and Table 2; pebench/data/published/README.md),

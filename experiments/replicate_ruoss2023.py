@@ -34,6 +34,8 @@ from pebench.experiment import SCALES, Experiment, ReportSpec, register_experime
 SUITE = "replication"
 NAME = "ruoss2023"
 METRIC = "ood_token_acc"
+#: per-task tables on the Replications page: the mean over seeds, and the maximum (the paper's statistic)
+TASK_TABLES = ("mean", "max")
 #: the paper's 15 tasks (Deletang et al. 2023), in pebench's names
 TASKS = [
     "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation",  # regular

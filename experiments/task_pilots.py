@@ -70,7 +70,8 @@ def main(argv=None) -> None:
     for suite in args.suites:
         done = {spec.task for spec in specs}
         specs += [spec for spec in suite_runs(suite, ["length_extrapolation"])
-                  if spec.task in args.tasks and spec.task not in done and spec.encoding in ENCODINGS and spec.seed == 0]
+                  if spec.task in args.tasks and spec.task not in done and spec.encoding in ENCODINGS
+                  and spec.seed == 0]
     missing = set(args.tasks) - {spec.task for spec in specs}
     if missing:
         raise SystemExit(f"not in the length experiment of {', '.join(args.suites)}: {', '.join(sorted(missing))}")

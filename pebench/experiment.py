@@ -450,8 +450,8 @@ TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
 #: 1000 steps) are set by the suite's budget on 2 CPU cores, not by the slowest learner. A patience of 400
 #: steps was tried first and dropped after the first 19 runs of the suite, before any comparison was made:
 #: it stopped learned and sinusoidal decoders on copy at 0.90-0.96 after 800-1100 steps, while the
-#: learning rate was still high (a noisy held-out peak then sets a best error the next 400 steps miss). Pilot runs behind
-#: them (not part of the committed results): with batches of 32 and T5's bias table in logit units,
+#: learning rate was still high (a noisy held-out peak then sets a best error the next 400 steps miss).
+#: Pilot runs behind them (not part of the committed results): with batches of 32 and T5's bias table in logit units,
 #: T5 fitted decoder reverse only under an 8000-step schedule (after 4700 steps) and stalled at 0.97-0.98
 #: on copy and duplicate; with its table scaled by sqrt(Dh) (pebench.encodings.t5) and batches of 64 it
 #: fitted decoder copy after 1200-1600 steps and reverse after 1700-2100 (one seed at 0.976 after 2500),

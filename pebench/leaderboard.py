@@ -65,7 +65,7 @@ def run_scores(runs: pd.DataFrame, metric: str) -> pd.Series:
     runs whose metric is undefined) score NaN and are left out of the means.
     """
     values = runs[metric].astype(float)
-    fitted = _fitted(runs)
+    fitted = fitted_runs(runs)
     worst = 0.0 if higher_is_better(metric) else np.inf
     scores = values.where(fitted | values.isna(), worst)
     if "status" in runs:
@@ -73,7 +73,7 @@ def run_scores(runs: pd.DataFrame, metric: str) -> pd.Series:
     return scores.rename("score")
 
 
-def _fitted(runs: pd.DataFrame) -> pd.Series:
+def fitted_runs(runs: pd.DataFrame) -> pd.Series:
     """The ``fitted`` column as booleans; absent or NaN (a run without a fit criterion) counts as fitted."""
     if "fitted" not in runs:
         return pd.Series(True, index=runs.index)
@@ -89,7 +89,7 @@ def _scored(runs: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
     """Scored base-variant runs (``score``, ``fitted``) of tasks with >= 2 encodings, and the task columns."""
     runs = _trained(runs)
     task = [c for c in GROUP_COLUMNS if c in runs]
-    frame = runs.assign(score=run_scores(runs, metric), fitted=_fitted(runs))
+    frame = runs.assign(score=run_scores(runs, metric), fitted=fitted_runs(runs))
     frame = frame[frame["score"].notna()]
     n_encodings = frame.groupby(task, sort=False, dropna=False)["encoding"].transform("nunique")
     frame = frame[n_encodings >= 2]
@@ -337,7 +337,7 @@ def fit_fractions(runs: pd.DataFrame) -> pd.DataFrame:
     if "fitted" not in runs:
         return pd.DataFrame(columns=["arch", "encoding", "task", "fitted", "seeds", "fraction"])
     runs = _trained(runs)
-    runs = runs[runs["fitted"].notna()].assign(fit=_fitted)
+    runs = runs[runs["fitted"].notna()].assign(fit=fitted_runs)
     table = (runs.groupby(["arch", "encoding", "task"], sort=False)["fit"].agg(fitted="sum", seeds="size")
              .reset_index())
     table["fitted"] = table["fitted"].astype(int)

@@ -156,7 +156,8 @@ _ID, _OOD = "lengths <= train_max_len", "lengths > train_max_len (unweighted mea
 register_metric("id_token_acc", label="ID token acc", axis_label="ID token accuracy", higher_is_better=True,
                 reference="id_chance_token_acc", description=f"Token accuracy, mean over {_ID}.")(None)
 register_metric("ood_token_acc", label="OOD token acc", axis_label="OOD token accuracy", higher_is_better=True,
-                reference="ood_chance_token_acc", description=f"Token accuracy, mean over {_OOD}.", needs_fit=True)(None)
+                reference="ood_chance_token_acc", description=f"Token accuracy, mean over {_OOD}.",
+                needs_fit=True)(None)
 register_metric("id_seq_acc", label="ID seq acc", axis_label="ID sequence accuracy", higher_is_better=True,
                 description=f"Exact-match accuracy of whole outputs, mean over {_ID}.")(None)
 register_metric("ood_seq_acc", label="OOD seq acc", axis_label="OOD sequence accuracy", higher_is_better=True,
@@ -176,14 +177,18 @@ def extrapolation_ratio(runs: pd.DataFrame) -> pd.Series:
 
 register_metric("generalization_length", label="Gen. length", axis_label="generalization length",
                 higher_is_better=True, format="length",
-                description="Largest evaluated length up to which sequence accuracy stays >= 0.9 x its ID value.", needs_fit=True)(None)
+                description="Largest evaluated length up to which sequence accuracy stays >= 0.9 x its ID value.",
+                needs_fit=True)(None)
 register_metric("shuffled_token_acc", label="Shuffled", axis_label="token accuracy on shuffled inputs",
                 higher_is_better=None, reference="id_chance_token_acc",
-                description="ID token accuracy on shuffled inputs scored against the original targets.", needs_fit=True)(None)
+                description="ID token accuracy on shuffled inputs scored against the original targets.",
+                needs_fit=True)(None)
 register_metric("order_reliance", label="Order reliance", higher_is_better=True, applies_to="sequence",
-                description="Original minus shuffled ID token accuracy, on order-dependent tasks.", needs_fit=True)(None)
+                description="Original minus shuffled ID token accuracy, on order-dependent tasks.",
+                needs_fit=True)(None)
 register_metric("invariance_gap", label="Invariance gap", higher_is_better=None, applies_to="sequence",
-                description="Original minus shuffled ID token accuracy, on order-invariant tasks (should be ~0).", needs_fit=True)(None)
+                description="Original minus shuffled ID token accuracy, on order-invariant tasks (should be ~0).",
+                needs_fit=True)(None)
 register_metric("equivariance_gap_init", label="Equiv. gap (init)", higher_is_better=None, format="gap",
                 description="||f(Px) - P f(x)|| / ||f(x)|| of the final hidden states at initialisation.")(None)
 register_metric("equivariance_gap_trained", label="Equiv. gap (trained)", higher_is_better=None, format="gap",

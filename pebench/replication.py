@@ -13,8 +13,8 @@ Two scores, both computed from run-level results (one row per run, as :mod:`pebe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -181,6 +181,20 @@ def mean_gain(runs: pd.DataFrame, pairs: Sequence[tuple[str, str]], metric: str,
         return float("nan"), float("nan"), float("nan"), 0
     boot = d[np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))].mean(1)
     return float(d.mean()), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5)), len(d)
+
+
+def task_table(runs: pd.DataFrame, metric: str, statistic: str = "mean") -> pd.DataFrame:
+    """Per encoding (rows, in order of first appearance) and task (columns, likewise): ``statistic``
+    (``"mean"`` or ``"max"``) over seeds of the leaderboard's score of ``metric`` (an unfitted run scores
+    the worst, :func:`pebench.leaderboard.run_scores`), and a column ``fitted`` with the seeds fitted over
+    the seeds run, summed over tasks (``"k/n"``)."""
+    if statistic not in ("mean", "max"):
+        raise ValueError(f"statistic must be 'mean' or 'max', not {statistic!r}")
+    scored = runs.assign(score=leaderboard.run_scores(runs, metric), fitted_=leaderboard.fitted_runs(runs))
+    table = scored.pivot_table(index="encoding", columns="task", values="score", aggfunc=statistic, sort=False)
+    fitted = scored.groupby("encoding", sort=False)["fitted_"].agg(["sum", "size"])
+    table["fitted"] = [f"{int(k)}/{n}" for k, n in zip(fitted["sum"], fitted["size"], strict=True)]
+    return table
 
 
 def experiment_runs(folder: Path, experiment: str) -> pd.DataFrame | None:

@@ -278,7 +278,8 @@ def fit_batch(task: Task, config: TrainConfig) -> tuple[Tensor, Tensor]:
     return batch.inputs, batch.targets
 
 
-def teacher_forced(model: torch.nn.Module, task: Task, batch: Batch, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+def teacher_forced(model: torch.nn.Module, task: Task, batch: Batch,
+                   device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
     """One teacher-forced forward pass over ``batch`` rendered for ``model``'s architecture.
 
     Returns ``(tokens, logits, labels)``: the rendered tokens (N, T) on ``device``, and the logits

@@ -517,3 +517,6 @@ def test_replications_page_shows_the_setups_and_scores_only_committed_results(ge
     assert "## Replication: Ruoss et al. 2023" in text and "| randomized vs base | 12.00 |" in text
     assert "holds no run of `press2022`" in text
     assert "| NoPE | 1.00 | 0.69 |" in text
+    # pebench's per-task table beside the aggregate, and why no per-task tau is scored
+    assert "the mean over seeds of `ood_seq_acc`" in text and "| encoding | t0 | t1 | t2 | t3 | t4 | t5 | fitted |" in text
+    assert "| NoPE | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 18/18 |" in text and "No per-task Kendall tau" in text

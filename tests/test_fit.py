@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_results import run_frame
 
 from pebench import metrics, report, results, tasks
 from pebench.model import ModelConfig, build_model
 from pebench.train import FitTracker, TrainConfig, train
-from test_results import run_frame
 
 
 def tiny_model(task: str = "majority", encoding: str = "rope", arch: str = "decoder", dropout: float = 0.0):

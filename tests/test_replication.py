@@ -140,3 +140,17 @@ def test_the_ruoss_replication_compares_every_base_with_and_without_randomized_p
     names = {s.encoding for s in specs}
     assert all(base in names and f"randomized:{base}" in names for base in ruoss.BASES)
     assert ruoss.published_aggregate().iloc[0] == pytest.approx(12.0)
+
+
+def test_the_task_table_gives_the_mean_or_max_over_seeds_with_unfitted_runs_at_zero():
+    runs = make_runs({"rope": 0.3, "alibi": 0.5}, n_tasks=2, seeds=3)
+    runs[METRIC] += 0.1 * runs["seed"]  # seeds 0, 1, 2: rope 0.3, 0.4, 0.5
+    runs.loc[(runs["encoding"] == "alibi") & (runs["task"] == "task0") & (runs["seed"] == 2), "fitted"] = False
+    mean = replication.task_table(runs, METRIC)
+    assert list(mean.index) == ["rope", "alibi"] and list(mean.columns) == ["task0", "task1", "fitted"]
+    assert mean.loc["rope", "task0"] == pytest.approx(0.4) and mean.loc["alibi", "task0"] == pytest.approx(1.1 / 3)
+    assert mean.loc["alibi", "fitted"] == "5/6" and mean.loc["rope", "fitted"] == "6/6"
+    top = replication.task_table(runs, METRIC, "max")
+    assert top.loc["rope", "task1"] == pytest.approx(0.5) and top.loc["alibi", "task0"] == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="'mean' or 'max'"):
+        replication.task_table(runs, METRIC, "median")

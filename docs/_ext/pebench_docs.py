@@ -1324,7 +1324,8 @@ def replication_section(name: str, results: Path) -> list[str]:
     specs = suite_runs(REPLICATION_SUITE, [name])
     report = experiment.report
     commit = _first_commit(Path(experiment.script))
-    lines = [f"## {report.title}", "", f"{experiment.description} Declared in `experiments/{Path(experiment.script).name}`"
+    declared = f"Declared in `experiments/{Path(experiment.script).name}`"
+    lines = [f"## {report.title}", "", f"{experiment.description} {declared}"
              + (f" (commit `{commit}`)" if commit else "") + ", before any of its runs was made.", "",
              "### Setup: the paper's and pebench's", ""]
     ours = _our_setup(specs, report.primary_metric)
@@ -1371,6 +1372,17 @@ def replication_section(name: str, results: Path) -> list[str]:
               markdown_table(["paper: better", "than", "pebench: mean difference", "Holm p", "pebench"],
                              [[encoding_label(r.a), encoding_label(r.b), f"{r.mean_diff:+.3f}", f"{r.p_holm:.3g}",
                                r.reading] for r in claims.itertuples()]), ""]
+    runs = replication.experiment_runs(results / REPLICATION_SUITE, name)
+    for statistic in getattr(module, "TASK_TABLES", ()):
+        table = replication.task_table(runs, report.primary_metric, statistic)
+        tasks_run = [c for c in table.columns if c != "fitted"]
+        lines += [f"pebench per task: the {statistic} over seeds of `{report.primary_metric}` (an unfitted run "
+                  "scores 0; *fitted*: seeds fitted over seeds run, all tasks).", "",
+                  markdown_table(["encoding", *tasks_run, "fitted"],
+                                 [[encoding_label(e), *(f"{v:.2f}" if v == v else "—" for v in row[tasks_run]),
+                                   row["fitted"]] for e, row in table.iterrows()]), ""]
+    if getattr(module, "PER_TASK_NOTE", ""):
+        lines += [module.PER_TASK_NOTE, ""]
     return lines
 
 
