@@ -518,5 +518,34 @@ def test_replications_page_shows_the_setups_and_scores_only_committed_results(ge
     assert "holds no run of `press2022`" in text
     assert "| NoPE | 1.00 | 0.69 |" in text
     # pebench's per-task table beside the aggregate, and why no per-task tau is scored
-    assert "the mean over seeds of `ood_seq_acc`" in text and "| encoding | t0 | t1 | t2 | t3 | t4 | t5 | fitted |" in text
+    assert "the mean over seeds of `ood_seq_acc`" in text
+    assert "| encoding | t0 | t1 | t2 | t3 | t4 | t5 | fitted |" in text
     assert "| NoPE | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 18/18 |" in text and "No per-task Kendall tau" in text
+
+
+def test_the_kazemnejad_scale_check_is_shown_in_its_replications_section(gen, tmp_path):
+    import itertools
+
+    import pandas as pd
+
+    results = tmp_path / "results"
+    text = gen.replications_include(results)
+    assert "## Replication: Kazemnejad" in text and "d128_l2" not in text.split("### Scale check")[0]
+    assert "### Scale check: copy at 6 model sizes" in text and "--experiment kazemnejad2023_d256_l4" in text
+    # NoPE fails copy at the standard size and fits it at d128: the order reverses towards the paper's
+    paper = ["none", "t5", "alibi", "rope", "sinusoidal"]
+    rows = []
+    for experiment, order in (("kazemnejad2023", paper[1:] + paper[:1]), ("kazemnejad2023_d128_l2", paper)):
+        for (rank, encoding), seed in itertools.product(enumerate(order), range(3)):
+            rows.append(dict(experiment=experiment, arch="decoder", task="copy", encoding=encoding, seed=seed,
+                             variant="trained", status="ok", fitted=not (encoding == "none" and rank == 4),
+                             id_seq_acc=0.9, ood_seq_acc=0.5 - 0.1 * rank + 0.01 * seed))
+    summary = results / "replication" / "summary"
+    summary.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
+    text = gen.replications_include(results)
+    check = text[text.index("### Scale check"):]
+    assert "| d64, 2 layers | NoPE | 0/3 | 0.90 | 0.00 |" in check
+    assert "| d128, 2 layers | NoPE | 3/3 | 0.90 | 0.51 |" in check
+    assert "d64, 2 layers **0.20**" in check and "d128, 2 layers **1.00** [1.00, 1.00]" in check
+    assert "Not run yet: `kazemnejad2023_d64_l4`" in check

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -154,3 +155,18 @@ def test_the_task_table_gives_the_mean_or_max_over_seeds_with_unfitted_runs_at_z
     assert top.loc["rope", "task1"] == pytest.approx(0.5) and top.loc["alibi", "task0"] == pytest.approx(0.6)
     with pytest.raises(ValueError, match="'mean' or 'max'"):
         replication.task_table(runs, METRIC, "median")
+
+
+def test_the_kazemnejad_scale_check_varies_only_the_models_size_on_copy():
+    load_experiments()
+    check = sys.modules["pebench_experiments.replicate_kazemnejad2023_scale"]
+    main = {(s.encoding, s.seed): s for s in suite_runs("replication", ["kazemnejad2023"]) if s.task == "copy"}
+    for d_model, n_layers in check.SIZES[1:]:
+        specs = suite_runs("replication", [check.experiment_name(d_model, n_layers)])
+        assert len(specs) == 15 and {s.encoding for s in specs} == set(check._replication().PAPER_ENCODINGS)
+        for spec in specs:
+            same = main[(spec.encoding, spec.seed)]
+            assert (spec.d_model, spec.n_layers) == (d_model, n_layers)
+            assert spec.eval == same.eval and spec.train == same.train and spec.n_heads == same.n_heads
+            assert replace(spec, experiment=same.experiment, d_model=64, n_layers=2) == same
+    assert check.experiment_name(*check.SIZES[0]) == "kazemnejad2023"  # the standard size is the replication's

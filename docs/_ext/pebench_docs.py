@@ -1345,6 +1345,8 @@ def replication_section(name: str, results: Path) -> list[str]:
                   "", "```bash",
                   f"pebench run --suite {REPLICATION_SUITE} --experiment {name} --out results/{REPLICATION_SUITE} "
                   "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
+        for check in _checks_of(name):
+            lines += scale_check_section(check, results)
         return lines
     agreement, claims, sentence = scored
     counts = claims["reading"].value_counts()
@@ -1383,6 +1385,55 @@ def replication_section(name: str, results: Path) -> list[str]:
                                    row["fitted"]] for e, row in table.iterrows()]), ""]
     if getattr(module, "PER_TASK_NOTE", ""):
         lines += [module.PER_TASK_NOTE, ""]
+    for check in _checks_of(name):
+        lines += scale_check_section(check, results)
+    return lines
+
+
+def _experiment_module(name: str):
+    """The module of the experiment script that registered ``name``."""
+    import sys
+
+    from pebench.experiment import load_experiments
+
+    return sys.modules[f"pebench_experiments.{Path(load_experiments().get(name).script).stem}"]
+
+
+def _checks_of(name: str) -> list:
+    """The modules of the checks declared for replication ``name`` (their ``REPLICATES`` is ``name``), once each."""
+    from pebench.experiment import load_experiments
+
+    registry = load_experiments()
+    modules = [_experiment_module(n) for n in registry.names() if REPLICATION_SUITE in registry.get(n).configs]
+    return list({id(m): m for m in modules if getattr(m, "REPLICATES", None) == name}.values())
+
+
+def scale_check_section(check, results: Path) -> list[str]:
+    """A replication's scale check (``experiments/replicate_*_scale.py``): per size, each encoding's fitted
+    seeds and exact match, and the tau of its order against the paper's; or how to run it."""
+    from pebench.results import encoding_label
+
+    script = Path(check.__file__).name
+    lines = [f"### Scale check: {check.TASK} at {len(check.SIZES)} model sizes", "",
+             " ".join(check.__doc__.split("\n\n")[1].split()), f"Declared in `experiments/{script}`"
+             + (f" (commit `{commit}`)" if (commit := _first_commit(Path(check.__file__))) else "") + ".", ""]
+    summary = check.scale_summary(results / REPLICATION_SUITE)
+    if summary is None:
+        names = " ".join(f"--experiment {check.experiment_name(*size)}" for size in check.SIZES[1:])
+        return lines + ["Not run yet. To make the results:", "", "```bash",
+                        f"pebench run --suite {REPLICATION_SUITE} {names} --out results/{REPLICATION_SUITE} "
+                        "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
+    cells, taus, missing = summary
+    lines += [markdown_table(["size", "encoding", "fitted seeds", "ID exact match", "exact match beyond the "
+                              "training lengths (unfitted: 0)"],
+                             [[r.size, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", f"{r.id_seq:.2f}",
+                               f"{r.ood:.2f}"] for r in cells.itertuples()]), "",
+              "Kendall's tau of the encodings' order on "
+              f"{check.TASK} against the paper's aggregate order, per size (95% bootstrap interval over seeds): "
+              + "; ".join(f"{size} **{a.tau:.2f}** [{a.low:.2f}, {a.high:.2f}]" for size, a in taus.items()) + ".",
+              ""]
+    if missing:
+        lines += [f"Not run yet: {', '.join(f'`{m}`' for m in missing)}.", ""]
     return lines
 
 
@@ -1391,7 +1442,8 @@ def replications_include(results: Path = ROOT / "results") -> str:
     from pebench.experiment import load_experiments
 
     registry = load_experiments()
-    names = [n for n in registry.names() if REPLICATION_SUITE in registry.get(n).configs]
+    names = [n for n in registry.names() if REPLICATION_SUITE in registry.get(n).configs
+             and not hasattr(_experiment_module(n), "REPLICATES")]  # checks are shown in their replication's section
     lines = []
     for name in names:
         lines += replication_section(name, results)
