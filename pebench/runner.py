@@ -550,8 +550,9 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
 
     Dirty means a tracked file differs from the commit or an untracked, unignored code file exists
     (a ``.py`` file anywhere, or anything under ``pebench/`` or ``experiments/``): a new encoding
-    file that the runs import is code the commit does not hold. Untracked results and notes are
-    not code and do not count.
+    file that the runs import is code the commit does not hold. Results (anything under ``results/``
+    that is not code), tracked or not, are what runs write, not what they run, and do not count: a
+    resumed sweep's own manifest, changed by its previous invocation, does not make it dirty.
     """
     root = root or Path(__file__).resolve().parent.parent
     try:
@@ -566,7 +567,8 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
             check=True,
         ).stdout
         files = sorted(line[3:] for line in status.splitlines()
-                       if line.strip() and (not line.startswith("??") or _is_code(line[3:])))
+                       if line.strip() and (_is_code(line[3:]) or not line.startswith("??")
+                                            and not line[3:].startswith("results/")))
         return {"git_sha": sha, "git_dirty": bool(files), "git_dirty_files": files}
     except (OSError, subprocess.CalledProcessError):
         return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}

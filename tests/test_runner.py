@@ -375,3 +375,11 @@ def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
     (tmp_path / "my_encoding.py").write_text("pass\n")
     state = git_state(tmp_path)
     assert state["git_dirty"] is True and state["git_dirty_files"] == ["my_encoding.py"]
+    # a tracked results file that a previous invocation changed (the manifest) is not code either
+    (tmp_path / "my_encoding.py").unlink()
+    git("add", "results")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results")
+    (tmp_path / "results" / "raw" / "abc.csv").write_text("a\n2\n")
+    assert git_state(tmp_path)["git_dirty"] is False
+    (tmp_path / "README.md").write_text("y\n")
+    assert git_state(tmp_path)["git_dirty_files"] == ["README.md"]
