@@ -170,3 +170,15 @@ def test_the_kazemnejad_scale_check_varies_only_the_models_size_on_copy():
             assert spec.eval == same.eval and spec.train == same.train and spec.n_heads == same.n_heads
             assert replace(spec, experiment=same.experiment, d_model=64, n_layers=2) == same
     assert check.experiment_name(*check.SIZES[0]) == "kazemnejad2023"  # the standard size is the replication's
+
+
+def test_the_kazemnejad_reading_names_the_tasks_no_encoding_fitted():
+    load_experiments()
+    kazemnejad = sys.modules["pebench_experiments.replicate_kazemnejad2023"]
+    runs = make_runs(dict.fromkeys(kazemnejad.PAPER_ENCODINGS, 0.5), n_tasks=1)
+    runs = pd.concat([runs.assign(task=task) for task in ("copy", "parity", "sort")], ignore_index=True)
+    runs.loc[runs["task"] == "parity", "fitted"] = False
+    runs.loc[(runs["task"] == "copy") & (runs["encoding"] == "none"), "fitted"] = False
+    reading = kazemnejad.fit_reading(runs)
+    assert "1 of the 3 tasks (parity) were fitted by none" in reading and "decided by the other 2" in reading
+    assert "NoPE 3/9, t5 6/9" in reading
