@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pebench
 from pebench import encodings, tasks
-from pebench.experiment import SEEDS, SUITES, RunSpec, load_experiments, suite_runs
+from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
 from pebench.registry import UnknownNameError, load_plugins
 from pebench.results import ResultsError
 
@@ -228,12 +228,31 @@ def columns(header: Sequence[str], rows: Sequence[Sequence[object]], width: int 
 
 def describe_seeds(seeds: Sequence[int]) -> str:
     """How many seeds and which, e.g. ``1 (seed 0)``, ``3 (seeds 0-2)``, ``2 (seeds 0, 5)``."""
-    seeds = sorted(seeds)
+    return f"{len(set(seeds))} ({_which_seeds(seeds)})"
+
+
+def _which_seeds(seeds: Sequence[int]) -> str:
+    """``seed 0``, ``seeds 0-2`` or ``seeds 0, 5``."""
+    seeds = sorted(set(seeds))
     if len(seeds) == 1:
-        return f"1 (seed {seeds[0]})"
+        return f"seed {seeds[0]}"
     contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
-    which = f"{seeds[0]}-{seeds[-1]}" if contiguous else ", ".join(map(str, seeds))
-    return f"{len(seeds)} (seeds {which})"
+    return "seeds " + (f"{seeds[0]}-{seeds[-1]}" if contiguous else ", ".join(map(str, seeds)))
+
+
+def describe_run_seeds(specs: Sequence[RunSpec]) -> str:
+    """The seeds of a suite's runs (:class:`~pebench.experiment.RunSpec`), as :func:`describe_seeds`, or, when
+    its experiments differ (the replication suite), e.g. ``3-10 per experiment (seeds 0-9)``."""
+    per_experiment: dict[str, set[int]] = {}
+    for spec in specs:
+        per_experiment.setdefault(spec.experiment, set()).add(spec.seed)
+    if not per_experiment:
+        return "0"
+    every = sorted(set().union(*per_experiment.values()))
+    counts = sorted({len(seeds) for seeds in per_experiment.values()})
+    if len(counts) == 1:
+        return describe_seeds(every)
+    return f"{counts[0]}-{counts[-1]} per experiment ({_which_seeds(every)})"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -259,8 +278,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                          f"{task.min_length}..{task.max_length or 'any'}", task.describe()])
         print(columns(["task", "ver", "order", "Chomsky class", "lengths", "definition"], rows))
     elif args.what == "suites":
-        print(columns(["suite", "runs", "seeds"], [[suite, len(suite_runs(suite)), describe_seeds(SEEDS[suite])]
-                                                   for suite in SUITES]))
+        print(columns(["suite", "runs", "seeds"], [[suite, len(runs), describe_run_seeds(runs)]
+                                                   for suite in SUITES for runs in [suite_runs(suite)]]))
     elif args.what == "metrics":
         from pebench import metrics
 

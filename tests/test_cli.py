@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pebench import encodings, tasks
-from pebench.cli import columns, describe_seeds, main, plain
+from pebench.cli import columns, describe_run_seeds, describe_seeds, main, plain
 
 
 @pytest.mark.parametrize("width", [80, 100, 160])
@@ -33,3 +33,12 @@ def test_seed_counts_are_not_read_as_zero_seeds():
     """``pebench list suites`` and the protocol page's suite table say "1 (seed 0)", not "0"."""
     assert describe_seeds([0]) == "1 (seed 0)"
     assert describe_seeds([2, 0, 1]) == "3 (seeds 0-2)" and describe_seeds([0, 5]) == "2 (seeds 0, 5)"
+
+
+def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
+    """The replication suite's experiments run 3, 5 or 10 seeds: the listing says so, not the suite default."""
+    from pebench.experiment import suite_runs
+
+    assert describe_run_seeds(suite_runs("standard")) == "3 (seeds 0-2)"
+    assert describe_run_seeds(suite_runs("replication")) == "3-10 per experiment (seeds 0-9)"
+    assert describe_run_seeds([]) == "0"

@@ -311,14 +311,14 @@ def metrics_table() -> str:
 
 
 def experiments_tables() -> str:
-    from pebench.cli import describe_seeds
-    from pebench.experiment import SCALES, SEEDS, SUITES, load_experiments, suite_runs
+    from pebench.cli import describe_run_seeds
+    from pebench.experiment import SCALES, SUITES, load_experiments, suite_runs
 
     scale_keys = sorted({k for scale in SCALES.values() for k in scale})
     out = ["### Scale of each suite", "",
            markdown_table(["suite", "runs", "seeds", *scale_keys],
-                          [[suite, len(suite_runs(suite)), describe_seeds(SEEDS[suite]),
-                            *(SCALES[suite].get(k, "") for k in scale_keys)] for suite in SUITES])]
+                          [[suite, len(runs), describe_run_seeds(runs), *(SCALES[suite].get(k, "") for k in scale_keys)]
+                           for suite in SUITES for runs in [suite_runs(suite)]])]
     registry = load_experiments()
     for name in registry.names():
         experiment = registry.get(name)
