@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import leaderboard, replication
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.experiment import Experiment, ReportSpec, register_experiment, suite_runs
 
 SUITE = "replication"
 #: the replication this check belongs to (the Replications page shows it in that section)
@@ -57,6 +57,12 @@ def configs(d_model: int, n_layers: int):
     return grids
 
 
+def expected_runs(name: str) -> int:
+    """How many runs one size has: the experiment's copy runs of the paper's five encodings."""
+    module = _replication()
+    return sum(spec.task == TASK and spec.encoding in module.PAPER_ENCODINGS for spec in suite_runs(SUITE, [name]))
+
+
 def size_runs(folder: Path) -> pd.DataFrame | None:
     """Run-level rows of every size in ``folder`` (copy, the paper's five encodings), with a ``size`` column
     (``"d64, 2 layers"``), or None when no size beyond the replication's own has a run."""
@@ -80,7 +86,8 @@ def scale_summary(folder: Path):
     ``cells``: one row per size and encoding (``size``, ``encoding``, ``fitted`` seeds, ``n`` seeds,
     ``id_seq``: mean greedy exact match in the training lengths, ``ood``: mean beyond them, an unfitted run
     scoring 0); ``taus``: size -> :class:`pebench.replication.RankingAgreement` of the five on copy against
-    Figure 1; ``missing``: the experiments of sizes with no run.
+    Figure 1, for the sizes with every run in; ``missing``: the experiments of sizes with no run, and of
+    those with some, ``"name (k of n runs)"``.
     """
     module = _replication()
     runs = size_runs(folder)
@@ -93,10 +100,18 @@ def scale_summary(folder: Path):
                                                         id_seq=("id_seq_acc", "mean"), ood=("score", "mean"))
         order = [e for e in module.PAPER_ENCODINGS if e in by.index]
         cells.append(by.loc[order].reset_index().assign(size=size))
-        if len(order) >= 2:
+        if len(at) == expected_runs(at["experiment"].iloc[0]):
             taus[size] = replication.ranking_agreement(at, module.METRIC, module.published_aggregate())
-    missing = [experiment_name(*size) for size in SIZES
-               if replication.experiment_runs(folder, experiment_name(*size)) is None]
+    missing = []
+    for size in SIZES:
+        name = experiment_name(*size)
+        runs_in = replication.experiment_runs(folder, name)
+        held = 0 if runs_in is None else int(((runs_in["task"] == TASK)
+                                              & runs_in["encoding"].isin(module.PAPER_ENCODINGS)).sum())
+        if held == 0:
+            missing.append(name)
+        elif held < expected_runs(name):
+            missing.append(f"{name} ({held} of {expected_runs(name)} runs)")
     columns = ["size", "encoding", "fitted", "n", "id_seq", "ood"]
     return pd.concat(cells, ignore_index=True)[columns], taus, missing
 

@@ -548,4 +548,4 @@ def test_the_kazemnejad_scale_check_is_shown_in_its_replications_section(gen, tm
     assert "| d64, 2 layers | NoPE | 0/3 | 0.90 | 0.00 |" in check
     assert "| d128, 2 layers | NoPE | 3/3 | 0.90 | 0.51 |" in check
     assert "d64, 2 layers **0.20**" in check and "d128, 2 layers **1.00** [1.00, 1.00]" in check
-    assert "Not run yet: `kazemnejad2023_d64_l4`" in check
+    assert "Not complete (no tau): `kazemnejad2023_d64_l4`" in check
