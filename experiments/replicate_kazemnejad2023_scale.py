@@ -93,6 +93,7 @@ def scale_summary(folder: Path):
     runs = size_runs(folder)
     if runs is None:
         return None
+    held = runs.groupby("experiment").size()
     cells, taus = [], {}
     for size, at in runs.groupby("size", sort=False):
         scored = at.assign(score=leaderboard.run_scores(at, module.METRIC), fit=leaderboard.fitted_runs(at))
@@ -100,18 +101,16 @@ def scale_summary(folder: Path):
                                                         id_seq=("id_seq_acc", "mean"), ood=("score", "mean"))
         order = [e for e in module.PAPER_ENCODINGS if e in by.index]
         cells.append(by.loc[order].reset_index().assign(size=size))
-        if len(at) == expected_runs(at["experiment"].iloc[0]):
+        name = at["experiment"].iloc[0]
+        if held[name] == expected_runs(name):
             taus[size] = replication.ranking_agreement(at, module.METRIC, module.published_aggregate())
     missing = []
-    for size in SIZES:
-        name = experiment_name(*size)
-        runs_in = replication.experiment_runs(folder, name)
-        held = 0 if runs_in is None else int(((runs_in["task"] == TASK)
-                                              & runs_in["encoding"].isin(module.PAPER_ENCODINGS)).sum())
-        if held == 0:
+    for name in (experiment_name(*size) for size in SIZES):
+        expected = expected_runs(name)
+        if name not in held:
             missing.append(name)
-        elif held < expected_runs(name):
-            missing.append(f"{name} ({held} of {expected_runs(name)} runs)")
+        elif held[name] < expected:
+            missing.append(f"{name} ({held[name]} of {expected} runs)")
     columns = ["size", "encoding", "fitted", "n", "id_seq", "ood"]
     return pd.concat(cells, ignore_index=True)[columns], taus, missing
 
