@@ -115,7 +115,7 @@ def scale_summary(folder: Path):
     return pd.concat(cells, ignore_index=True)[columns], taus, missing
 
 
-for _d_model, _n_layers in SIZES[1:]:
+for _index, (_d_model, _n_layers) in enumerate(SIZES[1:]):
     register_experiment(Experiment(
         name=experiment_name(_d_model, _n_layers),
         description=f"Scale check of the Kazemnejad et al. 2023 replication: copy, the paper's five encodings, "
@@ -124,7 +124,7 @@ for _d_model, _n_layers in SIZES[1:]:
         script=__file__,
         report=ReportSpec(
             layout="extrapolation",
-            position=201,
+            position=201 + _index,  # after the replication (200), before Press (210)
             title=f"Replication scale check: Kazemnejad et al. 2023 at d_model {_d_model}, {_n_layers} layers",
             caption=f"Greedy exact match on copy of decoders of d_model {_d_model} with {_n_layers} layers trained "
                     "on lengths up to 20: compare with the replication's d_model 64, 2 layers.",

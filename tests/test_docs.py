@@ -502,7 +502,8 @@ def test_replications_page_shows_the_setups_and_scores_only_committed_results(ge
     text = gen.replications_include(results)
     assert "## Replication: Kazemnejad et al. 2023" in text and "| NoPE | 0.69 |" in text
     assert "## Replication: Press et al. 2022" in text and "| sinusoidal | 14.61 |" in text  # 293.02 / 20.05
-    assert text.count("Not run yet") == 3 and "Kendall's tau of" not in text
+    # each of the three replications, and the Kazemnejad scale check
+    assert text.count("Not run yet") == 4 and "Kendall's tau of" not in text
     assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
     # runs in the paper's order on 6 tasks, 3 seeds each: full agreement
     paper = {"none": 0.9, "t5": 0.7, "alibi": 0.5, "rope": 0.3, "sinusoidal": 0.1}
