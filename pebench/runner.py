@@ -601,11 +601,14 @@ def read_manifest(out: Path) -> dict[str, Any] | None:
 
 def write_manifest(
     out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False,
-    threads: int | None = None,
+    threads: int | None = None, experiments: Sequence[str] = (), to_make: int | None = None,
 ) -> dict[str, Any]:
     """Record this invocation in ``out/manifest.json`` (earlier invocations are kept); call it while holding
     :func:`lock_folder`. A manifest missing from a folder that already holds runs is recreated with a
-    warning and ``"recreated": true`` (what made the earlier runs is then unknown)."""
+    warning and ``"recreated": true`` (what made the earlier runs is then unknown).
+
+    ``experiments``: the experiments whose runs the invocation was given; ``to_make``: how many of its
+    ``n_runs`` were not in the folder yet. :func:`finish_manifest` adds how it ended."""
     path = Path(out) / "manifest.json"
     manifest = read_manifest(out)
     if manifest is None:
@@ -631,6 +634,8 @@ def write_manifest(
         "compile": compile,
         "torch_threads": threads if threads is not None else torch.get_num_threads(),
         "n_runs": n_runs,
+        "experiments": sorted(set(experiments)),
+        "runs_to_make": n_runs if to_make is None else to_make,
         "plugins": plugin_records(),  # each --plugin / entry-point plugin: path and SHA-256 as loaded
     }
     manifest["suite"] = suite
@@ -641,6 +646,21 @@ def write_manifest(
 
 
 # --------------------------------------------------------------------------- sweeps
+
+
+def finish_manifest(out: Path, entry: dict[str, Any], summary: SweepSummary, outcome: str) -> None:
+    """Add to the manifest's record of this invocation (``entry``, the last one, written by
+    :func:`write_manifest` under the same lock) its wall time, the runs it wrote and how it ended
+    (``complete``, ``interrupted`` or ``error``): what the Replications page reports as compute."""
+    path = Path(out) / "manifest.json"
+    manifest = read_manifest(out)
+    if manifest is None or not manifest.get("invocations") or manifest["invocations"][-1] != entry:
+        log.warning("%s changed during the sweep; its wall time is not recorded", path)
+        return
+    entry = {**entry, "wall_seconds": round(summary.seconds, 1), "runs_made": summary.done, "outcome": outcome}
+    manifest["invocations"][-1] = entry
+    manifest["latest"] = entry
+    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
 
 
 @dataclass
@@ -857,13 +877,14 @@ def run_sweep(
                 log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
             callback(spec, rows)
 
+        entry, outcome = None, "error"
         try:
             with _signals_interrupt(), contextlib.ExitStack() as stack:
                 client = None
                 if executor == "dask" and units:
                     client = stack.enter_context(_dask_client(dask_address, workers))
-                write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor, workers,
-                               compile, threads)
+                entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,
+                                       workers, compile, threads, [spec.experiment for spec in specs], len(todo))
                 if executor == "serial" or not units:
                     with _torch_threads(threads):
                         for unit in units:
@@ -873,9 +894,12 @@ def run_sweep(
                     _run_pool(units, finish, workers, device, threads, compile)
                 else:
                     _run_dask(client, units, finish, device, threads, compile)
+            outcome = "complete"
         except _Terminated:
+            outcome = "interrupted"
             raise SweepInterrupted(summary, "SIGTERM") from None
         except KeyboardInterrupt:
+            outcome = "interrupted"
             raise SweepInterrupted(summary, "SIGINT") from None
         except (RunnerError, ResultsError):
             raise
@@ -883,6 +907,11 @@ def run_sweep(
             raise SweepError(summary, exc) from exc
         finally:
             summary.seconds = time.perf_counter() - start
+            if entry is not None:
+                try:
+                    finish_manifest(out, entry, summary, outcome)
+                except (OSError, ResultsError) as exc:  # never hides why the sweep stopped, nor loses its runs
+                    log.warning("could not record the sweep's wall time in the manifest: %s", exc)
     return summary
 
 

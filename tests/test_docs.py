@@ -524,6 +524,30 @@ def test_replications_page_shows_the_setups_and_scores_only_committed_results(ge
     assert "| NoPE | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 18/18 |" in text and "No per-task Kendall tau" in text
 
 
+def test_a_replication_says_what_its_runs_cost_and_where_they_ran(gen, tmp_path):
+    import json
+
+    import pandas as pd
+
+    folder = tmp_path / "results" / "replication"
+    (folder / "summary").mkdir(parents=True)
+    pd.DataFrame([dict(experiment="press2022", run_id=f"r{i}", variant="trained", train_seconds=90.0)
+                  for i in range(4)]).to_csv(folder / "summary" / "runs.csv", index=False)
+    machine = dict(cpu_count=2, processor="x86_64", torch_version="2.13.0+cpu", workers=2, device="cpu",
+                   cuda_device=None, git_sha="a" * 40)
+    old = dict(machine)  # a sweep from before the manifest recorded wall times
+    timed = dict(machine, experiments=["press2022"], runs_made=3, wall_seconds=600.0, outcome="interrupted")
+    gpu = dict(machine, device="cuda", cuda_device="NVIDIA H100", workers=1, experiments=["ruoss2023"],
+               runs_made=5, wall_seconds=60.0, outcome="complete")
+    (folder / "manifest.json").write_text(json.dumps({"suite": "replication", "invocations": [old, timed, gpu]}))
+    text = "\n".join(gen.replication_compute("press2022", tmp_path / "results"))
+    assert "4 runs; their training took 6 worker-minutes" in text
+    assert "2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers; NVIDIA H100 GPU, torch 2.13.0+cpu, 1 worker." in text
+    assert "3 runs in 10 min (commit `aaaaaaa`, interrupted)." in text and "60 s" not in text
+    assert "1 of the manifest's 3 sweeps predate its wall-time record" in text
+    assert gen.replication_compute("kazemnejad2023", tmp_path / "results") == []  # no run of it
+
+
 def test_the_kazemnejad_scale_check_is_shown_in_its_replications_section(gen, tmp_path):
     import itertools
 

@@ -107,6 +107,8 @@ def test_1_interrupt_stops_a_pool_sweep_within_seconds_and_says_how_to_resume(tm
     assert f"stopped by {name}: {len(saved)} of {total} runs saved in {out}" in err
     assert "run the same command again to resume" in err
     assert len(saved) < total
+    latest = json.loads((out / "manifest.json").read_text())["latest"]
+    assert latest["outcome"] == "interrupted" and latest["runs_made"] == len(saved) and latest["wall_seconds"] > 0
     time.sleep(0.5)
     assert not alive(workers), "a worker process outlived the sweep"
 
@@ -146,6 +148,8 @@ def test_1_an_error_in_the_parent_stops_the_workers_and_names_what_was_saved(tmp
     assert not alive(descendants(os.getpid())) or all(
         "resource_tracker" in Path(f"/proc/{pid}/cmdline").read_text() for pid in alive(descendants(os.getpid())))
     assert len(assert_every_file_verifies(out)) == 1
+    latest = json.loads((out / "manifest.json").read_text())["latest"]
+    assert (latest["outcome"], latest["runs_made"]) == ("error", 1)
 
 
 # --------------------------------------------------------------------------- 8: a dead worker

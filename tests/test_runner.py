@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -92,6 +93,12 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     assert (tmp_path / "manifest.json").exists()
     again = run_sweep(specs, tmp_path, on_done=lambda spec, rows: None)
     assert again.done == 0 and again.skipped == 4
+    # each invocation records what it was given, what it made, how long it took and how it ended
+    first, second = json.loads((tmp_path / "manifest.json").read_text())["invocations"]
+    assert first["experiments"] == sorted({s.experiment for s in specs}) and first["n_runs"] == 4
+    assert (first["runs_to_make"], first["runs_made"], first["outcome"]) == (4, 4, "complete")
+    assert (second["runs_to_make"], second["runs_made"], second["outcome"]) == (0, 0, "complete")
+    assert first["wall_seconds"] == round(summary.seconds, 1) >= second["wall_seconds"] >= 0
 
 
 def test_sweep_starts_the_longest_runs_first(tmp_path):

@@ -1310,6 +1310,42 @@ def _our_setup(specs, primary_metric: str) -> dict[str, str]:
     }
 
 
+def replication_compute(name: str, results: Path) -> list[str]:
+    """What ``name``'s committed runs cost and where they ran: the training time summed over its runs
+    (``train_seconds``; evaluation not included), the machines every sweep into the folder recorded in its
+    manifest, and the wall time of each sweep that recorded it (``runs_made``, ``wall_seconds``)."""
+    import json
+
+    import pandas as pd
+
+    from pebench import replication
+
+    folder = results / REPLICATION_SUITE
+    runs = replication.experiment_runs(folder, name)
+    path = folder / "manifest.json"
+    if runs is None or not path.exists():
+        return []
+    invocations = json.loads(path.read_text()).get("invocations", [])
+    machines = sorted({(f"{i['cuda_device']} GPU" if i.get("cuda_device") and i.get("device", "").startswith("cuda")
+                        else f"{i['cpu_count']}-core {i['processor']} CPU") + f", torch {i['torch_version']}, "
+                       f"{i['workers']} worker{'s' if i['workers'] != 1 else ''}" for i in invocations})
+    runs = runs.drop_duplicates("run_id")
+    training = pd.to_numeric(runs["train_seconds"], errors="coerce").sum()
+    line = (f"**Compute.** {len(runs)} runs; their training took {training / 60:.0f} worker-minutes in all (each "
+            f"run's `train_seconds`; evaluation not included). The sweeps into `{shown(folder)}` ran on: "
+            f"{'; '.join(machines)}.")
+    timed = [i for i in invocations if name in i.get("experiments", ()) and "wall_seconds" in i]
+    if timed:
+        line += " Sweeps of this experiment that recorded their wall time: " + "; ".join(
+            f"{i['runs_made']} runs in {i['wall_seconds'] / 60:.0f} min (commit `{i['git_sha'][:7]}`, {i['outcome']})"
+            for i in timed) + "."
+    untimed = [i for i in invocations if "wall_seconds" not in i]
+    if untimed:
+        line += (f" {len(untimed)} of the manifest's {len(invocations)} sweeps predate its wall-time record: which "
+                 "of them made these runs, and in what wall time, is not in the committed data.")
+    return [line, ""]
+
+
 def replication_section(name: str, results: Path) -> list[str]:
     """One replication on the Replications page: the setups side by side, the published aggregate, and the
     pre-registered agreement scores when its results are committed."""
@@ -1385,6 +1421,7 @@ def replication_section(name: str, results: Path) -> list[str]:
                                    row["fitted"]] for e, row in table.iterrows()]), ""]
     if getattr(module, "PER_TASK_NOTE", ""):
         lines += [module.PER_TASK_NOTE, ""]
+    lines += replication_compute(name, results)
     for check in _checks_of(name):
         lines += scale_check_section(check, results)
     return lines
