@@ -524,6 +524,31 @@ def test_replications_page_shows_the_setups_and_scores_only_committed_results(ge
     assert "| NoPE | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 18/18 |" in text and "No per-task Kendall tau" in text
 
 
+def test_the_t5_bucket_pilot_table_reads_its_csv(gen, tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "t5_buckets.csv"
+    assert "not in these results" in gen.t5_bucket_pilot(path)
+    rows = [dict(task="duplicate", num_buckets=buckets, seed=seed, fitted=fitted, fit_token_acc=acc,
+                 stop_reason="fit" if fitted else "plateau", steps_done=1100, floor_token_acc=0.305,
+                 train_max_len=8, step_cap=2500, git_sha="b" * 40, git_dirty=False)
+            for buckets, fitted, acc in ((32, False, 0.25), (128, True, 0.995)) for seed in range(2)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = gen.t5_bucket_pilot(path)
+    assert "| duplicate | 32 (published) | 0/2 | 0.250 (plateau @1100); 0.250 (plateau @1100) | 0.30 |" in text
+    assert "| duplicate | 128 (exact) | 2/2 |" in text and "commit `bbbbbbb` (clean)" in text
+    assert ("duplicate: 2/2 seeds fitted with exact buckets, 0/2 with T5's (mean held-out token accuracy 0.99 "
+            "against 0.25)") in text
+    # the published-bucket pilots checked against the reference runs of their ids
+    pd.read_csv(path).assign(run_id=[f"r{i}" for i in range(4)]).to_csv(path, index=False)
+    (tmp_path / "ref" / "raw").mkdir(parents=True)
+    for run_id, acc in (("r0", 0.25), ("r1", 0.26)):
+        pd.DataFrame([dict(run_id=run_id, fitted=False, fit_token_acc=acc, steps_done=1100)]).to_csv(
+            tmp_path / "ref" / "raw" / f"{run_id}.csv", index=False)
+    text = gen.t5_bucket_pilot(path, tmp_path / "ref")
+    assert "Of the 2 pilots with T5's buckets, 2 have a run in" in text and "1 of those repeat its fit" in text
+
+
 def test_a_replication_says_what_its_runs_cost_and_where_they_ran(gen, tmp_path):
     import json
 

@@ -601,6 +601,61 @@ LOCAL_PAGE = "standard-local-rerun"
 REFERENCE_SUITE = "standard"
 
 
+def t5_bucket_pilot(path: Path, reference: Path | None = None) -> str:
+    """The T5 bucket pilot (``experiments/t5_bucket_pilot.py``): per task, bucket count and seed, whether the
+    encoder fitted, its held-out token accuracy at the longest training length and how it stopped, beside the
+    position-free floor; with the commit that made it, and (given the ``reference`` results folder) whether
+    its runs with the published buckets repeat the reference's runs of the same id."""
+    import pandas as pd
+
+    what = "T5 bucket pilot"
+    if not path.exists():
+        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/t5_bucket_pilot.py`")
+    pilots = pd.read_csv(path).sort_values(["task", "num_buckets", "seed"], kind="stable")
+    rows = []
+    for (task, buckets), part in pilots.groupby(["task", "num_buckets"], sort=False):
+        cells = [f"{r.fit_token_acc:.3f} ({'fit' if r.fitted else r.stop_reason} @{int(r.steps_done)})"
+                 for r in part.itertuples()]
+        rows.append([task, str(buckets) + (" (published)" if buckets == 32 else " (exact)"),
+                     f"{int(part['fitted'].sum())}/{len(part)}", "; ".join(cells),
+                     f"{part['floor_token_acc'].iloc[0]:.2f}"])
+    made = pilots.iloc[0]
+    state = "clean" if not bool(made["git_dirty"]) else "uncommitted changes"
+    reading = []
+    for task, part in pilots.groupby("task", sort=False):
+        by = part.groupby("num_buckets").agg(fitted=("fitted", "sum"), n=("fitted", "size"),
+                                             acc=("fit_token_acc", "mean"))
+        if {32, by.index.max()} <= set(by.index) and by.index.max() > 32:
+            published, exact = by.loc[32], by.loc[by.index.max()]
+            reading.append(f"{task}: {int(exact.fitted)}/{int(exact.n)} seeds fitted with exact buckets, "
+                           f"{int(published.fitted)}/{int(published.n)} with T5's (mean held-out token accuracy "
+                           f"{exact.acc:.2f} against {published.acc:.2f})")
+    return (markdown_table(["task", "buckets", "seeds fitted", "held-out token accuracy at length "
+                            f"{int(made['train_max_len'])} per seed (how it stopped @ steps)",
+                            "position-free floor"], rows)
+            + f"\n\nMade by `experiments/t5_bucket_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
+              f"{len(pilots)} pilots; the step cap is {int(made['step_cap'])}."
+            + (f" In short: {'; '.join(reading)}." if reading else "") + _repeats_reference(pilots, reference)
+            + "\n")
+
+
+def _repeats_reference(pilots, reference: Path | None) -> str:
+    """A sentence: how many of the pilots with T5's published buckets found their run id in ``reference``, and
+    whether their fit (fitted, held-out token accuracy, steps) is the reference run's exactly."""
+    published = pilots[pilots["num_buckets"] == 32]
+    if reference is None or published.empty:
+        return ""
+    columns = ("fitted", "fit_token_acc", "steps_done")
+    theirs = _raw_first(reference, columns)
+    if not set(columns) <= set(theirs.columns):
+        return ""
+    both = published.merge(theirs, on="run_id", suffixes=("", "_ref"))
+    same = sum(bool(r.fitted) == bool(r.fitted_ref) and r.fit_token_acc == r.fit_token_acc_ref
+               and r.steps_done == r.steps_done_ref for r in both.itertuples())
+    return (f" Of the {len(published)} pilots with T5's buckets, {len(both)} have a run in `{shown(reference)}`, "
+            f"and {same} of those repeat its fit exactly (fitted, held-out accuracy, steps).")
+
+
 def not_in_results(what: str, why: str) -> str:
     """The line a generated piece shows instead of numbers the committed results do not have."""
     return f"*{what}: not in these results ({why}).*\n"
@@ -1171,6 +1226,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     write(includes / "cite.md", cite_include())
     reference = results / REFERENCE_SUITE
     write(includes / "fit_table.md", fit_table(reference))
+    write(includes / "t5_bucket_pilot.md", t5_bucket_pilot(results / "pilots" / "t5_buckets.csv", reference))
     write(includes / "floors_table.md", floors_table(reference))
     shutil.rmtree(out / "leaderboard", ignore_errors=True)
     write(includes / "leaderboard.md", leaderboard_include(results, out / "leaderboard", srcdir))
