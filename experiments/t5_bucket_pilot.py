@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import multiprocessing
-import time
+import sys
 from pathlib import Path
 
 #: the encoder tasks whose source lies 9 or more positions back
@@ -44,8 +43,6 @@ def specs(suite: str = "standard") -> list:
 
 def pilot(spec) -> dict:
     """The fit columns of ``spec``'s training (:func:`task_pilots.pilot`) with its bucket count."""
-    import sys
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from task_pilots import pilot as fit_pilot
 
@@ -54,22 +51,14 @@ def pilot(spec) -> dict:
 
 def main(argv=None) -> None:
     """Run the pilots and write ``--out``."""
-    import pandas as pd
-
-    from pebench.runner import git_state
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from task_pilots import run_pilots
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    code = git_state()
-    start = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-        rows = pool.map(pilot, specs(), chunksize=1)
-    frame = pd.DataFrame(rows).assign(**{key: value for key, value in code.items() if not isinstance(value, list)})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.out, index=False)
-    print(f"{len(rows)} pilots in {time.perf_counter() - start:.0f} s -> {args.out}")
+    run_pilots(pilot, specs(), args.workers, args.out)
 
 
 if __name__ == "__main__":

@@ -53,10 +53,8 @@ def pilot(spec) -> dict:
 
 def main(argv=None) -> None:
     """Run the pilots of ``--tasks`` (default :data:`NEW_TASKS`) and write ``--out``."""
-    import pandas as pd
 
     from pebench.experiment import suite_runs
-    from pebench.runner import git_state
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", nargs="*", default=["extended", "standard"],
@@ -75,14 +73,24 @@ def main(argv=None) -> None:
     missing = set(args.tasks) - {spec.task for spec in specs}
     if missing:
         raise SystemExit(f"not in the length experiment of {', '.join(args.suites)}: {', '.join(sorted(missing))}")
+    run_pilots(pilot, specs, args.workers, args.out)
+
+
+def run_pilots(function, specs, workers: int, out: Path) -> None:
+    """``function`` of every spec on a pool of ``workers`` spawned processes; the rows, each with the git state
+    the pilots were started at (which made them), written to ``out``."""
+    import pandas as pd
+
+    from pebench.runner import git_state
+
     code = git_state()
     start = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-        rows = pool.map(pilot, specs, chunksize=1)
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        rows = pool.map(function, specs, chunksize=1)
     frame = pd.DataFrame(rows).assign(**{key: value for key, value in code.items() if not isinstance(value, list)})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.out, index=False)
-    print(f"{len(rows)} pilots in {time.perf_counter() - start:.0f} s -> {args.out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    print(f"{len(rows)} pilots in {time.perf_counter() - start:.0f} s -> {out}")
 
 
 if __name__ == "__main__":
