@@ -229,6 +229,29 @@ def test_transformer_xl_score_is_relative_and_content_dependent():
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_transformer_xl_scores_far_apart_positions_pair_by_pair(batched):
+    """Randomized positions drawn from thousands: R holds only the offsets that occur (not the thousands
+    between the smallest and the largest), and every pair's score is (u^T k_j + (q_i + v)^T W_R R_{j-i}) /
+    sqrt(Dh) computed directly."""
+    pe = build("transformer_xl", d_model=16, n_heads=2)
+    q, k = randn(3, 2, 5, 8, seed=5), randn(3, 2, 5, 8, seed=6)
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.stack([torch.randperm(4096, generator=generator)[:5].sort().values for _ in range(3)])
+    pos = rows if batched else rows[0]
+    with torch.no_grad():
+        ours = pe.content_score(q, k, q @ k.transpose(-1, -2), pos, pos)
+        sinusoids, index = pe.offsets(pos, pos)
+        distance = pos.unsqueeze(-1) - pos.unsqueeze(-2)  # i - j, so j - i is its negative
+        assert sinusoids.shape[0] == len(torch.unique(distance)) <= (3 if batched else 1) * 25
+        keys = pe.relative_keys(relative_sinusoids(-distance.flatten(), 16)).view(*distance.shape, 2, 8)
+        keys = keys.expand(3, 5, 5, 2, 8) if not batched else keys  # (B, Tq, Tk, H, Dh)
+        expected = (torch.einsum("hd,bhkd->bhk", pe.content_bias, k).unsqueeze(2)
+                    + torch.einsum("bhqd,bqkhd->bhqk", q + pe.position_bias.view(1, 2, 1, 8), keys)) / math.sqrt(8)
+    torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+    assert torch.equal(sinusoids[index], relative_sinusoids(-distance.flatten(), 16).view(*distance.shape, 16))
+
+
 # ---------------------------------------------------------------- CoPE
 
 

@@ -89,7 +89,12 @@ class TransformerXL(PositionalEncoding):
         self._offsets = PositionCache()  # sinusoids and gather indices depend on the positions only
 
     def offsets(self, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
-        """Sinusoids R (n, D) of the offsets ``lo .. hi`` that occur, and each pair's index into them.
+        """Sinusoids R (n, D) of the offsets that occur, and each pair's index into them.
+
+        Consecutive positions give the dense range ``lo .. hi`` of offsets (``n = Tq + Tk - 1``).
+        Positions far apart (randomized positions drawn from thousands) would make that range thousands
+        long, so then R holds only the distinct offsets that occur (``n <= B Tq Tk``), and
+        :meth:`content_score` scores each pair on its own instead of every query against all of R.
 
         Returns:
             R (n, D) float32 and indices (Tq, Tk) or (B, Tq, Tk) int64 with ``R[index] = R_{j-i}``.
@@ -98,10 +103,19 @@ class TransformerXL(PositionalEncoding):
         def compute(pair: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
             distance = relative_distance(*pair)  # j - i
             lo, hi = int(distance.min()), int(distance.max())
-            offsets = torch.arange(lo, hi + 1, device=distance.device)
-            return relative_sinusoids(offsets, self.d_model, self.max_timescale), distance - lo
+            if hi - lo + 1 <= self._dense_limit(distance):
+                offsets = torch.arange(lo, hi + 1, device=distance.device)
+                return relative_sinusoids(offsets, self.d_model, self.max_timescale), distance - lo
+            offsets, index = torch.unique(distance, return_inverse=True)
+            return relative_sinusoids(offsets, self.d_model, self.max_timescale), index
 
         return self._offsets.get((q_pos, k_pos), compute)
+
+    @staticmethod
+    def _dense_limit(distance: Tensor) -> int:
+        """The most offsets R may hold for the dense scoring of every query against all of R: the
+        ``Tq + Tk - 1`` offsets of consecutive positions."""
+        return distance.shape[-2] + distance.shape[-1] - 1
 
     def content_score(self, q: Tensor, k: Tensor, logits: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
         B, H, Tq, Dh = q.shape
@@ -109,9 +123,14 @@ class TransformerXL(PositionalEncoding):
         relative_keys = self.relative_keys(sinusoids.to(q.dtype)).view(-1, H, Dh)  # (n, H, Dh): W_R R
         content = torch.einsum("hd,bhkd->bhk", self.content_bias.to(q.dtype), k).unsqueeze(2)  # (B, H, 1, Tk): u k
         query = q + self.position_bias.to(q.dtype).view(1, H, 1, Dh)  # q + v
-        position = torch.einsum("bhqd,nhd->bhqn", query, relative_keys)  # (B, H, Tq, n)
-        index = index.unsqueeze(-3).expand(B, H, Tq, index.shape[-1])  # (B, H, Tq, Tk)
-        return (content + position.gather(-1, index)) / math.sqrt(Dh)
+        if relative_keys.shape[0] <= Tq + index.shape[-1] - 1:  # dense offsets: every query against all of R
+            position = torch.einsum("bhqd,nhd->bhqn", query, relative_keys)  # (B, H, Tq, n)
+            index = index.unsqueeze(-3).expand(B, H, Tq, index.shape[-1])  # (B, H, Tq, Tk)
+            return (content + position.gather(-1, index)) / math.sqrt(Dh)
+        # sparse offsets (randomized positions): each pair against its own W_R R_{j-i}
+        pairs = relative_keys[index]  # (Tq, Tk, H, Dh) or (B, Tq, Tk, H, Dh)
+        equation = "bhqd,qkhd->bhqk" if index.dim() == 2 else "bhqd,bqkhd->bhqk"
+        return (content + torch.einsum(equation, query, pairs)) / math.sqrt(Dh)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, max_timescale={self.max_timescale}"
