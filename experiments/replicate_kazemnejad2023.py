@@ -33,7 +33,6 @@ import pandas as pd
 
 from pebench import leaderboard, published, replication, tasks
 from pebench.experiment import SCALES, SEEDS, SUITE_ENCODINGS, Experiment, ReportSpec, register_experiment
-from pebench.results import encoding_label
 
 SUITE = "replication"
 NAME = "kazemnejad2023"
@@ -121,9 +120,7 @@ def fit_reading(runs: pd.DataFrame) -> str:
     fitted = runs.assign(fit=leaderboard.fitted_runs(runs))
     by_task = fitted.groupby("task", sort=False)["fit"].any()
     none_fit = [task for task in TASKS if task in by_task.index and not by_task[task]]
-    by_encoding = fitted.groupby("encoding")["fit"].agg(["sum", "size"])
-    counts = ", ".join(f"{encoding_label(e)} {int(by_encoding.loc[e, 'sum'])}/{int(by_encoding.loc[e, 'size'])}"
-                       for e in PAPER_ENCODINGS if e in by_encoding.index)
+    counts = replication.fit_counts(runs, PAPER_ENCODINGS)
     ranked = by_task.size - len(none_fit)
     tied = (f"{len(none_fit)} of the {by_task.size} tasks ({', '.join(none_fit)}) were fitted by none of the "
             "paper's five encodings within their step caps, so the five tie there (every run scores 0) and the "

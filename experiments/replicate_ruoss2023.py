@@ -102,7 +102,11 @@ def score(folder: Path):
     mean, low, high, n = replication.mean_gain(runs, CLAIMS, METRIC)
     paper = published_aggregate().iloc[0]
     sentence = (f"Mean gain in OOD token accuracy of randomized over base encodings: **{100 * mean:+.1f}** points "
-                f"[{100 * low:+.1f}, {100 * high:+.1f}] over {n} task x seed pairs (the paper: {paper:+.1f}%).")
+                f"[{100 * low:+.1f}, {100 * high:+.1f}] over {n} task x seed pairs (the paper: {paper:+.1f}%). "
+                f"Runs fitted (held-out token accuracy >= 0.99 at length {TRAIN_MAX_LEN}), per encoding: "
+                f"{replication.fit_counts(runs, ENCODINGS)}. An unfitted run scores 0, so where a randomized "
+                "encoding fitted none of its runs the gain measures that it did not learn the task within the step "
+                "cap, not how it extrapolates.")
     return None, replication.claim_agreement(runs, CLAIMS, METRIC), sentence
 
 

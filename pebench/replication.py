@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from pebench import leaderboard
-from pebench.results import holm
+from pebench.results import encoding_label, holm
 
 #: how a claim is read from pebench's verdict on it
 AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
@@ -206,3 +206,10 @@ def experiment_runs(folder: Path, experiment: str) -> pd.DataFrame | None:
     runs = pd.read_csv(path)
     runs = runs[runs["experiment"] == experiment]
     return None if runs.empty else runs
+
+
+def fit_counts(runs: pd.DataFrame, encodings: Sequence[str]) -> str:
+    """Runs fitted over runs made, per encoding of ``encodings`` that has runs, as ``NoPE 3/18, ALiBi 6/18``."""
+    fitted = runs.assign(fit=leaderboard.fitted_runs(runs)).groupby("encoding")["fit"].agg(["sum", "size"])
+    return ", ".join(f"{encoding_label(e)} {int(fitted.loc[e, 'sum'])}/{int(fitted.loc[e, 'size'])}"
+                     for e in encodings if e in fitted.index)
