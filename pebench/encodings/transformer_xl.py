@@ -123,7 +123,7 @@ class TransformerXL(PositionalEncoding):
         relative_keys = self.relative_keys(sinusoids.to(q.dtype)).view(-1, H, Dh)  # (n, H, Dh): W_R R
         content = torch.einsum("hd,bhkd->bhk", self.content_bias.to(q.dtype), k).unsqueeze(2)  # (B, H, 1, Tk): u k
         query = q + self.position_bias.to(q.dtype).view(1, H, 1, Dh)  # q + v
-        if relative_keys.shape[0] <= Tq + index.shape[-1] - 1:  # dense offsets: every query against all of R
+        if relative_keys.shape[0] <= self._dense_limit(index):  # dense offsets: every query against all of R
             position = torch.einsum("bhqd,nhd->bhqn", query, relative_keys)  # (B, H, Tq, n)
             index = index.unsqueeze(-3).expand(B, H, Tq, index.shape[-1])  # (B, H, Tq, Tk)
             return (content + position.gather(-1, index)) / math.sqrt(Dh)
