@@ -424,7 +424,8 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     completed["is_id"] = completed["eval_len"] <= completed["train_max_len"]
     info_columns = [c for c in (*CELL_COLUMNS, "seed", "status", "params", "encoding_params", "train_seconds",
                                 "final_train_loss", "equivariance_gap_init", "equivariance_gap_trained", "steps",
-                                "train_min_len", "steps_to_fit") if c in completed.columns and c not in keys]
+                                "train_min_len", "steps_to_fit", "steps_done", "fit_token_acc", "stop_reason")
+                    if c in completed.columns and c not in keys]
     runs = completed.groupby(keys, sort=False)[info_columns].first()
     original = completed[completed["condition"] == "original"].sort_values("eval_len")
     measured = [c for c in ("token_acc", "seq_acc", "loss", "chance_token_acc", "floor_token_acc", "floor_seq_acc")

@@ -502,8 +502,8 @@ def test_replications_page_shows_the_setups_and_scores_only_committed_results(ge
     text = gen.replications_include(results)
     assert "## Replication: Kazemnejad et al. 2023" in text and "| NoPE | 0.69 |" in text
     assert "## Replication: Press et al. 2022" in text and "| sinusoidal | 14.61 |" in text  # 293.02 / 20.05
-    # each of the three replications, and the Kazemnejad scale check
-    assert text.count("Not run yet") == 4 and "Kendall's tau of" not in text
+    # each of the three replications, the Kazemnejad scale check and the Ruoss check
+    assert text.count("Not run yet") == 5 and "Kendall's tau of" not in text
     assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
     # runs in the paper's order on 6 tasks, 3 seeds each: full agreement
     paper = {"none": 0.9, "t5": 0.7, "alibi": 0.5, "rope": 0.3, "sinusoidal": 0.1}
@@ -599,3 +599,32 @@ def test_the_kazemnejad_scale_check_is_shown_in_its_replications_section(gen, tm
     assert "| d128, 2 layers | NoPE | 3/3 | 0.90 | 0.51 |" in check
     assert "d64, 2 layers **0.20**" in check and "d128, 2 layers **1.00** [1.00, 1.00]" in check
     assert "Not complete (no tau): `kazemnejad2023_d64_l4`" in check
+
+
+def test_the_ruoss_check_reads_its_arms_beside_the_replications_runs(gen, tmp_path):
+    import pandas as pd
+
+    results = tmp_path / "results"
+    text = gen.replications_include(results)
+    assert "### Check: stack_manipulation, randomized positions from L = 410" in text
+    assert "--experiment ruoss2023_dense --experiment ruoss2023_budget4x" in text
+    # the replication: bases fit, randomized do not; the dense arm: randomized:rope fits 2 of 3 seeds
+    rows = []
+    for experiment, encoding, fitted, ood in (("ruoss2023", "rope", (1, 1, 1), 0.5),
+                                              ("ruoss2023", "randomized:rope", (0, 0, 0), 0.8),
+                                              ("ruoss2023_dense", "randomized:rope", (1, 1, 0), 0.9)):
+        rows += [dict(experiment=experiment, arch="encoder", task="stack_manipulation", encoding=encoding, seed=seed,
+                      variant="trained", status="ok", fitted=bool(fit), fit_token_acc=0.995 if fit else 0.9,
+                      ood_token_acc=ood) for seed, fit in enumerate(fitted)]
+    rows.append(dict(rows[0], task="duplicate_string"))  # another task: not the check's
+    summary = results / "replication" / "summary"
+    summary.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
+    check = gen.replications_include(results).split("### Check:")[1]
+    assert "| replication | randomized:rope | 0/3 | 0.90 | 0.00 | 0.80 (unfitted runs) |" in check
+    assert "| ruoss2023_dense | rope | 3/3 | 0.99 | 0.50 | 0.50 |" in check
+    assert "| ruoss2023_dense | randomized:rope | 2/3 | 0.96 | 0.60 | 0.90 (unfitted runs) |" in check
+    # replication: 0 - 0.5 on 3 pairs; dense: 0.9, 0.9, 0 against 0.5
+    assert "replication **-50.0** points [-50.0, -50.0] over 3 pairs" in check
+    assert "ruoss2023_dense **+10.0** points" in check
+    assert "Not complete: `ruoss2023_dense` (3 of 15 runs), `ruoss2023_budget4x` (0 of 30 runs)." in check

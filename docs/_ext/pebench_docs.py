@@ -1438,7 +1438,7 @@ def replication_section(name: str, results: Path) -> list[str]:
                   f"pebench run --suite {REPLICATION_SUITE} --experiment {name} --out results/{REPLICATION_SUITE} "
                   "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
         for check in _checks_of(name):
-            lines += scale_check_section(check, results)
+            lines += check_section(check, results)
         return lines
     agreement, claims, sentence = scored
     counts = claims["reading"].value_counts()
@@ -1479,7 +1479,7 @@ def replication_section(name: str, results: Path) -> list[str]:
         lines += [module.PER_TASK_NOTE, ""]
     lines += replication_compute(name, results)
     for check in _checks_of(name):
-        lines += scale_check_section(check, results)
+        lines += check_section(check, results)
     return lines
 
 
@@ -1499,6 +1499,53 @@ def _checks_of(name: str) -> list:
     registry = load_experiments()
     modules = [_experiment_module(n) for n in registry.names() if REPLICATION_SUITE in registry.get(n).configs]
     return list({id(m): m for m in modules if getattr(m, "REPLICATES", None) == name}.values())
+
+
+def check_section(check, results: Path) -> list[str]:
+    """A check declared for a replication: a scale check (its module has ``SIZES``) or a check in arms
+    (``ARMS``)."""
+    return scale_check_section(check, results) if hasattr(check, "SIZES") else arm_check_section(check, results)
+
+
+def arm_check_section(check, results: Path) -> list[str]:
+    """A replication's check in arms (``experiments/replicate_*_check.py``): per arm and encoding, seeds fitted,
+    held-out accuracy when training stopped and OOD accuracy scored and raw, and per arm the mean gain of
+    randomized over base; or how to run it."""
+    from pebench.experiment import suite_runs
+    from pebench.results import encoding_label
+
+    script = Path(check.__file__).name
+    commit = _first_commit(Path(check.__file__))
+    question, why = (" ".join(part.split()) for part in check.__doc__.split("\n\n")[:2])
+    lines = [f"### Check: {check.TASK}, {' / '.join(check.ARMS.values())}", "", question, "", why, "",
+             f"Declared in `experiments/{script}`" + (f" (commit `{commit}`)" if commit else "") + ", arms:", ""]
+    lines += [f"- `{name}`: {change}" for name, change in check.ARMS.items()] + [""]
+    summary = check.check_summary(results / REPLICATION_SUITE)
+    if summary is None:
+        names = " ".join(f"--experiment {name}" for name in check.ARMS)
+        return lines + ["Not run yet. To make the results:", "", "```bash",
+                        f"pebench run --suite {REPLICATION_SUITE} {names} --out results/{REPLICATION_SUITE} "
+                        "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
+    from pebench import replication
+
+    cells, gains = summary
+    held = {name: 0 if (runs := replication.experiment_runs(results / REPLICATION_SUITE, name)) is None
+            else runs["run_id"].nunique() if "run_id" in runs else len(runs) for name in check.ARMS}
+    expected = {name: len(suite_runs(REPLICATION_SUITE, [name])) for name in check.ARMS}
+    lines += [markdown_table(
+        ["arm", "encoding", "fitted seeds", "held-out token accuracy at the stop", "OOD token accuracy (unfitted: 0)",
+         "OOD token accuracy, raw"],
+        [[r.arm, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", _two_decimals(r.fit_acc),
+          _two_decimals(r.ood), _two_decimals(r.ood_raw) + ("" if r.fitted == r.n else " (unfitted runs)")]
+         for r in cells.itertuples()]), "",
+              "Mean gain in OOD token accuracy of randomized over base, paired by seed (an unfitted run scores 0; "
+              "95% bootstrap interval): " + "; ".join(
+                  f"{g.arm} **{100 * g.mean:+.1f}** points [{100 * g.low:+.1f}, {100 * g.high:+.1f}] over {g.pairs} "
+                  "pairs" for g in gains.itertuples() if g.pairs) + ".", ""]
+    short = [f"`{name}` ({held.get(name, 0)} of {n} runs)" for name, n in expected.items() if held.get(name, 0) < n]
+    if short:
+        lines += [f"Not complete: {', '.join(short)}.", ""]
+    return lines
 
 
 def scale_check_section(check, results: Path) -> list[str]:
