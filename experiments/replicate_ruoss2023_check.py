@@ -104,9 +104,10 @@ def arm_runs(folder: Path) -> dict[str, pd.DataFrame]:
 def check_summary(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """The check's reading from the results in ``folder``: ``(cells, gains)``, or None when no arm has a run.
 
-    ``cells``: one row per arm and encoding (``arm``, ``encoding``, ``fitted`` seeds, ``n`` seeds,
+    ``cells``: one row per arm and encoding of its own runs (``arm``, ``encoding``, ``fitted`` seeds, ``n`` seeds,
     ``fit_acc``: mean held-out token accuracy at the longest training length when training stopped,
-    ``ood``: mean OOD token accuracy with an unfitted run scoring 0, ``ood_raw``: the same without that rule).
+    ``ood``: mean OOD token accuracy with an unfitted run scoring 0, ``ood_raw``: the same without that rule,
+    ``ood_fitted``: the mean over the fitted runs only, NaN if none fitted).
     ``gains``: per arm, the mean scored gain of randomized over base paired by seed (``mean``, ``low``,
     ``high``: its 95% bootstrap interval, ``pairs``).
     """
@@ -117,14 +118,16 @@ def check_summary(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     cells, gains = [], []
     for arm, runs in arms.items():
         scored = runs.assign(score=leaderboard.run_scores(runs, module.METRIC), fit=leaderboard.fitted_runs(runs))
-        by = scored.groupby("encoding", sort=False).agg(
+        mine = scored if arm == "replication" else scored[scored["experiment"] == arm]  # not the borrowed bases
+        mine = mine.assign(ood_fitted=mine[module.METRIC].where(mine["fit"]))
+        by = mine.groupby("encoding", sort=False).agg(
             fitted=("fit", "sum"), n=("fit", "size"), fit_acc=("fit_token_acc", "mean"), ood=("score", "mean"),
-            ood_raw=(module.METRIC, "mean"))
+            ood_raw=(module.METRIC, "mean"), ood_fitted=("ood_fitted", "mean"))
         order = [e for e in module.ENCODINGS if e in by.index]
         cells.append(by.loc[order].reset_index().assign(arm=arm))
         mean, low, high, pairs = replication.mean_gain(runs, module.CLAIMS, module.METRIC)
         gains.append({"arm": arm, "mean": mean, "low": low, "high": high, "pairs": pairs})
-    columns = ["arm", "encoding", "fitted", "n", "fit_acc", "ood", "ood_raw"]
+    columns = ["arm", "encoding", "fitted", "n", "fit_acc", "ood", "ood_raw", "ood_fitted"]
     return pd.concat(cells, ignore_index=True)[columns], pd.DataFrame(gains)
 
 
