@@ -627,6 +627,7 @@ def test_the_ruoss_check_reads_its_arms_beside_the_replications_runs(gen, tmp_pa
     assert "| ruoss2023_dense | randomized:rope | 2/3 | 0.96 | 0.60 | 0.90 (unfitted runs) | 0.90 |" in check
     assert "| ruoss2023_dense | rope |" not in check
     assert "Randomized runs fitted, per arm: replication 0/3; ruoss2023_dense 2/3." in check
+    assert "randomized:rope in ruoss2023_dense, 2/3 fitted: 0.90 against 0.50." in check
     # replication: 0 - 0.5 on 3 pairs; dense: 0.9, 0.9, 0 against 0.5
     assert "replication **-50.0** points [-50.0, -50.0] over 3 pairs" in check
     assert "ruoss2023_dense **+10.0** points" in check

@@ -1551,6 +1551,16 @@ def arm_check_section(check, results: Path) -> list[str]:
         f"{arm} {int(row.fitted)}/{int(row.n)}" for arm, row in randomized.iterrows()) + ". By the pre-registered "
         "reading, a cause is supported where an arm fits randomized runs that the replication did not; where none "
         "does, the failure is unexplained.", ""]
+    bases = cells.set_index(["arm", "encoding"])["ood_raw"]
+    fitted = [(r.arm, r.encoding, r.fitted, r.n, r.ood_fitted,
+               bases.get((r.arm, base), bases.get(("replication", base), float("nan"))))
+              for r in cells.itertuples() if r.encoding.startswith("randomized:") and r.fitted
+              for base in [r.encoding.partition(":")[2]]]
+    if fitted:
+        lines += ["Where randomized runs fitted, their OOD token accuracy against their base's (mean over the base's "
+                  "seeds in the same arm, or the replication's for the dense arm): " + "; ".join(
+                      f"{encoding_label(e)} in {arm}, {int(k)}/{int(n)} fitted: {ours:.2f} against {theirs:.2f}"
+                      for arm, e, k, n, ours, theirs in fitted) + ".", ""]
     short = [f"`{name}` ({held.get(name, 0)} of {n} runs)" for name, n in expected.items() if held.get(name, 0) < n]
     if short:
         lines += [f"Not complete: {', '.join(short)}.", ""]
