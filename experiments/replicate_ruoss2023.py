@@ -106,7 +106,8 @@ def score(folder: Path):
                 f"Runs fitted (held-out token accuracy >= 0.99 at length {TRAIN_MAX_LEN}), per encoding: "
                 f"{replication.fit_counts(runs, ENCODINGS)}. An unfitted run scores 0, so where a randomized "
                 "encoding fitted none of its runs the gain measures that it did not learn the task within the step "
-                "cap, not how it extrapolates.")
+                "cap, not how it extrapolates; the check at the end of this section asks whether the step budget or "
+                "the density of the positions is why.")
     return None, replication.claim_agreement(runs, CLAIMS, METRIC), sentence
 
 
