@@ -1402,6 +1402,13 @@ def replication_compute(name: str, results: Path) -> list[str]:
     return [line, ""]
 
 
+def replication_commands(experiments: Iterable[str]) -> list[str]:
+    """The commands that make ``experiments``' runs in ``results/replication`` and report them, as a bash block."""
+    names = " ".join(f"--experiment {name}" for name in experiments)
+    return ["```bash", f"pebench run --suite {REPLICATION_SUITE} {names} --out results/{REPLICATION_SUITE} --workers 2",
+            f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
+
+
 def replication_section(name: str, results: Path) -> list[str]:
     """One replication on the Replications page: the setups side by side, the published aggregate, and the
     pre-registered agreement scores when its results are committed."""
@@ -1434,9 +1441,7 @@ def replication_section(name: str, results: Path) -> list[str]:
     if scored is None:
         lines += [f"Not run yet: `{shown(results / REPLICATION_SUITE)}` holds no run of `{name}`. The "
                   f"pre-registered scores (the experiment's docstring): {module.SCORES} To make the results:",
-                  "", "```bash",
-                  f"pebench run --suite {REPLICATION_SUITE} --experiment {name} --out results/{REPLICATION_SUITE} "
-                  "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
+                  "", *replication_commands([name])]
         for check in _checks_of(name):
             lines += check_section(check, results)
         return lines
@@ -1522,15 +1527,9 @@ def arm_check_section(check, results: Path) -> list[str]:
     lines += [f"- `{name}`: {change}" for name, change in check.ARMS.items()] + [""]
     summary = check.check_summary(results / REPLICATION_SUITE)
     if summary is None:
-        names = " ".join(f"--experiment {name}" for name in check.ARMS)
-        return lines + ["Not run yet. To make the results:", "", "```bash",
-                        f"pebench run --suite {REPLICATION_SUITE} {names} --out results/{REPLICATION_SUITE} "
-                        "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
-    from pebench import replication
-
+        return lines + ["Not run yet. To make the results:", "", *replication_commands(check.ARMS)]
     cells, gains = summary
-    held = {name: 0 if (runs := replication.experiment_runs(results / REPLICATION_SUITE, name)) is None
-            else runs["run_id"].nunique() if "run_id" in runs else len(runs) for name in check.ARMS}
+    held = cells.groupby("arm")["n"].sum()  # each arm's rows are its own runs
     expected = {name: len(suite_runs(REPLICATION_SUITE, [name])) for name in check.ARMS}
     lines += [markdown_table(
         ["arm", "encoding", "fitted seeds", "held-out token accuracy at the stop", "OOD token accuracy (unfitted: 0)",
@@ -1578,10 +1577,8 @@ def scale_check_section(check, results: Path) -> list[str]:
              + (f" (commit `{commit}`)" if (commit := _first_commit(Path(check.__file__))) else "") + ".", ""]
     summary = check.scale_summary(results / REPLICATION_SUITE)
     if summary is None:
-        names = " ".join(f"--experiment {check.experiment_name(*size)}" for size in check.SIZES[1:])
-        return lines + ["Not run yet. To make the results:", "", "```bash",
-                        f"pebench run --suite {REPLICATION_SUITE} {names} --out results/{REPLICATION_SUITE} "
-                        "--workers 2", f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
+        return lines + ["Not run yet. To make the results:", "",
+                        *replication_commands(check.experiment_name(*size) for size in check.SIZES[1:])]
     cells, taus, missing = summary
     lines += [markdown_table(["size", "encoding", "fitted seeds", "ID exact match", "exact match beyond the "
                               "training lengths (unfitted: 0)"],
