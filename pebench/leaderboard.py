@@ -80,14 +80,14 @@ def fitted_runs(runs: pd.DataFrame) -> pd.Series:
     return runs["fitted"].astype(float).fillna(1.0) > 0
 
 
-def _trained(runs: pd.DataFrame) -> pd.DataFrame:
+def trained_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs of the trained models (the base variant), without their evaluation variants."""
     return runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT] if "variant" in runs else runs
 
 
 def _scored(runs: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
     """Scored base-variant runs (``score``, ``fitted``) of tasks with >= 2 encodings, and the task columns."""
-    runs = _trained(runs)
+    runs = trained_runs(runs)
     task = [c for c in GROUP_COLUMNS if c in runs]
     frame = runs.assign(score=run_scores(runs, metric), fitted=fitted_runs(runs))
     frame = frame[frame["score"].notna()]
@@ -112,7 +112,7 @@ def task_ranks(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     return cells[[*task, "encoding", "score", "rank", "n_seeds", "seeds_fitted"]]
 
 
-def _average_ranks(means: np.ndarray, higher: bool) -> np.ndarray:
+def average_ranks(means: np.ndarray, higher: bool) -> np.ndarray:
     """Average ranks (1 = best) along the last axis; NaN entries are absent and get NaN."""
     better = means[..., None, :] > means[..., :, None] if higher else means[..., None, :] < means[..., :, None]
     ties = means[..., None, :] == means[..., :, None]  # includes self
@@ -155,7 +155,7 @@ def leaderboard(runs: pd.DataFrame, metric: str, *, n_boot: int = 1000, seed: in
     def ranks_of(cell_means: np.ndarray) -> np.ndarray:  # (..., cells) -> (..., tasks, encodings)
         means = np.broadcast_to(grid, (*cell_means.shape[:-1], *grid.shape)).copy()
         means[..., block_of_cell, enc_of_cell] = cell_means
-        return _average_ranks(means, higher)
+        return average_ranks(means, higher)
 
     observed = ranks_of(padded.sum(1) / n)
     rng = np.random.default_rng(seed)
@@ -175,7 +175,7 @@ def leaderboard(runs: pd.DataFrame, metric: str, *, n_boot: int = 1000, seed: in
     arch_of_block = frame["arch"].to_numpy()[first][np.unique(block_of_cell, return_index=True)[1]]
     fit = frame.groupby(["arch", "encoding"]).agg(runs=("fitted", "size"), fitted=("fitted", "mean"))
     all_fitted = cells["fitted"].all().groupby(["arch", "encoding"]).sum()
-    trained = _trained(runs)
+    trained = trained_runs(runs)
     failed = trained[trained["status"] == "failed"] if "status" in trained else trained.iloc[:0]
     n_failed = failed.groupby(["arch", "encoding"]).size() if not failed.empty else pd.Series(dtype=int)
     records = []
@@ -336,7 +336,7 @@ def fit_fractions(runs: pd.DataFrame) -> pd.DataFrame:
     """
     if "fitted" not in runs:
         return pd.DataFrame(columns=["arch", "encoding", "task", "fitted", "seeds", "fraction"])
-    runs = _trained(runs)
+    runs = trained_runs(runs)
     runs = runs[runs["fitted"].notna()].assign(fit=fitted_runs)
     table = (runs.groupby(["arch", "encoding", "task"], sort=False)["fit"].agg(fitted="sum", seeds="size")
              .reset_index())

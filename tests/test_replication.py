@@ -53,6 +53,25 @@ def test_unfitted_runs_rank_last_and_extra_encodings_are_left_out():
     assert result.ours.index[-1] == "none" and result.tau == pytest.approx(0.2)  # 6 of 10 concordant
 
 
+def test_the_bootstrap_ranks_each_replicate_as_mrr_ranks_a_frame():
+    """Each replicate's tau equals mrr's on the resampled frame, with what mrr leaves out: failed runs,
+    evaluation variants, a task with one encoding, unfitted runs scoring 0, two archs of one task."""
+    runs = make_runs(dict(PAPER), noise=0.4, seed=3)
+    runs = pd.concat([runs, make_runs(dict(PAPER), n_tasks=2, noise=0.4, seed=4).assign(arch="encoder")])
+    runs = pd.concat([runs, make_runs({"rope": 0.5}, n_tasks=1).assign(task="alone")], ignore_index=True)
+    runs.loc[runs.index % 7 == 0, "fitted"] = False
+    runs.loc[runs.index % 11 == 0, "status"] = "failed"
+    runs = pd.concat([runs, runs.head(20).assign(variant="shuffled", **{METRIC: 1.0})], ignore_index=True)
+    taus = replication._bootstrap_taus(runs, METRIC, PAPER, n_boot=30, seed=5)
+    rng = np.random.default_rng(5)
+    groups = [group.index.to_numpy() for _, group in runs.groupby(["task", "encoding"], sort=True)]
+    for tau in taus:
+        rows = np.concatenate([rng.choice(group, size=len(group)) for group in groups])
+        expected = replication.kendall_tau(replication.mrr(runs.loc[rows].reset_index(drop=True), METRIC), PAPER)
+        assert tau == pytest.approx(expected, abs=1e-12)
+    assert len(set(np.round(taus, 6))) > 1  # the replicates differ: the noise moves the ranking
+
+
 def test_claims_are_read_as_agreeing_contradicting_or_unresolved():
     runs = make_runs({"none": 0.9, "t5": 0.5, "alibi": 0.5, "rope": 0.1}, noise=0.02)
     table = replication.claim_agreement(runs, [("none", "t5"), ("rope", "t5"), ("t5", "alibi"), ("none", "cope")],
