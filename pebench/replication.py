@@ -112,9 +112,8 @@ def _bootstrap_taus(runs: pd.DataFrame, metric: str, published: pd.Series, n_boo
             means = np.where(counts > 0, sums / counts, np.nan).reshape(n_tasks, n_encodings)  # (task, encoding)
         means[(~np.isnan(means)).sum(1) < 2] = np.nan  # a task with one encoding ranks nothing
         reciprocal = 1.0 / leaderboard.average_ranks(means, higher)  # (task, encoding), NaN where absent
-        present = ~np.isnan(reciprocal).all(0)
-        with np.errstate(invalid="ignore"):
-            ours = pd.Series(np.nanmean(reciprocal[:, present], axis=0), index=encodings[present])
+        present = ~np.isnan(reciprocal).all(0)  # so that no column nanmean reads is empty
+        ours = pd.Series(np.nanmean(reciprocal[:, present], axis=0), index=encodings[present])
         taus[b] = kendall_tau(ours, published)
     return taus
 
