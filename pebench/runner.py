@@ -147,6 +147,7 @@ def _rows(
         "steps_to_fit": result.steps_to_fit,
         "fit_token_acc": result.fit_token_acc,
         "stop_reason": result.stop_reason,
+        "fit_curve": fit_curve_json(result.fit_curve),
         "encoding_built": json.dumps(model.encoding.resolved_options(), sort_keys=True, separators=(",", ":")),
         "status": result.status,
         "error": result.error,
@@ -155,6 +156,13 @@ def _rows(
         "torch_threads": torch.get_num_threads(),
     }
     return [{**_identity(spec), **row, **common} for row in rows]
+
+
+def fit_curve_json(curve: Sequence[tuple[int, float]]) -> str:
+    """A run's fit curve (:attr:`pebench.train.TrainResult.fit_curve`) as the compact JSON of its row's
+    ``fit_curve`` column: ``[[steps, accuracy], ...]``, accuracies to 6 decimals; ``"[]"`` when the fit
+    criterion was never checked. Read back with ``json.loads``."""
+    return json.dumps([[int(steps), round(float(accuracy), 6)] for steps, accuracy in curve], separators=(",", ":"))
 
 
 def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:

@@ -145,6 +145,9 @@ class TrainResult:
     steps_to_fit: int | None = None  # optimizer steps when it was first reached
     fit_token_acc: float = float("nan")  # held-out token accuracy at the last check
     stop_reason: str = ""  # "fit", "plateau", "cap" (all steps done) or "diverged"
+    # (steps, held-out token accuracy) at every check of the fit criterion, in order: the learning curve a
+    # stopping rule is judged on (docs: protocol)
+    fit_curve: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def final_loss(self) -> float:
@@ -384,11 +387,13 @@ class FitTracker:
         self.accuracy = float("nan")
         self.best_error, self.best_step = math.inf, 0  # lowest held-out error (by a fit_min_drop margin), when
         self.plateaued = False
+        self.curve: list[tuple[int, float]] = []  # (steps, accuracy) at every check
 
     def record(self, result: TrainResult, config: TrainConfig, checked: bool) -> None:
         """Write the fit fields (if the criterion was ``checked``) and the ``stop_reason`` into ``result``."""
         if checked:
             result.fitted, result.steps_to_fit, result.fit_token_acc = self.fitted, self.steps_to_fit, self.accuracy
+            result.fit_curve = list(self.curve)
         result.stop_reason = ("diverged" if result.status == "diverged" else "fit" if self.fitted and config.stop_at_fit
                               else "plateau" if self.plateaued else "cap")
 
@@ -405,6 +410,7 @@ class FitTracker:
     def check(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
         """Record the accuracy after ``steps`` steps; True if the criterion is met (now or before)."""
         self.accuracy = accuracy
+        self.curve.append((steps, accuracy))
         if 1 - accuracy <= (1 - config.fit_min_drop) * self.best_error:
             self.best_error, self.best_step = 1 - accuracy, steps
         if not self.fitted and accuracy >= config.fit_threshold:

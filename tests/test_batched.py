@@ -125,6 +125,8 @@ def test_each_seed_stops_at_its_own_fit_or_plateau_as_a_separate_run(name, arch)
         assert (many.steps_done, many.stop_reason, many.fitted, many.steps_to_fit) == (
             one.steps_done, one.stop_reason, one.fitted, one.steps_to_fit)
         assert many.fit_token_acc == pytest.approx(one.fit_token_acc, abs=1e-6)
+        assert [s for s, _ in many.fit_curve] == [s for s, _ in one.fit_curve]
+        assert [a for _, a in many.fit_curve] == pytest.approx([a for _, a in one.fit_curve], abs=1e-6)
         torch.testing.assert_close(torch.tensor(many.losses), torch.tensor(one.losses), rtol=1e-4, atol=1e-5)
         # over a hundred steps AdamW drifts the weights whose gradient is ~0 (the key biases, which softmax
         # ignores) by rounding, so the trained models are compared by what they compute

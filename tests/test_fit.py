@@ -73,6 +73,15 @@ def test_plateau_stop_ends_a_run_that_stopped_learning():
     assert result.stop_reason == "plateau" and result.steps_done == 40
 
 
+def test_the_fit_curve_records_every_check_in_order():
+    """Every check's (steps, accuracy) is kept, the last is fit_token_acc, and a stop ends the curve there."""
+    result = train(tiny_model(), tasks.get("majority"), config(
+        steps=200, lr=1e-9, fit_every=10, fit_threshold=1.0, stop_at_fit=True, fit_patience=30))
+    assert [steps for steps, _ in result.fit_curve] == [10, 20, 30, 40]
+    assert result.fit_curve[-1][1] == result.fit_token_acc
+    assert train(tiny_model(), tasks.get("majority"), config()).fit_curve == []
+
+
 def test_fit_batch_is_held_out_from_training_and_evaluation():
     from pebench.evaluate import eval_generator
     from pebench.train import data_generator, fit_batch

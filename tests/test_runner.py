@@ -216,6 +216,10 @@ def test_seed_batched_sweep_matches_one_by_one(tmp_path):
     assert (batched["final_train_loss"] - single["final_train_loss"]).abs().max() < 1e-4
     for column in ("steps_done", "stop_reason", "steps_to_fit"):
         pd.testing.assert_series_equal(batched[column], single[column])
+    for one, many in zip(single["fit_curve"], batched["fit_curve"], strict=True):
+        one, many = json.loads(one), json.loads(many)
+        assert [s for s, _ in many] == [s for s, _ in one] and len(one) >= 1
+        assert [a for _, a in many] == pytest.approx([a for _, a in one], abs=1 / 16)
 
 
 def test_killed_sweep_resumes_without_partial_files(tmp_path):
