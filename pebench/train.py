@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -416,6 +417,36 @@ class FitTracker:
         if not self.fitted and accuracy >= config.fit_threshold:
             self.fitted, self.steps_to_fit = True, steps
         return self.fitted
+
+
+@dataclass(frozen=True)
+class ReplayedStop:
+    """Where a stopping rule ends a run, replayed on its fit curve (:func:`replay_stop`)."""
+
+    steps_done: int  # the check at which training ends (the curve's last step if the rule never fires)
+    stop_reason: str  # "fit", "plateau", or "curve" (the rule did not fire within the recorded curve)
+    fitted: bool
+    steps_to_fit: int | None
+
+
+def replay_stop(curve: Sequence[tuple[int, float]], config: TrainConfig) -> ReplayedStop:
+    """Replay ``config``'s fit criterion and plateau stop on a recorded fit curve (``[(steps, accuracy)]``,
+    :attr:`TrainResult.fit_curve`), with the same :class:`FitTracker` that :func:`train` uses.
+
+    Training is deterministic and the checks never change it (they run under a forked RNG), so a run
+    trained under ``config`` stops where this says, as long as the recorded run went at least that far:
+    ``stop_reason`` ``"curve"`` says the rule never fired within the curve, which then says nothing about
+    what would follow it. The recorded checks must be ``config.fit_every`` apart, as train() makes them.
+    """
+    if not config.fit_every:
+        raise ValueError("replaying a stop needs a fit criterion (fit_every > 0)")
+    tracker = FitTracker()
+    for steps, accuracy in curve:
+        if tracker.update(float(accuracy), int(steps), config):
+            reason = "fit" if tracker.fitted else "plateau"
+            return ReplayedStop(int(steps), reason, tracker.fitted, tracker.steps_to_fit)
+    last = int(curve[-1][0]) if len(curve) else 0
+    return ReplayedStop(last, "curve", tracker.fitted, tracker.steps_to_fit)
 
 
 class LossMonitor:

@@ -3,6 +3,7 @@ plateau, rows record it, and the analysis judges extrapolation and order on fitt
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -80,6 +81,37 @@ def test_the_fit_curve_records_every_check_in_order():
     assert [steps for steps, _ in result.fit_curve] == [10, 20, 30, 40]
     assert result.fit_curve[-1][1] == result.fit_token_acc
     assert train(tiny_model(), tasks.get("majority"), config()).fit_curve == []
+
+
+@pytest.mark.parametrize("rule", [
+    {"fit_threshold": 1.0, "fit_patience": 30, "fit_min_drop": 0.1},  # stops at a plateau
+    {"fit_threshold": 1.0, "fit_patience": 20, "fit_min_drop": 0.5},
+    {"fit_threshold": 0.6, "fit_patience": 50, "fit_min_drop": 0.1},  # fits first
+])
+def test_a_replayed_stop_is_where_training_under_that_rule_stops(rule):
+    """replay_stop on the curve of a run trained to its cap gives the step, reason and fit of training again
+    under the rule: the curve is enough to judge a stopping rule."""
+    from pebench.train import replay_stop
+
+    task, base = tasks.get("copy"), config(steps=150, lr=3e-3, fit_every=10, train_max_len=4)
+    full = train(tiny_model("copy"), task, base)
+    ruled = dataclasses.replace(base, stop_at_fit=True, **rule)
+    actual = train(tiny_model("copy"), task, ruled)
+    replayed = replay_stop(full.fit_curve, ruled)
+    assert (replayed.steps_done, replayed.stop_reason, replayed.fitted, replayed.steps_to_fit) == (
+        actual.steps_done, actual.stop_reason, actual.fitted, actual.steps_to_fit)
+    assert actual.fit_curve == full.fit_curve[:len(actual.fit_curve)]
+
+
+def test_a_rule_that_never_fires_says_so():
+    from pebench.train import ReplayedStop, replay_stop
+
+    never = config(fit_every=10, fit_threshold=1.0, stop_at_fit=True, fit_patience=1000)
+    assert replay_stop([(10, 0.2), (20, 0.5), (30, 0.7)], never).stop_reason == "curve"
+    assert replay_stop([(10, 0.2), (20, 0.2), (30, 0.2)], dataclasses.replace(never, fit_patience=20)) == \
+        ReplayedStop(30, "plateau", False, None)
+    with pytest.raises(ValueError):
+        replay_stop([(10, 0.2)], config())
 
 
 def test_fit_batch_is_held_out_from_training_and_evaluation():

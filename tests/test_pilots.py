@@ -1,5 +1,6 @@
-"""The fit pilots of ``experiments/`` (task_pilots.py, t5_bucket_pilot.py): which runs they train and how
-their rows are written. Training itself is the runner's, tested elsewhere."""
+"""The fit pilots of ``experiments/`` (task_pilots.py, t5_bucket_pilot.py) and the plateau-stop replay
+(stop_rule_replay.py): which runs they train, how their rows are written, how a stop rule is judged.
+Training itself is the runner's, tested elsewhere."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "experiments"))
 
+import stop_rule_replay  # noqa: E402
 import t5_bucket_pilot  # noqa: E402
 import task_pilots  # noqa: E402
 
@@ -41,3 +44,44 @@ def test_run_pilots_writes_every_row_with_the_git_state(tmp_path):
     frame = pd.read_csv(out)
     assert frame["task"].tolist() == ["copy", "reverse"] and frame["fitted"].tolist() == [True, False]
     assert {"git_sha", "git_dirty"} <= set(frame.columns)
+
+
+def _curves(*runs):
+    """Runs of a replay frame: (fitted, steps_to_fit, curve) each, cap 1000, checks every 100 steps,
+    trained under patience 1000 and minimum drop 0.1 (so each curve ends at its fit or the cap)."""
+    import json
+
+    rows = []
+    for index, (fitted, steps_to_fit, curve) in enumerate(runs):
+        rows.append({"run_id": f"r{index}", "arch": "decoder", "task": "copy", "encoding": "rope", "seed": index,
+                     "steps": 1000, "fit_every": 100, "fit_threshold": 0.99, "fitted": fitted,
+                     "steps_to_fit": steps_to_fit, "steps_done": curve[-1][0], "train_seconds": curve[-1][0] / 100,
+                     "stop_reason": "fit" if fitted else "cap", "fit_curve": json.dumps(curve)})
+    frame = pd.DataFrame(rows)
+    frame["curve"] = [[tuple(point) for point in json.loads(c)] for c in frame["fit_curve"]]
+    return frame
+
+
+def test_the_stop_replay_counts_a_late_fit_stopped_by_a_strict_rule_as_a_false_stop():
+    stuck = [(100 * k, 0.5) for k in range(1, 11)]  # never moves: any plateau stop ends it early
+    late = [(100, 0.5), (200, 0.6), (300, 0.6), (400, 0.6), (500, 0.62), (600, 0.995)]  # a jump after a plateau
+    runs = _curves((False, None, stuck), (True, 600, late))
+    strict, patient = stop_rule_replay.replay(runs, 200, 0.1), stop_rule_replay.replay(runs, 500, 0.1)
+    assert strict["false_stops"] == 1 and strict["false_stop_runs"] == "decoder/copy/rope/1"
+    assert patient["false_stops"] == 0 and patient["runs_stopped_sooner"] == 1
+    # the stuck run stops at 100 + 500 steps instead of 1000; the late one trains as recorded
+    assert patient["train_seconds"] == pytest.approx(6 + 6)
+    assert stop_rule_replay.replay(runs, 1000, 0.1)["runs_stopped_sooner"] == 0
+
+
+def test_the_chosen_rule_is_the_cheapest_admissible_one_with_its_margin():
+    table = pd.DataFrame([
+        {"fit_patience": 300, "fit_min_drop": 0.1, "false_stops": 0, "margin_false_stops": 1, "train_seconds": 5.0},
+        {"fit_patience": 500, "fit_min_drop": 0.1, "false_stops": 0, "margin_false_stops": 0, "train_seconds": 7.0},
+        {"fit_patience": 500, "fit_min_drop": 0.3, "false_stops": 0, "margin_false_stops": 0, "train_seconds": 7.0},
+        {"fit_patience": 400, "fit_min_drop": 0.5, "false_stops": 2, "margin_false_stops": 3, "train_seconds": 3.0},
+        {"fit_patience": 1000, "fit_min_drop": 0.1, "false_stops": 0, "margin_false_stops": 0, "train_seconds": 9.0},
+    ])
+    chosen = stop_rule_replay.choose(table)
+    assert list(chosen["admissible"]) == [False, True, True, False, True]
+    assert chosen.loc[chosen["chosen"], ["fit_patience", "fit_min_drop"]].values.tolist() == [[500, 0.1]]

@@ -639,6 +639,37 @@ def t5_bucket_pilot(path: Path, reference: Path | None = None) -> str:
             + "\n")
 
 
+def stop_rule_replay(path: Path) -> str:
+    """The plateau-stop replay (``experiments/stop_rule_replay.py``): per candidate rule, the fitted runs it
+    would stop before their fit, the same with its patience shortened by the margin, the runs it stops
+    sooner and the estimated training time and suite wall time; the declared choice last."""
+    import pandas as pd
+
+    what = "Plateau-stop replay"
+    if not path.exists():
+        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/stop_rule_replay.py`")
+    table = pd.read_csv(path).sort_values(["fit_patience", "fit_min_drop"])
+    rows = []
+    for r in table.itertuples():
+        mark = " **(chosen)**" if r.chosen else (" (current)" if r.current else "")
+        rows.append([f"{int(r.fit_patience)}{mark}", f"{r.fit_min_drop:g}", int(r.false_stops),
+                     int(r.margin_false_stops), "yes" if r.admissible else "no", int(r.runs_stopped_sooner),
+                     int(r.beyond), f"{r.train_seconds:.0f}", f"{r.estimated_wall_minutes:.0f}"])
+    made, chosen = table.iloc[0], table[table["chosen"]].iloc[0]
+    current = table[table["current"]].iloc[0]
+    return (markdown_table(["patience (steps)", "min. relative drop", "false stops", "false stops, patience "
+                            "shortened by the margin", "admissible", "runs stopped sooner", "beyond the curve",
+                            "training (worker-s)", "est. suite wall (min)"], rows)
+            + f"\n\nReplayed on the fit curves of {int(made['runs'])} runs of `{made['results']}` (made by "
+              f"`{str(made['results_git_sha'])[:7]}`), whose suite took {made['measured_wall_minutes']:.0f} min "
+              f"with {made['recorded_train_seconds']:.0f} worker-seconds of training in these runs. The declared "
+              f"choice is patience {int(chosen.fit_patience)} with minimum drop {chosen.fit_min_drop:g}: "
+              f"{int(chosen.runs_stopped_sooner)} runs stop sooner, none that fitted, and the suite's estimated "
+              f"wall time is {chosen.estimated_wall_minutes:.0f} min (the current rule, patience "
+              f"{int(current.fit_patience)} with drop {current.fit_min_drop:g}: {current.estimated_wall_minutes:.0f}"
+              f" min).\n")
+
+
 def _repeats_reference(pilots, reference: Path | None) -> str:
     """A sentence: how many of the pilots with T5's published buckets found their run id in ``reference``, and
     whether their fit (fitted, held-out token accuracy, steps) is the reference run's exactly."""
@@ -1227,6 +1258,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     reference = results / REFERENCE_SUITE
     write(includes / "fit_table.md", fit_table(reference))
     write(includes / "t5_bucket_pilot.md", t5_bucket_pilot(results / "pilots" / "t5_buckets.csv", reference))
+    write(includes / "stop_rule_replay.md", stop_rule_replay(results / "pilots" / "stop_rules.csv"))
     write(includes / "floors_table.md", floors_table(reference))
     shutil.rmtree(out / "leaderboard", ignore_errors=True)
     write(includes / "leaderboard.md", leaderboard_include(results, out / "leaderboard", srcdir))

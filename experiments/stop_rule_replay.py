@@ -1,0 +1,153 @@
+"""Which plateau stop would bring the standard suite within its budget without stopping a run that fits?
+
+Not an experiment (importing this file registers nothing): ``python experiments/stop_rule_replay.py``
+reads the fit curves (the held-out accuracy at every check, the ``fit_curve`` column) of a results
+folder's runs, replays on each curve every candidate plateau stop of :data:`PATIENCES` x
+:data:`MIN_DROPS` with :func:`pebench.train.replay_stop` (the tracker train() itself uses), and writes
+one row per candidate to ``results/pilots/stop_rules.csv``; the protocol page shows it.
+
+Why: the standard suite's runs that never fit spend most of its training time at the step cap, their
+held-out error still falling by more than the current rule's 10 % per 1000 steps. A stricter plateau
+stop ends them sooner, but a rule that also ends a run that would have fitted turns a fit into a
+failure. Training is deterministic and checking the fit never changes it, so a run trained under a
+stricter rule stops exactly where the replay says (a test shows it on trained models): the curves of
+one sweep judge every candidate without training again. The step cap is not a candidate: the learning
+rate decays over it, so a shorter cap changes the curve itself and cannot be replayed.
+
+Declared before any fit curve was looked at (this file was committed while the sweep that records
+them was running), and applied mechanically:
+
+- **False stop**: a run that fitted as recorded, which the candidate stops unfitted before its
+  ``steps_to_fit``.
+- **Admissible**: no false stop on any run, and none either when the candidate's patience is
+  :data:`MARGIN` steps shorter (same minimum drop), so that the chosen rule is not at the edge of
+  the observed curves.
+- **Chosen**: of the admissible candidates, the one with the least estimated training time (each run's
+  recorded seconds per step times the steps it would train); ties go to the longer patience, then to
+  the smaller minimum drop. The current rule is always a candidate, so one is always chosen.
+- The choice is by these numbers alone, never by which encoding gains or loses fitted runs: a stop
+  rule decides only how soon an unfitted run is given up on, and an admissible one changes no fitted
+  flag of the replayed runs.
+
+Estimated suite wall time: the measured wall time minus the training seconds saved divided by the
+number of workers (the suite's runs are scheduled longest first, so the tail is short).
+Limits, written beside the table: runs the current rule stopped at a plateau end their curve there;
+a candidate that does not fire within such a curve is counted at the recorded steps (``beyond``:
+how many runs that is), a lower bound on its cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the candidate patiences (steps without a relative drop in held-out error) and minimum relative drops
+PATIENCES = (200, 300, 400, 500, 600, 800, 1000)
+MIN_DROPS = (0.1, 0.2, 0.3, 0.5)
+#: the admissibility margin: a candidate also needs no false stop with its patience this much shorter
+MARGIN = 200
+OUT = ROOT / "results" / "pilots" / "stop_rules.csv"
+
+
+def run_curves(folder: Path):
+    """One row per run of ``folder`` that has a fit criterion: identity, recorded stop and ``curve`` (a list
+    of ``(steps, accuracy)``)."""
+    from pebench import results
+
+    rows = results.load(folder)
+    if "fit_curve" not in rows.columns:
+        raise SystemExit(f"{folder} has no fit_curve column: its runs predate the fit curve; regenerate them")
+    runs = rows[rows["status"] != "failed"].drop_duplicates("run_id")
+    runs = runs[runs["fit_curve"].notna() & (runs["fit_curve"] != "[]")].copy()
+    runs["curve"] = [[(int(s), float(a)) for s, a in json.loads(c)] for c in runs["fit_curve"]]
+    return runs
+
+
+def replay(runs, patience: int, min_drop: float) -> dict:
+    """The outcome of the plateau stop (``patience``, ``min_drop``) replayed on every run of ``runs``."""
+    from pebench.train import TrainConfig, replay_stop
+
+    false_stops, changed, beyond, seconds = [], 0, 0, 0.0
+    for run in runs.itertuples():
+        config = TrainConfig(steps=int(run.steps), fit_every=int(run.fit_every), fit_threshold=float(run.fit_threshold),
+                             stop_at_fit=True, fit_patience=patience, fit_min_drop=min_drop)
+        stop = replay_stop(run.curve, config)
+        steps = stop.steps_done
+        if stop.stop_reason == "curve":
+            steps = int(run.steps_done)
+            beyond += run.stop_reason == "plateau"
+        recorded_fit = bool(run.fitted)
+        if recorded_fit and not stop.fitted:
+            false_stops.append(f"{run.arch}/{run.task}/{run.encoding}/{run.seed}")
+        changed += steps != int(run.steps_done)
+        seconds += float(run.train_seconds) * steps / max(int(run.steps_done), 1)
+    return {"fit_patience": patience, "fit_min_drop": min_drop, "false_stops": len(false_stops),
+            "false_stop_runs": ";".join(false_stops), "runs_stopped_sooner": changed, "beyond": beyond,
+            "train_seconds": seconds}
+
+
+def choose(table):
+    """Mark the admissible candidates and the chosen one (the module's declared rule); returns the table."""
+    table = table.copy()
+    margins = table.set_index(["fit_patience", "fit_min_drop"])["margin_false_stops"]
+    table["admissible"] = (table["false_stops"] == 0) & (margins.to_numpy() == 0)
+    ranked = table[table["admissible"]].sort_values(["train_seconds", "fit_patience", "fit_min_drop"],
+                                                    ascending=[True, False, True])
+    table["chosen"] = table.index == ranked.index[0]
+    return table
+
+
+def main(argv=None) -> None:
+    """Replay every candidate on ``--results`` and write ``--out``."""
+    import pandas as pd
+
+    from pebench.runner import read_manifest
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=ROOT / "results" / "standard")
+    parser.add_argument("--experiment", default="length_extrapolation")
+    parser.add_argument("--wall-minutes", type=float, required=True,
+                        help="the measured wall time of the suite that made --results (results/performance/suites.csv)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    runs = run_curves(args.results)
+    runs = runs[runs["experiment"] == args.experiment]
+    # the replay must give back, for the rule the runs were trained under, exactly what they recorded
+    current = {(int(p), float(d)) for p, d in zip(runs["fit_patience"], runs["fit_min_drop"], strict=True)}
+    if len(current) != 1:
+        raise SystemExit(f"the runs were trained under several plateau rules {sorted(current)}")
+    patience, min_drop = current.pop()
+    check = replay(runs, patience, min_drop)
+    if check["runs_stopped_sooner"] or check["false_stops"]:
+        raise SystemExit(f"replaying the runs' own rule does not give back their stops: {check}")
+    rows = []
+    for candidate_patience in sorted({*PATIENCES, patience}):
+        for candidate_drop in sorted({*MIN_DROPS, min_drop}):
+            row = replay(runs, candidate_patience, candidate_drop)
+            shorter = candidate_patience - MARGIN
+            row["margin_false_stops"] = replay(runs, shorter, candidate_drop)["false_stops"] if shorter > 0 \
+                else len(runs)
+            row["current"] = (candidate_patience, candidate_drop) == (patience, min_drop)
+            rows.append(row)
+    table = choose(pd.DataFrame(rows))
+    recorded = float(runs["train_seconds"].sum())
+    table["saved_seconds"] = recorded - table["train_seconds"]
+    table["estimated_wall_minutes"] = args.wall_minutes - table["saved_seconds"] / args.workers / 60
+    manifest = read_manifest(args.results) or {}
+    made = manifest.get("latest", {})
+    table = table.assign(runs=len(runs), recorded_train_seconds=recorded, measured_wall_minutes=args.wall_minutes,
+                         results=str(args.results.relative_to(ROOT)) if args.results.is_relative_to(ROOT)
+                         else str(args.results), results_git_sha=made.get("git_sha", ""))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    chosen = table[table["chosen"]].iloc[0]
+    print(table.drop(columns=["false_stop_runs"]).to_string(index=False))
+    print(f"chosen: patience {chosen.fit_patience}, min drop {chosen.fit_min_drop}: estimated "
+          f"{chosen.estimated_wall_minutes:.0f} min (measured {args.wall_minutes:.0f}) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
