@@ -566,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tables-only", action="store_true", help="only regenerate the tables from the CSVs")
     parser.add_argument("--suites", nargs="*", default=["smoke"],
                         help="suites whose wall time the 'suites' part measures (default smoke; standard takes "
-                             "about 20 minutes on 2 cores)")
+                             "over an hour on 2 cores: results/performance/suites.csv)")
     parser.add_argument("--suite-workers", type=int, default=2, help="workers of the timed suites (default 2)")
     parser.add_argument("--suite-out", type=Path,
                         help="keep the timed suites' results in SUITE_OUT/<suite> (must be empty; default: a "

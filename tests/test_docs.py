@@ -549,6 +549,27 @@ def test_the_t5_bucket_pilot_table_reads_its_csv(gen, tmp_path):
     assert "Of the 2 pilots with T5's buckets, 2 have a run in" in text and "1 of those repeat its fit" in text
 
 
+def test_the_stop_rule_replay_table_names_the_choice_and_judges_it_against_the_budget(gen, tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "stop_rules.csv"
+    assert "not in these results" in gen.stop_rule_replay(path)
+    common = dict(runs=10, recorded_train_seconds=1000.0, measured_wall_minutes=80.0, results="results/standard",
+                  results_git_sha="c" * 40, beyond=0, false_stop_runs="")
+    rows = [dict(fit_patience=500, fit_min_drop=0.1, false_stops=2, margin_false_stops=3, admissible=False,
+                 runs_stopped_sooner=6, train_seconds=500.0, estimated_wall_minutes=76.0, chosen=False, current=False),
+            dict(fit_patience=1000, fit_min_drop=0.1, false_stops=0, margin_false_stops=0, admissible=True,
+                 runs_stopped_sooner=0, train_seconds=1000.0, estimated_wall_minutes=80.0, chosen=True, current=True)]
+    pd.DataFrame([{**row, **common} for row in rows]).to_csv(path, index=False)
+    text = gen.stop_rule_replay(path)
+    assert "| 500 | 0.1 | 2 | 3 | no | 6 | 0 | 500 | 76 |" in text
+    assert "| 1000 **(chosen)** | 0.1 | 0 | 0 | yes | 0 | 0 | 1000 | 80 |" in text
+    assert "The declared choice is patience 1000 with minimum drop 0.1" in text and "made by `ccccccc`" in text
+    assert "over the standard suite's budget of 60 minutes" in text
+    pd.read_csv(path).assign(estimated_wall_minutes=[50.0, 55.0]).to_csv(path, index=False)
+    assert "within the standard suite's budget of 60 minutes" in gen.stop_rule_replay(path)
+
+
 def test_a_replication_says_what_its_runs_cost_and_where_they_ran(gen, tmp_path):
     import json
 

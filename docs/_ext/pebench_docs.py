@@ -667,7 +667,16 @@ def stop_rule_replay(path: Path) -> str:
               f"{int(chosen.runs_stopped_sooner)} runs stop sooner, none that fitted, and the suite's estimated "
               f"wall time is {chosen.estimated_wall_minutes:.0f} min (the current rule, patience "
               f"{int(current.fit_patience)} with drop {current.fit_min_drop:g}: {current.estimated_wall_minutes:.0f}"
-              f" min).\n")
+              f" min). "
+            + (f"That is within the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes."
+               if chosen.estimated_wall_minutes <= SUITE_BUDGET_MINUTES else
+               f"That is over the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes: no admissible plateau "
+               f"stop brings the suite within it, so stopping sooner is not the lever that can.")
+            + "\n")
+
+
+#: the standard suite's wall-time budget on 2 CPU cores (#12), which the stop-rule replay is judged against
+SUITE_BUDGET_MINUTES = 60
 
 
 def _repeats_reference(pilots, reference: Path | None) -> str:
