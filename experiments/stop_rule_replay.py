@@ -24,7 +24,10 @@ them was running), and applied mechanically:
   the observed curves.
 - **Chosen**: of the admissible candidates, the one with the least estimated training time (each run's
   recorded seconds per step times the steps it would train); ties go to the longer patience, then to
-  the smaller minimum drop. The current rule is always a candidate, so one is always chosen.
+  the smaller minimum drop. The current rule is always a candidate. (Added after the replay, which found
+  no admissible candidate, the current rule included, and the line before this one had wrongly assumed
+  there always was one: then the current rule is kept, marked not admissible, as no replayed rule is
+  safer than it.)
 - The choice is by these numbers alone, never by which encoding gains or loses fitted runs: a stop
   rule decides only how soon an unfitted run is given up on, and an admissible one changes no fitted
   flag of the replayed runs.
@@ -89,13 +92,15 @@ def replay(runs, patience: int, min_drop: float) -> dict:
 
 
 def choose(table):
-    """Mark the admissible candidates and the chosen one (the module's declared rule); returns the table."""
+    """Mark the admissible candidates and the chosen one (the module's declared rule; the ``current`` one when
+    none is admissible); returns the table."""
     table = table.copy()
     margins = table.set_index(["fit_patience", "fit_min_drop"])["margin_false_stops"]
     table["admissible"] = (table["false_stops"] == 0) & (margins.to_numpy() == 0)
     ranked = table[table["admissible"]].sort_values(["train_seconds", "fit_patience", "fit_min_drop"],
                                                     ascending=[True, False, True])
-    table["chosen"] = table.index == ranked.index[0]
+    # no admissible candidate: keep the rule the runs were trained under (no replayed rule is safer)
+    table["chosen"] = table.index == (ranked.index[0] if len(ranked) else table.index[table["current"]][0])
     return table
 
 

@@ -565,7 +565,15 @@ def test_the_stop_rule_replay_table_names_the_choice_and_judges_it_against_the_b
     assert "| 500 | 0.1 | 2 | 3 | no | 6 | 0 | 500 | 76 |" in text
     assert "| 1000 **(chosen)** | 0.1 | 0 | 0 | yes | 0 | 0 | 1000 | 80 |" in text
     assert "The declared choice is patience 1000 with minimum drop 0.1" in text and "made by `ccccccc`" in text
-    assert "over the standard suite's budget of 60 minutes" in text
+    assert "over the standard suite's budget of 60 minutes" in text and "not even the current rule" not in text
+    assert "No replayed rule reaches it." in text
+    pd.read_csv(path).assign(admissible=False).to_csv(path, index=False)
+    assert "No candidate is admissible, not even the current rule: with its patience shortened by the margin it " \
+           "would stop 0 fitted runs" in gen.stop_rule_replay(path)
+    pd.DataFrame([{**row, **common} for row in rows]).to_csv(path, index=False)
+    pd.read_csv(path).assign(estimated_wall_minutes=[59.0, 80.0]).to_csv(path, index=False)
+    assert "the one that loses the fewest fits (patience 500, minimum drop 0.1: 59 min) stops 2 of the runs that " \
+           "fitted before their fit" in gen.stop_rule_replay(path)
     pd.read_csv(path).assign(estimated_wall_minutes=[50.0, 55.0]).to_csv(path, index=False)
     assert "within the standard suite's budget of 60 minutes" in gen.stop_rule_replay(path)
 

@@ -74,6 +74,17 @@ def test_the_stop_replay_counts_a_late_fit_stopped_by_a_strict_rule_as_a_false_s
     assert stop_rule_replay.replay(runs, 1000, 0.1)["runs_stopped_sooner"] == 0
 
 
+def test_with_no_admissible_rule_the_current_one_is_kept():
+    table = pd.DataFrame([
+        {"fit_patience": 500, "fit_min_drop": 0.1, "false_stops": 2, "margin_false_stops": 5, "train_seconds": 5.0,
+         "current": False},
+        {"fit_patience": 1000, "fit_min_drop": 0.1, "false_stops": 0, "margin_false_stops": 3, "train_seconds": 9.0,
+         "current": True},
+    ])
+    chosen = stop_rule_replay.choose(table)
+    assert not chosen["admissible"].any() and list(chosen["chosen"]) == [False, True]
+
+
 def test_the_chosen_rule_is_the_cheapest_admissible_one_with_its_margin():
     table = pd.DataFrame([
         {"fit_patience": 300, "fit_min_drop": 0.1, "false_stops": 0, "margin_false_stops": 1, "train_seconds": 5.0},

@@ -662,7 +662,12 @@ def stop_rule_replay(path: Path) -> str:
                             "training (worker-s)", "est. suite wall (min)"], rows)
             + f"\n\nReplayed on the fit curves of {int(made['runs'])} runs of `{made['results']}` (made by "
               f"`{str(made['results_git_sha'])[:7]}`), whose suite took {made['measured_wall_minutes']:.0f} min "
-              f"with {made['recorded_train_seconds']:.0f} worker-seconds of training in these runs. The declared "
+              f"with {made['recorded_train_seconds']:.0f} worker-seconds of training in these runs. "
+            + ("" if chosen.admissible else
+               f"No candidate is admissible, not even the current rule: with its patience shortened by the margin it "
+               f"would stop {int(chosen.margin_false_stops)} fitted runs before their fit, so the runs' own rule is "
+               f"already at the edge of their curves, and it is kept. ")
+            + "The declared "
               f"choice is patience {int(chosen.fit_patience)} with minimum drop {chosen.fit_min_drop:g}: "
               f"{int(chosen.runs_stopped_sooner)} runs stop sooner, none that fitted, and the suite's estimated "
               f"wall time is {chosen.estimated_wall_minutes:.0f} min (the current rule, patience "
@@ -671,8 +676,20 @@ def stop_rule_replay(path: Path) -> str:
             + (f"That is within the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes."
                if chosen.estimated_wall_minutes <= SUITE_BUDGET_MINUTES else
                f"That is over the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes: no admissible plateau "
-               f"stop brings the suite within it, so stopping sooner is not the lever that can.")
+               f"stop brings the suite within it, so stopping sooner is not the lever that can."
+               + _cheapest_within_budget(table))
             + "\n")
+
+
+def _cheapest_within_budget(table) -> str:
+    """A sentence: of the replayed rules within the budget, the one that loses the fewest fits, and how many."""
+    within = table[table["estimated_wall_minutes"] <= SUITE_BUDGET_MINUTES]
+    if within.empty:
+        return " No replayed rule reaches it."
+    best = within.sort_values(["false_stops", "estimated_wall_minutes"]).iloc[0]
+    return (f" Of the replayed rules that would reach it, the one that loses the fewest fits (patience "
+            f"{int(best.fit_patience)}, minimum drop {best.fit_min_drop:g}: {best.estimated_wall_minutes:.0f} min) "
+            f"stops {int(best.false_stops)} of the runs that fitted before their fit.")
 
 
 #: the standard suite's wall-time budget on 2 CPU cores (#12), which the stop-rule replay is judged against
