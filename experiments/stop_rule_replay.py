@@ -128,15 +128,17 @@ def main(argv=None) -> None:
     check = replay(runs, patience, min_drop)
     if check["runs_stopped_sooner"] or check["false_stops"]:
         raise SystemExit(f"replaying the runs' own rule does not give back their stops: {check}")
+    candidates = [(p, d) for p in sorted({*PATIENCES, patience}) for d in sorted({*MIN_DROPS, min_drop})]
+    # every rule once: a candidate's margin rule (patience MARGIN shorter) is often another candidate
+    replayed = {rule: replay(runs, *rule) for rule in
+                {*candidates, *((p - MARGIN, d) for p, d in candidates if p > MARGIN)}}
     rows = []
-    for candidate_patience in sorted({*PATIENCES, patience}):
-        for candidate_drop in sorted({*MIN_DROPS, min_drop}):
-            row = replay(runs, candidate_patience, candidate_drop)
-            shorter = candidate_patience - MARGIN
-            row["margin_false_stops"] = replay(runs, shorter, candidate_drop)["false_stops"] if shorter > 0 \
-                else len(runs)
-            row["current"] = (candidate_patience, candidate_drop) == (patience, min_drop)
-            rows.append(row)
+    for candidate_patience, candidate_drop in candidates:
+        row = dict(replayed[candidate_patience, candidate_drop])
+        shorter = candidate_patience - MARGIN
+        row["margin_false_stops"] = replayed[shorter, candidate_drop]["false_stops"] if shorter > 0 else len(runs)
+        row["current"] = (candidate_patience, candidate_drop) == (patience, min_drop)
+        rows.append(row)
     table = choose(pd.DataFrame(rows))
     recorded = float(runs["train_seconds"].sum())
     table["saved_seconds"] = recorded - table["train_seconds"]

@@ -385,10 +385,14 @@ class FitTracker:
     def __init__(self) -> None:
         self.fitted = False
         self.steps_to_fit: int | None = None
-        self.accuracy = float("nan")
         self.best_error, self.best_step = math.inf, 0  # lowest held-out error (by a fit_min_drop margin), when
         self.plateaued = False
         self.curve: list[tuple[int, float]] = []  # (steps, accuracy) at every check
+
+    @property
+    def accuracy(self) -> float:
+        """The held-out accuracy at the last check (NaN before the first)."""
+        return self.curve[-1][1] if self.curve else float("nan")
 
     def record(self, result: TrainResult, config: TrainConfig, checked: bool) -> None:
         """Write the fit fields (if the criterion was ``checked``) and the ``stop_reason`` into ``result``."""
@@ -410,7 +414,6 @@ class FitTracker:
 
     def check(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
         """Record the accuracy after ``steps`` steps; True if the criterion is met (now or before)."""
-        self.accuracy = accuracy
         self.curve.append((steps, accuracy))
         if 1 - accuracy <= (1 - config.fit_min_drop) * self.best_error:
             self.best_error, self.best_step = 1 - accuracy, steps
