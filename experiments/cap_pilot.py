@@ -1,7 +1,8 @@
 """Are the capable encodings' missed fits a matter of steps? A fit pilot with the step cap doubled.
 
 Not an experiment (importing this file registers nothing): ``python experiments/cap_pilot.py`` takes every
-run of the standard reference (``results/standard``, the length experiment) in which a capable encoding
+run of the standard reference it was made against (the length experiment of ``results/standard`` at
+277b29c, frozen in ``results/pilots/reference_runs.csv``) in which a capable encoding
 (:data:`CAPABLE`: it can represent the task) did not fit one of :data:`TASKS`, and trains it again under
 exactly the suite's protocol (grid, fit criterion, plateau stop, seed) with one change: the step cap is
 :data:`FACTOR` times the suite's, and the cosine learning-rate schedule decays over the longer cap. Writes
@@ -24,13 +25,16 @@ Declared before any of its runs was made (this file's first commit), with its re
 
 The standard suite keeps its caps either way: this is evidence for the budget decision, not a change of
 protocol.
+
+Afterwards (a decision taken after this pilot, for every encoding alike, recorded in
+``pebench.experiment.TASK_STEPS``): the standard suite adopted the doubled cap on these three tasks in both
+architectures, because the acceptance asks the capable encodings to fit them, and its cost was measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import sys
 from pathlib import Path
 
@@ -41,54 +45,51 @@ TASKS = ("copy", "reverse", "duplicate")
 #: how many times the suite's step cap the pilot trains for
 FACTOR = 2
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT / "results" / "standard"
+#: the reference's runs, frozen (``python experiments/task_pilots.py --freeze-reference``)
+REFERENCE_RUNS = ROOT / "results" / "pilots" / "reference_runs.csv"
 OUT = ROOT / "results" / "pilots" / "cap_pilot.csv"
 
 
-def reference_runs(reference: Path = REFERENCE):
-    """One row per run of the reference's length experiment on :data:`TASKS` (run id, cell, seed, fitted,
-    stop reason, held-out accuracy at the stop, steps done, training seconds), from its raw rows."""
-    return _reference_runs(Path(reference).resolve()).copy()
+def reference_runs(path: Path = REFERENCE_RUNS):
+    """One row per run of the reference's length experiment on :data:`TASKS` (run id, cell, seed, step cap,
+    fitted, stop reason, held-out accuracy at the stop, steps done, training seconds): the reference the pilot
+    was made against (``task_pilots.freeze_reference``, frozen before the suite adopted the doubled cap)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from task_pilots import reference_runs as frozen
+
+    runs = frozen(path)
+    return runs[runs["task"].isin(TASKS)].reset_index(drop=True)
 
 
-@functools.lru_cache(maxsize=4)
-def _reference_runs(reference: Path):
-    from pebench.results import load
-
-    raw = load(reference / "raw")
-    runs = raw[(raw["experiment"] == "length_extrapolation") & raw["task"].isin(TASKS)]
-    columns = ["run_id", "arch", "task", "encoding", "seed", "fitted", "stop_reason", "fit_token_acc",
-               "steps_done", "train_seconds"]
-    runs = runs.drop_duplicates("run_id")[columns].reset_index(drop=True)
-    runs["fitted"] = runs["fitted"].astype(bool)
-    return runs.astype({"seed": int, "steps_done": int})
-
-
-def misses(reference: Path = REFERENCE):
+def misses(path: Path = REFERENCE_RUNS):
     """The reference's runs of a capable encoding on :data:`TASKS` that did not fit."""
-    runs = reference_runs(reference)
+    runs = reference_runs(path)
     return runs[runs["encoding"].isin(CAPABLE) & ~runs["fitted"]].reset_index(drop=True)
 
 
-def specs(reference: Path = REFERENCE, suite: str = "standard") -> list:
-    """The suite's specs of the reference's :func:`misses`, each with its step cap times :data:`FACTOR`."""
+def specs(path: Path = REFERENCE_RUNS, suite: str = "standard") -> list:
+    """The suite's specs of the reference's :func:`misses`, each with the reference's step cap times
+    :data:`FACTOR` (the suite's spec with the reference's cap is checked to be the reference's run)."""
     from pebench.experiment import suite_runs
 
-    missed = set(misses(reference)["run_id"])
-    by_id = {spec.run_id: spec for spec in suite_runs(suite, ["length_extrapolation"])}
-    unknown = missed - set(by_id)
-    if unknown:
-        raise SystemExit(f"runs of {reference} that the {suite} suite no longer has: {', '.join(sorted(unknown))}")
-    return [dataclasses.replace(by_id[run_id], train=dataclasses.replace(by_id[run_id].train,
-                                                                         steps=by_id[run_id].train.steps * FACTOR))
-            for run_id in sorted(missed)]
+    by_cell = {(spec.arch, spec.task, spec.encoding, spec.seed): spec
+               for spec in suite_runs(suite, ["length_extrapolation"])}
+    out = []
+    for miss in misses(path).sort_values("run_id").itertuples():
+        spec = by_cell.get((miss.arch, miss.task, miss.encoding, miss.seed))
+        original = spec and dataclasses.replace(spec, train=dataclasses.replace(spec.train, steps=int(miss.steps)))
+        if original is None or original.run_id != miss.run_id:
+            raise SystemExit(f"the {suite} suite no longer makes run {miss.run_id} of {path} (with its cap)")
+        out.append(dataclasses.replace(original, train=dataclasses.replace(original.train,
+                                                                           steps=original.train.steps * FACTOR)))
+    return out
 
 
-def cap_cost_bound(reference: Path = REFERENCE) -> tuple[int, float]:
+def cap_cost_bound(path: Path = REFERENCE_RUNS) -> tuple[int, float]:
     """How many of the reference's runs on :data:`TASKS` (every encoding) stopped at their step cap, and their
     training seconds: the most a cap :data:`FACTOR` times longer on these tasks could add to the suite's
     training (each would run at most ``FACTOR - 1`` times as long again; the plateau stop may end them sooner)."""
-    runs = reference_runs(reference)
+    runs = reference_runs(path)
     capped = runs[runs["stop_reason"] == "cap"]
     return len(capped), float(capped["train_seconds"].astype(float).sum()) * (FACTOR - 1)
 
@@ -110,7 +111,8 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--reference", type=Path, default=REFERENCE)
+    parser.add_argument("--reference", type=Path, default=REFERENCE_RUNS,
+                        help="the reference's runs, frozen by task_pilots.py --freeze-reference")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     run_pilots(pilot, specs(args.reference), args.workers, args.out)

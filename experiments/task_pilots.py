@@ -26,7 +26,14 @@ NEW_TASKS = (
     "counting", "selective_copy", "flip_flop", "passkey",
 )
 ENCODINGS = ("rope", "none")
-OUT = Path(__file__).resolve().parent.parent / "results" / "pilots" / "task_fit.csv"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "results" / "pilots" / "task_fit.csv"
+#: the reference the fit pilots were read against, frozen when the reference was regenerated under another
+#: protocol (:func:`freeze_reference`): the pilots' pages compare with these runs, not with today's reference
+REFERENCE_RUNS = ROOT / "results" / "pilots" / "reference_runs.csv"
+#: the columns of :data:`REFERENCE_RUNS`: a run's cell, its cap and how its training stopped
+REFERENCE_COLUMNS = ("run_id", "experiment", "arch", "task", "encoding", "seed", "steps", "fitted", "steps_to_fit",
+                     "fit_token_acc", "stop_reason", "steps_done", "train_seconds")
 
 
 def pilot(spec) -> dict:
@@ -63,7 +70,12 @@ def main(argv=None) -> None:
     parser.add_argument("--tasks", nargs="*", default=list(NEW_TASKS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--freeze-reference", type=Path, nargs="?", const=ROOT / "results" / "standard",
+                        metavar="RESULTS", help="instead of piloting, write the runs of RESULTS (default: the "
+                        f"standard reference) to {REFERENCE_RUNS.relative_to(ROOT)}")
     args = parser.parse_args(argv)
+    if args.freeze_reference is not None:
+        return freeze_reference(args.freeze_reference)
     specs = []
     for suite in args.suites:
         done = {spec.task for spec in specs}
@@ -74,6 +86,36 @@ def main(argv=None) -> None:
     if missing:
         raise SystemExit(f"not in the length experiment of {', '.join(args.suites)}: {', '.join(sorted(missing))}")
     run_pilots(pilot, specs, args.workers, args.out)
+
+
+def freeze_reference(reference: Path, out: Path = REFERENCE_RUNS) -> None:
+    """Write the first raw row's :data:`REFERENCE_COLUMNS` of every run of ``reference``'s length experiment to
+    ``out``, with the commit the reference's latest invocation was made by (``reference_git_sha``), so that
+    the pilots read against it keep their comparison once the reference is regenerated."""
+    import json
+
+    from pebench.results import load
+
+    raw = load(Path(reference) / "raw")
+    runs = raw[raw["experiment"] == "length_extrapolation"].drop_duplicates("run_id")
+    latest = json.loads((Path(reference) / "manifest.json").read_text())["latest"]
+    frame = runs[list(REFERENCE_COLUMNS)].sort_values(["arch", "task", "encoding", "seed"], kind="stable")
+    frame = frame.assign(fitted=frame["fitted"].astype(bool), reference_git_sha=latest["git_sha"],
+                         reference_git_dirty=latest["git_dirty"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    print(f"{len(frame)} runs of {reference} -> {out}")
+
+
+def reference_runs(path: Path = REFERENCE_RUNS):
+    """The frozen reference runs (:func:`freeze_reference`), one row per run."""
+    import pandas as pd
+
+    if not Path(path).exists():
+        raise SystemExit(f"{path} is missing: run `python experiments/task_pilots.py --freeze-reference`")
+    runs = pd.read_csv(path)
+    runs["fitted"] = runs["fitted"].astype(bool)
+    return runs.astype({"seed": int, "steps_done": int, "steps": int})
 
 
 def run_pilots(function, specs, workers: int, out: Path) -> None:

@@ -541,20 +541,19 @@ def test_the_t5_bucket_pilot_table_reads_its_csv(gen, tmp_path):
             "against 0.25)") in text
     # the published-bucket pilots checked against the reference runs of their ids
     pd.read_csv(path).assign(run_id=[f"r{i}" for i in range(4)]).to_csv(path, index=False)
-    (tmp_path / "ref" / "raw").mkdir(parents=True)
-    for run_id, acc in (("r0", 0.25), ("r1", 0.26)):
-        pd.DataFrame([dict(run_id=run_id, fitted=False, fit_token_acc=acc, steps_done=1100)]).to_csv(
-            tmp_path / "ref" / "raw" / f"{run_id}.csv", index=False)
-    text = gen.t5_bucket_pilot(path, tmp_path / "ref")
-    assert "Of the 2 pilots with T5's buckets, 2 have a run in" in text and "1 of those repeat its fit" in text
+    frozen = tmp_path / "reference_runs.csv"
+    pd.DataFrame([dict(run_id=run_id, fitted=False, fit_token_acc=acc, steps_done=1100, reference_git_sha="d" * 40)
+                  for run_id, acc in (("r0", 0.25), ("r1", 0.26))]).to_csv(frozen, index=False)
+    text = gen.t5_bucket_pilot(path, frozen)
+    assert "Of the 2 pilots with T5's buckets, 2 have a run in the reference made at `ddddddd`" in text
+    assert "1 of those repeat its fit" in text
 
 
 def test_the_cap_pilot_table_reads_each_miss_beside_its_reference_run(gen, tmp_path):
     import pandas as pd
 
-    path, reference = tmp_path / "cap_pilot.csv", tmp_path / "ref"
+    path, reference = tmp_path / "cap_pilot.csv", tmp_path / "reference_runs.csv"
     assert "not in these results" in gen.cap_pilot(path, reference)
-    (reference / "raw").mkdir(parents=True)
     ref_rows = [  # two capable misses, and a NoPE run stopped at the cap (it counts towards the cost bound)
         dict(run_id="r0", experiment="length_extrapolation", task="copy", fitted=False, fit_token_acc=0.96,
              stop_reason="cap", steps_done=2500, steps=2500, train_seconds=40.0),
@@ -563,8 +562,7 @@ def test_the_cap_pilot_table_reads_each_miss_beside_its_reference_run(gen, tmp_p
         dict(run_id="r2", experiment="length_extrapolation", task="copy", fitted=False, fit_token_acc=0.5,
              stop_reason="cap", steps_done=2500, steps=2500, train_seconds=80.0),
     ]
-    for row in ref_rows:
-        pd.DataFrame([row]).to_csv(reference / "raw" / f"{row['run_id']}.csv", index=False)
+    pd.DataFrame(ref_rows).assign(reference_git_sha="d" * 40).to_csv(reference, index=False)
     pilots = [dict(arch="decoder", task="copy", encoding="learned", seed=1, run_id="p0", reference_run_id="r0",
                    step_cap=5000, fitted=True, steps_to_fit=3100, fit_token_acc=0.991, stop_reason="fit",
                    steps_done=3100, git_sha="c" * 40, git_dirty=False),
@@ -575,13 +573,18 @@ def test_the_cap_pilot_table_reads_each_miss_beside_its_reference_run(gen, tmp_p
     text = gen.cap_pilot(path, reference)
     assert "| decoder | copy | learned | 1 | 0.960 (cap @2500) | 0.991 (fit @3100) |" in text
     assert "| encoder | duplicate | t5 | 0 | 0.300 (plateau @1100) | 0.290 (plateau @1100) |" in text
-    assert "commit `ccccccc` (clean), 2 pilots" in text
+    assert "commit `ccccccc` (clean), 2 pilots, against the reference made at `ddddddd`" in text
+    # the suite's caps (pebench.experiment.TASK_STEPS) are the pilot's: the page says the suite adopted them
+    assert "The standard suite has since adopted the doubled cap on copy, duplicate in both architectures" in text
+    pd.DataFrame(pilots).assign(step_cap=[4000, 4000]).to_csv(path, index=False)
+    assert "has since adopted" not in gen.cap_pilot(path, reference)
     assert ("1 of the 2 misses are misses of steps (fitted with the longer cap: decoder copy learned seed 1) "
             "and 1 are not explained by steps (encoder duplicate t5 seed 0)") in text
     assert "The doubled cap on copy, duplicate would add at most 120 worker-seconds" in text
     assert "fitted within the suite's own cap" not in text  # the fit came after step 2500
     assert "1 of those stopped at the plateau stop before even the suite's own cap" in text
-    pd.DataFrame(pilots).assign(steps_to_fit=[2300, None], steps_done=[2300, 1100]).to_csv(path, index=False)
+    pd.DataFrame(pilots).assign(steps_to_fit=[2300, None], steps_done=[2300, 1100], step_cap=[5000, 5000]).to_csv(
+        path, index=False)
     early = gen.cap_pilot(path, reference)
     assert ("Of the 1 that fitted, 1 did so within the suite's own cap (decoder copy learned seed 1): there the "
             "slower decay of the learning rate over the longer cap, not the extra steps, made the fit.") in early

@@ -46,14 +46,19 @@ def test_the_cap_pilot_retrains_the_capable_misses_of_the_reference_with_only_th
     missed = cap_pilot.misses()
     assert len(missed) > 0 and set(missed["encoding"]) <= set(cap_pilot.CAPABLE)
     assert set(missed["task"]) <= set(cap_pilot.TASKS) and not missed["fitted"].any()
-    by_id = {spec.run_id: spec for spec in suite_runs("standard", ["length_extrapolation"])}
+    by_cell = {(s.arch, s.task, s.encoding, s.seed): s for s in suite_runs("standard", ["length_extrapolation"])}
     specs = cap_pilot.specs()
     assert len(specs) == len(missed)
     for spec in specs:
         original = dataclasses.replace(spec, train=dataclasses.replace(spec.train,
                                                                        steps=spec.train.steps // cap_pilot.FACTOR))
-        assert original.run_id in set(missed["run_id"]) and by_id[original.run_id] == original  # the reference run
+        assert original.run_id in set(missed["run_id"])  # the frozen reference's run, rebuilt from today's suite
+        today = by_cell[(spec.arch, spec.task, spec.encoding, spec.seed)]
+        capped_as_then = dataclasses.replace(today.train, steps=original.train.steps)
+        assert dataclasses.replace(today, train=capped_as_then) == original
         assert spec.train.steps == cap_pilot.FACTOR * original.train.steps and spec.run_id != original.run_id
+    frozen = cap_pilot.reference_runs()
+    assert set(frozen["reference_git_sha"]) == {"277b29c8c9ac2985cf5c8b990ae804aad522249e"}
     capped, bound = cap_pilot.cap_cost_bound()
     runs = cap_pilot.reference_runs()
     assert 0 < capped <= len(runs) and bound == pytest.approx(
@@ -119,3 +124,28 @@ def test_the_chosen_rule_is_the_cheapest_admissible_one_with_its_margin():
     chosen = stop_rule_replay.choose(table)
     assert list(chosen["admissible"]) == [False, True, True, False, True]
     assert chosen.loc[chosen["chosen"], ["fit_patience", "fit_min_drop"]].values.tolist() == [[500, 0.1]]
+
+
+def test_freeze_reference_keeps_each_length_run_once_with_the_commit_that_made_it(tmp_path):
+    import json
+
+    reference = tmp_path / "standard"
+    (reference / "raw").mkdir(parents=True)
+    common = dict(arch="decoder", task="copy", encoding="rope", steps=2500, steps_to_fit=None, fit_token_acc=0.9,
+                  stop_reason="cap", steps_done=2500, train_seconds=40.0, fitted=False, suite="standard",
+                  task_version=1, encoding_options="{}", d_model=64, n_layers=2, n_heads=4, train_max_len=8,
+                  lr=3e-3, batch_size=64, status="ok", pebench_version="0.1.0", condition="original",
+                  variant="", token_acc=0.5, seq_acc=0.1, loss=1.0, n=64, chance_token_acc=0.1, params=1000)
+    for run_id, experiment, seed in (("a", "length_extrapolation", 0), ("b", "length_extrapolation", 1),
+                                     ("c", "lm_extrapolation", 0)):
+        rows = [dict(common, run_id=run_id, experiment=experiment, seed=seed, eval_len=n) for n in (4, 8)]
+        pd.DataFrame(rows).to_csv(reference / "raw" / f"{run_id}.csv", index=False)
+    (reference / "manifest.json").write_text(json.dumps({"latest": {"git_sha": "e" * 40, "git_dirty": False}}))
+    out = tmp_path / "reference_runs.csv"
+    task_pilots.freeze_reference(reference, out)
+    frozen = task_pilots.reference_runs(out)
+    assert frozen["run_id"].tolist() == ["a", "b"] and list(frozen.columns[:len(task_pilots.REFERENCE_COLUMNS)]) == \
+        list(task_pilots.REFERENCE_COLUMNS)
+    assert set(frozen["reference_git_sha"]) == {"e" * 40} and frozen["fitted"].dtype == bool
+    with pytest.raises(SystemExit, match="freeze-reference"):
+        task_pilots.reference_runs(tmp_path / "missing.csv")

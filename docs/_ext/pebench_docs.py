@@ -604,8 +604,8 @@ REFERENCE_SUITE = "standard"
 def t5_bucket_pilot(path: Path, reference: Path | None = None) -> str:
     """The T5 bucket pilot (``experiments/t5_bucket_pilot.py``): per task, bucket count and seed, whether the
     encoder fitted, its held-out token accuracy at the longest training length and how it stopped, beside the
-    position-free floor; with the commit that made it, and (given the ``reference`` results folder) whether
-    its runs with the published buckets repeat the reference's runs of the same id."""
+    position-free floor; with the commit that made it, and (given the frozen reference runs, ``reference``)
+    whether its runs with the published buckets repeat the reference's runs of the same id."""
     import pandas as pd
 
     what = "T5 bucket pilot"
@@ -640,9 +640,11 @@ def t5_bucket_pilot(path: Path, reference: Path | None = None) -> str:
 
 
 def cap_pilot(path: Path, reference: Path) -> str:
-    """The step-cap pilot (``experiments/cap_pilot.py``): per missed fit of a capable encoding in ``reference``,
-    how the reference run stopped and how the same run stopped with the cap doubled; its declared reading
-    (which misses are misses of steps) and the bound on what the doubled cap would cost the suite."""
+    """The step-cap pilot (``experiments/cap_pilot.py``): per missed fit of a capable encoding in ``reference``
+    (the frozen reference runs the pilot was made against, ``results/pilots/reference_runs.csv``), how the
+    reference run stopped and how the same run stopped with the cap doubled; its declared reading (which misses
+    are misses of steps), the bound on what the doubled cap would cost the suite, and whether the standard suite
+    has adopted it."""
     import pandas as pd
 
     from pebench.results import encoding_label
@@ -650,9 +652,11 @@ def cap_pilot(path: Path, reference: Path) -> str:
     what = "Step-cap pilot"
     if not path.exists():
         return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/cap_pilot.py`")
+    if not reference.exists():
+        return not_in_results(what, f"`{shown(reference)}` is missing; run "
+                                    "`python experiments/task_pilots.py --freeze-reference`")
     pilots = pd.read_csv(path)
-    runs = _raw_first(reference, ("fitted", "fit_token_acc", "stop_reason", "steps_done", "steps", "experiment",
-                                  "task", "train_seconds"))  # one read of the reference: the misses and the bound
+    runs = pd.read_csv(reference)
     theirs = runs.rename(columns=lambda c: c if c == "run_id" else f"{c}_ref")
     both = pilots.merge(theirs, left_on="reference_run_id", right_on="run_id", how="left", suffixes=("", "_x"))
     both = both.sort_values(["arch", "task", "encoding", "seed"], kind="stable")
@@ -696,10 +700,16 @@ def cap_pilot(path: Path, reference: Path) -> str:
     cost = (f" The {times} cap on {', '.join(sorted(tasks_))} would add at most {extra:.0f} worker-seconds of "
             f"training to the suite ({len(capped)} runs of these tasks, of any encoding, stopped at the cap in the "
             f"reference; about {extra / 2 / 60:.0f} min of wall time on 2 workers), beyond its measured time.")
+    from pebench.experiment import task_steps
+
+    adopted = all(task_steps("standard", r.arch, r.task) == int(r.step_cap) for r in both.itertuples())
+    if adopted:
+        cost += (f" The standard suite has since adopted the {times} cap on {', '.join(sorted(tasks_))} in both "
+                 "architectures (`pebench.experiment.TASK_STEPS`); what it cost is measured on the performance page.")
     return (markdown_table(["arch", "task", "encoding", "seed", "reference: held-out token acc. (stop @ steps)",
                             f"cap {cap}: held-out token acc. (stop @ steps)"], rows)
             + f"\n\nMade by `experiments/cap_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
-              f"{len(pilots)} pilots. {reading}{cost}\n")
+              f"{len(pilots)} pilots, against the reference made at `{_reference_sha(runs)}`. {reading}{cost}\n")
 
 
 def stop_rule_replay(path: Path) -> str:
@@ -760,20 +770,30 @@ SUITE_BUDGET_MINUTES = 60
 
 
 def _repeats_reference(pilots, reference: Path | None) -> str:
-    """A sentence: how many of the pilots with T5's published buckets found their run id in ``reference``, and
+    """A sentence: how many of the pilots with T5's published buckets found their run id in ``reference`` (the
+    frozen reference runs, ``results/pilots/reference_runs.csv``), and
     whether their fit (fitted, held-out token accuracy, steps) is the reference run's exactly."""
     published = pilots[pilots["num_buckets"] == 32]
     if reference is None or published.empty:
         return ""
-    columns = ("fitted", "fit_token_acc", "steps_done")
-    theirs = _raw_first(reference, columns)
-    if not set(columns) <= set(theirs.columns):
+    import pandas as pd
+
+    if not reference.exists():
         return ""
+    theirs = pd.read_csv(reference)
     both = published.merge(theirs, on="run_id", suffixes=("", "_ref"))
     same = sum(bool(r.fitted) == bool(r.fitted_ref) and r.fit_token_acc == r.fit_token_acc_ref
                and r.steps_done == r.steps_done_ref for r in both.itertuples())
-    return (f" Of the {len(published)} pilots with T5's buckets, {len(both)} have a run in `{shown(reference)}`, "
-            f"and {same} of those repeat its fit exactly (fitted, held-out accuracy, steps).")
+    return (f" Of the {len(published)} pilots with T5's buckets, {len(both)} have a run in the reference made at "
+            f"`{_reference_sha(theirs)}` (`{shown(reference)}`), and {same} of those repeat its fit exactly "
+            "(fitted, held-out accuracy, steps).")
+
+
+def _reference_sha(runs) -> str:
+    """The short commit of the frozen reference ``runs`` (``task_pilots.freeze_reference``), or "unknown"."""
+    if "reference_git_sha" not in runs.columns or runs.empty:
+        return "unknown"
+    return str(runs["reference_git_sha"].iloc[0])[:7]
 
 
 def not_in_results(what: str, why: str) -> str:
@@ -1346,8 +1366,9 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     write(includes / "cite.md", cite_include())
     reference = results / REFERENCE_SUITE
     write(includes / "fit_table.md", fit_table(reference))
-    write(includes / "t5_bucket_pilot.md", t5_bucket_pilot(results / "pilots" / "t5_buckets.csv", reference))
-    write(includes / "cap_pilot.md", cap_pilot(results / "pilots" / "cap_pilot.csv", reference))
+    frozen = results / "pilots" / "reference_runs.csv"  # the reference the pilots were made against
+    write(includes / "t5_bucket_pilot.md", t5_bucket_pilot(results / "pilots" / "t5_buckets.csv", frozen))
+    write(includes / "cap_pilot.md", cap_pilot(results / "pilots" / "cap_pilot.csv", frozen))
     write(includes / "stop_rule_replay.md", stop_rule_replay(results / "pilots" / "stop_rules.csv"))
     write(includes / "floors_table.md", floors_table(reference))
     shutil.rmtree(out / "leaderboard", ignore_errors=True)
