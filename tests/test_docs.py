@@ -756,3 +756,35 @@ def test_the_press_section_shows_every_encodings_growth_beside_the_papers(gen):
     assert any(line.endswith("| — |") for line in table)  # encodings the paper does not report
     folder = ROOT / "results" / "replication"
     assert gen.growth_table_lines(folder, "no_such_experiment", press.published_aggregate()) == []
+
+
+def test_the_t5_duplicate_pilot_applies_its_declared_reading_and_says_which_seeds_left_the_floor(gen, tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "t5_duplicate.csv"
+    assert "not in these results" in gen.t5_duplicate_pilot(path)
+    common = dict(task="duplicate", arch="encoder", encoding="t5", train_max_len=8, floor_token_acc=0.3,
+                  git_sha="c" * 40, git_dirty=False, warmup_steps=100, lr=3e-3)
+    rows = [dict(common, variant="lr_1e-3", lr=1e-3, seed=s, fitted=False, fit_token_acc=0.28, stop_reason="plateau",
+                 steps_done=1100, step_cap=2500, fit_patience=1000) for s in range(3)]
+    rows += [dict(common, variant="no_plateau", seed=s, fitted=False, fit_token_acc=acc, stop_reason="cap",
+                  steps_done=5000, step_cap=5000, fit_patience=0) for s, acc in enumerate((0.9, 0.7, 0.25))]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = gen.t5_duplicate_pilot(path)
+    assert "| `lr_1e-3` | 0.001 | 100 | 1000 | 2500 | 0/3 | 0.280 (plateau @1100);" in text
+    assert "| `no_plateau` | 0.003 | 100 | off | 5000 | 0/3 | 0.900 (cap @5000); 0.700 (cap @5000); 0.250" in text
+    assert "learning rate, warmup and stopping do not explain the miss: no variant fits more than 1 seed" in text
+    assert "`no_plateau` 2 of 3 (held-out token accuracy 0.70-0.90 at step 5000)" in text
+    assert "yet without it none fitted within 5000 steps" in text
+    rows[-1].update(fitted=True, fit_token_acc=0.99, stop_reason="fit")
+    rows[-2].update(fitted=True, fit_token_acc=0.99, stop_reason="fit")
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = gen.t5_duplicate_pilot(path)
+    assert "the miss lies in the optimisation that `no_plateau` changes" in text and "none fitted" not in text
+
+
+def test_task_caps_name_each_cap_with_its_tasks(gen):
+    assert gen.task_caps({}) == "none"
+    caps = {("decoder", "copy"): 5000, ("encoder", "copy"): 5000, ("decoder", "reverse"): 5000,
+            ("encoder", "reverse"): 5000, ("decoder", "sort"): 2500}
+    assert gen.task_caps(caps) == "5000 for copy and reverse; 2500 for sort (on the decoder)"

@@ -27,7 +27,7 @@ import pkgutil
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -639,6 +639,59 @@ def t5_bucket_pilot(path: Path, reference: Path | None = None) -> str:
             + "\n")
 
 
+def t5_duplicate_pilot(path: Path) -> str:
+    """The T5 duplicate pilot (``experiments/t5_duplicate_pilot.py``): per variant (learning rate, warmup, no
+    plateau stop), the seeds fitted and each seed's held-out token accuracy and stop, beside the position-free
+    floor; its declared reading (a variant that fits 2 of 3 seeds locates the miss; none fitting more than 1
+    leaves it unexplained by them), then how many seeds of each variant ended above the floor."""
+    import pandas as pd
+
+    what = "T5 duplicate pilot"
+    if not path.exists():
+        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/t5_duplicate_pilot.py`")
+    pilots = pd.read_csv(path)
+    rows, located, above = [], [], []
+    for variant, part in pilots.groupby("variant", sort=False):
+        part = part.sort_values("seed")
+        fitted = int(part["fitted"].astype(bool).sum())
+        cells = [f"{r.fit_token_acc:.3f} ({'fit' if bool(r.fitted) else r.stop_reason} @{int(r.steps_done)})"
+                 for r in part.itertuples()]
+        first = part.iloc[0]
+        rows.append([f"`{variant}`", f"{first['lr']:g}", str(int(first["warmup_steps"])),
+                     str(int(first["fit_patience"])) if int(first["fit_patience"]) else "off",
+                     str(int(first["step_cap"])),
+                     f"{fitted}/{len(part)}", "; ".join(cells)])
+        if fitted >= 2:
+            located.append(f"`{variant}`")
+        lifted = part[part["fit_token_acc"] > part["floor_token_acc"]]
+        if len(lifted):
+            above.append(f"`{variant}` {len(lifted)} of {len(part)} (held-out token accuracy "
+                         f"{lifted['fit_token_acc'].min():.2f}-{lifted['fit_token_acc'].max():.2f} at step "
+                         f"{int(lifted['steps_done'].max())})")
+    made = pilots.iloc[0]
+    state = "clean" if not bool(made["git_dirty"]) else "uncommitted changes"
+    if located:
+        reading = (f"By the declared reading, the miss lies in the optimisation that {', '.join(located)} changes: "
+                   "it fits 2 or more of the seeds there.")
+    else:
+        reading = ("By the declared reading, learning rate, warmup and stopping do not explain the miss: no variant "
+                   "fits more than 1 seed.")
+    if above:
+        reading += (" Beyond the reading, the seeds that ended above the position-free floor "
+                    f"({made['floor_token_acc']:.2f}): {'; '.join(above)}; every other run stopped on or below it.")
+    unstopped = pilots[pilots["fit_patience"] == 0]
+    if len(unstopped) and not unstopped["fitted"].astype(bool).any() \
+            and (unstopped["fit_token_acc"] > unstopped["floor_token_acc"]).any():
+        cap = int(unstopped["step_cap"].max())
+        reading += (" So the plateau stop ends runs that would still rise from the floor, the limit the replay "
+                    f"below finds for fitted runs too; yet without it none fitted within {cap} steps.")
+    return (markdown_table(["variant", "peak lr", "warmup", "plateau patience", "step cap", "seeds fitted",
+                            "held-out token accuracy per seed (how it stopped @ steps)"], rows)
+            + f"\n\nMade by `experiments/t5_duplicate_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
+              f"{len(pilots)} pilots of encoder T5 on duplicate at training length {int(made['train_max_len'])}. "
+              f"{reading}\n")
+
+
 def cap_pilot(path: Path, reference: Path) -> str:
     """The step-cap pilot (``experiments/cap_pilot.py``): per missed fit of a capable encoding in ``reference``
     (the frozen reference runs the pilot was made against, ``results/pilots/reference_runs.csv``), how the
@@ -931,6 +984,25 @@ def floors_table(folder: Path) -> str:
     return "\n".join(out)
 
 
+def task_caps(caps: Mapping[tuple[str, str], int]) -> str:
+    """The per-task step caps of a suite (``{(arch, task): steps}``) in words, e.g. "5000 for copy and reverse"
+    (", on the decoder" when a task has the cap on one architecture only), or "none"."""
+    by_cap: dict[int, dict[str, set[str]]] = {}
+    for (arch, task), steps in caps.items():
+        by_cap.setdefault(steps, {}).setdefault(task, set()).add(arch)
+    archs = {arch for arch, _ in caps}
+
+    def words(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    parts = []
+    for steps in sorted(by_cap, reverse=True):
+        names = [task if on == archs else f"{task} (on the {', '.join(sorted(on))})"
+                 for task, on in sorted(by_cap[steps].items())]
+        parts.append(f"{steps} for {words(names)}")
+    return "; ".join(parts) or "none"
+
+
 def constant_comment(module, name: str) -> str:
     """The comment block written directly above ``name = ...`` in ``module``'s source, without the ``#``
     (the recorded reason for a protocol constant), or "" when there is none."""
@@ -962,6 +1034,7 @@ def protocol_substitutions() -> dict[str, str]:
         "fit_patience": str(standard["fit_patience"]),
         "fit_min_drop_complement": f"{1 - defaults.fit_min_drop:g}",
         "step_cap": str(standard["steps"]),
+        "standard_task_caps": task_caps(protocol.TASK_STEPS.get("standard", {})),
         "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
         "step_cap_reason": constant_comment(protocol, "SINGLE_OUTPUT_STEPS") or "not recorded",
         "position_capacity": ", ".join(f"{suite} {n}" for suite, n in protocol.POSITION_CAPACITY.items()),
@@ -1369,6 +1442,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     frozen = results / "pilots" / "reference_runs.csv"  # the reference the pilots were made against
     write(includes / "t5_bucket_pilot.md", t5_bucket_pilot(results / "pilots" / "t5_buckets.csv", frozen))
     write(includes / "cap_pilot.md", cap_pilot(results / "pilots" / "cap_pilot.csv", frozen))
+    write(includes / "t5_duplicate_pilot.md", t5_duplicate_pilot(results / "pilots" / "t5_duplicate.csv"))
     write(includes / "stop_rule_replay.md", stop_rule_replay(results / "pilots" / "stop_rules.csv"))
     write(includes / "floors_table.md", floors_table(reference))
     shutil.rmtree(out / "leaderboard", ignore_errors=True)
