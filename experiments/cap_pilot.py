@@ -21,7 +21,8 @@ Declared before any of its runs was made (this file's first commit), with its re
 - the pilot retrains only the misses: a seed that fitted within the suite's cap might train differently
   under the longer schedule, so the pilot does not show that a doubled cap keeps every fit;
 - what a doubled cap on these tasks would cost the suite is bounded, not measured: at most the training
-  time of every run of these tasks that the reference stopped at its cap, again (``cap_cost_bound``).
+  time of every run of these tasks that the reference stopped at its cap, again (the protocol page computes
+  the bound, ``pebench_docs.cap_pilot``).
 
 The standard suite keeps its caps either way: this is evidence for the budget decision, not a change of
 protocol.
@@ -83,15 +84,6 @@ def specs(path: Path = REFERENCE_RUNS, suite: str = "standard") -> list:
         out.append(dataclasses.replace(original, train=dataclasses.replace(original.train,
                                                                            steps=original.train.steps * FACTOR)))
     return out
-
-
-def cap_cost_bound(path: Path = REFERENCE_RUNS) -> tuple[int, float]:
-    """How many of the reference's runs on :data:`TASKS` (every encoding) stopped at their step cap, and their
-    training seconds: the most a cap :data:`FACTOR` times longer on these tasks could add to the suite's
-    training (each would run at most ``FACTOR - 1`` times as long again; the plateau stop may end them sooner)."""
-    runs = reference_runs(path)
-    capped = runs[runs["stop_reason"] == "cap"]
-    return len(capped), float(capped["train_seconds"].astype(float).sum()) * (FACTOR - 1)
 
 
 def pilot(spec) -> dict:

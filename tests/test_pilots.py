@@ -59,10 +59,6 @@ def test_the_cap_pilot_retrains_the_capable_misses_of_the_reference_with_only_th
         assert spec.train.steps == cap_pilot.FACTOR * original.train.steps and spec.run_id != original.run_id
     frozen = cap_pilot.reference_runs()
     assert set(frozen["reference_git_sha"]) == {"277b29c8c9ac2985cf5c8b990ae804aad522249e"}
-    capped, bound = cap_pilot.cap_cost_bound()
-    runs = cap_pilot.reference_runs()
-    assert 0 < capped <= len(runs) and bound == pytest.approx(
-        runs.loc[runs["stop_reason"] == "cap", "train_seconds"].astype(float).sum() * (cap_pilot.FACTOR - 1))
 
 
 def test_run_pilots_writes_every_row_with_the_git_state(tmp_path):
