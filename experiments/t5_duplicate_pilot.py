@@ -30,7 +30,6 @@ Declared before any of its runs was made (this file's first commit), with its re
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -69,13 +68,9 @@ def pilot(item) -> dict:
 def main(argv=None) -> None:
     """Run the pilots and write ``--out``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from task_pilots import run_pilots
+    from task_pilots import pilot_main
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    run_pilots(pilot, specs(), args.workers, args.out)
+    pilot_main(__doc__.splitlines()[0], pilot, specs, OUT, argv)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,16 @@ def reference_runs(path: Path = REFERENCE_RUNS):
     return runs.astype({"seed": int, "steps_done": int, "steps": int})
 
 
+def pilot_main(description: str, function, make_specs, out: Path, argv=None) -> None:
+    """The command line of a fit pilot script: ``--workers`` and ``--out`` (default ``out``), then
+    :func:`run_pilots` of ``function`` over ``make_specs()``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=out)
+    args = parser.parse_args(argv)
+    run_pilots(function, make_specs(), args.workers, args.out)
+
+
 def run_pilots(function, specs, workers: int, out: Path) -> None:
     """``function`` of every spec on a pool of ``workers`` spawned processes; the rows, each with the git state
     the pilots were started at (which made them), written to ``out``."""

@@ -145,3 +145,10 @@ def test_freeze_reference_keeps_each_length_run_once_with_the_commit_that_made_i
     assert set(frozen["reference_git_sha"]) == {"e" * 40} and frozen["fitted"].dtype == bool
     with pytest.raises(SystemExit, match="freeze-reference"):
         task_pilots.reference_runs(tmp_path / "missing.csv")
+
+
+def test_pilot_main_runs_the_specs_into_the_out_given_on_the_command_line(tmp_path):
+    out = tmp_path / "rows.csv"
+    task_pilots.pilot_main("a pilot", dict, lambda: [[("task", "copy")]], tmp_path / "default.csv",
+                           ["--workers", "1", "--out", str(out)])
+    assert pd.read_csv(out)["task"].tolist() == ["copy"] and not (tmp_path / "default.csv").exists()
