@@ -282,19 +282,24 @@ def _values(specs, key) -> str:
                             else str(v) for v in values))
 
 
+def _grouped_caps(entries: Iterable[tuple[str, str, int]]) -> list[tuple[int, list[tuple[str, list[str] | None]]]]:
+    """``(arch, task, steps)`` triples grouped by step cap, largest first: ``[(steps, [(task, archs), ...])]``,
+    tasks sorted, ``archs`` None where the task has that cap on every architecture of ``entries``."""
+    caps: dict[int, dict[str, set[str]]] = {}
+    archs: set[str] = set()
+    for arch, task, steps in entries:
+        caps.setdefault(steps, {}).setdefault(task, set()).add(arch)
+        archs.add(arch)
+    return [(n, [(task, None if on == archs else sorted(on)) for task, on in sorted(caps[n].items())])
+            for n in sorted(caps, reverse=True)]
+
+
 def _steps(specs) -> str:
     """The step cap and the tasks it applies to, per architecture when the architectures differ, e.g.
     ``2500: copy, reverse; 1000: parity_check``."""
-    caps: dict[int, dict[str, set[str]]] = {}
-    for spec in specs:
-        caps.setdefault(spec.train.steps, {}).setdefault(spec.task, set()).add(spec.arch)
-    archs = {spec.arch for spec in specs}
-
-    def where(task: str, on: set[str]) -> str:
-        return task if on == archs else f"{task} ({', '.join(sorted(on))})"
-
-    return "; ".join(f"{n}: " + ", ".join(where(task, on) for task, on in sorted(caps[n].items()))
-                     for n in sorted(caps, reverse=True))
+    groups = _grouped_caps((spec.arch, spec.task, spec.train.steps) for spec in specs)
+    return "; ".join(f"{n}: " + ", ".join(task if on is None else f"{task} ({', '.join(on)})" for task, on in tasks)
+                     for n, tasks in groups)
 
 
 def metrics_table() -> str:
@@ -987,20 +992,12 @@ def floors_table(folder: Path) -> str:
 def task_caps(caps: Mapping[tuple[str, str], int]) -> str:
     """The per-task step caps of a suite (``{(arch, task): steps}``) in words, e.g. "5000 for copy and reverse"
     (", on the decoder" when a task has the cap on one architecture only), or "none"."""
-    by_cap: dict[int, dict[str, set[str]]] = {}
-    for (arch, task), steps in caps.items():
-        by_cap.setdefault(steps, {}).setdefault(task, set()).add(arch)
-    archs = {arch for arch, _ in caps}
-
     def words(names: list[str]) -> str:
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
-    parts = []
-    for steps in sorted(by_cap, reverse=True):
-        names = [task if on == archs else f"{task} (on the {', '.join(sorted(on))})"
-                 for task, on in sorted(by_cap[steps].items())]
-        parts.append(f"{steps} for {words(names)}")
-    return "; ".join(parts) or "none"
+    groups = _grouped_caps((arch, task, steps) for (arch, task), steps in caps.items())
+    return "; ".join(f"{n} for " + words([task if on is None else f"{task} (on the {', '.join(on)})"
+                                          for task, on in tasks]) for n, tasks in groups) or "none"
 
 
 def constant_comment(module, name: str) -> str:
