@@ -679,6 +679,44 @@ def test_the_kazemnejad_scale_check_is_shown_in_its_replications_section(gen, tm
     assert "Not complete (no tau): `kazemnejad2023_d64_l4`" in check
 
 
+def test_the_scale_check_is_read_across_sizes_only_when_depth_alone_separates_them(gen):
+    import importlib
+
+    import pandas as pd
+
+    from pebench.experiment import load_experiments
+    from pebench.replication import RankingAgreement
+
+    load_experiments()
+    check = importlib.import_module("pebench_experiments.replicate_kazemnejad2023_scale")
+
+    def tau(low, high):
+        return RankingAgreement(tau=(low + high) / 2, low=low, high=high, ours=pd.Series(dtype=float),
+                                theirs=pd.Series(dtype=float), n_tasks=1, n_boot=10)
+
+    sizes = [check.size_label(d, n) for d, n in check.SIZES]
+    deep = {s: s.endswith("4 layers") for s in sizes}
+    cells = pd.DataFrame([dict(size=s, encoding="none", fitted=3 if deep[s] else 0, n=3) for s in sizes])
+    taus = {s: tau(0.3, 0.5) if deep[s] else tau(-0.2, 0.1) for s in sizes}
+    taus["d256, 4 layers"] = tau(0.4, 0.8)
+    verdicts = dict(check.size_verdicts(taus))
+    text = " ".join(gen._scale_by_depth(check, cells, taus, verdicts))
+    assert "depth and not width separates them: at every 2-layer size (d64, d128, d256) NoPE fitted copy in no " \
+           "seed and the tau is not resolved from the standard size's; at every 4-layer size (d64, d128, d256) " \
+           "NoPE fitted copy in every seed and the tau is higher than the standard size's." in text
+    assert "The highest tau on copy: d256, 4 layers **0.60** [0.40, 0.80]." in text
+    assert "it does not measure the aggregate tau at another size" in text
+    # one wide 2-layer size that fits NoPE breaks the pattern: listed per depth, no conclusion drawn
+    cells.loc[cells["size"] == "d256, 2 layers", "fitted"] = 3
+    taus["d256, 2 layers"] = tau(0.3, 0.5)
+    text = " ".join(gen._scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))))
+    assert "depth and not width" not in text and "Neither depth nor width alone separates them." in text
+    assert "d256 (NoPE fitted all; higher)" in text and "d64 (NoPE fitted none; the standard size)" in text
+    # a size without its tau yet: nothing is read across the sizes
+    del taus["d128, 4 layers"]
+    assert gen._scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))) == []
+
+
 def test_the_scale_checks_declared_reading_calls_overlapping_intervals_unresolved():
     import importlib
 

@@ -1891,10 +1891,58 @@ def scale_check_section(check, results: Path) -> list[str]:
     if not nope.empty:
         fits = [f"{r.size} {int(r.fitted)}/{int(r.n)}" for r in nope.itertuples()]
         lines += [f"NoPE, the paper's best encoding, fitted copy (seeds fitted per size): {'; '.join(fits)}.", ""]
+    lines += _scale_by_depth(check, cells, taus, dict(verdicts))
     lines += _scale_confound(check, cells)
     if missing:
         lines += [f"Not complete (no tau): {', '.join(f'`{m}`' for m in missing)}.", ""]
     return lines
+
+
+def _scale_by_depth(check, cells, taus: dict, verdicts: dict) -> list[str]:
+    """The scale check read across its sizes, once every size has a tau: per depth, the seeds NoPE fitted and
+    the declared verdicts of its sizes against the standard one. Where each depth is uniform (NoPE fits every
+    seed or none at every width, and its sizes share one verdict) and the depths differ, the sentence says that
+    depth and not width separates the sizes; otherwise it lists them per depth and draws no conclusion."""
+    from pebench.results import encoding_label
+
+    sizes = {check.size_label(d, n): (d, n) for d, n in check.SIZES}
+    if set(taus) != set(sizes):
+        return []
+    standard = check.size_label(*check.SIZES[0])
+    nope = cells[cells["encoding"] == "none"].set_index("size")
+    depths = {}
+    for size, (width, layers) in sizes.items():
+        fit = nope.loc[size] if size in nope.index else None
+        fits = "none" if fit is None else ("all" if fit.fitted == fit.n else "none" if fit.fitted == 0 else "some")
+        depths.setdefault(layers, []).append((width, fits, "standard" if size == standard else verdicts[size]))
+    best = max(taus, key=lambda s: taus[s].tau)
+    highest = f"The highest tau on {check.TASK}: {best} **{taus[best].tau:.2f}** [{taus[best].low:.2f}, " \
+              f"{taus[best].high:.2f}]."
+    scope = (f"The replication's other tasks were run at the standard size ({standard}) only, so this check shows "
+             f"what size does to the order on {check.TASK}; it does not measure the aggregate tau at another size.")
+    words = {"higher": "higher than", "lower": "lower than", "unresolved": "not resolved from"}
+
+    def verdict_of(rows):  # one verdict for a depth's sizes, the standard size reading as unresolved from itself
+        found = {v if v != "standard" else "unresolved" for _, _, v in rows}
+        return found.pop() if len(found) == 1 else None
+
+    uniform = all(len({f for _, f, _ in rows}) == 1 and rows[0][1] != "some" and verdict_of(rows)
+                  for rows in depths.values())
+    distinct = len({(rows[0][1], verdict_of(rows)) for rows in depths.values()}) == len(depths) > 1
+    if uniform and distinct:
+        parts = []
+        for layers, rows in sorted(depths.items()):
+            widths = ", ".join(f"d{w}" for w, _, _ in rows)
+            fitted = "every seed" if rows[0][1] == "all" else "no seed"
+            parts.append(f"at every {layers}-layer size ({widths}) {encoding_label('none')} fitted {check.TASK} in "
+                         f"{fitted} and the tau is {words[verdict_of(rows)]} the standard size's")
+        return [f"Read across the {len(sizes)} sizes, depth and not width separates them: " + "; ".join(parts)
+                + f". {highest} {scope}", ""]
+    parts = [f"{layers} layers: " + ", ".join(f"d{w} ({encoding_label('none')} fitted {f}; "
+                                              f"{'the standard size' if v == 'standard' else v})"
+                                              for w, f, v in rows) for layers, rows in sorted(depths.items())]
+    return [f"Read across the {len(sizes)} sizes, per depth: {'; '.join(parts)}. Neither depth nor width alone "
+            f"separates them. {highest} {scope}", ""]
 
 
 def _scale_confound(check, cells) -> list[str]:
