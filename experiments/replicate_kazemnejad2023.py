@@ -128,7 +128,8 @@ def fit_reading(runs: pd.DataFrame) -> str:
     return (f"What the order rests on: {tied}Runs fitted (held-out token accuracy >= 0.99 at length "
             f"{TRAIN_MAX_LEN}), per encoding: {counts}. An unfitted run is not judged beyond the training lengths "
             "(it scores 0), so an encoding that does not learn a task at pebench's scale ranks last on it, "
-            "whatever it would do beyond 20 at the paper's.")
+            "whatever it would do beyond 20 at the paper's. Whether the model's size moves the order is what the "
+            "scale check at the end of this section asks.")
 
 
 EXPERIMENT = register_experiment(Experiment(
