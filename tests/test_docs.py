@@ -829,3 +829,10 @@ def test_task_caps_name_each_cap_with_its_tasks(gen):
     caps = {("decoder", "copy"): 5000, ("encoder", "copy"): 5000, ("decoder", "reverse"): 5000,
             ("encoder", "reverse"): 5000, ("decoder", "sort"): 2500}
     assert gen.task_caps(caps) == "5000 for copy and reverse; 2500 for sort (on the decoder)"
+
+
+def test_replication_tables_follow_the_order_their_script_declares(gen):
+    # declared first, in the declared order; anything undeclared after, in the order found
+    assert gen._declared_order(["bucket_sort", "extra", "even_pairs"], ("even_pairs", "parity_check", "bucket_sort")) \
+        == ["even_pairs", "bucket_sort", "extra"]
+    assert gen._declared_order(["b", "a"], ()) == ["b", "a"]

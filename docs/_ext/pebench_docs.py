@@ -1740,7 +1740,8 @@ def replication_section(name: str, results: Path) -> list[str]:
         lines += growth_table_lines(results / REPLICATION_SUITE, name, theirs)
     for statistic in getattr(module, "TASK_TABLES", ()):
         table = replication.task_table(runs, report.primary_metric, statistic)
-        tasks_run = [c for c in table.columns if c != "fitted"]
+        table = table.loc[_declared_order(table.index, getattr(module, "ENCODINGS", ()))]  # the script's order
+        tasks_run = _declared_order([c for c in table.columns if c != "fitted"], getattr(module, "TASKS", ()))
         lines += [f"pebench per task: the {statistic} over seeds of `{report.primary_metric}` (an unfitted run "
                   "scores 0; *fitted*: seeds fitted over seeds run, all tasks).", "",
                   markdown_table(["encoding", *tasks_run, "fitted"],
@@ -1752,6 +1753,13 @@ def replication_section(name: str, results: Path) -> list[str]:
     for check in _checks_of(name):
         lines += check_section(check, results)
     return lines
+
+
+def _declared_order(found, declared) -> list:
+    """``found`` in the order its experiment script declares (``declared``), any it does not declare after them
+    in the order found: a replication's tables read in its paper's order, not in the order its runs finished."""
+    found = list(found)
+    return [x for x in declared if x in found] + [x for x in found if x not in declared]
 
 
 def growth_table_lines(folder: Path, name: str, published) -> list[str]:
