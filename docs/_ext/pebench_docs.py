@@ -1571,6 +1571,8 @@ def setup(app) -> dict[str, Any]:
 
 
 REPLICATION_SUITE = "replication"
+#: how a scale check's declared verdict on a size (``size_verdicts``) reads against the standard size
+VERDICT_WORDS = {"higher": "higher than", "lower": "lower than", "unresolved": "not resolved from"}
 
 
 def _first_commit(path: Path) -> str:
@@ -1892,9 +1894,8 @@ def scale_check_section(check, results: Path) -> list[str]:
     verdicts = check.size_verdicts(taus)
     if verdicts:
         standard = check.size_label(*check.SIZES[0])
-        words = {"higher": "higher than", "lower": "lower than", "unresolved": "not resolved from"}
         lines += [f"By the declared reading (a size differs from {standard} only where the two intervals do not "
-                  "overlap): " + "; ".join(f"{size} is {words[v]} it" for size, v in verdicts) + ".", ""]
+                  "overlap): " + "; ".join(f"{size} is {VERDICT_WORDS[v]} it" for size, v in verdicts) + ".", ""]
     nope = cells[cells["encoding"] == "none"]
     if not nope.empty:
         fits = [f"{r.size} {int(r.fitted)}/{int(r.n)}" for r in nope.itertuples()]
@@ -1920,15 +1921,14 @@ def _scale_by_depth(check, cells, taus: dict, verdicts: dict) -> list[str]:
     nope = cells[cells["encoding"] == "none"].set_index("size")
     depths = {}
     for size, (width, layers) in sizes.items():
-        fit = nope.loc[size] if size in nope.index else None
-        fits = "none" if fit is None else ("all" if fit.fitted == fit.n else "none" if fit.fitted == 0 else "some")
+        fit = nope.loc[size]  # every size has its tau, so every run of it, NoPE's included, is in
+        fits = "all" if fit.fitted == fit.n else "none" if fit.fitted == 0 else "some"
         depths.setdefault(layers, []).append((width, fits, "standard" if size == standard else verdicts[size]))
     best = max(taus, key=lambda s: taus[s].tau)
     highest = f"The highest tau on {check.TASK}: {best} **{taus[best].tau:.2f}** [{taus[best].low:.2f}, " \
               f"{taus[best].high:.2f}]."
     scope = (f"The replication's other tasks were run at the standard size ({standard}) only, so this check shows "
              f"what size does to the order on {check.TASK}; it does not measure the aggregate tau at another size.")
-    words = {"higher": "higher than", "lower": "lower than", "unresolved": "not resolved from"}
 
     def verdict_of(rows):  # one verdict for a depth's sizes, the standard size reading as unresolved from itself
         found = {v if v != "standard" else "unresolved" for _, _, v in rows}
@@ -1943,7 +1943,7 @@ def _scale_by_depth(check, cells, taus: dict, verdicts: dict) -> list[str]:
             widths = ", ".join(f"d{w}" for w, _, _ in rows)
             fitted = "every seed" if rows[0][1] == "all" else "no seed"
             parts.append(f"at every {layers}-layer size ({widths}) {encoding_label('none')} fitted {check.TASK} in "
-                         f"{fitted} and the tau is {words[verdict_of(rows)]} the standard size's")
+                         f"{fitted} and the tau is {VERDICT_WORDS[verdict_of(rows)]} the standard size's")
         return [f"Read across the {len(sizes)} sizes, depth and not width separates them: " + "; ".join(parts)
                 + f". {highest} {scope}", ""]
     parts = [f"{layers} layers: " + ", ".join(f"d{w} ({encoding_label('none')} fitted {f}; "
