@@ -628,7 +628,8 @@ def test_a_replication_says_what_its_runs_cost_and_where_they_ran(gen, tmp_path)
     folder = tmp_path / "results" / "replication"
     (folder / "summary").mkdir(parents=True)
     pd.DataFrame([dict(experiment="press2022", run_id=f"r{i}", variant="trained", train_seconds=90.0)
-                  for i in range(4)]).to_csv(folder / "summary" / "runs.csv", index=False)
+                  for i in range(4)] + [dict(experiment="ruoss2023", run_id="g0", variant="trained", train_seconds=9.0)]
+                 ).to_csv(folder / "summary" / "runs.csv", index=False)
     machine = dict(cpu_count=2, processor="x86_64", torch_version="2.13.0+cpu", workers=2, device="cpu",
                    cuda_device=None, git_sha="a" * 40)
     old = dict(machine)  # a sweep from before the manifest recorded wall times
@@ -638,7 +639,13 @@ def test_a_replication_says_what_its_runs_cost_and_where_they_ran(gen, tmp_path)
     (folder / "manifest.json").write_text(json.dumps({"suite": "replication", "invocations": [old, timed, gpu]}))
     text = "\n".join(gen.replication_compute("press2022", tmp_path / "results"))
     assert "4 runs; their training took 6 worker-minutes" in text
-    assert "2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers; NVIDIA H100 GPU, torch 2.13.0+cpu, 1 worker." in text
+    # only the sweeps that may have made its runs: the one that names it, and the one from before the manifest
+    # named experiments; not the GPU sweep of another experiment
+    assert ("The sweeps of this experiment, with the 1 that predate the manifest's record of experiments, ran on: "
+            "2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers.") in text
+    ruoss = "\n".join(gen.replication_compute("ruoss2023", tmp_path / "results"))
+    assert "ran on: 2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers; NVIDIA H100 GPU, torch 2.13.0+cpu, 1 worker." \
+        in ruoss
     assert "3 runs in 10 min (commit `aaaaaaa`, interrupted)." in text and "60 s" not in text
     assert "1 of the manifest's 3 sweeps predate its wall-time record" in text
     assert gen.replication_compute("kazemnejad2023", tmp_path / "results") == []  # no run of it

@@ -1648,14 +1648,19 @@ def replication_compute(name: str, results: Path) -> list[str]:
     if runs is None or not path.exists():
         return []
     invocations = json.loads(path.read_text()).get("invocations", [])
+    # the sweeps that may have made these runs: those that name this experiment, and those that predate
+    # the manifest's record of experiments (which of those made them is not recorded)
+    own = [i for i in invocations if "experiments" not in i or name in i["experiments"]]
     machines = sorted({(f"{i['cuda_device']} GPU" if i.get("cuda_device") and i.get("device", "").startswith("cuda")
                         else f"{i['cpu_count']}-core {i['processor']} CPU") + f", torch {i['torch_version']}, "
-                       f"{i['workers']} worker{'s' if i['workers'] != 1 else ''}" for i in invocations})
+                       f"{i['workers']} worker{'s' if i['workers'] != 1 else ''}" for i in own})
+    unnamed = sum("experiments" not in i for i in own)
     runs = runs.drop_duplicates("run_id")
     training = pd.to_numeric(runs["train_seconds"], errors="coerce").sum()
     line = (f"**Compute.** {len(runs)} runs; their training took {training / 60:.0f} worker-minutes in all (each "
-            f"run's `train_seconds`; evaluation not included). The sweeps into `{shown(folder)}` ran on: "
-            f"{'; '.join(machines)}.")
+            f"run's `train_seconds`; evaluation not included). The sweeps of this experiment"
+            + (f", with the {unnamed} that predate the manifest's record of experiments," if unnamed else "")
+            + f" ran on: {'; '.join(machines)}.")
     timed = [i for i in invocations if name in i.get("experiments", ()) and "wall_seconds" in i]
     if timed:
         line += " Sweeps of this experiment that recorded their wall time: " + "; ".join(
