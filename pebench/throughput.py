@@ -441,10 +441,32 @@ def compile_gain(point: Point, encoding: str, passes: int) -> pd.DataFrame:
     return pd.DataFrame([row])
 
 
-def suite_wall_time(suite: str, workers: int, out: Path) -> dict:
+def reference_step_ms(encoding: str = "rope", passes: int = 5) -> float:
+    """Milliseconds of one training step of the standard suite's shape (:func:`suite_point`, one thread):
+    the median over ``passes`` passes of the mean step of each pass.
+
+    A yardstick of the machine's speed at the moment it is taken: a suite's wall time depends on it as
+    much as on the code, so :func:`suite_wall_time` records it before and after each suite.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        point = suite_point()
+        stepper = Stepper(build_pebench(encoding, point), point)
+        batches = make_batches(point)
+        stepper.run(batches)  # warm-up: caches, allocator
+        return 1e3 * statistics.median(stepper.run(batches) / len(batches) for _ in range(passes))
+    finally:
+        torch.set_num_threads(previous)
+
+
+def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict:
     """Wall time of ``pebench run --suite SUITE --workers N --out OUT`` in a fresh interpreter.
 
-    ``out`` must hold no results: a resumed sweep would skip runs and time only part of the suite.
+    ``out`` must hold no results: a resumed sweep would skip runs and time only part of the suite. The row
+    also records the machine's state around it: the 1-minute load average before the start
+    (``load_before``: other work on the cores), the :func:`reference_step_ms` before and after (the
+    machine's speed), and ``note``, the measurer's word on the conditions.
     """
     raw = out / "raw"
     if raw.exists() and any(raw.glob("*.csv")):
@@ -455,18 +477,23 @@ def suite_wall_time(suite: str, workers: int, out: Path) -> dict:
     command = [sys.executable, "-m", "pebench.cli", "run", "--suite", suite, "--workers", str(workers),
                "--out", str(out)]
     code = git_state()  # of the code that runs, before anything is written
+    load_before = os.getloadavg()[0]
+    step_before = reference_step_ms()
     start = time.perf_counter()
     subprocess.run(command, check=True)
     seconds = time.perf_counter() - start
     row = {"suite": suite, "workers": workers, "runs": len(list(raw.glob("*.csv"))), "wall_seconds": seconds,
-           "wall_minutes": seconds / 60, "cpu_count": os.cpu_count(), **code, "date": time.strftime("%Y-%m-%d")}
+           "wall_minutes": seconds / 60, "cpu_count": os.cpu_count(), **code, "date": time.strftime("%Y-%m-%d"),
+           "load_before": load_before, "reference_step_ms_before": step_before,
+           "reference_step_ms_after": reference_step_ms(), "note": note}
     print(f"suite {suite}: {row['runs']} runs in {seconds:.0f} s with {workers} workers", flush=True)
     return row
 
 
-def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: Path) -> None:
+def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: Path, note: str = "") -> None:
     """Time each of ``suites`` into ``out/<suite>`` (default a temporary folder, removed afterwards) and
-    update ``csv``, replacing the rows of the suites measured now."""
+    append their rows to ``csv``: it keeps every measurement, the last row of a suite being its current one
+    (:func:`latest_suite_times`), so the history shows how much the machine, not only the code, moved it."""
     import shutil
     import tempfile
 
@@ -474,15 +501,20 @@ def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: P
     for suite in suites:
         folder = Path(tempfile.mkdtemp(prefix=f"pebench-{suite}-")) if out is None else out / suite
         try:
-            rows.append(suite_wall_time(suite, workers, folder))
+            rows.append(suite_wall_time(suite, workers, folder, note))
         finally:
             if out is None:
                 shutil.rmtree(folder, ignore_errors=True)
     frame = pd.DataFrame(rows)
     if csv.exists():
-        kept = pd.read_csv(csv)
-        frame = pd.concat([kept[~kept.suite.isin(suites)], frame], ignore_index=True)
+        frame = pd.concat([pd.read_csv(csv), frame], ignore_index=True)
     frame.to_csv(csv, index=False)
+
+
+def latest_suite_times(frame: pd.DataFrame) -> pd.DataFrame:
+    """The current measurement of each suite in a ``suites.csv`` frame: its last row (rows are appended in
+    the order they were measured)."""
+    return frame.drop_duplicates("suite", keep="last")
 
 
 # --------------------------------------------------------------------------- tables
@@ -541,8 +573,18 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
         compiled = pd.read_csv(out / "compile.csv", dtype={"error": str}).fillna({"error": ""})
         parts += ["### torch.compile (pebench, dynamic shapes)\n", _markdown(compiled), ""]
     if (out / "suites.csv").exists():
+        frame = pd.read_csv(out / "suites.csv", dtype={"note": str}).fillna({"note": ""})
+        columns = [c for c in ("suite", "date", "runs", "workers", "wall_minutes", "git_sha", "git_dirty",
+                               "load_before", "reference_step_ms_before", "reference_step_ms_after", "note")
+                   if c in frame]
+        frame = frame[columns].assign(git_sha=frame.git_sha.str[:7])
+        frame = frame.astype(object).where(frame.notna(), "")  # not measured then: an empty cell, not "nan"
         parts += ["### Suite wall time (`pebench run --suite S --workers N`, from scratch)\n",
-                  _markdown(pd.read_csv(out / "suites.csv"), "{:.1f}"), ""]
+                  "Every measurement, oldest first; the last of a suite is its current time. "
+                  "`reference_step_ms`: one training step of the standard suite's shape, timed on one thread "
+                  "just before and after the suite (the machine's speed then; empty for measurements that "
+                  "predate it); `load_before`: the 1-minute load average at the start.\n",
+                  _markdown(frame, "{:.1f}"), ""]
     text = "\n".join(parts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -568,6 +610,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="suites whose wall time the 'suites' part measures (default smoke; standard takes "
                              "over an hour on 2 cores: results/performance/suites.csv)")
     parser.add_argument("--suite-workers", type=int, default=2, help="workers of the timed suites (default 2)")
+    parser.add_argument("--suite-note", default="",
+                        help="the conditions of the timed suites, recorded in their rows (e.g. 'nothing else on the "
+                             "cores')")
     parser.add_argument("--suite-out", type=Path,
                         help="keep the timed suites' results in SUITE_OUT/<suite> (must be empty; default: a "
                              "temporary folder, removed)")
@@ -604,7 +649,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         pd.concat([compile_gain(pts[0], encoding, passes=repeats) for encoding in ("none", "rope", "alibi")]).to_csv(
             args.out / "compile.csv", index=False)
     if "suites" in args.only and args.suites:
-        measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv")
+        measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv", args.suite_note)
     write_tables(args.out, args.tables)
     print(f"wrote {args.out}/*.csv and {args.tables}")
 

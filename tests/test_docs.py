@@ -843,3 +843,19 @@ def test_replication_tables_follow_the_order_their_script_declares(gen):
     assert gen._declared_order(["bucket_sort", "extra", "even_pairs"], ("even_pairs", "parity_check", "bucket_sort")) \
         == ["even_pairs", "bucket_sort", "extra"]
     assert gen._declared_order(["b", "a"], ()) == ["b", "a"]
+
+
+def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
+    """suites.csv keeps every measurement; the pages quote the last one of each suite."""
+    import pandas as pd
+
+    folder = tmp_path / "performance"
+    folder.mkdir()
+    rows = [("standard", 606, 5664.0, "2026-11-23"), ("smoke", 60, 13.0, "2026-11-23"),
+            ("standard", 606, 4484.0, "2026-11-24")]
+    pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
+                  for suite, runs, wall, date in rows]).to_csv(folder / "suites.csv", index=False)
+    times = gen.suite_times(tmp_path)
+    assert times["standard_time"].startswith("606 runs in 75 min with 2 workers")
+    assert "2026-11-24" in times["standard_time"]
+    assert times["smoke_time"].startswith("60 runs in 13 s")

@@ -80,3 +80,36 @@ def test_entry_points_regenerate_the_tables(tmp_path, command):
 def test_benchmark_is_not_an_experiment():
     """The thin script under experiments/ only imports: loading the experiments registers no benchmark."""
     assert "throughput" not in load_experiments()
+
+
+def test_suite_measurements_are_appended_and_the_last_is_current(tmp_path, monkeypatch):
+    """measure_suites keeps every measurement (the machine moves a suite's time as much as the code does);
+    the latest row of a suite is its current time, for the tables and the docs alike."""
+    import pandas as pd
+
+    minutes = iter([80.0, 2.0, 70.0])
+
+    def timed(suite, workers, out, note=""):
+        wall = next(minutes) * 60
+        return {"suite": suite, "workers": workers, "runs": 6, "wall_seconds": wall, "wall_minutes": wall / 60,
+                "git_sha": "a" * 40, "date": "2026-11-24", "load_before": 0.1, "reference_step_ms_before": 9.0,
+                "reference_step_ms_after": 9.5, "note": note}
+
+    monkeypatch.setattr(throughput, "suite_wall_time", timed)
+    csv = tmp_path / "suites.csv"
+    throughput.measure_suites(["standard"], 2, None, csv, note="idle")
+    throughput.measure_suites(["smoke", "standard"], 2, None, csv)
+    frame = pd.read_csv(csv)
+    assert frame.suite.tolist() == ["standard", "smoke", "standard"] and frame.note.fillna("").tolist()[0] == "idle"
+    latest = throughput.latest_suite_times(frame).set_index("suite").wall_minutes
+    assert latest.to_dict() == {"smoke": 2.0, "standard": 70.0}
+    # a measurement from before the yardstick existed shows empty cells, not "nan"
+    pd.concat([frame, pd.DataFrame([{"suite": "smoke", "runs": 6, "wall_minutes": 1.0, "git_sha": "b" * 40}])]).to_csv(
+        csv, index=False)
+    tables = throughput.write_tables(tmp_path, tmp_path / "tables.md")
+    assert "| smoke |  | 6 |  | 1.0 | bbbbbbb |" in tables and "nan" not in tables
+
+
+def test_the_reference_step_is_a_positive_time():
+    """The yardstick recorded around each suite measurement times a real step of the suite's shape."""
+    assert 0 < throughput.reference_step_ms(passes=1) < 10_000

@@ -1461,8 +1461,9 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
 
 
 def suite_times(results: Path = ROOT / "results") -> dict[str, str]:
-    """``<suite>_time`` substitutions from the measured ``results/performance/suites.csv`` (machine named),
-    e.g. ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
+    """``<suite>_time`` substitutions from the latest measurement of each suite in
+    ``results/performance/suites.csv`` (machine named), e.g. ``165 runs in 17 min with 2 workers on a 2-core
+    x86_64 CPU (measured 2026-11-22)``."""
     import pandas as pd
 
     path, machine = results / "performance" / "suites.csv", results / "performance" / "machine.csv"
@@ -1472,7 +1473,9 @@ def suite_times(results: Path = ROOT / "results") -> dict[str, str]:
         if machine.exists():
             row = pd.read_csv(machine).iloc[0]
             cpu = f" on a {int(row['cpu_count'])}-core {row['processor']} CPU"
-        for row in pd.read_csv(path).itertuples():
+        from pebench.throughput import latest_suite_times
+
+        for row in latest_suite_times(pd.read_csv(path)).itertuples():
             took = f"{row.wall_seconds:.0f} s" if row.wall_seconds < 120 else f"{row.wall_minutes:.0f} min"
             times[f"{row.suite}_time"] = (f"{row.runs} runs in {took} with {row.workers} workers{cpu} "
                                           f"(measured {row.date}, {{doc}}`performance`)")
