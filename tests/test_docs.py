@@ -859,3 +859,6 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     assert times["standard_time"].startswith("606 runs in 75 min with 2 workers")
     assert "2026-11-24" in times["standard_time"]
     assert times["smoke_time"].startswith("60 runs in 13 s")
+    assert times["standard_budget"].startswith("over its budget of 60 minutes by 15 min. It is not cut to fit")
+    assert times["standard_budget"].endswith("12 tasks, 3 seeds, every compared encoding")  # read from the suite
+    assert gen.standard_budget(59.6) == "within its budget of 60 minutes"
