@@ -400,8 +400,9 @@ def suite_runs(
 COMPARED_ENCODINGS = (
     "none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "fire", "randomized:rope",
 )
-#: the encodings added since, compared in the ``extended`` and ``paper`` suites (the standard suite's
-#: 60-minute budget on 2 cores cannot hold them beside the core battery; docs: protocol)
+#: the encodings added since, compared in the ``extended`` suite (on the tasks outside the core battery
+#: only) and the ``paper`` suite: the standard suite's 60-minute budget on 2 cores cannot hold them beside the
+#: core battery (docs: protocol)
 NEWER_ENCODINGS = ("kerple_log", "kerple_power", "sandwich", "transformer_xl", "cope", "p_rope")
 #: the encodings each suite compares in its per-task grids
 SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
