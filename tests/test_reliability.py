@@ -99,7 +99,9 @@ def test_1_interrupt_stops_a_pool_sweep_within_seconds_and_says_how_to_resume(tm
     process.send_signal(getattr(signal, name))
     _, err = process.communicate(timeout=30)
     stopped = time.time() - signalled
-    assert stopped < 5, f"took {stopped:.1f} s to stop"
+    # seconds, not the rest of the sweep (len(saved) < total below); 10 and not 5: on 2 cores shared with the
+    # other test process and a docs build or a running suite, a prompt stop measured 5.2 s
+    assert stopped < 10, f"took {stopped:.1f} s to stop"
     assert process.returncode == code
     assert err.count("\n") == 1 and "Traceback" not in err, err
     saved = assert_every_file_verifies(out)
