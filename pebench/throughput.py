@@ -511,6 +511,24 @@ def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: P
     frame.to_csv(csv, index=False)
 
 
+def suite_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a ``suites.csv`` frame as the performance page shows them: short columns, times in
+    minutes, the reference step as "before / after", empty cells where a measurement predates a column."""
+
+    def cell(row: pd.Series, key: str, fmt: str) -> str:
+        return fmt.format(row[key]) if key in row and pd.notna(row[key]) else ""
+
+    return pd.DataFrame([{
+        "suite": row["suite"], "date": row["date"], "runs": str(int(row["runs"])), "workers": str(int(row["workers"])),
+        "minutes": f"{row['wall_minutes']:.1f}", "commit": str(row["git_sha"])[:7],
+        "dirty": "yes" if str(row.get("git_dirty")) == "True" else "",
+        "load": cell(row, "load_before", "{:.2f}"),
+        "step ms": (f"{row['reference_step_ms_before']:.2f} / {row['reference_step_ms_after']:.2f}"
+                    if pd.notna(row.get("reference_step_ms_before", float("nan"))) else ""),
+        "note": row["note"] if isinstance(row.get("note"), str) else "",
+    } for _, row in frame.iterrows()])
+
+
 def latest_suite_times(frame: pd.DataFrame) -> pd.DataFrame:
     """The current measurement of each suite in a ``suites.csv`` frame: its last row (rows are appended in
     the order they were measured)."""
@@ -573,18 +591,12 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
         compiled = pd.read_csv(out / "compile.csv", dtype={"error": str}).fillna({"error": ""})
         parts += ["### torch.compile (pebench, dynamic shapes)\n", _markdown(compiled), ""]
     if (out / "suites.csv").exists():
-        frame = pd.read_csv(out / "suites.csv", dtype={"note": str}).fillna({"note": ""})
-        columns = [c for c in ("suite", "date", "runs", "workers", "wall_minutes", "git_sha", "git_dirty",
-                               "load_before", "reference_step_ms_before", "reference_step_ms_after", "note")
-                   if c in frame]
-        frame = frame[columns].assign(git_sha=frame.git_sha.str[:7])
-        frame = frame.astype(object).where(frame.notna(), "")  # not measured then: an empty cell, not "nan"
         parts += ["### Suite wall time (`pebench run --suite S --workers N`, from scratch)\n",
-                  "Every measurement, oldest first; the last of a suite is its current time. "
-                  "`reference_step_ms`: one training step of the standard suite's shape, timed on one thread "
-                  "just before and after the suite (the machine's speed then; empty for measurements that "
-                  "predate it); `load_before`: the 1-minute load average at the start.\n",
-                  _markdown(frame, "{:.1f}"), ""]
+                  "Every measurement, oldest first; the last of a suite is its current time. *step ms*: one "
+                  "training step of the standard suite's shape on one thread, timed just before and after the "
+                  "suite (the machine's speed then; empty for measurements that predate it); *load*: the 1-minute "
+                  "load average at the start.\n",
+                  _markdown(suite_history(pd.read_csv(out / "suites.csv", dtype={"note": str}))), ""]
     text = "\n".join(parts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -104,10 +104,12 @@ def test_suite_measurements_are_appended_and_the_last_is_current(tmp_path, monke
     latest = throughput.latest_suite_times(frame).set_index("suite").wall_minutes
     assert latest.to_dict() == {"smoke": 2.0, "standard": 70.0}
     # a measurement from before the yardstick existed shows empty cells, not "nan"
-    pd.concat([frame, pd.DataFrame([{"suite": "smoke", "runs": 6, "wall_minutes": 1.0, "git_sha": "b" * 40}])]).to_csv(
-        csv, index=False)
+    old = {"suite": "smoke", "workers": 2, "runs": 6, "wall_minutes": 1.0, "git_sha": "b" * 40, "date": "2026-11-20",
+           "git_dirty": True}
+    pd.concat([frame, pd.DataFrame([old])]).to_csv(csv, index=False)
     tables = throughput.write_tables(tmp_path, tmp_path / "tables.md")
-    assert "| smoke |  | 6 |  | 1.0 | bbbbbbb |" in tables and "nan" not in tables
+    assert "| standard | 2026-11-24 | 6 | 2 | 80.0 | aaaaaaa |  | 0.10 | 9.00 / 9.50 | idle |" in tables
+    assert "| smoke | 2026-11-20 | 6 | 2 | 1.0 | bbbbbbb | yes |  |  |  |" in tables and "nan" not in tables
 
 
 def test_the_reference_step_is_a_positive_time():
