@@ -103,7 +103,9 @@ def test_kerple_bias_depends_on_distance_only_and_is_monotone(name, causal):
     visible = (pos[:, None] >= pos[None, :]) if causal else torch.ones(20, 20, dtype=torch.bool)
     for d in range(20):  # one value per |i - j| (and head)
         values = bias[:, (distance == d) & visible]
-        assert torch.all(values == values[:, :1])
+        # equal up to float32 rounding: a vectorised pow/log1p may round the same input differently in
+        # different SIMD lanes (seen on an AVX-512 Xeon with torch 2.11); a real dependence on i is far larger
+        torch.testing.assert_close(values, values[:, :1].expand_as(values), rtol=1e-6, atol=1e-6)
     if not causal:
         assert torch.equal(bias, bias.transpose(-1, -2))
     by_distance = bias[:, 19].flip(-1)  # last query: distances 0 .. 19

@@ -188,7 +188,9 @@ def test_a_shifted_cell_does_not_reproduce_and_is_listed(synthetic, tmp_path):
     assert comparison.verdict.startswith(f"{comparison.n_cells - 1} of {comparison.n_cells} cells reproduce")
     assert len(comparison.failing) == 1
     assert comparison.failing[0].startswith("length_extrapolation/copy/alibi/decoder: ood_token_acc")
-    row = comparison.metrics.set_index(["task", "encoding", "metric"]).loc[("copy", "alibi", "ood_token_acc")]
+    rows = comparison.metrics.set_index(["task", "encoding", "metric"]).loc[[("copy", "alibi", "ood_token_acc")]]
+    assert len(rows) == 1
+    row = rows.iloc[0]
     assert row["difference"] == pytest.approx(-0.2)
 
 
