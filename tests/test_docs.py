@@ -455,6 +455,57 @@ def test_the_reference_is_listed_before_the_local_rerun(gen, tmp_path):
     assert toc.index("results/standard\n") < toc.index("results/standard-local-rerun") < toc.index("extended")
 
 
+def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, tmp_path, monkeypatch):
+    """results/reruns/<name>/ (another machine, same suite): its own page after the local rerun, led by a
+    summary read from both folders: the device and wall time from its manifest, the cells that reproduce,
+    the runs whose fit decision agrees, and the leaderboard's agreement; the same summary is the ``reruns``
+    substitution, which says so when no rerun is committed."""
+    import pandas as pd
+    from test_report import copy_results, edit_runs
+    from test_results import write_synthetic_results
+
+    results = tmp_path / "results"
+    assert gen.reruns_text(results).startswith("No rerun of a suite on other hardware is committed")
+    reference = write_synthetic_results(results / "standard")
+    rerun = copy_results(reference, results / gen.RERUNS / "gpu")
+    edit_runs(rerun, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    for folder in (reference, rerun):
+        for path in sorted((folder / "raw").glob("*.csv")):
+            frame = pd.read_csv(path)
+            flipped = folder == rerun and (frame["encoding"] == "none").all() and (frame["seed"] == 0).all()
+            frame.assign(fitted=not flipped).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="no manifest naming its suite"):
+        gen.rerun_reference(rerun, results)
+    invocation = {"device": "cuda", "cuda_device": "NVIDIA H100", "torch_version": "2.11.0+cu130"}
+    manifest = {"suite": "standard", "invocations": [{**invocation, "workers": 12, "wall_seconds": 300.0},
+                                                     {**invocation, "workers": 14, "wall_seconds": 180.0}]}
+    (rerun / "manifest.json").write_text(json.dumps(manifest))
+    board = pd.DataFrame({"arch": "decoder", "encoding": ["alibi", "rope", "none"], "mrr": [0.8, 0.5, 0.3],
+                          "mrr_low": [0.7, 0.4, 0.2], "mrr_high": [0.9, 0.6, 0.4]})
+    for folder, mrr in ((reference, [0.8, 0.5, 0.3]), (rerun, [0.45, 0.55, 0.35])):
+        (folder / "tables").mkdir()
+        board.assign(mrr=mrr).to_csv(folder / "tables" / "leaderboard_length_extrapolation.csv", index=False)
+
+    monkeypatch.setattr(gen, "_write_report", lambda folder, out: None)  # figures: the local-rerun test's
+    pages = gen.generate_results(results, tmp_path / "docs" / "_generated" / "results", tmp_path / "docs")
+    assert pages == ["standard", f"{gen.RERUNS}-gpu"]
+    text = (tmp_path / "docs" / "_generated" / "results" / f"{gen.RERUNS}-gpu.md").read_text()
+    assert text.startswith("# Rerun: `gpu`")
+    summary = gen.rerun_summary(rerun, reference)
+    assert summary in text and text.index(summary) < text.index("## Reproduction check")
+    assert "suite on NVIDIA H100 (seed-batched, torch 2.11.0+cu130, 2 invocation(s)" in summary
+    assert "with 12/14 workers, 8 min of wall time in all" in summary
+    comparison = gen.comparison(rerun, reference)
+    assert comparison.n_reproduced == comparison.n_cells - 1
+    assert f"{comparison.n_cells - 1} of {comparison.n_cells} cells reproduce" in summary
+    n_runs = len(list((reference / "raw").glob("*.csv")))
+    flipped = sum(1 for p in (rerun / "raw").glob("*.csv") if not pd.read_csv(p)["fitted"].all())
+    assert flipped and f"{n_runs - flipped} of {n_runs} runs judged by the fit criterion" in summary
+    assert ("decoder, the rerun's MRR inside the reference's interval for 2 of 3 encodings, Spearman correlation "
+            "0.50, first `rope` in the rerun and `alibi` in the reference") in summary
+    assert gen.reruns_text(results) == f"{{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {summary}"
+
+
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
     """`tox -e bench` runs compare last (its verdict ends the log) and then names the site and the page."""
     import configparser

@@ -19,6 +19,7 @@ substitutions (``generate`` returns their values).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -49,7 +50,9 @@ KIND_SLOTS = {
     "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
 }
 #: suite folders in results/ that are not reference suites
-NOT_SUITES = {"local", "performance"}
+#: committed reruns of a suite on other hardware, ``results/reruns/<name>/``, each shown beside ``results/<suite>``
+RERUNS = "reruns"
+NOT_SUITES = {"local", "performance", RERUNS}
 FIGURE_FORMATS = ("svg", "png")
 TABLE_DOWNLOADS = ("tex", "csv")
 
@@ -501,7 +504,7 @@ def compare_section(local: Path, reference: Path) -> list[str]:
     """``pebench compare LOCAL REFERENCE`` as a page section: the verdict, then one row per cell and metric."""
     from pebench import compare as compare_module
 
-    result = compare_module.compare(local, reference)
+    result = comparison(local, reference)
     lines = ["## Reproduction check", "",
              f"`pebench compare {shown(local)} {shown(reference)}`: **{result.verdict}**.", "",
              "Seeds are compared paired (the same seed has the same data and initialisation on both sides): "
@@ -531,12 +534,120 @@ def compare_section(local: Path, reference: Path) -> list[str]:
     return lines
 
 
+@functools.lru_cache(maxsize=8)
+def comparison(local: Path, reference: Path):
+    """``pebench.compare.compare(local, reference)``, computed once per docs build (a rerun's page and the
+    performance page's summary both read it)."""
+    from pebench import compare as compare_module
+
+    return compare_module.compare(local, reference)
+
+
+def rerun_folders(results: Path) -> list[Path]:
+    """The committed reruns, ``results/reruns/<name>/`` with raw CSVs, by name."""
+    folder = results / RERUNS
+    return sorted(p for p in folder.iterdir() if (p / "raw").is_dir()) if folder.is_dir() else []
+
+
+def rerun_reference(rerun: Path, results: Path) -> Path:
+    """The reference a committed rerun is compared with: ``results/<suite>`` of the suite its manifest names."""
+    path = rerun / "manifest.json"
+    suite = json.loads(path.read_text()).get("suite") if path.exists() else None
+    if not suite:
+        raise ValueError(f"{shown(rerun)} has no manifest naming its suite, so it has no reference to compare with")
+    return results / suite
+
+
+def _first_value(frame, column: str, default: str = "?") -> str:
+    values = frame[column].dropna() if column in frame else []
+    return str(values.iloc[0]) if len(values) else default
+
+
+def rerun_summary(rerun: Path, reference: Path) -> str:
+    """What a committed rerun on other hardware says about reproducing the reference, in one paragraph, all
+    read from the two folders: where and how long it ran (its manifest), how many cells reproduce
+    (:func:`comparison`), how many runs reached the same fit decision, and whether the leaderboards order
+    the encodings alike (:func:`leaderboard_agreement`)."""
+    manifest = json.loads((rerun / "manifest.json").read_text())
+    invocations = manifest.get("invocations") or []
+    latest = manifest.get("latest") or (invocations[-1] if invocations else {})
+    device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
+    seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
+    workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
+    batched = "seed-batched, " if any(i.get("device") == "cuda" for i in invocations) else ""
+    parts = [f"`{shown(rerun)}` reruns the `{manifest.get('suite')}` suite on {device} ({batched}torch "
+             f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
+             f"workers, {seconds / 60:.0f} min of wall time in all)."]
+    result = comparison(rerun, reference)
+    parts.append(f"{result.n_reproduced} of {result.n_cells} cells reproduce the reference within the margins "
+                 "of `pebench compare`.")
+    fits = _raw_first(rerun, ("fitted",)).merge(_raw_first(reference, ("fitted",)), on="run_id",
+                                                  suffixes=("_rerun", "_reference"))
+    fits = fits.dropna() if {"fitted_rerun", "fitted_reference"} <= set(fits.columns) else fits.iloc[:0]
+    if len(fits):
+        rerun_fit, reference_fit = fits["fitted_rerun"].astype(bool), fits["fitted_reference"].astype(bool)
+        parts.append(f"{int((rerun_fit == reference_fit).sum())} of {len(fits)} runs judged by the fit criterion "
+                     f"on both sides reached the same decision (fitted: {rerun_fit.mean():.1%} of them in the "
+                     f"rerun, {reference_fit.mean():.1%} in the reference).")
+    parts += leaderboard_agreement(rerun, reference)
+    return " ".join(parts)
+
+
+def leaderboard_agreement(rerun: Path, reference: Path) -> list[str]:
+    """One sentence per leaderboard (``tables/leaderboard_<experiment>.csv``) in both folders: per
+    architecture, for how many encodings the rerun's MRR lies inside the reference's 95% interval, the
+    Spearman correlation of the two MRRs, and the first encoding on each side."""
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    sentences = []
+    for path in sorted((reference / "tables").glob("leaderboard_*.csv")):
+        if not (rerun / "tables" / path.name).exists():
+            continue
+        ref, new = pd.read_csv(path), pd.read_csv(rerun / "tables" / path.name)
+        arches = []
+        for arch, group in ref.groupby("arch", sort=True):
+            both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
+            inside = int(both["mrr_rerun"].between(both["mrr_low"], both["mrr_high"]).sum())
+            rho = spearmanr(both["mrr"], both["mrr_rerun"]).statistic
+            first = group.loc[group["mrr"].idxmax(), "encoding"], both.loc[both["mrr_rerun"].idxmax(), "encoding"]
+            arches.append(f"{arch}, the rerun's MRR inside the reference's interval for {inside} of {len(both)} "
+                          f"encodings, Spearman correlation {rho:.2f}, first "
+                          + (f"`{first[0]}` on both sides" if first[0] == first[1] else
+                             f"`{first[1]}` in the rerun and `{first[0]}` in the reference"))
+        experiment = path.stem.removeprefix("leaderboard_")
+        sentences.append(f"Leaderboard of `{experiment}`: " + "; ".join(arches) + ".")
+    return sentences
+
+
+def reruns_text(results: Path) -> str:
+    """The ``reruns`` substitution: per committed rerun a link to its page and :func:`rerun_summary`."""
+    folders = rerun_folders(results)
+    if not folders:
+        return f"No rerun of a suite on other hardware is committed (`{shown(results / RERUNS)}/`)."
+    return " ".join(f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: "
+                    + rerun_summary(rerun, rerun_reference(rerun, results)) for rerun in folders)
+
+
 def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> str:
     """Local rerun beside the reference: both manifests, the comparison, and the figures side by side."""
-    lines = ["# Local rerun of the standard suite", "",
-             f"`{shown(local)}` ({_count_runs(local)} run files), written by `tox -e bench` on this "
-             f"machine, beside the committed reference `{shown(reference)}` "
-             f"({_count_runs(reference)} run files).", ""]
+    lead = (f"`{shown(local)}` ({_count_runs(local)} run files), written by `tox -e bench` on this "
+            f"machine, beside the committed reference `{shown(reference)}` ({_count_runs(reference)} run files).")
+    return rerun_page(local, reference, out, srcdir, title="Local rerun of the standard suite", lead=lead)
+
+
+def committed_rerun_page(rerun: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> str:
+    """A committed rerun (``results/reruns/<name>/``) beside its reference, led by :func:`rerun_summary`."""
+    lead = (rerun_summary(rerun, reference) + " Runs made on other hardware are not bit-identical to the "
+            "reference's (see {doc}`/performance`, Reproducibility): this page shows how far the results move "
+            "when only the machine changes, which is the uncertainty a reader's own rerun carries.")
+    return rerun_page(rerun, reference, out, srcdir, title=f"Rerun: `{rerun.name}`", lead=lead)
+
+
+def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, title: str, lead: str) -> str:
+    """A rerun beside the reference: ``lead``, the comparison, both manifests, and the figures one above
+    the other."""
+    lines = [f"# {title}", "", lead, ""]
     if reference.is_dir():  # the verdict first; where each side was made, after it
         lines += compare_section(local, reference)
     lines += ["## Provenance of the rerun", "", manifest_section(local)]
@@ -574,8 +685,9 @@ def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> 
 
 def generate_results(results: Path, out: Path, srcdir: Path = DOCS) -> list[str]:
     """Write one page per suite folder (always one for ``standard``) and the local-rerun page
-    (:data:`LOCAL_PAGE`); return their names in the order the site lists them: the reference, its local
-    rerun, then the other suites by name (:func:`results_toc`)."""
+    (:data:`LOCAL_PAGE`) and one per committed rerun (:func:`rerun_folders`); return their names in the order
+    the site lists them: the reference, its local rerun, the committed reruns, then the other suites by name
+    (:func:`results_toc`)."""
     folders = {folder.name: folder for folder in suite_folders(results)}
     for suite in {"standard", *folders}:
         page = out / f"{suite}.md"
@@ -588,6 +700,10 @@ def generate_results(results: Path, out: Path, srcdir: Path = DOCS) -> list[str]
     if local.is_dir() and _count_runs(local):
         write(out / f"{LOCAL_PAGE}.md", local_page(local, results / "standard", out / LOCAL_PAGE, srcdir))
         pages.append(LOCAL_PAGE)
+    for rerun in rerun_folders(results):
+        name = f"{RERUNS}-{rerun.name}"
+        write(out / f"{name}.md", committed_rerun_page(rerun, rerun_reference(rerun, results), out / name, srcdir))
+        pages.append(name)
     return pages + sorted(set(folders) - {"standard"})
 
 
@@ -1456,6 +1572,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     substitutions["n_encodings"] = str(len(encodings.names()))
     substitutions["n_tasks"] = str(len(tasks.names()))
     substitutions.update(suite_times(results))
+    substitutions["reruns"] = reruns_text(results)
     substitutions.update(protocol_substitutions())
     return substitutions
 
