@@ -558,14 +558,9 @@ def rerun_reference(rerun: Path, results: Path) -> Path:
     return results / suite
 
 
-def _first_value(frame, column: str, default: str = "?") -> str:
-    values = frame[column].dropna() if column in frame else []
-    return str(values.iloc[0]) if len(values) else default
-
-
-def rerun_summary(rerun: Path, reference: Path) -> str:
-    """What a committed rerun on other hardware says about reproducing the reference, in one paragraph, all
-    read from the two folders: where and how long it ran (its manifest), how many cells reproduce
+def rerun_summary(rerun: Path, reference: Path) -> list[str]:
+    """What a committed rerun on other hardware says about reproducing the reference, one sentence per point,
+    all read from the two folders: where and how long it ran (its manifest), how many cells reproduce
     (:func:`comparison`), how many runs reached the same fit decision, and whether the leaderboards order
     the encodings alike (:func:`leaderboard_agreement`)."""
     manifest = json.loads((rerun / "manifest.json").read_text())
@@ -589,8 +584,7 @@ def rerun_summary(rerun: Path, reference: Path) -> str:
         parts.append(f"{int((rerun_fit == reference_fit).sum())} of {len(fits)} runs judged by the fit criterion "
                      f"on both sides reached the same decision (fitted: {rerun_fit.mean():.1%} of them in the "
                      f"rerun, {reference_fit.mean():.1%} in the reference).")
-    parts += leaderboard_agreement(rerun, reference)
-    return " ".join(parts)
+    return parts + leaderboard_agreement(rerun, reference)
 
 
 def leaderboard_agreement(rerun: Path, reference: Path) -> list[str]:
@@ -626,7 +620,7 @@ def reruns_text(results: Path) -> str:
     if not folders:
         return f"No rerun of a suite on other hardware is committed (`{shown(results / RERUNS)}/`)."
     return " ".join(f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: "
-                    + rerun_summary(rerun, rerun_reference(rerun, results)) for rerun in folders)
+                    + " ".join(rerun_summary(rerun, rerun_reference(rerun, results))) for rerun in folders)
 
 
 def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> str:
@@ -638,15 +632,18 @@ def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> 
 
 def committed_rerun_page(rerun: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> str:
     """A committed rerun (``results/reruns/<name>/``) beside its reference, led by :func:`rerun_summary`."""
-    lead = (rerun_summary(rerun, reference) + " Runs made on other hardware are not bit-identical to the "
-            "reference's (see {doc}`/performance`, Reproducibility): this page shows how far the results move "
-            "when only the machine changes, which is the uncertainty a reader's own rerun carries.")
-    return rerun_page(rerun, reference, out, srcdir, title=f"Rerun: `{rerun.name}`", lead=lead)
+    points = [f"- {line}" for line in rerun_summary(rerun, reference)]
+    lead = "\n".join([
+        "Runs made on other hardware are not bit-identical to the reference's ({doc}`/performance`, "
+        "Reproducibility): this page shows how far the results move when only the machine changes, which is "
+        "the uncertainty a reader's own rerun carries.", "", *points])
+    return rerun_page(rerun, reference, out, srcdir, title=f"Rerun: `{rerun.name}`", lead=lead, label="Rerun")
 
 
-def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, title: str, lead: str) -> str:
+def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, title: str, lead: str,
+               label: str = "Local rerun") -> str:
     """A rerun beside the reference: ``lead``, the comparison, both manifests, and the figures one above
-    the other."""
+    the other, the rerun's named ``label``."""
     lines = [f"# {title}", "", lead, ""]
     if reference.is_dir():  # the verdict first; where each side was made, after it
         lines += compare_section(local, reference)
@@ -670,7 +667,7 @@ def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, 
             continue
         # one above the other at the content width: side by side, each was ~350 px wide and unreadable
         lines += [f"### {artifact.title}", "", artifact.caption, ""]
-        for who, image in (("Reference", ref_image), ("Local rerun", local_image)):
+        for who, image in (("Reference", ref_image), (label, local_image)):
             lines += [f"**{who}:**" if image is not None else f"**{who}:** not in the reference.", ""]
             if image is not None:
                 lines += [f":::{{figure}} {source_path(image, srcdir)}", f":alt: {artifact.title}: {who.lower()}",
@@ -679,7 +676,7 @@ def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, 
         if "md" in artifact.paths:
             table = Path(artifact.paths["md"]).read_text().strip()
             caption = [] if artifact.caption in table else [artifact.caption, ""]
-            lines += [f"### {artifact.title} (local rerun)", "", *caption, table, ""]
+            lines += [f"### {artifact.title} ({label.lower()})", "", *caption, table, ""]
     return "\n".join(lines)
 
 
