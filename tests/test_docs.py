@@ -494,7 +494,7 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
     summary = " ".join(gen.rerun_summary(rerun, reference))
     assert all(f"- {line}" in text for line in gen.rerun_summary(rerun, reference))
     assert text.index(f"- `{gen.shown(rerun)}` reruns") < text.index("## Reproduction check")
-    assert "suite on NVIDIA H100 (seed-batched, torch 2.11.0+cu130, 2 invocation(s)" in summary
+    assert "suite on NVIDIA H100 (torch 2.11.0+cu130, 2 invocation(s)" in summary
     assert "with 12/14 workers, 8 min of wall time in all" in summary
     comparison = gen.comparison(rerun, reference)
     assert comparison.n_reproduced == comparison.n_cells - 1

@@ -49,9 +49,9 @@ KIND_SLOTS = {
     "content": "content: a score term computed from the queries, keys and logits (`content_score`)",
     "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
 }
-#: suite folders in results/ that are not reference suites
 #: committed reruns of a suite on other hardware, ``results/reruns/<name>/``, each shown beside ``results/<suite>``
 RERUNS = "reruns"
+#: suite folders in results/ that are not reference suites
 NOT_SUITES = {"local", "performance", RERUNS}
 FIGURE_FORMATS = ("svg", "png")
 TABLE_DOWNLOADS = ("tex", "csv")
@@ -536,8 +536,8 @@ def compare_section(local: Path, reference: Path) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def comparison(local: Path, reference: Path):
-    """``pebench.compare.compare(local, reference)``, computed once per docs build (a rerun's page and the
-    performance page's summary both read it)."""
+    """``pebench.compare.compare(local, reference)``, computed once per process (a docs build reads it for a
+    rerun's page and again for the ``reruns`` substitution)."""
     from pebench import compare as compare_module
 
     return compare_module.compare(local, reference)
@@ -569,8 +569,7 @@ def rerun_summary(rerun: Path, reference: Path) -> list[str]:
     device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
     seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
     workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
-    batched = "seed-batched, " if any(i.get("device") == "cuda" for i in invocations) else ""
-    parts = [f"`{shown(rerun)}` reruns the `{manifest.get('suite')}` suite on {device} ({batched}torch "
+    parts = [f"`{shown(rerun)}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
              f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
              f"workers, {seconds / 60:.0f} min of wall time in all)."]
     result = comparison(rerun, reference)
@@ -624,7 +623,7 @@ def reruns_text(results: Path) -> str:
 
 
 def local_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> str:
-    """Local rerun beside the reference: both manifests, the comparison, and the figures side by side."""
+    """Local rerun beside the reference (:func:`rerun_page`), introduced as the output of ``tox -e bench``."""
     lead = (f"`{shown(local)}` ({_count_runs(local)} run files), written by `tox -e bench` on this "
             f"machine, beside the committed reference `{shown(reference)}` ({_count_runs(reference)} run files).")
     return rerun_page(local, reference, out, srcdir, title="Local rerun of the standard suite", lead=lead)
