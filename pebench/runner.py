@@ -659,13 +659,15 @@ def write_manifest(
 def finish_manifest(out: Path, entry: dict[str, Any], summary: SweepSummary, outcome: str) -> None:
     """Add to the manifest's record of this invocation (``entry``, the last one, written by
     :func:`write_manifest` under the same lock) its wall time, the runs it wrote and how it ended
-    (``complete``, ``interrupted`` or ``error``): what the Replications page reports as compute."""
+    (``complete``, ``interrupted`` or ``error``): what the Replications page reports as compute; and how
+    many of its runs it planned to train seed-batched (``seed_batched_runs``, :attr:`SweepSummary.seed_batched`)."""
     path = Path(out) / "manifest.json"
     manifest = read_manifest(out)
     if manifest is None or not manifest.get("invocations") or manifest["invocations"][-1] != entry:
         log.warning("%s changed during the sweep; its wall time is not recorded", path)
         return
-    entry = {**entry, "wall_seconds": round(summary.seconds, 1), "runs_made": summary.done, "outcome": outcome}
+    entry = {**entry, "wall_seconds": round(summary.seconds, 1), "runs_made": summary.done, "outcome": outcome,
+             "seed_batched_runs": summary.seed_batched}
     manifest["invocations"][-1] = entry
     manifest["latest"] = entry
     write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
@@ -682,6 +684,9 @@ class SweepSummary:
     diverged: int
     blocked: list[str]
     seconds: float
+    #: runs this sweep planned to train in seed batches of two or more (0 when ``seed_batch`` is off or no
+    #: runs share a ``length_seed``); a batch that raises falls back to one run at a time
+    seed_batched: int = 0
 
     @property
     def saved(self) -> int:
@@ -872,7 +877,8 @@ def run_sweep(
                         "MB) and they share the cores; --workers %d is usually as fast", workers, os.cpu_count(),
                         os.cpu_count() or 1)
         summary = SweepSummary(total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0,
-                               blocked=blocked, seconds=0.0)
+                               blocked=blocked, seconds=0.0,
+                               seed_batched=sum(len(unit) for unit in units if len(unit) > 1))
         callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
 
         def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:

@@ -495,7 +495,7 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
     assert all(f"- {line}" in text for line in gen.rerun_summary(rerun, reference))
     assert text.index(f"- `{gen.shown(rerun)}` reruns") < text.index("## Reproduction check")
     assert "suite on NVIDIA H100 (torch 2.11.0+cu130, 2 invocation(s)" in summary
-    assert "with 12/14 workers, 8 min of wall time in all" in summary
+    assert "with 12/14 workers, 8 min of wall time in all" in summary  # no seed_batched_runs: not said
     comparison = gen.comparison(rerun, reference)
     assert comparison.n_reproduced == comparison.n_cells - 1
     assert f"{comparison.n_cells - 1} of {comparison.n_cells} cells reproduce" in summary
@@ -505,6 +505,10 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
     assert ("decoder, the rerun's MRR inside the reference's interval for 2 of 3 encodings, Spearman correlation "
             "0.50, first `rope` in the rerun and `alibi` in the reference") in summary
     assert gen.reruns_text(results) == f"{{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {summary}"
+    for entry in manifest["invocations"]:
+        entry["seed_batched_runs"] = 3
+    (rerun / "manifest.json").write_text(json.dumps(manifest))
+    assert "with 12/14 workers, 6 runs seed-batched, 8 min of wall time" in gen.rerun_summary(rerun, reference)[0]
 
 
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):

@@ -99,6 +99,7 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     assert (first["runs_to_make"], first["runs_made"], first["outcome"]) == (4, 4, "complete")
     assert (second["runs_to_make"], second["runs_made"], second["outcome"]) == (0, 0, "complete")
     assert first["wall_seconds"] == round(summary.seconds, 1) >= second["wall_seconds"] >= 0
+    assert first["seed_batched_runs"] == 0  # no shared length_seed: nothing is batched, on any device
 
 
 def test_sweep_starts_the_longest_runs_first(tmp_path):
@@ -206,8 +207,11 @@ def test_seed_batched_sweep_matches_one_by_one(tmp_path):
     fit = {"fit_every": 1, "fit_threshold": 0.2, "stop_at_fit": True}  # each seed stops at its own fit
     specs = [tiny_spec(encoding=e, seed=s, length_seed=0, **fit) for e in ("rope", "alibi") for s in (0, 1, 2)]
     assert len(group_runs(specs, seed_batch=True)) == 2 and len(group_runs(specs, seed_batch=False)) == 6
-    run_sweep(specs, tmp_path / "batched", seed_batch=True, on_done=lambda s, r: None)
-    run_sweep(specs, tmp_path / "single", seed_batch=False, on_done=lambda s, r: None)
+    assert run_sweep(specs, tmp_path / "batched", seed_batch=True, on_done=lambda s, r: None).seed_batched == 6
+    assert run_sweep(specs, tmp_path / "single", seed_batch=False, on_done=lambda s, r: None).seed_batched == 0
+    for folder, batched_runs in (("batched", 6), ("single", 0)):  # the manifest says which sweep batched
+        assert json.loads((tmp_path / folder / "manifest.json").read_text())["latest"]["seed_batched_runs"] == \
+            batched_runs
     batched, single = without_timing(load(tmp_path / "batched")), without_timing(load(tmp_path / "single"))
     assert list(batched["run_id"]) == list(single["run_id"])
     for column in ("token_acc", "seq_acc"):

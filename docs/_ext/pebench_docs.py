@@ -569,9 +569,11 @@ def rerun_summary(rerun: Path, reference: Path) -> list[str]:
     device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
     seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
     workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
+    recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
+    batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
     parts = [f"`{shown(rerun)}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
              f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
-             f"workers, {seconds / 60:.0f} min of wall time in all)."]
+             f"workers{batched}, {seconds / 60:.0f} min of wall time in all)."]
     result = comparison(rerun, reference)
     parts.append(f"{result.n_reproduced} of {result.n_cells} cells reproduce the reference within the margins "
                  "of `pebench compare`.")
