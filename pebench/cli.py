@@ -351,12 +351,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
         report = write_report(results_dir, staging)
-        for path in sorted(p for p in staging.rglob("*") if p.is_file()):
-            target = out / path.relative_to(staging)
+        written = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
+        for relative in written:
+            target = out / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
+            os.replace(staging / relative, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    # A previous report's outputs that this one no longer writes (a table of a layout since changed) would be
+    # read as current: remove them, in the report's own folders only, once the new report is in place.
+    for folder in sorted({out / relative.parts[0] for relative in written if len(relative.parts) > 1}):
+        for stale in sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(out) not in written):
+            stale.unlink()
+            print(f"removed {stale}: not part of this report")
     for kind, artifacts in (("figure", report.figures), ("table", report.tables)):
         for artifact in artifacts:
             paths = (out / path.relative_to(staging) for path in artifact.paths.values())

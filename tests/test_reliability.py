@@ -481,6 +481,24 @@ def test_11_a_report_that_fails_half_way_leaves_the_previous_one_intact(tmp_path
     assert after == before and not [p for p in folder.iterdir() if p.name.startswith(".report-")]
 
 
+def test_11_a_new_report_removes_what_the_previous_one_wrote_and_it_no_longer_does(tmp_path, capsys):
+    """A table the report no longer writes (an older layout) is removed from the report's folders when the
+    new report is in place; raw/, the manifest and files outside the report's folders are left alone."""
+    folder = write_synthetic_results(tmp_path / "results")
+    assert main(["report", str(folder)]) == 0
+    stale = folder / "tables" / "length_extrapolation_old_layout.md"
+    stale.write_text("| an older table |\n")
+    kept = [folder / "notes.txt", folder / "raw" / "README"]
+    for path in kept:
+        path.write_text("mine\n")
+    raw = sorted(p.name for p in (folder / "raw").iterdir())
+    capsys.readouterr()
+    assert main(["report", str(folder)]) == 0
+    assert not stale.exists() and f"removed {stale}" in capsys.readouterr().out
+    assert all(p.read_text() == "mine\n" for p in kept) and sorted(p.name for p in (folder / "raw").iterdir()) == raw
+    assert (folder / "tables").is_dir() and any((folder / "tables").glob("*.md"))
+
+
 # --------------------------------------------------------------------------- 12: filters
 
 
