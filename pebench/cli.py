@@ -351,8 +351,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
         report = write_report(results_dir, staging)
-        written = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
-        for relative in written:
+        written = {p.relative_to(staging) for p in staging.rglob("*") if p.is_file()}
+        for relative in sorted(written):
             target = out / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / relative, target)

@@ -88,8 +88,9 @@ def test_curves_carry_floors_and_fit_counts_and_draw_fitted_seeds_only():
     frame = results.curves(fit_results()).set_index(["experiment", "encoding", "eval_len", "condition"])
     # one row each: `loc` with a list of one key gives a frame on every pandas (a bare key on this non-unique
     # index gives a row on pandas 3.1, a one-row frame on pandas 3.0.6, as on a GPU machine's image)
-    picked = (frame.loc[[("length_extrapolation", e, 4, "original")]] for e in ("rope", "none", "alibi"))
-    rope, none, alibi = (rows.iloc[0] for rows in picked if len(rows) == 1)
+    picked = [frame.loc[[("length_extrapolation", e, 4, "original")]] for e in ("rope", "none", "alibi")]
+    assert [len(rows) for rows in picked] == [1, 1, 1]
+    rope, none, alibi = (rows.iloc[0] for rows in picked)
     assert rope["floor_token_acc"] == pytest.approx(0.6) and rope["floor_seq_acc"] == pytest.approx(0.6 ** 4)
     assert (rope["n_seeds"], rope["n_fitted"], rope["fitted_fraction"], rope["judged"]) == (2, 2, 1.0, True)
     assert (none["n_fitted"], none["fitted_fraction"], none["judged"]) == (0, 0.0, False)
