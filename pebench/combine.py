@@ -84,7 +84,7 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     for folder in folders:
         if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
             raise ResultsError(f"--out {out} is (inside) the source folder {folder}; give a new folder")
-    if (out / "raw").is_dir() and any((out / "raw").glob("*.csv")):
+    if results.raw_files(out / "raw"):
         raise ResultsError(f"{out / 'raw'} already holds run files; give a new folder (combine never writes over "
                            "runs)")
     summary = CombineSummary(out)
@@ -133,7 +133,8 @@ def _write(out: Path, folders: list[Path], taken: dict[str, tuple[Path, pd.DataF
     staging = Path(tempfile.mkdtemp(prefix=".combine-", dir=out))
     try:
         for run_id, (path, _frame) in taken.items():
-            shutil.copy2(path, staging / f"{run_id}.csv")
+            suffix = next(s for s in results.RUN_FILE_SUFFIXES if path.name.endswith(s))
+            shutil.copy2(path, staging / f"{run_id}{suffix}")  # the bytes as they are, compressed or not
         (out / "raw").mkdir(exist_ok=True)
         for path in sorted(staging.iterdir()):
             os.replace(path, out / "raw" / path.name)

@@ -1,8 +1,9 @@
-"""Load and validate result CSVs; aggregate them per run, across seeds, and compare encodings.
+"""Load and validate run files; aggregate them per run, across seeds, and compare encodings.
 
-A suite folder holds ``raw/<run_id>.csv`` (one tidy CSV per run, one row per
-evaluation length, condition and variant) and ``manifest.json``.
-:func:`load` reads every raw CSV, checks the schema and returns one
+A suite folder holds ``raw/<run_id>.csv.gz`` (one tidy CSV per run, one row per
+evaluation length, condition and variant, gzip-compressed: :data:`RUN_FILE_SUFFIX`; plain ``.csv`` run
+files, as pebench wrote before and as a user may write by hand, are read alike) and ``manifest.json``.
+:func:`load` reads every run file, checks the schema and returns one
 DataFrame. Every file is verified complete on its own (:func:`read_run_file`):
 it ends with a newline, every row has every field, its rows are exactly the
 lengths x conditions x variants its ``eval_*`` columns declare (one row for a
@@ -42,11 +43,13 @@ Statistics (see also the protocol page of the docs):
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import math
 import warnings
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -170,8 +173,75 @@ def run_file_text(rows: Sequence[dict]) -> str:
     return out.getvalue()
 
 
+RUN_FILE_SUFFIX = ".csv.gz"
+"""The name ending of the run files the runner writes: the CSV text of :func:`run_file_text`, gzip-compressed
+(about 15x smaller; the reference folders would not fit the 64 MiB a GPU machine is sent otherwise) with no
+time stamp, so the same rows always give the same bytes. ``zcat`` or ``pandas.read_csv`` read it."""
+RUN_FILE_SUFFIXES = (RUN_FILE_SUFFIX, ".csv")
+"""The name endings of run files that are read: gzip-compressed, and plain CSV (what pebench wrote before it
+compressed them, and files written by hand)."""
+
+
+def run_file_name(run_id: str) -> str:
+    """The name of the file the runner writes for ``run_id`` (``<run_id>.csv.gz``)."""
+    return f"{run_id}{RUN_FILE_SUFFIX}"
+
+
+def run_file_id(path: str | Path) -> str | None:
+    """The run id a run file's name gives (its name without :data:`RUN_FILE_SUFFIXES`), or ``None`` when
+    the name is not a run file's: another ending, or hidden (a temporary file of a write in flight)."""
+    name = Path(path).name
+    if name.startswith("."):
+        return None
+    for suffix in RUN_FILE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def raw_files(folder: str | Path) -> list[Path]:
+    """The run files directly in ``folder`` (names :func:`run_file_id` accepts), sorted by name; empty when the
+    folder does not exist."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.iterdir() if run_file_id(path) is not None)
+
+
+def read_run_text(path: str | Path) -> str:
+    """The CSV text of a run file, decompressed when its name ends in ``.gz``.
+
+    Raises:
+        ResultsError: ``path``: not a text file, a folder, or a damaged or truncated gzip stream, on one line.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: a folder, not a run file") from None
+    if path.name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except EOFError:
+            raise ResultsError(f"{path}: truncated (its gzip stream ends early)") from None
+        except (gzip.BadGzipFile, zlib.error) as exc:
+            raise ResultsError(f"{path}: not a readable gzip file ({exc})") from None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a text file") from None
+
+
+def run_file_bytes(rows: Sequence[dict], name: str) -> bytes:
+    """The bytes of a run file named ``name`` holding ``rows``: :func:`run_file_text`, gzip-compressed
+    without a time stamp when ``name`` ends in ``.gz``."""
+    data = run_file_text(rows).encode()
+    return gzip.compress(data, mtime=0) if name.endswith(".gz") else data
+
+
 def read_run_file(path: str | Path) -> pd.DataFrame:
-    """Read one run CSV and verify it is complete and unedited, on its own; return its rows.
+    """Read one run file (``.csv.gz`` or ``.csv``, :func:`read_run_text`) and verify it is complete and
+    unedited, on its own; return its rows.
 
     Checks: the file ends with a newline; every row has as many fields as the
     header; the checksum column (files written since pebench has it) matches;
@@ -184,12 +254,7 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
         ResultsError: ``path``: what is wrong, on one line.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path}: not a text file") from None
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: a folder, not a run file") from None
+    text = read_run_text(path)
     if not text.strip():
         raise ResultsError(f"{path}: empty file")
     if not text.endswith("\n"):
@@ -297,33 +362,34 @@ def named(problems: Sequence[str], limit: int = NAMED_FILES) -> str:
 
 
 def run_files(directory: str | Path) -> list[Path]:
-    """The run CSVs of a results folder (its ``raw/``, or the folder itself when it has none), sorted.
+    """The run files of a results folder (its ``raw/``, or the folder itself when it has none), sorted
+    (:func:`raw_files`).
 
     Raises:
-        ResultsError: the folder does not exist or holds no CSVs.
+        ResultsError: the folder does not exist or holds no run files.
     """
     directory = Path(directory)
     if not directory.is_dir():
         raise ResultsError(f"{directory}: no such results folder")
     folder = directory / "raw" if (directory / "raw").is_dir() else directory
-    paths = sorted(folder.glob("*.csv"))
+    paths = raw_files(folder)
     if not paths:
-        raise ResultsError(f"{folder}: no result CSVs found; run `pebench run` first")
+        raise ResultsError(f"{folder}: no run files (.csv.gz or .csv) found; run `pebench run` first")
     return paths
 
 
 def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
-    """Load every run CSV of a suite folder (or of its ``raw/`` folder) into one DataFrame.
+    """Load every run file of a suite folder (or of its ``raw/`` folder) into one DataFrame.
 
     Every file is verified on its own (:func:`read_run_file`) and the runs must
     form one suite and protocol (:func:`mixed_configurations`).
 
     Args:
-        directory: a suite folder (containing ``raw/``) or a folder of CSVs.
+        directory: a suite folder (containing ``raw/``) or a folder of run files.
         include_failed: keep rows of failed runs (they have no metrics).
 
     Raises:
-        ResultsError: the folder has no CSVs, files are malformed or incomplete
+        ResultsError: the folder has no run files, files are malformed or incomplete
             (the message names every one, up to :data:`NAMED_FILES` on its first line), or
             runs of one cell differ in their configuration.
     """

@@ -1,11 +1,11 @@
 """Execute runs: in-process, on a local process pool, or on a Dask cluster; resumable.
 
 Each run trains one model and evaluates it; its rows are written to
-``<out>/raw/<run_id>.csv`` the moment it finishes, atomically (a temporary
+``<out>/raw/<run_id>.csv.gz`` (:data:`pebench.results.RUN_FILE_SUFFIX`) the moment it finishes, atomically (a temporary
 file with a unique name in the same folder, then ``os.replace``), with a
 checksum column (:func:`pebench.results.run_file_text`), so a killed sweep —
 even ``kill -9`` — loses at most the runs in flight and never leaves a file
-that counts as complete without being so. On restart, runs whose CSV exists
+that counts as complete without being so. On restart, runs whose file exists
 and verifies are skipped; runs recorded as ``failed`` (an exception, possibly
 transient, or a worker process that died) are retried, ``diverged`` runs are
 kept.
@@ -65,7 +65,16 @@ from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
 from pebench.registry import load_plugins, loaded_plugins, plugin_records
-from pebench.results import ResultsError, mixed_configurations, named, read_run_file, run_file_text
+from pebench.results import (
+    ResultsError,
+    mixed_configurations,
+    named,
+    raw_files,
+    read_run_file,
+    run_file_bytes,
+    run_file_id,
+    run_file_name,
+)
 from pebench.train import TrainResult, train
 
 log = logging.getLogger("pebench")
@@ -420,14 +429,14 @@ def raw_dir(out: Path) -> Path:
     return Path(out) / "raw"
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file with a unique name in the same folder,
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder,
     fsync, rename; the temporary file is removed if anything fails (e.g. a full disk)."""
     path = Path(path)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", newline="") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(tmp, path)
@@ -436,25 +445,31 @@ def write_text_atomic(path: Path, text: str) -> None:
             os.unlink(tmp)
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode())
+
+
 def write_rows_atomic(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write ``rows`` as a run file (CSV with its checksum column, :func:`pebench.results.run_file_text`)
-    to ``path`` atomically (:func:`write_text_atomic`)."""
-    write_text_atomic(path, run_file_text(rows))
+    """Write ``rows`` as a run file (CSV with its checksum column, gzip-compressed when ``path`` ends in
+    ``.gz``: :func:`pebench.results.run_file_bytes`) to ``path`` atomically (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, run_file_bytes(rows, Path(path).name))
 
 
 @dataclass
 class ExistingResults:
     """What an output folder already holds."""
 
-    complete: set[str]  # run ids with a valid CSV to keep
+    complete: set[str]  # run ids with a valid run file to keep
     retry: set[str]  # run ids recorded as failed
     bad: dict[str, str]  # file name -> why it is malformed or foreign
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> first row of every valid file
 
 
 def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
-    """Classify the CSVs in ``out/raw`` against the expected run ids (each verified on its own by
-    :func:`pebench.results.read_run_file`).
+    """Classify the files in ``out/raw`` against the expected run ids (each run file verified on its own by
+    :func:`pebench.results.read_run_file`). A second file of one run (``<id>.csv`` beside ``<id>.csv.gz``)
+    is bad: it would count the run twice.
 
     Leftover temporary files of a killed sweep are removed (call it only while holding
     :func:`lock_folder`, as :func:`run_sweep` does: they may be another sweep's files in flight
@@ -474,24 +489,28 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
         if path.is_dir():
             found.bad[path.name] = "a folder, not a run file"
             continue
-        if path.suffix != ".csv":
-            found.bad[path.name] = "not a .csv file"
+        run_id = run_file_id(path)
+        if run_id is None:
+            found.bad[path.name] = "not a run file (.csv.gz or .csv)"
             continue
         try:
             frame = read_run_file(path)
         except (ResultsError, OSError) as exc:
             found.bad[path.name] = str(exc).splitlines()[0].removeprefix(f"{path}: ")
             continue
-        if frame["run_id"].iloc[0] != path.stem:
+        if frame["run_id"].iloc[0] != run_id:
             found.bad[path.name] = f"its run_id {frame['run_id'].iloc[0]} does not match the file name"
             continue
-        found.configs[path.stem] = frame.iloc[0].to_dict()
-        if path.stem not in expected:
+        if run_id in found.configs:
+            found.bad[path.name] = f"a second file of run {run_id}"
+            continue
+        found.configs[run_id] = frame.iloc[0].to_dict()
+        if run_id not in expected:
             continue  # a valid run of another configuration: kept, not part of this sweep
         if (frame["status"] == "failed").any():
-            found.retry.add(path.stem)
+            found.retry.add(run_id)
         else:
-            found.complete.add(path.stem)
+            found.complete.add(run_id)
     return found
 
 
@@ -621,7 +640,7 @@ def write_manifest(
     manifest = read_manifest(out)
     if manifest is None:
         manifest = {"suite": suite, "invocations": []}
-        held = list(raw_dir(out).glob("*.csv")) if raw_dir(out).is_dir() else []
+        held = raw_files(raw_dir(out))
         if held:
             log.warning("%s is missing but %s already holds %d run files; a new manifest records this invocation "
                         "only (the software that made the earlier runs is unknown)", path, raw_dir(out), len(held))
@@ -859,7 +878,8 @@ def run_sweep(
         by_id = {spec.run_id: spec for spec in specs}
         existing = scan(out, by_id)
         check_same_protocol(out, specs, existing)
-        blocked = sorted(run_id for run_id in by_id if f"{run_id}.csv" in existing.bad)
+        named_bad = {run_file_id(name) for name in existing.bad}
+        blocked = sorted(run_id for run_id in by_id if run_id in named_bad and run_id not in existing.complete)
         for name, why in sorted(existing.bad.items()):
             log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
         if blocked:
@@ -882,7 +902,10 @@ def run_sweep(
         callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
 
         def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-            write_rows_atomic(raw_dir(out) / f"{spec.run_id}.csv", rows)
+            if spec.run_id in existing.retry:  # a failed run's record under the older name would be a second file
+                with contextlib.suppress(FileNotFoundError):
+                    (raw_dir(out) / f"{spec.run_id}.csv").unlink()
+            write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
             status = rows[0].get("status")
             summary.done += 1
             summary.failed += status == "failed"

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 
 from pebench import encodings
 from pebench.model import ModelConfig, Transformer, build_model
+from pebench.results import raw_files
 
 
 def _root() -> Path:
@@ -469,7 +470,7 @@ def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict
     machine's speed), and ``note``, the measurer's word on the conditions.
     """
     raw = out / "raw"
-    if raw.exists() and any(raw.glob("*.csv")):
+    if raw_files(raw):
         raise SystemExit(f"{out} already holds results, so a sweep would resume and time only part of {suite}; "
                          "choose an empty --suite-out folder")
     from pebench.runner import git_state
@@ -482,7 +483,7 @@ def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict
     start = time.perf_counter()
     subprocess.run(command, check=True)
     seconds = time.perf_counter() - start
-    row = {"suite": suite, "workers": workers, "runs": len(list(raw.glob("*.csv"))), "wall_seconds": seconds,
+    row = {"suite": suite, "workers": workers, "runs": len(raw_files(raw)), "wall_seconds": seconds,
            "wall_minutes": seconds / 60, "cpu_count": os.cpu_count(), **code, "date": time.strftime("%Y-%m-%d"),
            "load_before": load_before, "reference_step_ms_before": step_before,
            "reference_step_ms_after": reference_step_ms(), "note": note}

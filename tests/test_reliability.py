@@ -7,6 +7,7 @@ test names carry the issue's item numbers.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -73,14 +74,14 @@ def start_sweep(out: Path, argv: list[str] = SWEEP, files: int = 2) -> tuple[sub
     process = subprocess.Popen([sys.executable, "-m", "pebench.cli", *argv, "--out", str(out)], cwd=ROOT, env=ENV,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and len(list((out / "raw").glob("*.csv"))) < files:
+    while time.time() < deadline and len(results.raw_files(out / "raw")) < files:
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
     return process, descendants(process.pid)
 
 
 def assert_every_file_verifies(out: Path) -> list[Path]:
-    paths = sorted((out / "raw").glob("*.csv"))
+    paths = results.raw_files(out / "raw")
     for path in paths:
         read_run_file(path)
     assert not list((out / "raw").glob(".*")), "a temporary file was left behind"
@@ -224,7 +225,7 @@ def test_2_a_changed_protocol_is_refused_naming_the_difference(tmp_path):
     run_sweep([tiny_spec(seed=0)], tmp_path, on_done=quiet)
     with pytest.raises(ResultsError, match=r"test/copy/rope/decoder: steps 3 and 4"):
         run_sweep([tiny_spec(seed=1, steps=4)], tmp_path, on_done=quiet)
-    assert len(list((tmp_path / "raw").glob("*.csv"))) == 1
+    assert len(results.raw_files(tmp_path / "raw")) == 1
     run_sweep([tiny_spec(seed=1), tiny_spec(seed=0, encoding="alibi", steps=4)], tmp_path, on_done=quiet)  # fine
 
 
@@ -236,7 +237,7 @@ def test_2_report_show_and_compare_refuse_cells_that_mix_configurations(tmp_path
     run_sweep([tiny_spec(seed=0), tiny_spec(seed=1)], mixed, on_done=quiet)
     other = tmp_path / "other"
     run_sweep([tiny_spec(seed=2, steps=5)], other, on_done=quiet)
-    for path in (other / "raw").glob("*.csv"):
+    for path in results.raw_files(other / "raw"):
         path.rename(mixed / "raw" / path.name)
     with pytest.raises(ResultsError, match="runs of one cell differ in more than the seed .*steps 3 and 5"):
         load(mixed)
@@ -255,14 +256,29 @@ def test_2_the_committed_reference_is_one_suite_and_protocol():
 # --------------------------------------------------------------------------- 3: every file verifiable on its own
 
 
+def read_text(path: Path) -> str:
+    """A run file's CSV text (decompressed)."""
+    return results.read_run_text(path)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a run file's CSV text, compressed as its name says (a file damaged *inside* a sound gzip stream)."""
+    data = text.encode()
+    path.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+
+
+def raw_path(folder: Path, spec) -> Path:
+    return folder / "raw" / results.run_file_name(spec.run_id)
+
+
 def cut(path: Path, keep: int) -> None:
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[: keep + 1]))
+    lines = read_text(path).splitlines(keepends=True)
+    write_text(path, "".join(lines[: keep + 1]))
 
 
 def edit(path: Path, column: str, value: str) -> None:
     """Change one field of the first row, keeping the file well-formed CSV."""
-    records = list(csv.reader(io.StringIO(path.read_text())))
+    records = list(csv.reader(io.StringIO(read_text(path))))
     records[1][records[0].index(column)] = value
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(records)
@@ -272,10 +288,10 @@ def edit(path: Path, column: str, value: str) -> None:
 def test_3_truncated_or_edited_files_are_detected_named_and_never_counted(tmp_path, capsys):
     specs = [tiny_spec(seed=s, eval_lengths=[2, 4, 6, 8]) for s in range(4)]
     run_sweep(specs, tmp_path, on_done=quiet)
-    paths = [tmp_path / "raw" / f"{spec.run_id}.csv" for spec in specs]
+    paths = [raw_path(tmp_path, spec) for spec in specs]
     cut(paths[0], 3)  # 3 of its 4 rows
-    text = paths[1].read_text()
-    paths[1].write_text(text[: text.rindex(",ok,") + 4])  # cut right after the status field of the last row
+    text = read_text(paths[1])
+    write_text(paths[1], text[: text.rindex(",ok,") + 4])  # cut right after the status field of the last row
     edit(paths[2], "token_acc", "0.123")
     with pytest.raises(ResultsError) as error:
         load(tmp_path)
@@ -294,10 +310,10 @@ def test_3_truncated_or_edited_files_are_detected_named_and_never_counted(tmp_pa
 def test_3_files_without_a_checksum_are_checked_against_their_declared_rows(tmp_path):
     """Files written before the checksum existed (a committed reference file with its checksum column
     removed): truncation is still detected from their eval_* columns."""
-    committed = max((ROOT / "results" / "standard" / "raw").glob("*.csv"), key=lambda path: path.stat().st_size)
+    committed = max(results.raw_files(ROOT / "results" / "standard" / "raw"), key=lambda path: path.stat().st_size)
     (tmp_path / "raw").mkdir()
-    source = tmp_path / "raw" / committed.name
-    lines = committed.read_text().splitlines()
+    source = tmp_path / "raw" / f"{results.run_file_id(committed)}.csv"
+    lines = read_text(committed).splitlines()
     assert lines[0].endswith("," + results.CHECKSUM_COLUMN)
     source.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in lines))
     frame = read_run_file(source)
@@ -314,8 +330,8 @@ def test_3_files_without_a_checksum_are_checked_against_their_declared_rows(tmp_
 def test_3_a_run_copied_under_another_name_is_not_counted_twice(tmp_path):
     spec = tiny_spec()
     run_sweep([spec], tmp_path, on_done=quiet)
-    source = tmp_path / "raw" / f"{spec.run_id}.csv"
-    (tmp_path / "raw" / "copy.csv").write_bytes(source.read_bytes())
+    source = raw_path(tmp_path, spec)
+    (tmp_path / "raw" / "copy.csv").write_bytes(read_text(source).encode())
     with pytest.raises(ResultsError, match=rf"run {spec.run_id} again \(also in "):
         load(tmp_path)
     assert "does not match the file name" in scan(tmp_path, [spec.run_id]).bad["copy.csv"]
@@ -336,7 +352,7 @@ def test_5_a_second_sweep_on_a_folder_is_refused_with_a_clear_message(tmp_path):
         assert f"{out} is in use by another pebench run (pid {os.getpid()}" in done.stderr
         assert "wait for it to finish, or choose another --out" in done.stderr
         assert time.time() - started < 30
-    assert not list((out / "raw").glob("*.csv")) and not (out / "manifest.json").exists()
+    assert not results.raw_files(out / "raw") and not (out / "manifest.json").exists()
     run_sweep([tiny_spec()], out, on_done=quiet)  # released: the next sweep runs
 
 
@@ -562,12 +578,12 @@ def test_16_every_bad_file_is_named_and_the_blocked_warning_says_what_to_do(tmp_
     specs = [tiny_spec(seed=s) for s in range(5)]
     run_sweep(specs, tmp_path, on_done=quiet)
     for spec in specs[:4]:
-        cut(tmp_path / "raw" / f"{spec.run_id}.csv", 1)
+        cut(raw_path(tmp_path, spec), 1)
     with pytest.raises(ResultsError) as error:
         load(tmp_path)
     lines = str(error.value).splitlines()
     assert lines[0].startswith("4 bad result file(s)") and lines[0].endswith("; and 1 more")
-    assert len(lines) == 5 and all(f"{spec.run_id}.csv" in str(error.value) for spec in specs[:4])
+    assert len(lines) == 5 and all(results.run_file_name(spec.run_id) in str(error.value) for spec in specs[:4])
     run_sweep(specs, tmp_path, on_done=quiet)
     assert "4 run(s) of this sweep are blocked by the bad files above: move or delete those files" in caplog.text
 

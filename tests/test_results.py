@@ -267,7 +267,7 @@ def test_malformed_csv_names_the_file(tmp_path):
 
 
 def test_empty_folder_is_an_error(tmp_path):
-    with pytest.raises(ResultsError, match="no result CSVs"):
+    with pytest.raises(ResultsError, match="no run files"):
         results.load(tmp_path)
     with pytest.raises(ResultsError, match="no such results folder"):
         results.load(tmp_path / "missing")

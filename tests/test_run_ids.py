@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from pebench.experiment import suite_runs
+from pebench.results import raw_files, read_run_file, run_file_id, run_file_name
 
 RAW = Path(__file__).resolve().parent.parent / "results" / "standard" / "raw"
 
-# (experiment, task, encoding, arch, seed) -> run id, copied from results/standard/raw/<run id>.csv
+# (experiment, task, encoding, arch, seed) -> run id, copied from results/standard/raw/<run id>.csv.gz
 GOLDEN = {
     ("length_extrapolation", "copy", "none", "decoder", 0): "ab0657f33c96a7c1",
     ("length_extrapolation", "reverse", "randomized:rope", "decoder", 2): "84c58aa6f45e2561",
@@ -48,15 +48,16 @@ def test_standard_suite_produces_the_committed_run_id(specs, run, run_id):
 @pytest.mark.parametrize(("run", "run_id"), CASES)
 def test_golden_ids_name_the_committed_files_of_those_runs(run, run_id):
     """The literals above are what the committed files hold (guards the test's own data)."""
-    rows = pd.read_csv(RAW / f"{run_id}.csv")
+    rows = read_run_file(RAW / run_file_name(run_id))
     columns = ["experiment", "task", "encoding", "arch", "seed", "run_id"]
     assert {tuple(row) for row in rows[columns].itertuples(index=False)} == {(*run, run_id)}
 
 
 def test_every_committed_file_is_a_run_of_the_standard_suite(specs):
     """No committed run file is orphaned: each is a run the standard suite produces now."""
-    committed = {path.stem for path in RAW.glob("*.csv")}
+    committed = {run_file_id(path) for path in raw_files(RAW)}
     ids = {spec.run_id for spec in specs}
+    assert committed, f"no run files in {RAW}"
     assert len(ids) == len(specs)
     assert committed <= ids, f"committed files no spec produces: {sorted(committed - ids)}"
 
@@ -69,7 +70,7 @@ def test_an_incomplete_reference_says_so_on_the_site(specs):
     sys.path.insert(0, str(RAW.parent.parent.parent / "docs" / "_ext"))
     from pebench_docs import completeness
 
-    missing = {spec.run_id for spec in specs} - {path.stem for path in RAW.glob("*.csv")}
+    missing = {spec.run_id for spec in specs} - {run_file_id(path) for path in raw_files(RAW)}
     status = completeness(RAW.parent)
     if missing:
         assert f"**Incomplete:** {len(missing)} of the {len(specs)} runs" in status
@@ -82,5 +83,5 @@ def test_every_committed_file_of_a_suite_run_over_sessions_is_a_run_it_produces(
     """The extended and replication suites are committed as they complete and resumed in later sessions:
     a committed file no spec produces would be orphaned (the resumed sweep could not skip it)."""
     raw = RAW.parent.parent / suite / "raw"
-    committed = {path.stem for path in raw.glob("*.csv")}
-    assert committed <= {spec.run_id for spec in suite_runs(suite)}
+    committed = {run_file_id(path) for path in raw_files(raw)}
+    assert committed and committed <= {spec.run_id for spec in suite_runs(suite)}

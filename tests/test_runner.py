@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -16,7 +17,15 @@ import pytest
 
 from pebench.cli import main
 from pebench.experiment import COMPARED_ENCODINGS, make_spec, suite_runs
-from pebench.results import ResultsError, load
+from pebench.results import (
+    ResultsError,
+    load,
+    raw_files,
+    read_run_file,
+    read_run_text,
+    run_file_name,
+    run_file_text,
+)
 from pebench.runner import group_runs, run_sweep, scan, write_rows_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,8 +95,8 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     specs = tiny_specs()
     summary = run_sweep(specs, tmp_path, on_done=lambda spec, rows: None)
     assert summary.done == 4 and summary.skipped == 0
-    files = sorted(p.stem for p in (tmp_path / "raw").glob("*.csv"))
-    assert files == sorted(s.run_id for s in specs)
+    files = [p.name for p in (tmp_path / "raw").iterdir()]
+    assert sorted(files) == sorted(run_file_name(s.run_id) for s in specs)
     frame = load(tmp_path)
     assert set(frame["status"]) == {"ok"} and len(frame) == 8
     assert (tmp_path / "manifest.json").exists()
@@ -126,6 +135,92 @@ def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
     assert scan(tmp_path, [spec.run_id]).retry == {spec.run_id}
     summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
     assert summary.done == 1 and set(load(tmp_path)["status"]) == {"ok"}
+
+
+def test_a_failed_run_recorded_as_plain_csv_is_replaced_not_doubled(tmp_path, monkeypatch):
+    """A failed run's record written before run files were compressed (``<id>.csv``) is retried, and the new
+    ``<id>.csv.gz`` replaces it: the folder never holds two files of one run."""
+    import pebench.runner as runner
+
+    monkeypatch.setattr(runner, "train", lambda *args, **kwargs: 1 / 0)
+    spec = tiny_spec()
+    run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    monkeypatch.undo()
+    raw = tmp_path / "raw"
+    (raw / f"{spec.run_id}.csv").write_text(read_run_text(raw / run_file_name(spec.run_id)))
+    (raw / run_file_name(spec.run_id)).unlink()
+    assert scan(tmp_path, [spec.run_id]).retry == {spec.run_id}
+    assert run_sweep([spec], tmp_path, on_done=lambda s, r: None).done == 1
+    assert [p.name for p in raw.iterdir()] == [run_file_name(spec.run_id)]
+    assert set(load(tmp_path)["status"]) == {"ok"}
+
+
+def test_run_files_are_gzip_without_a_time_stamp_and_plain_csv_reads_alike(tmp_path):
+    """The same rows give the same bytes (gzip with mtime 0: a rerun's identical file is not a git change),
+    decompressing to exactly :func:`run_file_text`; a folder mixing ``.csv`` and ``.csv.gz`` loads as one."""
+    specs = tiny_specs()[:2]
+    run_sweep(specs, tmp_path, on_done=lambda s, r: None)
+    path = tmp_path / "raw" / run_file_name(specs[0].run_id)
+    data = path.read_bytes()
+    assert data[:2] == b"\x1f\x8b" and data[4:8] == b"\0\0\0\0"  # gzip magic, no modification time
+    assert gzip.decompress(data).decode() == read_run_text(path)
+    rows = [{"a": 1, "b": "x, y"}, {"a": 2, "b": 0.5}]
+    write_rows_atomic(tmp_path / "first.csv.gz", rows)
+    time.sleep(1.1)
+    write_rows_atomic(tmp_path / "second.csv.gz", rows)
+    assert (tmp_path / "first.csv.gz").read_bytes() == (tmp_path / "second.csv.gz").read_bytes()
+    assert read_run_text(tmp_path / "first.csv.gz") == run_file_text(rows)
+    both = load(tmp_path)
+    (tmp_path / "raw" / f"{specs[0].run_id}.csv").write_text(read_run_text(path))
+    path.unlink()
+    pd.testing.assert_frame_equal(load(tmp_path), both)
+
+
+def test_a_second_file_of_one_run_is_refused_and_never_rerun(tmp_path, caplog):
+    """``<id>.csv`` beside ``<id>.csv.gz`` (e.g. a copy decompressed by hand) would count the run twice."""
+    spec = tiny_spec()
+    run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    path = tmp_path / "raw" / run_file_name(spec.run_id)
+    (tmp_path / "raw" / f"{spec.run_id}.csv").write_text(read_run_text(path))
+    with pytest.raises(ResultsError, match=rf"run {spec.run_id} again \(also in {spec.run_id}.csv\)"):
+        load(tmp_path)
+    existing = scan(tmp_path, [spec.run_id])
+    assert existing.complete == {spec.run_id}
+    assert existing.bad == {path.name: f"a second file of run {spec.run_id}"}
+    summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    assert (summary.done, summary.skipped, summary.blocked) == (0, 1, [])
+    assert f"ignoring {path.name}" in caplog.text
+
+
+def test_combine_copies_compressed_and_plain_run_files_as_they_are(tmp_path):
+    from pebench.combine import combine
+
+    specs = tiny_specs()[:2]
+    run_sweep(specs[:1], tmp_path / "a", on_done=lambda s, r: None)
+    run_sweep(specs[1:], tmp_path / "b", on_done=lambda s, r: None)
+    compressed = tmp_path / "b" / "raw" / run_file_name(specs[1].run_id)
+    (tmp_path / "b" / "raw" / f"{specs[1].run_id}.csv").write_text(read_run_text(compressed))
+    compressed.unlink()
+    combine([tmp_path / "a", tmp_path / "b"], tmp_path / "both")
+    sources = raw_files(tmp_path / "a" / "raw") + raw_files(tmp_path / "b" / "raw")
+    assert {p.name: p.read_bytes() for p in raw_files(tmp_path / "both" / "raw")} == {
+        p.name: p.read_bytes() for p in sources}
+
+
+def test_a_damaged_gzip_run_file_is_named_in_one_line_and_blocks_its_run(tmp_path):
+    specs = tiny_specs()[:3]
+    run_sweep(specs, tmp_path, on_done=lambda s, r: None)
+    paths = [tmp_path / "raw" / run_file_name(spec.run_id) for spec in specs]
+    paths[0].write_bytes(paths[0].read_bytes()[:-9])  # the stream cut before its end
+    paths[1].write_bytes(b"not gzip at all\n")
+    with pytest.raises(ResultsError) as error:
+        load(tmp_path)
+    message = str(error.value)
+    assert message.startswith("2 bad result file(s)")
+    assert f"{paths[0].name}: truncated (its gzip stream ends early)" in message
+    assert f"{paths[1].name}: not a readable gzip file" in message
+    summary = run_sweep(specs, tmp_path, on_done=lambda s, r: None)
+    assert sorted(summary.blocked) == sorted(s.run_id for s in specs[:2]) and summary.skipped == 1
 
 
 def test_malformed_and_foreign_files_are_reported_not_overwritten(tmp_path, caplog):
@@ -234,18 +329,18 @@ def test_killed_sweep_resumes_without_partial_files(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while time.time() < deadline and len(list((out / "raw").glob("*.csv"))) < 3:
+    while time.time() < deadline and len(raw_files(out / "raw")) < 3:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    before = {p.name: p.read_bytes() for p in (out / "raw").glob("*.csv")}
+    before = {p.name: p.read_bytes() for p in raw_files(out / "raw")}
     assert 3 <= len(before) < len(suite_runs("smoke", ["order_sensitivity"]))
-    for content in before.values():  # every file that exists is complete
-        assert content.endswith(b"\n") and len(pd.read_csv(pd.io.common.BytesIO(content))) > 0
+    for path in raw_files(out / "raw"):  # every file that exists is complete
+        assert len(read_run_file(path)) > 0
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"{len(before)} already complete" in done.stdout
-    after = {p.name: p.read_bytes() for p in (out / "raw").glob("*.csv")}
+    after = {p.name: p.read_bytes() for p in raw_files(out / "raw")}
     assert len(after) == len(suite_runs("smoke", ["order_sensitivity"]))
     assert all(after[name] == content for name, content in before.items())  # untouched
     assert not list((out / "raw").glob(".*"))  # no temp files left

@@ -38,6 +38,7 @@ import torch
 
 import pebench
 from pebench import encodings, explain, tasks
+from pebench.results import raw_files, run_file_id
 
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
@@ -348,7 +349,7 @@ def experiments_tables() -> str:
 
 
 def suite_folders(results: Path) -> list[Path]:
-    """Reference suite folders in ``results/`` (those with raw CSVs or a manifest)."""
+    """Reference suite folders in ``results/`` (those with run files or a manifest)."""
     if not results.is_dir():
         return []
     return sorted(p for p in results.iterdir() if p.is_dir() and p.name not in NOT_SUITES
@@ -436,7 +437,7 @@ def _write_report(folder: Path, out: Path):
 
 
 def _count_runs(folder: Path) -> int:
-    return len(list((folder / "raw").glob("*.csv"))) if (folder / "raw").is_dir() else 0
+    return len(raw_files(folder / "raw"))
 
 
 def completeness(folder: Path) -> str:
@@ -446,7 +447,7 @@ def completeness(folder: Path) -> str:
     if folder.name not in SUITES:
         return ""
     expected = {spec.run_id for spec in suite_runs(folder.name)}
-    present = {path.stem for path in (folder / "raw").glob("*.csv")}
+    present = {run_file_id(path) for path in raw_files(folder / "raw")}
     missing, foreign = expected - present, present - expected
     if not missing and not foreign:
         return f"The folder holds every one of the {len(expected)} runs of the `{folder.name}` suite."
@@ -544,7 +545,7 @@ def comparison(local: Path, reference: Path):
 
 
 def rerun_folders(results: Path) -> list[Path]:
-    """The committed reruns, ``results/reruns/<name>/`` with raw CSVs, by name."""
+    """The committed reruns, ``results/reruns/<name>/`` with run files, by name."""
     folder = results / RERUNS
     return sorted(p for p in folder.iterdir() if (p / "raw").is_dir()) if folder.is_dir() else []
 
@@ -1001,7 +1002,7 @@ def _raw_first(folder: Path, columns: tuple[str, ...]):
     import pandas as pd
 
     frames = []
-    for path in sorted((folder / "raw").glob("*.csv")):
+    for path in raw_files(folder / "raw"):
         frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", *columns), nrows=1)
         if len(frame.columns) > 1:
             frames.append(frame)
@@ -1854,7 +1855,7 @@ def replication_section(name: str, results: Path) -> list[str]:
         return lines
     agreement, claims, sentence = scored
     counts = claims["reading"].value_counts()
-    held = {path.stem for path in (results / REPLICATION_SUITE / "raw").glob("*.csv")}
+    held = {run_file_id(path) for path in raw_files(results / REPLICATION_SUITE / "raw")}
     ids = {spec.run_id for spec in specs}
     if not ids <= held:
         complete = sorted(e for e in dict.fromkeys(s.encoding for s in specs)
