@@ -131,6 +131,23 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     assert not list((srcdir / "_generated").rglob("*.md"))  # a copied .md would become a page of the site
     assert "| rope | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
     assert "| NoPE | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
+    assert "lies within" not in text  # that table's CSV has no MRR interval: nothing said about it
+
+
+def test_leaderboard_page_names_mrr_intervals_with_the_point_at_an_edge(gen, tmp_path):
+    import pandas as pd
+
+    board = pd.DataFrame({"arch": ["decoder", "decoder", "encoder"], "encoding": ["rope", "none", "t5"],
+                          "mrr": [0.8, 0.3, 0.5], "mrr_low": [0.6, 0.25, 0.495], "mrr_high": [0.9, 0.31, 0.7]})
+    text = gen.interval_edges(board)
+    assert text.startswith("In 1 of 3 rows the MRR lies within 0.01 of an end of its interval (encoder t5)")
+    assert "read such an interval as one-sided" in text
+    assert gen.interval_edges(board.iloc[:1]).startswith("In every row the MRR lies more than 0.01 inside")
+    results = tmp_path / "results"
+    fake_results(results)
+    board.to_csv(results / "standard" / "tables" / "leaderboard_length_extrapolation.csv", index=False)
+    page = gen.leaderboard_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
+    assert text in page
 
 
 def test_results_without_a_column_say_so(gen, tmp_path):

@@ -38,7 +38,7 @@ import torch
 
 import pebench
 from pebench import encodings, explain, tasks
-from pebench.results import raw_files, run_file_id
+from pebench.results import encoding_label, raw_files, run_file_id
 
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
@@ -1250,9 +1250,31 @@ def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -
     return [f"### {title}", "", lead, "", path.read_text().strip(), "", "Download: " + ", ".join(downloads), ""]
 
 
+EDGE = 0.01  # an MRR this close to an end of its interval is "at the edge"
+
+
+def interval_edges(board) -> str:
+    """A sentence on the MRR rows of a leaderboard CSV whose point estimate lies within :data:`EDGE` of an end
+    of its bootstrap interval (or outside it), naming them, and what that means for reading the intervals."""
+    low, high = board["mrr"] - board["mrr_low"], board["mrr_high"] - board["mrr"]
+    edge = board[(low < EDGE) | (high < EDGE)]
+    if edge.empty:
+        return (f"In every row the MRR lies more than {EDGE} inside its interval: resampling the seeds moves each "
+                "encoding's ranks both ways.")
+    named_rows = ", ".join(f"{r.arch} {encoding_label(r.encoding)}" for r in edge.itertuples())
+    return (f"In {len(edge)} of {len(board)} rows the MRR lies within {EDGE} of an end of its interval "
+            f"({named_rows}): resampling the seeds moves those encodings' ranks (almost) one way only. With few "
+            "seeds a cell's resampled mean takes few values, ranks are discrete and bounded (rank 1 cannot "
+            "improve) and an unfitted seed scores 0, so a percentile interval of a rank statistic is a guide to "
+            "how far the ranking moves with the seeds, not a calibrated 95% interval; read such an interval as "
+            "one-sided.")
+
+
 def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
     """The leaderboard page's body: per suite folder, every ``tables/leaderboard_*.md`` and
     ``tables/pairwise_*.md`` written by ``pebench report`` (copies of their files linked), and the fit table."""
+    import pandas as pd
+
     folders = suite_folders(results)
     if not folders:
         return not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
@@ -1274,6 +1296,9 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                     "*tasks fitted* says on how many tasks every seed fitted the training distribution (an unfitted "
                     "run scores 0, so a high rank on few fitted tasks is no extrapolation).")
             lines += _table_section(path, f"Leaderboard: `{experiment}`", lead, out / folder.name, srcdir)
+            board = pd.read_csv(path.with_suffix(".csv")) if path.with_suffix(".csv").exists() else None
+            if board is not None and {"mrr", "mrr_low", "mrr_high"} <= set(board.columns):
+                lines += [interval_edges(board), ""]
             if ranks.exists():
                 copy = out / folder.name / ranks.name
                 shutil.copyfile(ranks, copy)
