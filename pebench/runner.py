@@ -54,6 +54,7 @@ from multiprocessing.connection import wait as wait_any
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -650,6 +651,8 @@ def write_manifest(
         **git_state(),
         "pebench_version": pebench.__version__,
         "torch_version": torch.__version__,
+        "numpy_version": np.__version__,  # the statistics and reports are computed with these two
+        "pandas_version": pd.__version__,
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -99,7 +100,8 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     assert sorted(files) == sorted(run_file_name(s.run_id) for s in specs)
     frame = load(tmp_path)
     assert set(frame["status"]) == {"ok"} and len(frame) == 8
-    assert (tmp_path / "manifest.json").exists()
+    entry = json.loads((tmp_path / "manifest.json").read_text())["invocations"][-1]
+    assert (entry["pandas_version"], entry["numpy_version"]) == (pd.__version__, np.__version__)
     again = run_sweep(specs, tmp_path, on_done=lambda spec, rows: None)
     assert again.done == 0 and again.skipped == 4
     # each invocation records what it was given, what it made, how long it took and how it ended
