@@ -141,7 +141,7 @@ def test_leaderboard_page_names_mrr_intervals_with_the_point_at_an_edge(gen, tmp
                           "mrr": [0.8, 0.3, 0.5], "mrr_low": [0.6, 0.25, 0.495], "mrr_high": [0.9, 0.31, 0.7]})
     text = gen.interval_edges(board)
     assert text.startswith("In 1 of 3 rows the MRR lies within 0.01 of an end of its interval (encoder t5)")
-    assert "read such an interval as one-sided" in text
+    assert "read those intervals as one-sided" in text and "{doc}`protocol`" in text
     assert gen.interval_edges(board.iloc[:1]).startswith("In every row the MRR lies more than 0.01 inside")
     results = tmp_path / "results"
     fake_results(results)

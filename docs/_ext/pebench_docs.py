@@ -1263,11 +1263,9 @@ def interval_edges(board) -> str:
                 "encoding's ranks both ways.")
     named_rows = ", ".join(f"{r.arch} {encoding_label(r.encoding)}" for r in edge.itertuples())
     return (f"In {len(edge)} of {len(board)} rows the MRR lies within {EDGE} of an end of its interval "
-            f"({named_rows}): resampling the seeds moves those encodings' ranks (almost) one way only. With few "
-            "seeds a cell's resampled mean takes few values, ranks are discrete and bounded (rank 1 cannot "
-            "improve) and an unfitted seed scores 0, so a percentile interval of a rank statistic is a guide to "
-            "how far the ranking moves with the seeds, not a calibrated 95% interval; read such an interval as "
-            "one-sided.")
+            f"({named_rows}): resampling the seeds moves those encodings' ranks (almost) one way only, so read "
+            "those intervals as one-sided, a guide to how far the ranking moves with the seeds rather than "
+            "calibrated 95% intervals ({doc}`protocol`, *Ranking*, says why).")
 
 
 def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
