@@ -133,8 +133,8 @@ def _write(out: Path, folders: list[Path], taken: dict[str, tuple[Path, pd.DataF
     staging = Path(tempfile.mkdtemp(prefix=".combine-", dir=out))
     try:
         for run_id, (path, _frame) in taken.items():
-            suffix = next(s for s in results.RUN_FILE_SUFFIXES if path.name.endswith(s))
-            shutil.copy2(path, staging / f"{run_id}{suffix}")  # the bytes as they are, compressed or not
+            # the bytes as they are, compressed or not
+            shutil.copy2(path, staging / f"{run_id}{results.run_file_suffix(path)}")
         (out / "raw").mkdir(exist_ok=True)
         for path in sorted(staging.iterdir()):
             os.replace(path, out / "raw" / path.name)

@@ -187,16 +187,21 @@ def run_file_name(run_id: str) -> str:
     return f"{run_id}{RUN_FILE_SUFFIX}"
 
 
-def run_file_id(path: str | Path) -> str | None:
-    """The run id a run file's name gives (its name without :data:`RUN_FILE_SUFFIXES`), or ``None`` when
-    the name is not a run file's: another ending, or hidden (a temporary file of a write in flight)."""
+def run_file_suffix(path: str | Path) -> str | None:
+    """Which of :data:`RUN_FILE_SUFFIXES` a run file's name ends in, or ``None`` when the name is not a run
+    file's: another ending, nothing before the ending, or hidden (a temporary file of a write in flight)."""
     name = Path(path).name
     if name.startswith("."):
         return None
-    for suffix in RUN_FILE_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return None
+    return next((suffix for suffix in RUN_FILE_SUFFIXES if name.endswith(suffix) and len(name) > len(suffix)),
+                None)
+
+
+def run_file_id(path: str | Path) -> str | None:
+    """The run id a run file's name gives (its name without :data:`RUN_FILE_SUFFIXES`), or ``None`` when
+    the name is not a run file's (:func:`run_file_suffix`)."""
+    suffix = run_file_suffix(path)
+    return None if suffix is None else Path(path).name[: -len(suffix)]
 
 
 def raw_files(folder: str | Path) -> list[Path]:

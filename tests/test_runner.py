@@ -24,7 +24,9 @@ from pebench.results import (
     raw_files,
     read_run_file,
     read_run_text,
+    run_file_id,
     run_file_name,
+    run_file_suffix,
     run_file_text,
 )
 from pebench.runner import group_runs, run_sweep, scan, write_rows_atomic
@@ -155,6 +157,20 @@ def test_a_failed_run_recorded_as_plain_csv_is_replaced_not_doubled(tmp_path, mo
     assert run_sweep([spec], tmp_path, on_done=lambda s, r: None).done == 1
     assert [p.name for p in raw.iterdir()] == [run_file_name(spec.run_id)]
     assert set(load(tmp_path)["status"]) == {"ok"}
+
+
+@pytest.mark.parametrize(("name", "suffix", "run_id"), [
+    ("abc.csv.gz", ".csv.gz", "abc"), ("abc.csv", ".csv", "abc"), ("a.b.csv.gz", ".csv.gz", "a.b"),
+    (".abc.csv.gz.tmp", None, None), (".abc.csv", None, None), (".csv.gz", None, None), (".csv", None, None),
+    ("abc.gz", None, None), ("abc.json", None, None), ("abc.csv.gz.part", None, None),
+])
+def test_run_file_names(name, suffix, run_id):
+    """Which names are run files, and the ending and run id each gives: hidden files (writes in flight) and
+    bare endings are not run files."""
+    assert run_file_suffix(name) == suffix
+    assert run_file_id(Path("raw") / name) == run_id
+    if run_id is not None and suffix == ".csv.gz":
+        assert run_file_name(run_id) == name
 
 
 def test_run_files_are_gzip_without_a_time_stamp_and_plain_csv_reads_alike(tmp_path):

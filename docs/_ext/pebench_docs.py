@@ -1294,7 +1294,8 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                     "*tasks fitted* says on how many tasks every seed fitted the training distribution (an unfitted "
                     "run scores 0, so a high rank on few fitted tasks is no extrapolation).")
             lines += _table_section(path, f"Leaderboard: `{experiment}`", lead, out / folder.name, srcdir)
-            board = pd.read_csv(path.with_suffix(".csv")) if path.with_suffix(".csv").exists() else None
+            table = path.with_suffix(".csv")
+            board = pd.read_csv(table) if table.exists() else None
             if board is not None and {"mrr", "mrr_low", "mrr_high"} <= set(board.columns):
                 lines += [interval_edges(board), ""]
             if ranks.exists():
