@@ -152,7 +152,11 @@ def _check_writable(out: Path) -> None:
     probe = out
     while not probe.exists():
         probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK):
+    if not probe.is_dir():
+        where = "" if probe == out else f" ({probe} is a file on its path)"
+        raise UsageError(f"output folder {out} is a file, not a folder{where}; choose another --out"
+                         if probe == out else f"output folder {out} cannot be made{where}; choose another --out")
+    if not os.access(probe, os.W_OK):
         raise UsageError(f"output folder {out} is not writable (checked {probe}); choose another --out")
     if out.exists() and not os.access(out, os.W_OK):
         raise UsageError(f"output folder {out} is not writable; choose another --out")
@@ -344,6 +348,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pebench.report import write_report
 
     results_dir = _results_dir(args)
+    if not results_dir.is_dir():  # checked before the output folder, which defaults to it
+        raise UsageError(f"{results_dir}: no such results folder")
     out = _output_folder(args.out, results_dir)
     _check_writable(out)
     # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):

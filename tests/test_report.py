@@ -293,6 +293,12 @@ def test_cli_bad_input_exits_2_with_one_line(synthetic, tmp_path, capsys):
     assert main(["report", "--results", str(bad)]) == 2
     assert "zz.csv" in capsys.readouterr().err
     assert main(["report"]) == 2
+    capsys.readouterr()
+    for missing in (tmp_path / "missing", bad / "raw" / "zz.csv"):  # no folder, or a file: neither is written to
+        assert main(["report", str(missing)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"pebench: error: {missing}: no such results folder\n", err
+    assert not (tmp_path / "missing").exists() and (bad / "raw" / "zz.csv").read_text() == "suite\nstandard\n"
 
 
 def test_tables_for_without_writing(synthetic):

@@ -407,7 +407,12 @@ def test_unwritable_output_path_that_is_a_file_exits_2(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     code = main(["run", "--suite", "smoke", "--out", str(blocker / "results")])
-    assert code == 2 and "not writable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"cannot be made ({blocker} is a file on its path)" in err
+    code = main(["run", "--suite", "smoke", "--out", str(blocker)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"output folder {blocker} is a file, not a folder" in err
+    assert blocker.read_text() == "x"
 
 
 def test_list_commands(capsys):
