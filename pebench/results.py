@@ -42,6 +42,7 @@ Statistics (see also the protocol page of the docs):
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
 import hashlib
@@ -387,7 +388,10 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     """Load every run file of a suite folder (or of its ``raw/`` folder) into one DataFrame.
 
     Every file is verified on its own (:func:`read_run_file`) and the runs must
-    form one suite and protocol (:func:`mixed_configurations`).
+    form one suite and protocol (:func:`mixed_configurations`). A process that loads one folder again
+    (a docs build reads each several times) gets a copy of the first load's rows as long as every run file
+    has the same name, size and modification time, and the folder the same files; otherwise the files are
+    read and verified again.
 
     Args:
         directory: a suite folder (containing ``raw/``) or a folder of run files.
@@ -399,6 +403,44 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
             runs of one cell differ in their configuration.
     """
     paths = run_files(directory)
+    key = _fingerprint(paths)
+    data = _LOADED.get(key)
+    if data is None:
+        data = _load_files(paths)
+        _LOADED[key] = data
+        while len(_LOADED) > _LOADED_FOLDERS:
+            _LOADED.popitem(last=False)
+    else:
+        _LOADED.move_to_end(key)
+    data = data.copy()
+    if not include_failed:
+        data = data[data["status"] != "failed"].reset_index(drop=True)
+    return data
+
+
+def _fingerprint(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, int], ...]:
+    """(absolute path, inode, size, modification and change time in ns) of each file: equal only for the same
+    files, neither replaced (a new inode) nor written (new times) in between."""
+    stats = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:  # gone since it was listed: reading it names it
+            stats.append((str(path.resolve()), -1, -1, -1, -1))
+            continue
+        stats.append((str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+    return tuple(stats)
+
+
+#: the rows of the folders :func:`load` read last, by the :func:`_fingerprint` of their files; never changed
+#: in place (``load`` returns copies)
+_LOADED: collections.OrderedDict[tuple, pd.DataFrame] = collections.OrderedDict()
+_LOADED_FOLDERS = 8
+
+
+def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
+    """The verified rows of the run files ``paths`` (:func:`load` without its cache); errors are raised, never
+    kept."""
     frames, bad, files = [], [], {}
     for path in paths:
         try:
@@ -422,8 +464,6 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
         raise ResultsError(f"{paths[0].parent}: runs of one cell differ in more than the seed ({named(mixed)}); a "
                            "results folder holds one suite and protocol: move one configuration's runs to another "
                            "folder")
-    if not include_failed:
-        data = data[data["status"] != "failed"].reset_index(drop=True)
     return data
 
 

@@ -472,6 +472,40 @@ def test_the_reference_is_listed_before_the_local_rerun(gen, tmp_path):
     assert toc.index("results/standard\n") < toc.index("results/standard-local-rerun") < toc.index("extended")
 
 
+def test_a_folder_is_reported_once_per_build_while_its_run_files_are_unchanged(gen, tmp_path, monkeypatch):
+    """The reference has its own page and sits beside its local rerun: one build writes its report once, and the
+    rerun page shows the reference page's figures; a changed run file, or another source tree, reports again."""
+    from test_report import copy_results
+    from test_results import write_synthetic_results
+
+    import pebench.report
+
+    written = []
+    write_report = pebench.report.write_report
+    monkeypatch.setattr(pebench.report, "write_report",
+                        lambda folder, out_dir: written.append(Path(folder).name) or write_report(folder, out_dir))
+    results = tmp_path / "results"
+    reference = write_synthetic_results(results / "standard")
+    copy_results(reference, results / "local" / "standard")
+    out, srcdir = tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
+    gen.generate_results(results, out, srcdir)
+    assert sorted(written) == ["standard", "standard"]  # the reference and its rerun, not the reference twice
+    page = (out / f"{gen.LOCAL_PAGE}.md").read_text()
+    assert "_generated/results/standard/figures/" in page and not (out / gen.LOCAL_PAGE / "reference").exists()
+    written.clear()
+    gen.shutil.rmtree(out)  # as generate() does before it writes the results pages
+    gen.generate_results(results, out, srcdir)
+    assert len(written) == 2  # artifacts gone: written again
+    written.clear()
+    path = gen.raw_files(reference / "raw")[0]
+    path.write_bytes(path.read_bytes())  # a run file written again
+    gen.generate_results(results, out, srcdir)
+    assert len(written) == 1
+    written.clear()
+    gen.generate_results(results, tmp_path / "other" / "_generated" / "results", tmp_path / "other")
+    assert len(written) == 2
+
+
 def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, tmp_path, monkeypatch):
     """results/reruns/<name>/ (another machine, same suite): its own page after the local rerun, led by a
     summary read from both folders: the device and wall time from its manifest, the cells that reproduce,

@@ -281,3 +281,37 @@ def test_numeric_looking_run_ids_stay_text(tmp_path):
     data = results.load(tmp_path)
     assert data["run_id"].tolist() == ["3e69517866536022"]
     assert results.read_run_csv(tmp_path / "raw" / "3e69517866536022.csv")["run_id"].iloc[0] == "3e69517866536022"
+
+
+def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, monkeypatch):
+    """``load`` keeps the rows of a folder it read, and gives a copy of them while no file changed; a file added,
+    removed, rewritten or replaced is read (and verified) again."""
+    folder = write_synthetic_results(tmp_path)  # with a failed run
+    first = results.load(folder)
+    reads = []
+    read = results.read_run_file
+    monkeypatch.setattr(results, "read_run_file", lambda path: reads.append(path) or read(path))
+    again = results.load(folder)
+    pd.testing.assert_frame_equal(again, first)
+    assert reads == []  # nothing read again
+    again.loc[0, "token_acc"] = -5.0  # a caller's change never reaches the next load
+    pd.testing.assert_frame_equal(results.load(folder), first)
+    assert len(results.load(folder, include_failed=False)) < len(first)
+    path = results.raw_files(folder / "raw")[0]
+    frame = results.read_run_file(path)
+    text = results.read_run_text(path)
+    reads.clear()
+    path.write_text(text)  # the same bytes, written again: read again
+    pd.testing.assert_frame_equal(results.load(folder), first)
+    assert len(reads) == len(results.raw_files(folder / "raw"))
+    frame.to_csv(path, index=False)  # an edited file is named, though the folder was read before
+    path.write_text(path.read_text().replace(",0.", ",1.", 1))
+    with pytest.raises(ResultsError, match=path.name):
+        results.load(folder)
+    path.write_text(text)
+    extra = folder / "raw" / "copy.csv"
+    extra.write_text(text)  # a second file of one run, added after a load
+    with pytest.raises(ResultsError, match="again"):
+        results.load(folder)
+    extra.unlink()
+    pd.testing.assert_frame_equal(results.load(folder), first)

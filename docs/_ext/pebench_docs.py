@@ -427,13 +427,29 @@ def _render_report(report, srcdir: Path) -> list[str]:
     return lines
 
 
-def _write_report(folder: Path, out: Path):
-    """``pebench.report.write_report(folder, out_dir=out)``, or ``None`` if that module does not exist yet."""
+def _write_report(folder: Path, out: Path, srcdir: Path = DOCS):
+    """``pebench.report.write_report(folder, out_dir=out)``, or ``None`` if that module does not exist yet.
+
+    A folder whose report this process already wrote (the reference has its own page and sits beside every
+    rerun) is not reported again while its run files are unchanged and that report's files are still there:
+    the earlier report of the same source tree ``srcdir`` is returned, its artifacts where they were written."""
     try:
         from pebench.report import write_report
     except ImportError:
         return None
-    return write_report(folder, out_dir=out)
+    stats = [(path.name, path.stat()) for path in raw_files(folder / "raw")]
+    key = (folder.resolve(), srcdir.resolve(), tuple((name, s.st_ino, s.st_size, s.st_mtime_ns) for name, s in stats))
+    earlier = _REPORTS.get(key)
+    if earlier is not None and all(Path(path).exists() for artifact in (*earlier.figures, *earlier.tables)
+                                   for path in artifact.paths.values()):
+        return earlier
+    report = write_report(folder, out_dir=out)
+    _REPORTS[key] = report
+    return report
+
+
+#: the reports :func:`_write_report` wrote in this process, by folder, source tree and the state of its run files
+_REPORTS: dict[tuple, Any] = {}
 
 
 def _count_runs(folder: Path) -> int:
@@ -471,7 +487,7 @@ def results_page(folder: Path, out: Path, srcdir: Path = DOCS) -> str:
              f"Generated when this site was built from the {_count_runs(folder)} run files in `{rel}/raw/`.", "",
              completeness(folder), "",
              "## Provenance", "", manifest_section(folder)]
-    report = _write_report(folder, out)
+    report = _write_report(folder, out, srcdir)
     if report is None:
         lines += ["The analysis module `pebench.report` is not part of this version of pebench, so this page shows "
                   "no figures or tables yet.", ""]
@@ -652,8 +668,8 @@ def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, 
     lines += ["## Provenance of the rerun", "", manifest_section(local)]
     if reference.is_dir():
         lines += ["## Provenance of the reference", "", manifest_section(reference)]
-    local_report = _write_report(local, out / "local")
-    reference_report = _write_report(reference, out / "reference") if reference.is_dir() else None
+    local_report = _write_report(local, out / "local", srcdir)
+    reference_report = _write_report(reference, out / "reference", srcdir) if reference.is_dir() else None
     if local_report is None:
         lines += ["The analysis module `pebench.report` is not part of this version of pebench, so no figures "
                   "are shown.", ""]
