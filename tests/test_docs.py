@@ -537,7 +537,7 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
         (folder / "tables").mkdir()
         board.assign(mrr=mrr).to_csv(folder / "tables" / "leaderboard_length_extrapolation.csv", index=False)
 
-    monkeypatch.setattr(gen, "_write_report", lambda folder, out: None)  # figures: the local-rerun test's
+    monkeypatch.setattr(gen, "_write_report", lambda folder, out, srcdir: None)  # figures: the local-rerun test's
     pages = gen.generate_results(results, tmp_path / "docs" / "_generated" / "results", tmp_path / "docs")
     assert pages == ["standard", f"{gen.RERUNS}-gpu"]
     text = (tmp_path / "docs" / "_generated" / "results" / f"{gen.RERUNS}-gpu.md").read_text()
