@@ -152,10 +152,10 @@ def _check_writable(out: Path) -> None:
     probe = out
     while not probe.exists():
         probe = probe.parent
+    if probe == out and not out.is_dir():
+        raise UsageError(f"output folder {out} is a file, not a folder; choose another --out")
     if not probe.is_dir():
-        where = "" if probe == out else f" ({probe} is a file on its path)"
-        raise UsageError(f"output folder {out} is a file, not a folder{where}; choose another --out"
-                         if probe == out else f"output folder {out} cannot be made{where}; choose another --out")
+        raise UsageError(f"output folder {out} cannot be made ({probe} is a file on its path); choose another --out")
     if not os.access(probe, os.W_OK):
         raise UsageError(f"output folder {out} is not writable (checked {probe}); choose another --out")
     if out.exists() and not os.access(out, os.W_OK):

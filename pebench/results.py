@@ -389,9 +389,9 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
 
     Every file is verified on its own (:func:`read_run_file`) and the runs must
     form one suite and protocol (:func:`mixed_configurations`). A process that loads one folder again
-    (a docs build reads each several times) gets a copy of the first load's rows as long as every run file
-    has the same name, size and modification time, and the folder the same files; otherwise the files are
-    read and verified again.
+    (a docs build reads each several times) gets a copy of the first load's rows as long as the folder holds the
+    same files, none replaced or written since (:func:`files_fingerprint`); otherwise the files are read and
+    verified again.
 
     Args:
         directory: a suite folder (containing ``raw/``) or a folder of run files.
@@ -403,7 +403,7 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
             runs of one cell differ in their configuration.
     """
     paths = run_files(directory)
-    key = _fingerprint(paths)
+    key = files_fingerprint(paths)
     data = _LOADED.get(key)
     if data is None:
         data = _load_files(paths)
@@ -418,7 +418,7 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     return data
 
 
-def _fingerprint(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, int], ...]:
+def files_fingerprint(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, int], ...]:
     """(absolute path, inode, size, modification and change time in ns) of each file: equal only for the same
     files, neither replaced (a new inode) nor written (new times) in between."""
     stats = []
@@ -432,7 +432,7 @@ def _fingerprint(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, int],
     return tuple(stats)
 
 
-#: the rows of the folders :func:`load` read last, by the :func:`_fingerprint` of their files; never changed
+#: the rows of the folders :func:`load` read last, by the :func:`files_fingerprint` of their files; never changed
 #: in place (``load`` returns copies)
 _LOADED: collections.OrderedDict[tuple, pd.DataFrame] = collections.OrderedDict()
 _LOADED_FOLDERS = 8

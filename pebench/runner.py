@@ -67,6 +67,7 @@ from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
 from pebench.registry import load_plugins, loaded_plugins, plugin_records
 from pebench.results import (
+    RUN_FILE_SUFFIX,
     RUN_FILE_SUFFIXES,
     ResultsError,
     mixed_configurations,
@@ -906,13 +907,11 @@ def run_sweep(
         callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
 
         def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-            name = run_file_name(spec.run_id)
             if spec.run_id in existing.retry:  # a failed run's record under another name would be a second file
-                for suffix in RUN_FILE_SUFFIXES:
-                    if f"{spec.run_id}{suffix}" != name:
-                        with contextlib.suppress(FileNotFoundError):
-                            (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
-            write_rows_atomic(raw_dir(out) / name, rows)
+                for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
+                    with contextlib.suppress(FileNotFoundError):
+                        (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
+            write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
             status = rows[0].get("status")
             summary.done += 1
             summary.failed += status == "failed"

@@ -38,7 +38,7 @@ import torch
 
 import pebench
 from pebench import encodings, explain, tasks
-from pebench.results import encoding_label, raw_files, run_file_id
+from pebench.results import encoding_label, files_fingerprint, raw_files, run_file_id
 
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
@@ -437,8 +437,7 @@ def _write_report(folder: Path, out: Path, srcdir: Path = DOCS):
         from pebench.report import write_report
     except ImportError:
         return None
-    stats = [(path.name, path.stat()) for path in raw_files(folder / "raw")]
-    key = (folder.resolve(), srcdir.resolve(), tuple((name, s.st_ino, s.st_size, s.st_mtime_ns) for name, s in stats))
+    key = (folder.resolve(), srcdir.resolve(), files_fingerprint(raw_files(folder / "raw")))
     earlier = _REPORTS.get(key)
     if earlier is not None and all(Path(path).exists() for artifact in (*earlier.figures, *earlier.tables)
                                    for path in artifact.paths.values()):
