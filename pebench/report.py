@@ -11,7 +11,7 @@ Layout under ``out_dir`` (default: the results folder itself)::
     summary/curves.csv        the same per evaluation length (curves)
     summary/comparisons.csv   every encoding vs the best of its task (compare_to_best)
     summary/status.csv        failed and diverged runs with their errors
-    figures/<name>.svg|.pdf|.png
+    figures/<name>.svg|.pdf
     tables/<name>.csv|.md|.tex
     report.json               the artifacts, findings and protocol (for the docs build)
 
@@ -39,7 +39,10 @@ from pebench.model import ARCHS
 from pebench.registry import Registry
 from pebench.results import CELL_COLUMNS, GROUP_COLUMNS, encoding_label, encoding_labels
 
-FIGURE_FORMATS = ("svg", "pdf", "png")
+#: the formats each figure is written in: SVG (the site shows it; any browser opens it) and PDF (for papers).
+#: No PNG: a third drawing of every figure cost a third of a report's figure time, and the committed
+#: results must fit the 64 MiB a GPU machine is sent. Convert the SVG where a bitmap is needed.
+FIGURE_FORMATS = ("svg", "pdf")
 TABLE_FORMATS = ("csv", "md", "tex")
 MARK_LEGEND = (
     "Bold: best mean of its task; underlined (LaTeX) / italics (Markdown): not significantly worse than the best "
@@ -725,11 +728,11 @@ def _save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
     import matplotlib
 
     paths = {}
-    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}, "png": {}}
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}  # the same bytes every time
     with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none"}):
         for ext in FIGURE_FORMATS:
             path = directory / f"{name}.{ext}"
-            figure.savefig(path, metadata=metadata[ext], dpi=150 if ext == "png" else "figure")
+            figure.savefig(path, metadata=metadata[ext])
             paths[ext] = path
     return paths
 

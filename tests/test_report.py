@@ -66,7 +66,7 @@ def test_report_writes_every_artifact(report):
         assert isinstance(artifact, Artifact) and artifact.title and artifact.caption
         for path in artifact.paths.values():
             assert path.exists() and path.stat().st_size > 0
-    assert set(report.figures[0].paths) == {"svg", "pdf", "png"}
+    assert set(report.figures[0].paths) == {"svg", "pdf"}
     assert set(report.tables[0].paths) == {"csv", "md", "tex"}
     for path in report.summaries.values():
         assert path.exists()

@@ -54,7 +54,7 @@ KIND_SLOTS = {
 RERUNS = "reruns"
 #: suite folders in results/ that are not reference suites
 NOT_SUITES = {"local", "performance", RERUNS}
-FIGURE_FORMATS = ("svg", "png")
+FIGURE_FORMATS = ("svg",)  # what a page shows of a figure (pebench.report writes SVG and PDF)
 TABLE_DOWNLOADS = ("tex", "csv")
 
 
