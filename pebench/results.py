@@ -860,9 +860,9 @@ def compare_to_best(
         best_keys = [key for key, m in means.items() if m >= top - 1e-12]
         best = samples[best_keys[0]]
         others = [key for key in samples if key not in best_keys]
-        adjusted = holm([welch_greater(best, samples[key]) for key in others])
-        p_raw = dict(zip(others, [welch_greater(best, samples[key]) for key in others], strict=True))
-        p_adj = dict(zip(others, adjusted, strict=True))
+        raw = [welch_greater(best, samples[key]) for key in others]
+        p_raw = dict(zip(others, raw, strict=True))
+        p_adj = dict(zip(others, holm(raw), strict=True))
         first = rows.iloc[0]
         for key, values in samples.items():
             record = {c: first[c] for c in group}
