@@ -971,3 +971,31 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     assert times["standard_budget"].startswith("over its budget of 60 minutes by 15 min. It is not cut to fit")
     assert times["standard_budget"].endswith("12 tasks, 3 seeds, every compared encoding")  # read from the suite
     assert gen.standard_budget(59.6) == "within its budget of 60 minutes"
+
+
+def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_at_the_training_length(
+        gen, tmp_path, monkeypatch):
+    import pandas as pd
+
+    from pebench import results
+
+    def row(task, seed, acc, *, fitted=True, eval_len=8, condition="original", variant="trained"):
+        return {"task": task, "arch": "encoder", "encoding": "rope", "seed": seed, "fitted": fitted,
+                "eval_len": eval_len, "train_max_len": 8, "condition": condition, "variant": variant,
+                "token_acc": acc}
+
+    rows = [row("majority", 0, 0.96), row("majority", 1, 0.985), row("majority", 2, 1.0),
+            row("copy", 0, 0.995), row("copy", 1, 0.97),
+            # none of these is a fitted run's score at the longest training length as trained
+            row("majority", 3, 0.10, fitted=False), row("majority", 4, 0.20, eval_len=16),
+            row("majority", 5, 0.30, condition="shuffled"), row("copy", 6, 0.40, variant="yarn")]
+    folder = tmp_path / "standard"
+    monkeypatch.setattr(results, "load", lambda path: pd.DataFrame(rows) if path == folder else (
+        _ for _ in ()).throw(results.ResultsError(f"{path}: no such results folder")))
+    text = gen.fit_resolution([folder, tmp_path / "missing"])
+    p = 0.97 ** 128 + 128 * 0.03 * 0.97 ** 127  # at most 1 of 128 tokens wrong at a true accuracy of 0.97
+    assert "passes with at most 1 error." in text and f"{p:.2f} at a true accuracy of 0.97" in text
+    assert f"| `{gen.shown(folder)}` | one token | 3 | 2 | 1 | 0.960 (`majority`, encoder, rope, seed 0) |" in text
+    assert f"| `{gen.shown(folder)}` | longer | 2 | 1 | 1 | 0.970 (`copy`, encoder, rope, seed 1) |" in text
+    assert text.count("| `") == 2  # the folder that does not load has no row
+    assert "not in these results" in gen.fit_resolution([tmp_path / "missing"])
