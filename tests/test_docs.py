@@ -990,8 +990,13 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
             row("majority", 3, 0.10, fitted=False), row("majority", 4, 0.20, eval_len=16),
             row("majority", 5, 0.30, condition="shuffled"), row("copy", 6, 0.40, variant="yarn")]
     folder = tmp_path / "standard"
-    monkeypatch.setattr(results, "load", lambda path: pd.DataFrame(rows) if path == folder else (
-        _ for _ in ()).throw(results.ResultsError(f"{path}: no such results folder")))
+
+    def load(path):
+        if path != folder:
+            raise results.ResultsError(f"{path}: no such results folder")
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(results, "load", load)
     text = gen.fit_resolution([folder, tmp_path / "missing"])
     p = 0.97 ** 128 + 128 * 0.03 * 0.97 ** 127  # at most 1 of 128 tokens wrong at a true accuracy of 0.97
     assert "passes with at most 1 error." in text and f"{p:.2f} at a true accuracy of 0.97" in text

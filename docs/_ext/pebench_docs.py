@@ -1156,7 +1156,9 @@ def fit_resolution(folders: Iterable[Path]) -> str:
                       & (data["condition"] == "original") & (variant == BASE_VARIANT)]
         if fitted.empty:
             continue
-        one_token = np.array([tasks.get(task).output_length(8) == 1 for task in fitted["task"]])
+        # the answer's length where the check is made: the longest training length
+        one_token = np.array([tasks.get(task).output_length(int(length)) == 1
+                              for task, length in zip(fitted["task"], fitted["train_max_len"], strict=True)])
         for label, part in (("one token", fitted[one_token]), ("longer", fitted[~one_token])):
             if part.empty:
                 continue
