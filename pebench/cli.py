@@ -345,31 +345,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write summary CSVs, figures and tables of a results folder."""
-    from pebench.report import write_report
+    from pebench.report import check_report_folders, publish_report, write_report
 
     results_dir = _results_dir(args)
     if not results_dir.is_dir():  # checked before the output folder, which defaults to it
         raise UsageError(f"{results_dir}: no such results folder")
     out = _output_folder(args.out, results_dir)
     _check_writable(out)
+    check_report_folders(out)  # before the work, and again as the files are moved into place
     # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):
     # a report that fails half-way (a full disk) leaves the previous outputs as they were, never a cut file.
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
         report = write_report(results_dir, staging)
-        written = {p.relative_to(staging) for p in staging.rglob("*") if p.is_file()}
-        for relative in sorted(written):
-            target = out / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / relative, target)
+        removed = publish_report(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    # A previous report's outputs that this one no longer writes (a table of a layout since changed) would be
-    # read as current: remove them, in the report's own folders only, once the new report is in place.
-    for folder in sorted({out / relative.parts[0] for relative in written if len(relative.parts) > 1}):
-        for stale in sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(out) not in written):
-            stale.unlink()
-            print(f"removed {stale}: not part of this report")
+    for path in removed:
+        print(f"removed {path}: written by the previous report, not by this one")
     for kind, artifacts in (("figure", report.figures), ("table", report.tables)):
         for artifact in artifacts:
             paths = (out / path.relative_to(staging) for path in artifact.paths.values())

@@ -15,6 +15,10 @@ Layout under ``out_dir`` (default: the results folder itself)::
     tables/<name>.csv|.md|.tex
     report.json               the artifacts, findings and protocol (for the docs build)
 
+``pebench report`` writes into a staging folder and moves the files into place (:func:`publish_report`); of
+the files already there it removes only those the previous report recorded in its ``report.json`` and this
+one no longer writes, never a file of the user's nor one through a symbolic link.
+
 Experiments missing from a results set are skipped. Tables show mean ± 95%
 CI over seeds, the best mean per task in bold and the encodings not
 significantly worse than it underlined (LaTeX) or in italics (Markdown); see
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1007,6 +1012,86 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                 f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "
                                 "pairs).")
     return artifacts, findings
+
+
+#: the folders a report writes into under its output folder; report.json is written beside them
+REPORT_FOLDERS = ("summary", "figures", "tables")
+
+
+def recorded_outputs(out_dir: Path) -> set[Path]:
+    """The files the report in ``out_dir`` recorded writing in its ``report.json`` (its figures', tables' and
+    summaries' paths), relative to ``out_dir``. The folder may come from anyone: only relative paths inside
+    :data:`REPORT_FOLDERS` without ``..`` count; empty when there is no readable ``report.json``."""
+    try:
+        index = json.loads((Path(out_dir) / "report.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(index, dict):
+        return set()
+    listed = [*(index.get("summaries") or {}).values()] if isinstance(index.get("summaries"), dict) else []
+    for kind in ("figures", "tables"):
+        for item in index.get(kind) or []:
+            if isinstance(item, dict) and isinstance(item.get("paths"), dict):
+                listed += item["paths"].values()
+    recorded = set()
+    for text in listed:
+        path = Path(text) if isinstance(text, str) else None
+        if (path is not None and not path.is_absolute() and len(path.parts) > 1
+                and path.parts[0] in REPORT_FOLDERS and not {"..", "."} & set(path.parts)):
+            recorded.add(path)
+    return recorded
+
+
+def check_report_folders(out_dir: Path) -> None:
+    """Refuse an output folder whose report folders or ``report.json`` are symbolic links or of the wrong kind:
+    a report writes and removes files in folders of its own only, never through a link out of the folder.
+
+    Raises:
+        ResultsError: naming the link and what to do, on one line.
+    """
+    for name in (*REPORT_FOLDERS, "report.json"):
+        path = Path(out_dir) / name
+        if path.is_symlink():
+            raise results.ResultsError(f"{path} is a symbolic link; a report writes only into folders of its own: "
+                                       "remove the link or choose another --out")
+        if path.exists() and path.is_dir() != (name in REPORT_FOLDERS):
+            kind = "a file" if name in REPORT_FOLDERS else "a folder"
+            raise results.ResultsError(f"{path} is {kind}, where the report writes its {name}: move it away or "
+                                       "choose another --out")
+
+
+def publish_report(staging: Path, out_dir: Path) -> list[Path]:
+    """Move the report written into ``staging`` (by :func:`write_report`) into ``out_dir`` file by file
+    (``os.replace``), then remove the files the previous report there recorded writing (its ``report.json``,
+    :func:`recorded_outputs`) that this one did not write (a table of a layout since changed would be read
+    as current). Nothing else is ever removed: a user's own files in the report's folders stay, and a
+    symbolic link is neither followed nor removed.
+
+    Returns:
+        The files removed.
+
+    Raises:
+        ResultsError: a report folder of ``out_dir`` is a symbolic link (:func:`check_report_folders`).
+    """
+    staging, out_dir = Path(staging), Path(out_dir)
+    check_report_folders(out_dir)
+    previous = recorded_outputs(out_dir)
+    written = {path.relative_to(staging) for path in staging.rglob("*") if path.is_file()}
+    for relative in sorted(written):
+        target = out_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / relative, target)
+    removed = []
+    for relative in sorted(previous - written):
+        path = out_dir / relative
+        folders = [out_dir / Path(*relative.parts[:k]) for k in range(1, len(relative.parts))]
+        if any(folder.is_symlink() or not folder.is_dir() for folder in folders):
+            continue  # a link or a file on the way: not where the previous report wrote
+        if path.is_symlink() or not path.is_file():
+            continue  # a report writes plain files only
+        path.unlink()
+        removed.append(path)
+    return removed
 
 
 def _write_index(report: Report, out_dir: Path) -> None:

@@ -498,12 +498,17 @@ def test_11_a_report_that_fails_half_way_leaves_the_previous_one_intact(tmp_path
 
 
 def test_11_a_new_report_removes_what_the_previous_one_wrote_and_it_no_longer_does(tmp_path, capsys):
-    """A table the report no longer writes (an older layout) is removed from the report's folders when the
-    new report is in place; raw/, the manifest and files outside the report's folders are left alone."""
+    """A table the previous report recorded writing (report.json) and this one no longer writes (an older
+    layout) is removed when the new report is in place; raw/, the manifest and files outside the report's
+    folders are left alone."""
     folder = write_synthetic_results(tmp_path / "results")
     assert main(["report", str(folder)]) == 0
     stale = folder / "tables" / "length_extrapolation_old_layout.md"
     stale.write_text("| an older table |\n")
+    index = json.loads((folder / "report.json").read_text())
+    index["tables"].append({"name": "old", "title": "old", "caption": "",
+                            "paths": {"md": str(stale.relative_to(folder))}})
+    (folder / "report.json").write_text(json.dumps(index))
     kept = [folder / "notes.txt", folder / "raw" / "README"]
     for path in kept:
         path.write_text("mine\n")
