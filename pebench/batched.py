@@ -59,6 +59,7 @@ from pebench.train import (
     learning_rate,
     length_generator,
     train,
+    training_batch,
 )
 
 
@@ -323,7 +324,8 @@ def train_batched(
         """The fit criterion of every running model after ``steps`` steps, as train() checks it."""
         for index in list(active):
             batched.copy_back(index)
-            if fits[index].update(fit_accuracy(models[index], task, held_out[index], device), steps, config):
+            accuracy = fit_accuracy(models[index], task, held_out[index], device, config.fit_threshold)
+            if fits[index].update(accuracy, steps, config):
                 stop(index)
 
     def flush() -> None:
@@ -348,7 +350,7 @@ def train_batched(
                 break
             length = draw_length(config, lengths)
             arch = batched.config.arch
-            rendered = [render(task, task.sample(config.batch_size, length, g), arch) for g in generators]
+            rendered = [render(task, training_batch(task, config, length, g), arch) for g in generators]
             tokens = torch.stack([t for t, _ in rendered])  # (S, B, T)
             labels = torch.stack([label for _, label in rendered])
             first = first_labeled(labels.flatten(0, 1))

@@ -15,6 +15,7 @@ Experiments are declared by thin scripts under ``experiments/`` that call
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import itertools
@@ -25,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from pebench import encodings, tasks
 from pebench.evaluate import CONDITIONS, DECODINGS
@@ -38,6 +41,11 @@ SUITES = ("smoke", "standard", "extended", "paper", "replication")
 POSITION_CAPACITY = {"smoke": 1024, "standard": 2048, "extended": 2048, "paper": 8192, "replication": 4096}
 #: the variant label of the trained model evaluated as it is (evaluation variants have their own labels)
 BASE_VARIANT = "trained"
+#: the protocol version of new runs (docs: protocol, "What changed from v2"); a suite whose committed results
+#: were made under an older one keeps it in its :data:`SCALES` until they are regenerated
+PROTOCOL = 3
+#: the protocol versions a run spec may name
+PROTOCOLS = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,7 @@ class RunSpec:
     n_heads: int = 4
     mlp_ratio: int = 4
     dropout: float = 0.0
+    protocol: int = PROTOCOL  # 2: the training context of protocol v2 (train_context); not in v2 run ids
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
@@ -123,10 +132,18 @@ class RunSpec:
         return longest + task.output_length(longest) + 1
 
     def train_context(self) -> int:
-        """Longest rendered *training* sequence (input, separator and output at ``train_max_len``):
-        the ``train_len`` every encoding is built with (FIRE's threshold, YaRN's original context)."""
+        """Longest rendered *training* sequence, the ``train_len`` every encoding is built with (FIRE's
+        threshold, CoPE's table, YaRN's original context): the length of a training example at
+        ``train_max_len`` as the task renders it for the arch (decoder ``[x, SEP, y[:-1]]``, encoder
+        ``[x, SEP, blanks]``, a language model's window as it is).
+
+        Protocol v2 counted input, separator and the whole output for every arch: one position too many
+        for a decoder, and twice the window for a language model. Its runs keep that count, so that they
+        are reproduced as they were made."""
         task = tasks.get(self.task)
-        return self.train.train_max_len + task.output_length(self.train.train_max_len) + 1
+        if self.protocol == 2:
+            return self.train.train_max_len + task.output_length(self.train.train_max_len) + 1
+        return rendered_length(task, self.train.train_max_len, self.arch)
 
     def position_capacity(self) -> int:
         """Positions every encoding must support: the suite's :data:`POSITION_CAPACITY`, a protocol
@@ -148,6 +165,8 @@ class RunSpec:
             else:
                 flat[f.name] = value
         flat["seed"] = self.seed
+        if self.protocol == 2:
+            del flat["protocol"]  # v2 run ids predate the field
         flat["task_version"] = self.task_version
         flat["position_capacity"] = self.position_capacity()
         return flat
@@ -157,6 +176,15 @@ class RunSpec:
         """Stable 16-hex-digit hash of :meth:`resolved` (independent of field order)."""
         payload = json.dumps(self.resolved(), sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1024)
+def rendered_length(task: tasks.Task, length: int, arch: str) -> int:
+    """Positions of one example of ``task`` at input ``length`` rendered for ``arch`` (drawn with a fixed
+    seed: every example of a length has the same rendered length)."""
+    batch = task.sample(1, length, torch.Generator().manual_seed(0))
+    tokens, _labels = tasks.render(task, batch, arch)
+    return int(tokens.shape[1])
 
 
 def canonical_options(options: Mapping[str, Any] | str | None) -> str:
@@ -183,6 +211,8 @@ def validate_spec(spec: RunSpec) -> None:
         if getattr(spec, key) < 1:
             raise ValueError(f"{key} must be a positive int, got {getattr(spec, key)}")
     check_seed("seed", spec.seed)
+    if spec.protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {spec.protocol!r}; valid: {', '.join(map(str, PROTOCOLS))}")
     if not 0.0 <= spec.dropout < 1.0:  # NaN fails too
         raise ValueError(f"dropout must be in [0, 1), got {spec.dropout}")
     if spec.d_model % spec.n_heads:
@@ -416,11 +446,17 @@ SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
 #: model and training scale per suite, shared by the experiments so that every
 #: encoding and task is compared at the same width, depth and budget
 #: (``fit_*``, ``stop_at_fit``: the fit criterion, pebench.train.TrainConfig; ``steps`` is then the cap)
+#: the fit criterion of protocol v3 (pebench.train.TrainConfig): every training length, 512 held-out
+#: examples at each, held-out inputs never in the training stream (pebench.heldout)
+FIT_V3: dict[str, Any] = {"fit_lengths": "all", "fit_examples": 512, "fit_disjoint": True}
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"d_model": 32, "n_layers": 1, "n_heads": 4, "steps": 30, "batch_size": 16, "warmup_steps": 5,
-              "lr": 1e-3, "eval_n_examples": 32, "fit_every": 10, "stop_at_fit": True},
+              "lr": 1e-3, "eval_n_examples": 32, "fit_every": 10, "stop_at_fit": True,
+              **FIT_V3, "fit_examples": 64},
+    # protocol 2 until the reference is regenerated under v3 (pilots/depth_pilot.py declares how)
     "standard": {"d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 2500, "batch_size": 64, "warmup_steps": 100,
-                 "lr": 3e-3, "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True, "fit_patience": 1000},
+                 "lr": 3e-3, "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True, "fit_patience": 1000,
+                 "protocol": 2},
     # length_seed: the seeds of a cell share one stream of training lengths, so that on a GPU
     # they train as one seed-batched model (pebench run --seed-batch; pebench.batched)
     "paper": {"d_model": 256, "n_layers": 4, "n_heads": 8, "steps": 20000, "batch_size": 128, "warmup_steps": 1000,

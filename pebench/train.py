@@ -28,10 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from pebench import heldout
 from pebench.model import Transformer
 from pebench.tasks import IGNORE, Batch, Task, render
 
 STATUSES = ("ok", "diverged", "failed")
+#: where the fit criterion is checked: ``longest`` (protocol v2: the longest training length only) or ``all``
+#: (protocol v3: every training length, longest first)
+FIT_LENGTHS = ("longest", "all")
 #: largest seed: derived seeds (e.g. 104_729 * seed + ... in pebench.evaluate) stay in torch's 64-bit seed range
 MAX_SEED = 2**32 - 1
 
@@ -68,12 +72,15 @@ class TrainConfig:
     length_seed: int | None = None
     divergence_loss: float = 1e4  # a loss above this counts as divergence
     # Fit criterion (docs: protocol): every ``fit_every`` steps (0 = never) the model is scored,
-    # teacher-forced, on ``fit_examples`` held-out examples at ``train_max_len``; it has fitted once
-    # their token accuracy reaches ``fit_threshold``. ``stop_at_fit``: training ends there.
+    # teacher-forced, on ``fit_examples`` held-out examples at each length of ``fit_lengths``; it has
+    # fitted once their token accuracy reaches ``fit_threshold`` at every one. ``stop_at_fit``: training
+    # ends there. ``fit_disjoint``: held-out inputs never occur in the training stream (pebench.heldout).
     fit_every: int = 0
     fit_threshold: float = 0.99
     fit_examples: int = 128
     stop_at_fit: bool = False
+    fit_lengths: str = "longest"
+    fit_disjoint: bool = False
     # Plateau stop (0 = off): training also ends, unfitted, once the held-out error (1 - token accuracy)
     # has not fallen below ``1 - fit_min_drop`` times its best for ``fit_patience`` steps (a run that
     # stopped learning). Relative, so a run near the threshold that still halves its error goes on.
@@ -111,6 +118,11 @@ class TrainConfig:
         if self.fit_patience < 0 or not 0 <= self.fit_min_drop < 1:
             raise ValueError(f"need fit_patience >= 0 and fit_min_drop in [0, 1); got {self.fit_patience}, "
                              f"{self.fit_min_drop}")
+        if self.fit_lengths not in FIT_LENGTHS:
+            raise ValueError(f"fit_lengths must be one of {', '.join(FIT_LENGTHS)}, got {self.fit_lengths!r}")
+        if self.fit_disjoint and not self.fit_every:
+            raise ValueError("fit_disjoint needs fit_every > 0 (a fit criterion whose held-out examples it keeps "
+                             "out of training)")
         if self.fit_patience and not self.stop_at_fit:
             raise ValueError("fit_patience (the plateau stop) needs stop_at_fit")
         if self.stop_at_fit and not self.fit_every:
@@ -119,12 +131,16 @@ class TrainConfig:
             raise ValueError(f"divergence_loss must be > 0 (inf: never stop), got {self.divergence_loss}")
 
     def to_dict(self) -> dict:
-        """Flat dict of the config, for result rows (``length_seed`` only when set, and the fit
-        criterion only when it is checked, so run ids of configs that leave them at their defaults
-        are unchanged)."""
+        """Flat dict of the config, for result rows (``length_seed`` only when set, the fit
+        criterion only when it is checked, and its protocol-v3 fields only when they differ from v2's, so
+        run ids of configs that leave them at their defaults are unchanged)."""
         flat = asdict(self)
         if flat["length_seed"] is None:
             del flat["length_seed"]
+        if flat["fit_lengths"] == "longest":
+            del flat["fit_lengths"]
+        if not flat["fit_disjoint"]:
+            del flat["fit_disjoint"]
         if not flat["fit_every"]:
             for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit"):
                 del flat[key]
@@ -144,7 +160,7 @@ class TrainResult:
     error: str = ""  # why training stopped early, if it did
     fitted: bool | None = None  # reached the fit criterion (None: never checked)
     steps_to_fit: int | None = None  # optimizer steps when it was first reached
-    fit_token_acc: float = float("nan")  # held-out token accuracy at the last check
+    fit_token_acc: float = float("nan")  # held-out token accuracy at the last check (the lowest of its lengths)
     stop_reason: str = ""  # "fit", "plateau", "cap" (all steps done) or "diverged"
     # (steps, held-out token accuracy) at every check of the fit criterion, in order: the learning curve a
     # stopping rule is judged on (docs: protocol)
@@ -273,13 +289,43 @@ def first_labeled(labels: torch.Tensor) -> int:
     return int(labeled.int().argmax()) if bool(labeled.any()) else 0
 
 
-def fit_batch(task: Task, config: TrainConfig) -> tuple[Tensor, Tensor]:
-    """The held-out examples of the fit criterion: ``fit_examples`` at ``train_max_len``, rendered
-    for no architecture yet (returns the task's inputs and targets). Drawn from the ``eval`` split with
-    their own generator, so they are neither training data nor the evaluation's examples."""
-    generator = torch.Generator().manual_seed(2_147_483_647 - 7 * config.seed)
-    batch = task.sample(config.fit_examples, config.train_max_len, generator, split="eval")
-    return batch.inputs, batch.targets
+#: the held-out examples of the fit criterion: (input length, inputs (N, L), targets (N, L_out)), longest first
+FitSet = list[tuple[int, Tensor, Tensor]]
+
+
+def fit_lengths(config: TrainConfig) -> list[int]:
+    """The input lengths the fit criterion checks, longest first (:attr:`TrainConfig.fit_lengths`)."""
+    if config.fit_lengths == "longest":
+        return [config.train_max_len]
+    return list(range(config.train_max_len, config.train_min_len - 1, -1))
+
+
+def fit_batch(task: Task, config: TrainConfig) -> FitSet:
+    """The held-out examples of the fit criterion: ``fit_examples`` at each of :func:`fit_lengths`, longest
+    first, rendered for no architecture yet. Drawn from the ``eval`` split with their own generators, so they
+    are neither training data nor the evaluation's examples; with ``fit_disjoint``, only inputs that the
+    training stream never contains (:mod:`pebench.heldout`)."""
+    if config.fit_lengths == "longest" and not config.fit_disjoint:  # protocol v2, as its runs were made
+        generator = torch.Generator().manual_seed(2_147_483_647 - 7 * config.seed)
+        batch = task.sample(config.fit_examples, config.train_max_len, generator, split="eval")
+        return [(config.train_max_len, batch.inputs, batch.targets)]
+    held_out = []
+    for length in fit_lengths(config):
+        generator = torch.Generator().manual_seed(1_000_003 * config.seed + 7_919 * length + 2_718_281)
+        if config.fit_disjoint:
+            batch = heldout.held_out_batch(task, config.fit_examples, length, generator)
+        else:
+            batch = task.sample(config.fit_examples, length, generator, split="eval")
+        held_out.append((length, batch.inputs, batch.targets))
+    return held_out
+
+
+def training_batch(task: Task, config: TrainConfig, length: int, generator: torch.Generator) -> Batch:
+    """The next training batch at ``length``: ``task.sample``, without held-out inputs under ``fit_disjoint``
+    (:func:`pebench.heldout.training_batch`). The one place :func:`train` and the batched loop draw data."""
+    if config.fit_disjoint:
+        return heldout.training_batch(task, config.batch_size, length, generator)
+    return task.sample(config.batch_size, length, generator)
 
 
 def teacher_forced(model: torch.nn.Module, task: Task, batch: Batch,
@@ -299,20 +345,27 @@ def teacher_forced(model: torch.nn.Module, task: Task, batch: Batch,
 
 
 @torch.no_grad()
-def fit_accuracy(model: Transformer, task: Task, batch: tuple[Tensor, Tensor], device: torch.device) -> float:
-    """Teacher-forced token accuracy of ``model`` on the fit batch (:func:`fit_batch`).
+def fit_accuracy(model: Transformer, task: Task, held_out: FitSet, device: torch.device,
+                 threshold: float = 0.0) -> float:
+    """Teacher-forced token accuracy of ``model`` on the fit set (:func:`fit_batch`): the lowest over its
+    lengths, scored longest first and stopping at the first length below ``threshold`` (whose accuracy is
+    then returned: the criterion is not met, and the longest lengths are the hardest and cheapest to fail).
 
     Evaluated in eval mode under a forked RNG, so checking the fit never changes the training that
     follows (dropout and randomized positions draw from torch's global RNG)."""
     was_training = model.training
     model.eval()
+    lowest = math.inf
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        _, logits, labels = teacher_forced(model, task, Batch(*batch), device)
-        mask = labels != IGNORE
-        accuracy = float((logits.argmax(-1)[mask] == labels[mask]).float().mean())
+        for _length, inputs, targets in held_out:
+            torch.manual_seed(0)
+            _, logits, labels = teacher_forced(model, task, Batch(inputs, targets), device)
+            mask = labels != IGNORE
+            lowest = min(lowest, float((logits.argmax(-1)[mask] == labels[mask]).float().mean()))
+            if lowest < threshold:
+                break
     model.train(was_training)
-    return accuracy
+    return lowest
 
 
 def train(
@@ -353,7 +406,7 @@ def train(
     start = time.perf_counter()
     for step in range(config.steps):
         length = draw_length(config, lengths)
-        tokens, labels = render(task, task.sample(config.batch_size, length, generator), model.config.arch)
+        tokens, labels = render(task, training_batch(task, config, length, generator), model.config.arch)
         first = first_labeled(labels)
         tokens, labels = tokens.to(device, non_blocking=True), labels.to(device, non_blocking=True)
         for group in optimizer.param_groups:
@@ -369,7 +422,7 @@ def train(
             break
         last = step + 1 == config.steps
         if held_out is not None and ((step + 1) % config.fit_every == 0 or last):
-            if fit.update(fit_accuracy(model, task, held_out, device), step + 1, config):
+            if fit.update(fit_accuracy(model, task, held_out, device, config.fit_threshold), step + 1, config):
                 break
     result = monitor.result()
     fit.record(result, config, checked=held_out is not None)

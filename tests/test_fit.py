@@ -119,7 +119,7 @@ def test_fit_batch_is_held_out_from_training_and_evaluation():
     from pebench.train import data_generator, fit_batch
 
     task, cfg = tasks.get("copy"), config(fit_every=10, train_max_len=8)
-    inputs, _ = fit_batch(task, cfg)
+    (_, inputs, _), = fit_batch(task, cfg)  # protocol v2: the longest training length only
     train_inputs = task.sample(cfg.fit_examples, 8, data_generator(cfg.seed)).inputs
     eval_inputs = task.sample(cfg.fit_examples, 8, eval_generator(0, 8), split="eval").inputs
     assert inputs.shape == (cfg.fit_examples, 8)

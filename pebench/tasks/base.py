@@ -58,6 +58,10 @@ class Task:
         min_length: smallest input length the task is defined for.
         max_length: largest input length the task is defined for, or ``None``
             if there is no limit (e.g. ``count`` writes its answer in three digits).
+        exchangeable_inputs: whether :meth:`generate_inputs` draws exchangeable inputs (iid symbols, or
+            a fixed number of blanks at uniformly random places), so that ``P(x)`` depends on the bag of
+            ``x`` only: the position-free floor of an order-dependent task is then estimated without bias
+            (``monte_carlo``), otherwise it is a lower bound (``permutation``; :mod:`pebench.tasks.floors`).
     """
 
     name: str = "base"
@@ -66,6 +70,7 @@ class Task:
     vocab_size: int = 0
     min_length: int = 1
     max_length: int | None = None
+    exchangeable_inputs: bool = False
 
     def output_length(self, length: int) -> int:
         """Output length for inputs of ``length`` (the same for every example)."""

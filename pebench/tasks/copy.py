@@ -18,6 +18,7 @@ class Copy(SequenceTask):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = True
     vocab_size = 10
 

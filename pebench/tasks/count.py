@@ -37,6 +37,7 @@ class Count(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = False
     vocab_size = 10
     max_length = 10**DIGITS - 1

@@ -35,6 +35,7 @@ class CycleNavigation(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = False
     vocab_size = CYCLE
 

@@ -30,6 +30,7 @@ class ReverseString(Reverse):
     """
 
     version = 1
+    exchangeable_inputs = True
     vocab_size = 2
 
 
@@ -49,6 +50,7 @@ class DuplicateString(Duplicate):
     """
 
     version = 1
+    exchangeable_inputs = True
     vocab_size = 2
 
 
@@ -70,6 +72,7 @@ class BucketSort(Sort):
     """
 
     version = 1
+    exchangeable_inputs = True
     vocab_size = 5
 
 
@@ -89,3 +92,4 @@ class ParityCheck(Parity):
     """
 
     version = 1
+    exchangeable_inputs = True

@@ -20,6 +20,7 @@ class Duplicate(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = True
     vocab_size = 10
 

@@ -28,6 +28,7 @@ class EvenPairs(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = True
     vocab_size = 2
 

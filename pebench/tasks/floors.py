@@ -28,9 +28,8 @@ How the conditionals are obtained (:attr:`Floor.method`):
 * ``"exact"``: no sampling. An order-invariant task (``order_dependent =
   False``) has an answer that is a function of the bag, so the decoder (which
   also knows ``j``) and, for one output token, the encoder reach 1.0.
-* ``"monte_carlo"``: the task's inputs are exchangeable (``P(x)`` depends on
-  ``bag(x)`` only; :data:`EXCHANGEABLE_INPUTS`, checked by reading each
-  ``generate_inputs``), so ``P(y | bag) `` is the law of ``solve(pi x)`` over
+* ``"monte_carlo"``: the task declares exchangeable inputs (``P(x)`` depends on
+  ``bag(x)`` only; the task attribute ``exchangeable_inputs``), so ``P(y | bag) `` is the law of ``solve(pi x)`` over
   uniform permutations ``pi``. Each of ``n_examples`` inputs is permuted
   ``permutations`` times; the predictor for one permuted copy is built from
   the OTHER copies only (leave-one-out) and scored on it, so the prediction
@@ -73,12 +72,6 @@ from torch import Tensor
 
 from pebench.tasks.base import ARCHS, Task
 
-#: tasks whose ``generate_inputs`` draws exchangeable inputs (iid symbols, or a
-#: fixed number of blanks at uniformly random places): ``P(x)`` is a function of ``bag(x)``
-EXCHANGEABLE_INPUTS = frozenset({
-    "bucket_sort", "copy", "count", "cycle_navigation", "duplicate", "duplicate_string", "even_pairs", "majority",
-    "odds_first", "parity", "parity_check", "reverse", "reverse_string", "selective_copy", "sort", "sum_mod",
-})
 METHODS = ("exact", "monte_carlo", "permutation")
 _CHUNK = 64  # examples per vectorised block of the decoder's prefix matching (bounds memory)
 _SCORED_TOKENS = 256  # scored output tokens per example (more copies at short outputs)
@@ -144,7 +137,7 @@ def _cached_floor(
     out_len = task.output_length(length)
     if not task.order_dependent and (arch == "decoder" or out_len == 1):
         return Floor(1.0, 1.0, 0.0, 0.0, "exact")
-    exchangeable = name in EXCHANGEABLE_INPUTS
+    exchangeable = task.exchangeable_inputs
     # copies scored per example: about 256 scored tokens per example keeps the cost flat in L_out
     scored = min(permutations, -(-_SCORED_TOKENS // out_len)) if exchangeable else 1
     blocks = _block_map(task, length) if exchangeable else None

@@ -32,6 +32,7 @@ class Majority(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = False
     vocab_size = 4
 

@@ -21,18 +21,22 @@ class MissingDuplicate(Task):
     by the mask token 2, followed for odd ``L`` by the padding token 3 (the
     construction of Deletang et al.'s code). The answer is the masked symbol,
     i.e. the symbol ``h`` positions away from the mask: ``1 0 1 1 M 1 3 -> 0``.
-    Output: 1 token; ``vocab_size = 4``; ``min_length = 2``. On inputs that do
-    not contain exactly one mask in the first ``2h`` positions (only shuffled
-    ones), :meth:`solve` uses the first mask, or position 0 if there is none.
+    Output: 1 token; ``vocab_size = 4``; ``min_length = 2``.
 
-    Order-dependent: the answer is read at a fixed offset from the mask. The
-    masked symbol is a uniform bit, so chance token accuracy is exactly
-    ``1/2``. Introduced by Ruoss et al. (2023) alongside Deletang et al.'s
-    (2023) tasks (context-sensitive).
+    Order-free as generated, hence a control: every symbol of ``w w`` occurs an
+    even number of times, so the masked symbol is the one whose count among the
+    visible symbols is odd, and the bag of the input gives the answer at every
+    length (position-free floor exactly 1.0). :meth:`solve` computes it that way
+    (the parity of the visible ones), the same answer on every generated input
+    and on any permutation of one. A model may still read it at the
+    offset ``h`` from the mask; nothing in the data requires it. The masked
+    symbol is a uniform bit, so chance token accuracy is exactly ``1/2``.
+    Introduced by Ruoss et al. (2023) alongside Deletang et al.'s (2023) tasks
+    (context-sensitive), where it counts as order-dependent.
     """
 
     version = 1
-    order_dependent = True
+    order_dependent = False
     vocab_size = 4
     min_length = 2
 
@@ -49,10 +53,8 @@ class MissingDuplicate(Task):
         return torch.cat([doubled, padding], dim=1)  # (n, L)
 
     def solve(self, inputs: Tensor) -> Tensor:
-        half = inputs.shape[1] // 2
-        doubled = inputs[:, : 2 * half]
-        mask_pos = (doubled == MASK).long().argmax(dim=1, keepdim=True)  # first mask, 0 if none
-        return torch.gather(doubled, 1, (mask_pos + half) % (2 * half))
+        ones = (inputs == 1).sum(dim=1, keepdim=True)  # (n, 1): visible ones; odd iff the masked symbol is 1
+        return ones % 2
 
     def chance_accuracy(self, length: int) -> float:
         return 0.5

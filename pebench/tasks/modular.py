@@ -27,6 +27,7 @@ class SumMod(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = False
     vocab_size = 3
 

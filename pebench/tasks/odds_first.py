@@ -23,6 +23,7 @@ class OddsFirst(SequenceTask):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = True
     vocab_size = 10
 

@@ -21,6 +21,7 @@ class Reverse(SequenceTask):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = True
     vocab_size = 10
 

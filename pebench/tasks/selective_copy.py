@@ -42,6 +42,7 @@ class SelectiveCopy(Task):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = True
     vocab_size = SYMBOLS + 1
 

@@ -33,6 +33,7 @@ class Sort(SequenceTask):
     """
 
     version = 1
+    exchangeable_inputs = True
     order_dependent = False
     vocab_size = 10
 

@@ -1,0 +1,174 @@
+"""Protocol v3's fit criterion (every training length, 512 held-out examples, held-out inputs never trained
+on) and training context (the rendered training sequence), each against the defect the audit of v2 found."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from pebench import encodings, heldout, tasks
+from pebench.experiment import FIT_V3, make_spec, rendered_length
+from pebench.runner import build_model
+from pebench.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
+
+
+def v3_config(**overrides) -> TrainConfig:
+    return TrainConfig(**{"train_min_len": 1, "train_max_len": 8, "fit_every": 10, "seed": 3, **FIT_V3,
+                          **overrides})
+
+
+def rows(inputs: torch.Tensor) -> set[tuple[int, ...]]:
+    return {tuple(row) for row in inputs.tolist()}
+
+
+# --------------------------------------------------------------------------- held-out inputs
+
+
+def test_the_split_is_a_fixed_function_of_the_input_and_its_length():
+    inputs = tasks.get("copy").sample(4096, 8, torch.Generator().manual_seed(0)).inputs
+    held = heldout.is_held_out(inputs)
+    assert torch.equal(held, heldout.is_held_out(inputs.clone()))
+    # one input in HELD_OUT_SHARE, up to sampling noise (4096 draws: sd of the share about 0.004)
+    assert abs(float(held.float().mean()) - 1 / heldout.HELD_OUT_SHARE) < 0.02
+    assert not torch.equal(heldout.input_keys(inputs[:, :7]), heldout.input_keys(inputs[:, 1:]))
+
+
+@pytest.mark.parametrize(("name", "length", "expected"), [
+    ("parity_check", 3, False),  # 8 binary inputs: nothing to hold out
+    ("parity_check", 8, True),  # 256 inputs, about 32 held out
+    ("copy", 8, True),
+])
+def test_a_length_is_split_only_where_its_held_out_part_has_enough_inputs(name, length, expected):
+    assert heldout.separable(tasks.get(name), length) is expected
+
+
+@pytest.mark.parametrize("name", ["parity_check", "even_pairs", "cycle_navigation", "copy"])
+def test_no_held_out_input_of_the_fit_check_is_ever_trained_on(name):
+    """The defect: on binary tasks v2's 128 held-out examples at length 8 were drawn from 256 possible inputs,
+    mostly ones the training stream also drew. Under v3 the two never share an input at a split length."""
+    task = tasks.get(name)
+    config = v3_config(train_min_len=max(1, task.min_length))
+    held_out = {length: rows(inputs) for length, inputs, _ in fit_batch(task, config)}
+    generator = torch.Generator().manual_seed(11)
+    trained: dict[int, set] = {length: set() for length in held_out}
+    for step in range(300):
+        length = config.train_min_len + step % (config.train_max_len - config.train_min_len + 1)
+        trained[length] |= rows(training_batch(task, config, length, generator).inputs)
+    split = [length for length in held_out if heldout.separable(task, length)]
+    assert split, "at least the longest training length is split"
+    for length in split:
+        assert not held_out[length] & trained[length], f"length {length}"
+        assert heldout.is_held_out(torch.tensor(sorted(held_out[length]))).all()
+
+
+def test_v2s_fit_check_shared_its_inputs_with_training_on_a_binary_task():
+    """What v3 fixes, shown on v2's criterion: the same check without the split overlaps the training stream."""
+    task = tasks.get("parity_check")
+    config = TrainConfig(train_max_len=8, fit_every=10, seed=3)
+    (_, inputs, _), = fit_batch(task, config)
+    generator = torch.Generator().manual_seed(11)
+    trained = set().union(*(rows(training_batch(task, config, 8, generator).inputs) for _ in range(100)))
+    assert len(rows(inputs)) < 128 and rows(inputs) <= trained  # repeats among 256 inputs, every one trained on
+
+
+def test_disjoint_training_batches_are_deterministic_and_keep_their_shape():
+    task, config = tasks.get("copy"), v3_config()
+    first = training_batch(task, config, 8, torch.Generator().manual_seed(5))
+    again = training_batch(task, config, 8, torch.Generator().manual_seed(5))
+    assert torch.equal(first.inputs, again.inputs) and torch.equal(first.targets, again.targets)
+    assert first.inputs.shape == (config.batch_size, 8)
+    assert torch.equal(task.solve(first.inputs), first.targets)
+
+
+# --------------------------------------------------------------------------- every training length
+
+
+def test_the_fit_set_has_512_held_out_examples_at_every_training_length_longest_first():
+    task = tasks.get("reverse")
+    held_out = fit_batch(task, v3_config())
+    assert [length for length, _, _ in held_out] == [8, 7, 6, 5, 4, 3, 2, 1]
+    assert all(inputs.shape == (512, length) for length, inputs, _ in held_out)
+
+
+class CopyOracle(nn.Module):
+    """Teacher-forced decoder copy, answered right at every input length except ``wrong_at``."""
+
+    def __init__(self, wrong_at: int) -> None:
+        super().__init__()
+        self.wrong_at = wrong_at
+        self.config = type("Config", (), {"arch": "decoder"})()
+        self.vocab = tasks.model_vocab_size(tasks.get("copy"))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        n, width = tokens.shape
+        length = width // 2  # decoder copy renders [x, SEP, y[:-1]]: 2L positions
+        predicted = torch.zeros(n, width, dtype=torch.long)
+        predicted[:, length:] = tokens[:, :length] + (1 if length == self.wrong_at else 0)
+        return nn.functional.one_hot(predicted % self.vocab, self.vocab).float()  # (N, T, V)
+
+
+def test_a_model_wrong_at_a_shorter_training_length_has_not_fitted():
+    """The defect: v2 checked only the longest training length, so 12 of its fitted runs scored below 0.90 at
+    a shorter one (encoder sinusoidal reverse: 0.64 at length 6)."""
+    task, model = tasks.get("copy"), CopyOracle(wrong_at=6)
+    v2 = fit_batch(task, TrainConfig(train_max_len=8, fit_every=10))
+    assert fit_accuracy(model, task, v2, torch.device("cpu"), 0.99) == 1.0
+    v3 = fit_batch(task, v3_config())
+    assert fit_accuracy(model, task, v3, torch.device("cpu"), 0.99) == 0.0
+    assert fit_accuracy(CopyOracle(wrong_at=99), task, v3, torch.device("cpu"), 0.99) == 1.0
+
+
+def test_training_under_the_v3_criterion_records_its_fields_and_stops_at_the_fit():
+    task = tasks.get("majority")
+    config = v3_config(steps=40, batch_size=16, fit_every=10, stop_at_fit=True, fit_threshold=0.05,
+                       fit_examples=32)
+    spec = make_spec("smoke", "t", {"task": "majority", "encoding": "none", "arch": "decoder", "seed": 0,
+                                    "d_model": 16, "n_layers": 1, "n_heads": 2, **config.to_dict()})
+    result = train(build_model(spec), task, config)
+    assert result.fitted and result.steps_to_fit == 10 and result.stop_reason == "fit"
+    assert {"fit_lengths": "all", "fit_disjoint": True, "fit_examples": 32}.items() <= config.to_dict().items()
+    assert "fit_lengths" not in TrainConfig(fit_every=10).to_dict()  # v2 run ids are unchanged
+
+
+@pytest.mark.parametrize("bad", [{"fit_lengths": "some"}, {"fit_disjoint": True, "fit_every": 0}])
+def test_bad_fit_settings_are_refused(bad):
+    with pytest.raises(ValueError, match="fit_"):
+        TrainConfig(**{"fit_every": 10, **bad})
+
+
+# --------------------------------------------------------------------------- the training context
+
+
+@pytest.mark.parametrize(("task", "arch", "train_max_len", "expected"), [
+    ("copy", "decoder", 8, 16),  # [x, SEP, y[:-1]]: v2 counted 17
+    ("copy", "encoder", 8, 17),  # [x, SEP, blanks]
+    ("majority", "decoder", 8, 9),
+    ("charlm", "decoder", 32, 32),  # a window as it is: v2 counted 65
+])
+def test_the_training_context_is_the_rendered_training_sequence(task, arch, train_max_len, expected):
+    spec = make_spec("standard", "t", {"task": task, "encoding": "fire", "arch": arch, "seed": 0,
+                                       "train_max_len": train_max_len, "protocol": 3})
+    assert spec.train_context() == expected == rendered_length(tasks.get(task), train_max_len, arch)
+    v2 = make_spec("standard", "t", {"task": task, "encoding": "fire", "arch": arch, "seed": 0,
+                                     "train_max_len": train_max_len, "protocol": 2})
+    assert v2.train_context() == train_max_len + tasks.get(task).output_length(train_max_len) + 1
+    assert "protocol" not in v2.resolved() and spec.resolved()["protocol"] == 3
+
+
+@pytest.mark.parametrize("name", [n if n != "randomized" else "randomized:rope" for n in encodings.names()])
+def test_every_encoding_is_built_with_the_rendered_training_context(name):
+    """The defect: charlm encodings were built with twice the training context (FIRE's threshold, CoPE's table
+    and the recorded train_len 65 for a window of 32), decoder tasks with one position too many."""
+    for task, arch in [("charlm", "decoder"), ("copy", "decoder"), ("copy", "encoder")]:
+        if arch == "encoder" and encodings.meta(name)["causal_only"]:
+            continue
+        spec = make_spec("standard", "t", {"task": task, "encoding": name, "arch": arch, "seed": 0,
+                                           "train_max_len": 8, "protocol": 3})
+        encoding = build_model(spec).encoding
+        context = rendered_length(tasks.get(task), 8, arch)
+        assert encoding.train_len == context, (task, arch)
+        if name == "fire":
+            assert float(encoding.init_threshold) == context
+        if name == "cope":
+            assert encoding.n_positions == context + 1
