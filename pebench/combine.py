@@ -134,7 +134,7 @@ def _write(out: Path, folders: list[Path], taken: dict[str, tuple[Path, pd.DataF
     try:
         for run_id, (path, _frame) in taken.items():
             # the bytes as they are, compressed or not
-            shutil.copy2(path, staging / f"{run_id}{results.run_file_suffix(path)}")
+            shutil.copy2(path, results.path_in(staging, f"{run_id}{results.run_file_suffix(path)}"))
         (out / "raw").mkdir(exist_ok=True)
         for path in sorted(staging.iterdir()):
             os.replace(path, out / "raw" / path.name)

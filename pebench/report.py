@@ -736,14 +736,14 @@ def _save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}  # the same bytes every time
     with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none"}):
         for ext in FIGURE_FORMATS:
-            path = directory / f"{name}.{ext}"
+            path = results.path_in(directory, f"{name}.{ext}")
             figure.savefig(path, metadata=metadata[ext])
             paths[ext] = path
     return paths
 
 
 def _save_table(table: Table, directory: Path) -> Artifact:
-    paths = {ext: directory / f"{table.name}.{ext}" for ext in TABLE_FORMATS}
+    paths = {ext: results.path_in(directory, f"{table.name}.{ext}") for ext in TABLE_FORMATS}
     table.data.to_csv(paths["csv"], index=False)
     paths["md"].write_text(table.to_markdown())
     paths["tex"].write_text(table.to_latex())
@@ -944,7 +944,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
 
 def _write_ranking(directory: Path, name: str, frame: pd.DataFrame, markdown: str, latex: str) -> dict[str, Path]:
     """Write a ranking table as ``<name>.csv`` (``frame``), ``.md`` and ``.tex``; returns the paths."""
-    paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
+    paths = {ext: results.path_in(directory, f"{name}.{ext}") for ext in ("csv", "md", "tex")}
     frame.to_csv(paths["csv"], index=False)
     paths["md"].write_text(markdown)
     paths["tex"].write_text(latex)
@@ -972,7 +972,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "a ranking.")
     paths = _write_ranking(directory, name, board, leaderboard.to_markdown(board) + f"\n\n{caption}\n",
                            leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
-    leaderboard.task_ranks(runs, metric).to_csv(directory / f"task_ranks_{experiment}.csv", index=False)
+    leaderboard.task_ranks(runs, metric).to_csv(results.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     artifacts = [Artifact(name, f"{experiment}: leaderboard ({label})", caption, paths)]
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:

@@ -49,6 +49,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -98,6 +99,19 @@ CHECKSUM_COLUMN = "rows_sha256"
 CONFIG_COLUMNS = tuple(sorted({"suite", "experiment", "task_version", *KEYS} - {"seed"}))
 #: how many bad files a one-line error names before it says how many more there are
 NAMED_FILES = 3
+
+#: what a name in a run file (suite, experiment, task, arch, each part of an encoding) may be: letters, digits,
+#: ``_``, ``-`` and ``.``, not first; a folder may come from anyone, and names become file names in reports
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+#: the pattern each name column of a run file must match in full; a run id is 16 lowercase hex digits
+#: (:attr:`pebench.experiment.RunSpec.run_id`)
+NAME_COLUMNS = {
+    "suite": re.compile(NAME_PATTERN), "experiment": re.compile(NAME_PATTERN), "task": re.compile(NAME_PATTERN),
+    "arch": re.compile(NAME_PATTERN), "encoding": re.compile(rf"{NAME_PATTERN}(:{NAME_PATTERN})*"),
+    "run_id": re.compile(r"[0-9a-f]{16}"),
+}
+#: a file name a command builds from names read from a folder: one plain path component
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class ResultsError(ValueError):
@@ -289,8 +303,33 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
     varying = [c for c in (*IDENTITY_COLUMNS, *CONFIG_COLUMNS) if c in frame and not same[c]]
     if varying:
         raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
+    _check_names(frame.iloc[0], path)
     _check_rows(frame, path)
     return frame
+
+
+def _check_names(first: pd.Series, path: Path) -> None:
+    """Refuse a run file whose names (:data:`NAME_COLUMNS`) are not of the form pebench writes: they become
+    file names and terminal text, and a folder may come from anyone."""
+    for column, pattern in NAME_COLUMNS.items():
+        value = str(first[column])
+        if not pattern.fullmatch(value):
+            what = "16 lowercase hex digits" if column == "run_id" else "letters, digits, '_', '-' and '.'"
+            raise ResultsError(f"{path}: its {column} {value!r} is not a name pebench writes ({what}); move the "
+                               "file away (it may have been crafted)")
+
+
+def path_in(folder: str | Path, name: str) -> Path:
+    """``folder / name`` for a file name built from names read from a results folder, checked to stay in
+    ``folder``: one plain component (:data:`FILE_NAME`: no separator, not hidden, no ``..``).
+
+    Raises:
+        ResultsError: ``name`` is not such a name, on one line.
+    """
+    if not FILE_NAME.fullmatch(name):
+        raise ResultsError(f"{name!r} is not a plain file name (letters, digits, '_', '-', '.'); it would be "
+                           f"written outside {folder}: check the names in the results folder")
+    return Path(folder) / name
 
 
 def expected_rows(first: pd.Series) -> set[tuple[int, str, str]] | None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from test_results import run_frame
 
 from pebench.cli import main
@@ -102,3 +103,69 @@ def test_a_report_of_the_same_rows_twice_removes_nothing(tmp_path, capsys):
     assert "removed" not in capsys.readouterr().out
     assert report_files(folder).keys() == before.keys()
     assert pd.read_csv(folder / "summary" / "runs.csv").shape[0] == 4
+
+
+# --------------------------------------------------------------------------- 2: names from data never become paths
+
+
+def crafted_run(folder: Path, name: str = "0000000000000000", **fields) -> Path:
+    """A run file ``raw/<name>.csv`` (schema-valid, no checksum) whose fields are overridden by ``fields``."""
+    frame = run_frame("order_sensitivity", "reverse", "rope", "encoder", 5, 8,
+                      [{"eval_len": 8, "condition": "original", "token_acc": 0.9}])
+    for column, value in fields.items():
+        frame[column] = value
+    (folder / "raw").mkdir(parents=True, exist_ok=True)
+    path = folder / "raw" / f"{name}.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file()}
+
+
+def test_an_experiment_name_from_a_run_file_never_writes_outside_the_report(tmp_path, capsys):
+    folder = small_results(tmp_path / "shared" / "results")
+    crafted_run(folder, experiment="../../../main")
+    paper = tmp_path / "main.tex"
+    paper.write_text("\\documentclass{article}\n")
+    before = files_under(tmp_path) - files_under(folder)
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its experiment '../../../main' is not a name pebench writes" in err, err
+    assert paper.read_text() == "\\documentclass{article}\n"
+    assert files_under(tmp_path) - files_under(folder) == before
+
+
+def test_a_crafted_report_name_is_refused_by_the_writer_itself(tmp_path):
+    from pebench.report import Table, _save_table
+    from pebench.results import ResultsError
+
+    table = Table("../escape", "t", "c", ["a"], [["1"]], [[None]], [0], 1, pd.DataFrame({"a": [1]}))
+    with pytest.raises(ResultsError, match="not a plain file name"):
+        _save_table(table, tmp_path / "tables")
+    assert not list(tmp_path.rglob("*.md"))
+
+
+@pytest.mark.parametrize("column, value", [
+    ("run_id", "../../../escaped"), ("task", "re/verse"), ("encoding", "rope\x1b[2J"), ("arch", ".."),
+    ("suite", "standard smoke"),
+])
+def test_names_in_run_files_must_be_of_the_form_pebench_writes(tmp_path, column, value):
+    from pebench.results import ResultsError, read_run_file
+
+    path = crafted_run(tmp_path, **{column: value})
+    with pytest.raises(ResultsError, match=f"its {column} .* is not a name pebench writes") as error:
+        read_run_file(path)
+    assert "\x1b" not in str(error.value) and "\n" not in str(error.value)
+
+
+def test_combine_never_names_a_copied_file_after_a_crafted_run_id(tmp_path, capsys):
+    first = small_results(tmp_path / "a", seeds=(0,))
+    second = small_results(tmp_path / "b", seeds=(1,))
+    crafted_run(second, run_id="../../../escaped")
+    assert main(["combine", str(first), str(second), "--out", str(tmp_path / "out" / "combined")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its run_id '../../../escaped' is not a name pebench writes" in err, err
+    assert not [p for p in tmp_path.rglob("*escaped*")]
+    assert not (tmp_path / "out" / "combined").exists()
