@@ -54,15 +54,6 @@ def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     return a[columns].reset_index(drop=True).equals(b[columns].reset_index(drop=True))
 
 
-def _manifest(folder: Path) -> dict | None:
-    path = folder / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text()) if path.exists() else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ResultsError(f"{path} is not valid JSON; move it away to continue") from None
-    return manifest if isinstance(manifest, dict) else None
-
-
 def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     """Copy the run files of ``sources`` into the new folder ``out/raw/`` and write ``out/manifest.json``.
 
@@ -147,7 +138,7 @@ def _write(out: Path, folders: list[Path], taken: dict[str, tuple[Path, pd.DataF
         "combined": {
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "sources": [{"folder": str(folder), "runs": summary.runs[str(folder)],
-                         "manifest": (_manifest(folder) or {}).get("latest")} for folder in folders],
+                         "manifest": (results.read_manifest(folder) or {}).get("latest")} for folder in folders],
             "shared_identical_runs": len(summary.shared),
         },
     }

@@ -40,6 +40,7 @@ import multiprocessing
 import os
 import platform
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,9 @@ from pebench.results import (
     mixed_configurations,
     named,
     raw_files,
+    read_manifest,
     read_run_file,
+    refuse_link,
     run_file_bytes,
     run_file_id,
     run_file_name,
@@ -480,7 +483,7 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     """
     expected = set(expected)
     found = ExistingResults(complete=set(), retry=set(), bad={})
-    folder = raw_dir(out)
+    folder = refuse_link(raw_dir(out))
     if not folder.is_dir():
         return found
     for tmp in folder.glob(".*.tmp"):
@@ -544,15 +547,26 @@ def check_same_protocol(out: Path, specs: Sequence[RunSpec], existing: ExistingR
 @contextlib.contextmanager
 def lock_folder(out: Path) -> Iterator[None]:
     """Hold an exclusive OS lock (``flock``) on ``<out>/.lock`` for the duration: one sweep at a time per
-    results folder. The lock is released when the process ends, however it ends.
+    results folder. The lock is released when the process ends, however it ends. The lock file is opened
+    without following a symbolic link (``O_NOFOLLOW``): a link there would make the sweep truncate its target.
 
     Raises:
-        RunnerError: another process holds it (the message names it).
+        RunnerError: another process holds it (the message names it), or ``.lock`` is a link or not a file.
     """
     import fcntl
 
     path = Path(out) / ".lock"
-    with open(path, "a+") as handle:
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError:
+        if path.is_symlink():
+            raise RunnerError(f"{path} is a symbolic link; pebench never follows a link in a results folder: remove "
+                              "it and run again") from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise RunnerError(f"{path} is not a plain file; move it away and run again")
+    with open(descriptor, "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -607,26 +621,6 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
 def _is_code(path: str) -> bool:
     """Whether an untracked ``path`` (relative to the checkout) could change what a run computes."""
     return path.endswith(".py") or path.startswith(("pebench/", "experiments/"))
-
-
-def read_manifest(out: Path) -> dict[str, Any] | None:
-    """The manifest of a results folder (``None`` when it has none).
-
-    Raises:
-        ResultsError: it is not JSON, or not of the manifest's shape.
-    """
-    path = Path(out) / "manifest.json"
-    if not path.exists():
-        return None
-    try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
-    if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
-            and isinstance(manifest.get("invocations", []), list)):
-        raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
-                           "'invocations'); move it away to continue")
-    return manifest
 
 
 def write_manifest(
@@ -878,7 +872,7 @@ def run_sweep(
         raise ValueError(f"workers and threads must be >= 1, got {workers} and {threads}")
     start = time.perf_counter()
     out = Path(out)
-    raw_dir(out).mkdir(parents=True, exist_ok=True)
+    refuse_link(raw_dir(out)).mkdir(parents=True, exist_ok=True)
     with lock_folder(out):
         by_id = {spec.run_id: spec for spec in specs}
         existing = scan(out, by_id)

@@ -169,3 +169,63 @@ def test_combine_never_names_a_copied_file_after_a_crafted_run_id(tmp_path, caps
     assert err.count("\n") == 1 and "its run_id '../../../escaped' is not a name pebench writes" in err, err
     assert not [p for p in tmp_path.rglob("*escaped*")]
     assert not (tmp_path / "out" / "combined").exists()
+
+
+# --------------------------------------------------------------------------- 3: no link is followed
+
+
+def test_a_linked_lock_file_is_refused_and_its_target_left_as_it_was(tmp_path):
+    from test_runner import tiny_spec
+
+    from pebench.runner import RunnerError, run_sweep
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".lock").symlink_to(target)
+    with pytest.raises(RunnerError, match=r"\.lock is a symbolic link"):
+        run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
+    assert target.read_text() == "keep me\n"
+    assert not list((out / "raw").iterdir())
+
+
+def test_a_linked_raw_folder_is_refused_and_nothing_in_its_target_is_removed(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    hidden = elsewhere / ".draft.tmp"
+    hidden.write_text("mine\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "raw").symlink_to(elsewhere, target_is_directory=True)
+    assert main(["run", "--suite", "smoke", "--experiment", "rope_scaling", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "raw is a symbolic link" in err, err
+    assert [p.name for p in elsewhere.iterdir()] == [".draft.tmp"] and hidden.read_text() == "mine\n"
+
+
+def test_a_linked_run_file_or_raw_folder_is_never_read(tmp_path, capsys):
+    from pebench.results import ResultsError, load
+
+    secret = small_results(tmp_path / "private")
+    folder = small_results(tmp_path / "shared", seeds=(0,))
+    source = sorted((secret / "raw").iterdir())[-1]
+    (folder / "raw" / source.name).symlink_to(source)
+    with pytest.raises(ResultsError, match=f"{source.name}: a symbolic link, not a run file"):
+        load(folder)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "raw").symlink_to(secret / "raw", target_is_directory=True)
+    assert main(["show", str(linked)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "raw is a symbolic link" in err, err
+
+
+def test_a_linked_manifest_is_refused(tmp_path):
+    from pebench.results import ResultsError, read_manifest
+
+    target = tmp_path / "elsewhere.json"
+    target.write_text('{"suite": "standard", "invocations": []}')
+    (tmp_path / "manifest.json").symlink_to(target)
+    with pytest.raises(ResultsError, match="a symbolic link, not a manifest"):
+        read_manifest(tmp_path)
