@@ -28,7 +28,7 @@ EVAL_TOKENS_PER_BATCH = 16_384
 
 def configs(suite: str, context: int, lengths: list[int], steps: int | None = None, batch_size: int | None = None):
     def make():
-        scale = dict(SCALES[suite])
+        scale = {key: value for key, value in SCALES[suite].items() if not key.startswith("fit_")}
         if steps is not None:
             scale["steps"] = steps
         if batch_size is not None:

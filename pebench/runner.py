@@ -34,6 +34,7 @@ cluster needs no shared file system.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import multiprocessing
@@ -190,7 +191,18 @@ def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:
 
 
 def _identity(spec: RunSpec) -> dict[str, Any]:
-    return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__}
+    return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__, "commit": code_commit()}
+
+
+@functools.lru_cache(maxsize=1)
+def code_commit() -> str:
+    """The commit of the code that makes this process's rows (their ``commit`` column): the checkout's git sha,
+    with ``+dirty`` when code differs from it (:func:`git_state`), ``unknown`` outside a git checkout (an
+    installed package). Read once per process, when its first run is recorded."""
+    state = git_state()
+    if not state["git_sha"]:
+        return "unknown"
+    return state["git_sha"] + ("+dirty" if state["git_dirty"] else "")
 
 
 def _failed(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[str, Any]]:

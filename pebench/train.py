@@ -142,8 +142,8 @@ class TrainConfig:
         if not flat["fit_disjoint"]:
             del flat["fit_disjoint"]
         if not flat["fit_every"]:
-            for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit"):
-                del flat[key]
+            for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit", "fit_lengths"):
+                flat.pop(key, None)
         if not flat["fit_patience"]:
             del flat["fit_patience"], flat["fit_min_drop"]
         return flat
