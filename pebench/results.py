@@ -49,7 +49,9 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
+import stat
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -228,17 +230,55 @@ def raw_files(folder: str | Path) -> list[Path]:
     return sorted(path for path in folder.iterdir() if run_file_id(path) is not None)
 
 
-def read_run_text(path: str | Path) -> str:
-    """The CSV text of a run file, decompressed when its name ends in ``.gz``.
+def refuse_link(path: str | Path) -> Path:
+    """``path``, unless it is a symbolic link: a results folder may come from anyone, and a link in it (its
+    ``raw/``, a run file, its manifest) would lead reads, writes and removals out of it.
 
     Raises:
-        ResultsError: ``path``: not a text file, a folder, or a damaged or truncated gzip stream, on one line.
+        ResultsError: ``path`` is a symbolic link, on one line saying what to do.
     """
     path = Path(path)
+    if path.is_symlink():
+        raise ResultsError(f"{path} is a symbolic link; pebench never follows a link in a results folder: replace "
+                           "it with the folder or file itself")
+    return path
+
+
+def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
+    """The bytes of the regular file ``path``, opened without following a symbolic link (``O_NOFOLLOW``).
+
+    Raises:
+        ResultsError: ``path``: a symbolic link, a folder or not a regular file (``what`` names what was
+            expected), on one line.
+    """
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: a folder, not a run file") from None
+        handle = os.open(path, flags)
+    except OSError:
+        if path.is_symlink():
+            raise ResultsError(f"{path}: a symbolic link, not a {what} (pebench never follows a link in a results "
+                               "folder); replace it with the file itself") from None
+        raise
+    with os.fdopen(handle, "rb") as stream:
+        mode = os.fstat(stream.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise ResultsError(f"{path}: a folder, not a {what}")
+        if not stat.S_ISREG(mode):
+            raise ResultsError(f"{path}: not a regular file, not a {what}")
+        return stream.read()
+
+
+def read_run_text(path: str | Path) -> str:
+    """The CSV text of a run file, decompressed when its name ends in ``.gz``; a symbolic link is refused
+    (:func:`read_plain_file`).
+
+    Raises:
+        ResultsError: ``path``: not a text file, a folder, a link, or a damaged or truncated gzip stream, on one
+            line.
+    """
+    path = Path(path)
+    data = read_plain_file(path)
     if path.name.endswith(".gz"):
         try:
             data = gzip.decompress(data)
@@ -400,6 +440,27 @@ def mixed_configurations(data: pd.DataFrame) -> list[str]:
     return problems
 
 
+def read_manifest(folder: str | Path) -> dict | None:
+    """The ``manifest.json`` of a results folder (``None`` when it has none), read without following a link.
+
+    Raises:
+        ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a text ``suite``
+            and a list of ``invocations``), on one line.
+    """
+    path = Path(folder) / "manifest.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        manifest = json.loads(read_plain_file(path, "manifest"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
+            and isinstance(manifest.get("invocations", []), list)):
+        raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
+                           "'invocations'); move it away to continue")
+    return manifest
+
+
 def named(problems: Sequence[str], limit: int = NAMED_FILES) -> str:
     """``problems`` joined on one line, the first ``limit`` of them and how many more."""
     shown = "; ".join(problems[:limit])
@@ -416,7 +477,7 @@ def run_files(directory: str | Path) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         raise ResultsError(f"{directory}: no such results folder")
-    folder = directory / "raw" if (directory / "raw").is_dir() else directory
+    folder = directory / "raw" if refuse_link(directory / "raw").is_dir() else directory
     paths = raw_files(folder)
     if not paths:
         raise ResultsError(f"{folder}: no run files (.csv.gz or .csv) found; run `pebench run` first")
