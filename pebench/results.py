@@ -114,6 +114,10 @@ NAME_COLUMNS = {
 }
 #: a file name a command builds from names read from a folder: one plain path component
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+#: the most bytes one file of a results folder (a run file, decompressed, or a manifest) may hold: 64 MiB, 1500
+#: times the largest committed run file (43 kB decompressed); a folder may come from anyone, and a small gzip
+#: file can expand to gigabytes
+MAX_FILE_BYTES = 64 * 2**20
 
 
 class ResultsError(ValueError):
@@ -245,11 +249,12 @@ def refuse_link(path: str | Path) -> Path:
 
 
 def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
-    """The bytes of the regular file ``path``, opened without following a symbolic link (``O_NOFOLLOW``).
+    """The bytes of the regular file ``path``, opened without following a symbolic link (``O_NOFOLLOW``), at
+    most :data:`MAX_FILE_BYTES`.
 
     Raises:
-        ResultsError: ``path``: a symbolic link, a folder or not a regular file (``what`` names what was
-            expected), on one line.
+        ResultsError: ``path``: a symbolic link, a folder, not a regular file (``what`` names what was
+            expected) or larger than :data:`MAX_FILE_BYTES`, on one line.
     """
     path = Path(path)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -266,7 +271,17 @@ def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
             raise ResultsError(f"{path}: a folder, not a {what}")
         if not stat.S_ISREG(mode):
             raise ResultsError(f"{path}: not a regular file, not a {what}")
-        return stream.read()
+        return _bounded(stream, path, what)
+
+
+def _bounded(stream: io.BufferedIOBase, path: Path, what: str) -> bytes:
+    """At most :data:`MAX_FILE_BYTES` of ``stream`` (a file, or a gzip stream decompressing one)."""
+    data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ResultsError(f"{path}: more than the {MAX_FILE_BYTES / 2**20:g} MiB a {what} may hold"
+                           f"{' decompressed' if path.name.endswith('.gz') else ''} (pebench writes files of a "
+                           "few kB); move it away")
+    return data
 
 
 def read_run_text(path: str | Path) -> str:
@@ -281,7 +296,8 @@ def read_run_text(path: str | Path) -> str:
     data = read_plain_file(path)
     if path.name.endswith(".gz"):
         try:
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:  # read in bounded steps: never a zip bomb
+                data = _bounded(stream, path, "run file")
         except EOFError:
             raise ResultsError(f"{path}: truncated (its gzip stream ends early)") from None
         except (gzip.BadGzipFile, zlib.error) as exc:

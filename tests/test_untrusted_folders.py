@@ -229,3 +229,35 @@ def test_a_linked_manifest_is_refused(tmp_path):
     (tmp_path / "manifest.json").symlink_to(target)
     with pytest.raises(ResultsError, match="a symbolic link, not a manifest"):
         read_manifest(tmp_path)
+
+
+# --------------------------------------------------------------------------- 4: bounded decompression
+
+
+def test_a_run_file_that_expands_beyond_the_limit_is_refused_naming_it(tmp_path, monkeypatch, capsys):
+    import gzip
+
+    from pebench import results
+
+    monkeypatch.setattr(results, "MAX_FILE_BYTES", 64 * 1024)
+    folder = small_results(tmp_path / "results", seeds=(0,))
+    bomb = folder / "raw" / "00000000000000ff.csv.gz"
+    bomb.write_bytes(gzip.compress(b"suite," + b"0" * (4 * 2**20), mtime=0))  # 4 MiB of text in about 4 kB
+    assert bomb.stat().st_size < 64 * 1024
+    assert main(["show", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bomb}: more than the 0.0625 MiB a run file may hold decompressed" in err, err
+    plain = folder / "raw" / "00000000000000fe.csv"
+    plain.write_bytes(b"0" * (64 * 1024 + 1))
+    with pytest.raises(results.ResultsError, match="a run file may hold \\("):
+        results.read_run_text(plain)
+
+
+def test_the_limit_is_far_above_every_committed_run_file():
+    from pebench import results
+
+    root = Path(__file__).resolve().parent.parent / "results"
+    largest = sorted(root.glob("*/raw/*.csv.gz"), key=lambda p: p.stat().st_size)[-20:]
+    if not largest:
+        pytest.skip("no committed results in this checkout")
+    assert max(len(results.read_run_text(path)) for path in largest) * 100 < results.MAX_FILE_BYTES
