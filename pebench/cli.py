@@ -45,7 +45,7 @@ import pebench
 from pebench import encodings, tasks
 from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
 from pebench.registry import UnknownNameError, load_plugins
-from pebench.results import ResultsError
+from pebench.results import ResultsError, terminal_text
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
 LISTS = ("encodings", "tasks", "suites", "experiments", "metrics")
@@ -368,10 +368,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             paths = (out / path.relative_to(staging) for path in artifact.paths.values())
             print(f"{kind:6s} {artifact.name}: {', '.join(str(p) for p in paths)}")
     for line in report.skipped:
-        print(f"skipped {line}")
+        print(f"skipped {terminal_text(line)}")
     print("findings:")
     for finding in report.findings:
-        print(f"  {finding}")
+        print(f"  {terminal_text(finding)}")
     print(f"{len(report.figures)} figures, {len(report.tables)} tables -> {out}")
     return EXIT_OK
 
@@ -381,7 +381,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pebench.compare import compare
 
     comparison = compare(args.local, args.reference)
-    print(comparison.summary())
+    print(terminal_text(comparison.summary()))
     return EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
 
 
@@ -517,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # here, so that a reader who left (`| head`) is a BrokenPipeError caught below
         return status
     except UsageError as exc:
-        print(f"pebench: error: {exc}", file=sys.stderr)
+        print(f"pebench: error: {terminal_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # e.g. `pebench list tasks | head`: the reader left; no traceback (Python docs recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -526,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("pebench: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
     except (UnknownNameError, ValueError, ResultsError, OSError) as exc:
-        print(f"pebench: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"pebench: error: {terminal_text(str(exc).splitlines()[0])}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -204,9 +204,10 @@ class Table:
                 repeating the key columns (as pandas prints a wide frame). ``None``: one block.
         """
         suffix = {"best": " *", "tied": " ~", None: ""}
-        rows = [[t + suffix[m] if t else t for t, m in zip(row, marks, strict=True)]
+        rows = [[results.terminal_text(t) + suffix[m] if t else t for t, m in zip(row, marks, strict=True)]
                 for row, marks in zip(self._display_rows(), self.marks, strict=True)]
-        widths = [max(len(str(c)) for c in column) for column in zip(self.headers, *rows, strict=True)]
+        headers = [results.terminal_text(h) for h in self.headers]
+        widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
         keys = list(range(self.key_columns))
         blocks, block = [], []
         for k in range(self.key_columns, len(widths)):
@@ -221,12 +222,12 @@ class Table:
             return "  ".join(cells[k].ljust(widths[k]) if k < self.key_columns else cells[k].rjust(widths[k])
                              for k in columns).rstrip()
 
-        out = [self.title]
+        out = [results.terminal_text(self.title)]
         for n, block in enumerate(blocks):
             columns = keys + block
             if n:
                 out.append("")
-            out += [line(self.headers, columns), "  ".join("-" * widths[k] for k in columns)]
+            out += [line(headers, columns), "  ".join("-" * widths[k] for k in columns)]
             for i, row in enumerate(rows):
                 if i in self.group_starts and i > 0:
                     out.append("")

@@ -733,6 +733,14 @@ def sort_key(column: pd.Series) -> pd.Series:
     return column
 
 
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (an escape sequence's ESC,
+    other control characters) is shown escaped, as Python writes it (``\\x1b``); line breaks are kept. Text
+    read from a results folder may come from anyone."""
+    return "".join(ch if ch.isprintable() or ch == "\n" else ch.encode("unicode_escape").decode("ascii")
+                   for ch in str(text))
+
+
 def encoding_label(name: str) -> str:
     """Display name of an encoding for rendered text (tables, findings, figures): its registered ``label``
     (:meth:`pebench.registry.Registry.label`), each part of a wrapped name (``randomized:<base>``) labelled

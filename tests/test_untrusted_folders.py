@@ -261,3 +261,22 @@ def test_the_limit_is_far_above_every_committed_run_file():
     if not largest:
         pytest.skip("no committed results in this checkout")
     assert max(len(results.read_run_text(path)) for path in largest) * 100 < results.MAX_FILE_BYTES
+
+
+# --------------------------------------------------------------------------- 5: no raw escape sequences
+
+
+def test_show_prints_escape_sequences_of_run_files_escaped(tmp_path, capsys):
+    folder = tmp_path / "results"
+    small_results(folder, encoding_options='{"note":"\x1b[2J\x1b]0;owned\x07"}')
+    assert main(["show", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert '\\x1b[2J\\x1b]0;owned\\x07' in out
+
+
+def test_printable_text_is_shown_as_it_is():
+    from pebench.results import terminal_text
+
+    assert terminal_text("NoPE ± 0.01 — †\nnext") == "NoPE ± 0.01 — †\nnext"
+    assert terminal_text("a\x1b[31mb\tc\x00") == "a\\x1b[31mb\\tc\\x00"
