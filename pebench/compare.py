@@ -1,7 +1,9 @@
 """Reproduction check: does a rerun of a suite reproduce the reference results?
 
 Cells are experiment x task x encoding x architecture x evaluation variant
-(:data:`pebench.results.CELL_COLUMNS`). Per cell the key metrics its
+(:data:`pebench.results.CELL_COLUMNS`). Two folders whose shared cells were run under different
+configurations (evaluation lengths, steps, any config column but the seed) are refused, never compared
+(:func:`protocol_differences`). Per cell the key metrics its
 experiment declares are compared (:func:`pebench.report.key_metrics`): ID and
 OOD token accuracy and shuffled-input accuracy where a cell has it, and, for
 language modelling, ID and OOD loss — the log of the perplexity, so the
@@ -187,6 +189,18 @@ def _protocol_notes(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     return notes
 
 
+def protocol_differences(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
+    """Where a cell present on both sides was run under another configuration (any of
+    :data:`pebench.results.CONFIG_COLUMNS` but the seed and the suite name: evaluation lengths, steps, ...):
+    one phrase per such cell, as :func:`pebench.results.mixed_configurations` writes them; empty when every
+    shared cell has one protocol."""
+    cell = [c for c in CELL_COLUMNS if c != "variant"]
+    sides = [frame.drop_duplicates("run_id").drop(columns="suite", errors="ignore") for frame in (local, reference)]
+    shared = sides[0][cell].drop_duplicates().merge(sides[1][cell].drop_duplicates(), on=cell)
+    both = pd.concat([side.merge(shared, on=cell) for side in sides], ignore_index=True, sort=False)
+    return results.mixed_configurations(both) if len(both) else []
+
+
 def _sorted(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.sort_values(list(CELL_COLUMNS), key=results.sort_key).reset_index(drop=True) if len(cells) else cells
 
@@ -195,11 +209,17 @@ def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
     """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell, seed by seed.
 
     Raises:
-        ResultsError: a folder has no valid results, or the two share no cell.
+        ResultsError: a folder has no valid results, the two share no cell, or a cell they share was run under
+            different protocols (:func:`protocol_differences`): its numbers are not expected to agree.
     """
     from pebench import metrics as metric_registry
 
     local_data, reference_data = results.load(local_dir), results.load(reference_dir)
+    differences = protocol_differences(local_data, reference_data)
+    if differences:
+        raise ResultsError(f"{local_dir} and {reference_dir} were run under different protocols "
+                           f"({results.named(differences)}); compare a rerun of the reference's own suite and "
+                           "configuration")
     local_runs, reference_runs = results.run_metrics(local_data), results.run_metrics(reference_data)
     chosen = key_metrics([*reference_runs["experiment"], *local_runs["experiment"]])
     all_metrics = sorted({m for metrics in chosen.values() for m in metrics})

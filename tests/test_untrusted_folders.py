@@ -280,3 +280,25 @@ def test_printable_text_is_shown_as_it_is():
 
     assert terminal_text("NoPE ± 0.01 — †\nnext") == "NoPE ± 0.01 — †\nnext"
     assert terminal_text("a\x1b[31mb\tc\x00") == "a\\x1b[31mb\\tc\\x00"
+
+
+# --------------------------------------------------------------------------- 6: wrong results
+
+
+@pytest.mark.parametrize("column, local, reference", [
+    ("eval_lengths", "[8]", "[8, 16]"), ("warmup_steps", 1, 10), ("steps", 10, 30),
+])
+def test_compare_refuses_sides_evaluated_under_different_protocols(tmp_path, capsys, column, local, reference):
+    rerun = small_results(tmp_path / "rerun", **{column: local})
+    original = small_results(tmp_path / "reference", **{column: reference})
+    assert main(["compare", str(rerun), str(original)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "were run under different protocols" in captured.err, captured
+    assert f"{column} " in captured.err and "reproduce" not in captured.out
+
+
+def test_compare_of_one_protocol_still_reproduces(tmp_path, capsys):
+    rerun = small_results(tmp_path / "rerun", eval_lengths="[8]")
+    original = small_results(tmp_path / "reference", eval_lengths="[8]")
+    assert main(["compare", str(rerun), str(original)]) == 0
+    assert capsys.readouterr().out.startswith("2 of 2 cells reproduce")
