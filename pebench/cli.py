@@ -487,7 +487,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("combine", help="combine the runs of results folders (e.g. yours and the reference) into a "
                                        "new folder; a run in two folders must have identical rows")
     p.add_argument("folders", nargs="+", metavar="RESULTS", help="results folders (two or more)")
-    p.add_argument("--out", required=True, help="the new folder (must not hold runs yet)")
+    p.add_argument("--out", required=True, help="the new folder (new, or empty; renamed into place when complete)")
     p.set_defaults(func=cmd_combine)
 
     p = sub.add_parser("show", help="print the results tables to the terminal")

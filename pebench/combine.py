@@ -10,8 +10,11 @@ Each source folder is left as it is. Every run file is verified on its own
 (:func:`pebench.results.read_run_file`); the runs must form one suite and protocol
 (:func:`pebench.results.mixed_configurations`). A run id present in two folders is the same configuration
 run twice (e.g. a rerun and the reference): that is an error unless their rows are identical, because
-keeping either silently would credit one machine's numbers to the other. The new folder's
-``manifest.json`` names every source with its own manifest, so the report says where each part came from.
+keeping either silently would credit one machine's numbers to the other; rows are compared on what a run
+is and computed, not on how long it took (:data:`NOT_COMPARED`). The new folder's ``manifest.json`` names
+every source with its own manifest, so the report says where each part came from. The folder is built in a
+staging folder beside it and renamed into place at the end, so an interrupted combine never leaves a
+folder without its manifest; ``--out`` must be a new (or empty) folder.
 """
 
 from __future__ import annotations
@@ -46,38 +49,60 @@ class CombineSummary:
         return sum(self.runs.values())
 
 
+#: columns that say how a run was made, not what it is or computed: the same configuration run twice (two
+#: sweeps, two machines) differs in them and is still the same run when every other column agrees
+NOT_COMPARED = ("train_seconds", results.CHECKSUM_COLUMN, "pebench_version", "commit", "device", "compiled",
+                "torch_threads")
+
+
 def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
-    """Whether two run files hold the same rows (the same columns, in any order, and equal values)."""
+    """Whether two run files hold the same runs' rows: the same configuration and metric columns, in any order,
+    with equal values (:data:`NOT_COMPARED` left out: wall time, checksum, software and machine)."""
+    a, b = (frame.drop(columns=[c for c in NOT_COMPARED if c in frame]) for frame in (a, b))
     if set(a.columns) != set(b.columns):
         return False
     columns = sorted(a.columns)
     return a[columns].reset_index(drop=True).equals(b[columns].reset_index(drop=True))
 
 
+def _check_folders(folders: list[Path], out: Path) -> None:
+    """Refuse fewer than two sources, one given twice, an ``out`` inside a source, or an ``out`` that exists
+    and is not an empty folder (combine never writes into a results folder, nor over its manifest)."""
+    if len(folders) < 2:
+        raise ResultsError("combine needs at least two results folders, e.g. yours and results/standard")
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        if folder.resolve() in seen:
+            raise ResultsError(f"{folder} is given twice (also as {seen[folder.resolve()]}); give each results "
+                               "folder once")
+        seen[folder.resolve()] = folder
+        if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
+            raise ResultsError(f"--out {out} is (inside) the source folder {folder}; give a new folder")
+    if out.is_symlink() or out.exists() and not out.is_dir():
+        raise ResultsError(f"--out {out} exists and is not a folder; give a new folder")
+    if out.is_dir() and any(out.iterdir()):
+        held = "a manifest.json" if (out / "manifest.json").exists() else "files"
+        raise ResultsError(f"--out {out} already holds {held}; give a new folder (combine never writes into an "
+                           "existing results folder)")
+
+
 def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     """Copy the run files of ``sources`` into the new folder ``out/raw/`` and write ``out/manifest.json``.
 
     Args:
-        sources: two or more results folders (each containing ``raw/``, or a folder of run CSVs).
-        out: a folder that holds no run files yet (created); not one of the sources.
+        sources: two or more results folders (each containing ``raw/``, or a folder of run CSVs), each once.
+        out: a new folder, or an empty one; not inside one of the sources.
 
     Returns:
         How many runs came from each source and which run ids were shared with identical rows.
 
     Raises:
-        ResultsError: fewer than two sources, ``out`` is a source or already holds runs, a file is not a
-            complete run file, a run id is in two folders with different rows (each named, with what to do),
-            or the runs do not form one suite and protocol. Nothing is written then.
+        ResultsError: fewer than two sources, one given twice, ``out`` is inside a source or holds files, a file
+            is not a complete run file, a run id is in two folders with different rows (each named, with what
+            to do), or the runs do not form one suite and protocol. Nothing is written then.
     """
     folders, out = [Path(s) for s in sources], Path(out)
-    if len(folders) < 2:
-        raise ResultsError("combine needs at least two results folders, e.g. yours and results/standard")
-    for folder in folders:
-        if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
-            raise ResultsError(f"--out {out} is (inside) the source folder {folder}; give a new folder")
-    if results.raw_files(out / "raw"):
-        raise ResultsError(f"{out / 'raw'} already holds run files; give a new folder (combine never writes over "
-                           "runs)")
+    _check_folders(folders, out)
     summary = CombineSummary(out)
     taken: dict[str, tuple[Path, pd.DataFrame]] = {}
     bad, conflicts = [], []
@@ -113,33 +138,36 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     if mixed:
         raise ResultsError(f"these folders do not hold one suite and protocol ({results.named(mixed)}); "
                            "combine folders of the same suite")
-    _write(out, folders, taken, summary)
+    manifests = {folder: results.read_manifest(folder) for folder in folders}
+    _write(out, folders, manifests, taken, summary)
     return summary
 
 
-def _write(out: Path, folders: list[Path], taken: dict[str, tuple[Path, pd.DataFrame]],
-           summary: CombineSummary) -> None:
-    """Copy the run files into a staging folder beside ``out/raw`` and move it into place, then the manifest."""
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".combine-", dir=out))
+def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
+           taken: dict[str, tuple[Path, pd.DataFrame]], summary: CombineSummary) -> None:
+    """Build the folder (run files, then the manifest) in a hidden staging folder beside ``out`` and rename it
+    into place: until then ``out`` does not exist (or stays empty), so an interrupted combine leaves no folder
+    that ``show`` or ``report`` would take for a complete one."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.combine-", dir=out.parent))
     try:
+        staging.chmod(0o777 & ~results.umask())  # a folder like any other, not mkdtemp's private 0700
+        (staging / "raw").mkdir()
         for run_id, (path, _frame) in taken.items():
             # the bytes as they are, compressed or not
-            shutil.copy2(path, results.path_in(staging, f"{run_id}{results.run_file_suffix(path)}"))
-        (out / "raw").mkdir(exist_ok=True)
-        for path in sorted(staging.iterdir()):
-            os.replace(path, out / "raw" / path.name)
+            shutil.copyfile(path, results.path_in(staging / "raw", f"{run_id}{results.run_file_suffix(path)}"))
+        suites = sorted({str(frame["suite"].iloc[0]) for _, frame in taken.values()})
+        manifest = {
+            "suite": suites[0] if len(suites) == 1 else "/".join(suites),
+            "invocations": [],
+            "combined": {
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "sources": [{"folder": str(folder), "runs": summary.runs[str(folder)],
+                             "manifest": (manifests[folder] or {}).get("latest")} for folder in folders],
+                "shared_identical_runs": len(summary.shared),
+            },
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        os.replace(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    suites = sorted({str(frame["suite"].iloc[0]) for _, frame in taken.values()})
-    manifest = {
-        "suite": suites[0] if len(suites) == 1 else "/".join(suites),
-        "invocations": [],
-        "combined": {
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "sources": [{"folder": str(folder), "runs": summary.runs[str(folder)],
-                         "manifest": (results.read_manifest(folder) or {}).get("latest")} for folder in folders],
-            "shared_identical_runs": len(summary.shared),
-        },
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

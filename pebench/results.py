@@ -234,6 +234,13 @@ def raw_files(folder: str | Path) -> list[Path]:
     return sorted(path for path in folder.iterdir() if run_file_id(path) is not None)
 
 
+def umask() -> int:
+    """This process's umask (read by setting it and setting it back; there is no other portable way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def refuse_link(path: str | Path) -> Path:
     """``path``, unless it is a symbolic link: a results folder may come from anyone, and a link in it (its
     ``raw/``, a run file, its manifest) would lead reads, writes and removals out of it.

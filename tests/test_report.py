@@ -328,7 +328,7 @@ def test_combine_joins_folders_without_writing_over_runs(synthetic, tmp_path, ca
     line = report_module._manifest_line(out)  # the report's provenance names each source and its software
     assert line.startswith(f"combined from {mine.parent} (10 runs: ") and str(reference.parent) in line
     assert main(["combine", str(mine.parent), str(reference.parent), "--out", str(out)]) == 2  # never over runs
-    assert "already holds run files" in capsys.readouterr().err
+    assert "already holds a manifest.json" in capsys.readouterr().err
 
     rerun = pd.read_csv(mine / paths[7].name)  # the same run, rerun elsewhere: one number differs
     rerun.loc[0, "token_acc"] = 0.5 * rerun.loc[0, "token_acc"]

@@ -302,3 +302,78 @@ def test_compare_of_one_protocol_still_reproduces(tmp_path, capsys):
     original = small_results(tmp_path / "reference", eval_lengths="[8]")
     assert main(["compare", str(rerun), str(original)]) == 0
     assert capsys.readouterr().out.startswith("2 of 2 cells reproduce")
+
+
+def test_an_interrupted_combine_leaves_no_folder_that_show_or_report_accept(tmp_path, monkeypatch, capsys):
+    import pebench.combine as combine_module
+
+    class Interrupted:
+        @staticmethod
+        def now(tz=None):
+            raise KeyboardInterrupt  # Ctrl-C as the manifest is made, after the run files are copied
+
+    first, second = small_results(tmp_path / "a", seeds=(0,)), small_results(tmp_path / "b", seeds=(1,))
+    monkeypatch.setattr(combine_module, "datetime", Interrupted)
+    out = tmp_path / "out" / "combined"
+    assert main(["combine", str(first), str(second), "--out", str(out)]) == 130
+    monkeypatch.undo()
+    capsys.readouterr()
+    for command in ("show", "report"):
+        assert main([command, str(out)]) == 2
+        assert "no such results folder" in capsys.readouterr().err
+    assert not out.exists() and not list((tmp_path / "out").iterdir())  # and no staging folder left behind
+    assert main(["combine", str(first), str(second), "--out", str(out)]) == 0
+    assert json.loads((out / "manifest.json").read_text())["combined"]["sources"][0]["runs"] == 2
+
+
+def rewrite_with_timing(folder: Path, seconds: float) -> None:
+    """Rewrite every run file of ``folder`` as another sweep of the same runs would: another wall time, and
+    hence another checksum."""
+    from pebench import results
+
+    for path in sorted((folder / "raw").iterdir()):
+        frame = results.read_run_file(path).assign(train_seconds=seconds)
+        path.write_text(results.run_file_text(frame.to_dict("records")))
+
+
+def test_combine_takes_two_sweeps_of_identical_runs_as_the_same_runs(tmp_path, capsys):
+    first, second = small_results(tmp_path / "a"), small_results(tmp_path / "b")
+    rewrite_with_timing(first, 12.5)
+    rewrite_with_timing(second, 31.0)
+    assert main(["combine", str(first), str(second), "--out", str(tmp_path / "both")]) == 0
+    assert "4 run(s) in more than one folder had identical rows" in capsys.readouterr().out
+    (second / "raw" / sorted(p.name for p in (second / "raw").iterdir())[0]).write_text(
+        small_results_with_other_accuracy(tmp_path / "c"))
+    assert main(["combine", str(first), str(second), "--out", str(tmp_path / "again")]) == 2
+    assert "1 run(s) are in more than one folder with different rows" in capsys.readouterr().err
+
+
+def small_results_with_other_accuracy(folder: Path) -> str:
+    """The text of the first run file of :func:`small_results` with its token accuracy changed."""
+    from pebench import results
+
+    path = sorted((small_results(folder) / "raw").iterdir())[0]
+    frame = results.read_run_file(path)
+    return results.run_file_text(frame.assign(token_acc=frame["token_acc"] / 2).to_dict("records"))
+
+
+def test_combine_refuses_one_folder_given_twice(tmp_path, capsys):
+    folder = small_results(tmp_path / "a")
+    (tmp_path / "alias").symlink_to(folder, target_is_directory=True)
+    for again in (folder, tmp_path / "alias"):
+        assert main(["combine", str(folder), str(again), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{again} is given twice (also as {folder})" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_combine_never_writes_over_an_existing_manifest(tmp_path, capsys):
+    first, second = small_results(tmp_path / "a", seeds=(0,)), small_results(tmp_path / "b", seeds=(1,))
+    out = tmp_path / "existing"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"suite": "standard", "invocations": [{"note": "mine"}]}\n')
+    assert main(["combine", str(first), str(second), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already holds a manifest.json" in err, err
+    assert json.loads((out / "manifest.json").read_text())["invocations"] == [{"note": "mine"}]
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
