@@ -482,12 +482,13 @@ class ExistingResults:
     retry: set[str]  # run ids recorded as failed
     bad: dict[str, str]  # file name -> why it is malformed or foreign
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> first row of every valid file
+    doubled: list[tuple[str, str]] = field(default_factory=list)  # (first, second) file names of one run
 
 
 def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     """Classify the files in ``out/raw`` against the expected run ids (each run file verified on its own by
     :func:`pebench.results.read_run_file`). A second file of one run (``<id>.csv`` beside ``<id>.csv.gz``)
-    is bad: it would count the run twice.
+    is bad: it would count the run twice (``doubled`` names both; :func:`run_sweep` refuses the folder).
 
     Leftover temporary files of a killed sweep are removed (call it only while holding
     :func:`lock_folder`, as :func:`run_sweep` does: they may be another sweep's files in flight
@@ -495,6 +496,7 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     """
     expected = set(expected)
     found = ExistingResults(complete=set(), retry=set(), bad={})
+    names: dict[str, str] = {}  # run id -> the name of its valid file
     folder = refuse_link(raw_dir(out))
     if not folder.is_dir():
         return found
@@ -521,8 +523,10 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
             continue
         if run_id in found.configs:
             found.bad[path.name] = f"a second file of run {run_id}"
+            found.doubled.append((names[run_id], path.name))
             continue
         found.configs[run_id] = frame.iloc[0].to_dict()
+        names[run_id] = path.name
         if run_id not in expected:
             continue  # a valid run of another configuration: kept, not part of this sweep
         if (frame["status"] == "failed").any():
@@ -888,6 +892,10 @@ def run_sweep(
     with lock_folder(out):
         by_id = {spec.run_id: spec for spec in specs}
         existing = scan(out, by_id)
+        if existing.doubled:  # report, show and compare refuse such a folder: so does a sweep, before any work
+            pairs = "; ".join(f"{first} and {second}" for first, second in existing.doubled)
+            raise ResultsError(f"{raw_dir(out)} holds two files of one run ({pairs}), which would count it twice: "
+                               "keep one of each pair (move the other away) and run again")
         check_same_protocol(out, specs, existing)
         named_bad = {run_file_id(name) for name in existing.bad}
         blocked = sorted(run_id for run_id in by_id if run_id in named_bad and run_id not in existing.complete)

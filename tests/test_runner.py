@@ -205,9 +205,9 @@ def test_a_second_file_of_one_run_is_refused_and_never_rerun(tmp_path, caplog):
     existing = scan(tmp_path, [spec.run_id])
     assert existing.complete == {spec.run_id}
     assert existing.bad == {path.name: f"a second file of run {spec.run_id}"}
-    summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
-    assert (summary.done, summary.skipped, summary.blocked) == (0, 1, [])
-    assert f"ignoring {path.name}" in caplog.text
+    assert existing.doubled == [(f"{spec.run_id}.csv", path.name)]
+    with pytest.raises(ResultsError, match=rf"two files of one run \({spec.run_id}.csv and {path.name}\)"):
+        run_sweep([spec], tmp_path, on_done=lambda s, r: None)  # as report refuses the folder, so does run
 
 
 def test_combine_copies_compressed_and_plain_run_files_as_they_are(tmp_path):

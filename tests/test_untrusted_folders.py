@@ -377,3 +377,21 @@ def test_combine_never_writes_over_an_existing_manifest(tmp_path, capsys):
     assert err.count("\n") == 1 and "already holds a manifest.json" in err, err
     assert json.loads((out / "manifest.json").read_text())["invocations"] == [{"note": "mine"}]
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
+
+
+def test_run_and_report_both_refuse_two_files_of_one_run(tmp_path, capsys):
+    from test_runner import tiny_spec
+
+    from pebench import results
+    from pebench.runner import run_sweep
+
+    spec = tiny_spec()
+    run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    compressed = tmp_path / "raw" / results.run_file_name(spec.run_id)
+    (tmp_path / "raw" / f"{spec.run_id}.csv").write_text(results.read_run_text(compressed))
+    assert main(["report", str(tmp_path)]) == 2
+    assert f"run {spec.run_id} again" in capsys.readouterr().err
+    assert main(["run", "--suite", "smoke", "--experiment", "rope_scaling", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"two files of one run ({spec.run_id}.csv and {compressed.name})" in err, err
+    assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == sorted([compressed.name, f"{spec.run_id}.csv"])
