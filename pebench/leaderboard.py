@@ -210,6 +210,271 @@ _BOARD_COLUMNS = ["arch", "encoding", "mrr", "mrr_low", "mrr_high", "mean_rank",
                   "n_tasks", "tasks_fitted", "runs_fitted", "runs_failed"]
 
 
+# --------------------------------------------------------------------------- protocol v3 boards
+
+#: the primary score of protocol v3: floor-normalised OOD token accuracy (:mod:`pebench.metrics`)
+PRIMARY_SCORE = "ood_normalised_acc"
+#: an encoding is ranked on an architecture's extrapolation board only if it fitted at least this share of its
+#: runs on the order-dependent tasks there (declared with protocol v3): below it, it has too few jointly fitted
+#: pairs to compare, and its capability row says so
+BOARD_MIN_FIT = 0.5
+#: replicates of the two-level bootstrap (tasks, then seeds within each task)
+N_BOOT = 2000
+
+
+def capability(runs: pd.DataFrame) -> pd.DataFrame:
+    """The capability board: per arch and encoding, how many runs met the fit criterion, on the
+    order-dependent tasks and on the order-free controls (runs with a fit criterion, trained models only).
+
+    Returns one row per (arch, encoding), encodings in their canonical order: ``runs``, ``fitted``,
+    ``fit_rate``, and the same for ``dependent_*`` (order-dependent tasks) and ``control_*`` (controls);
+    ``tasks_all_fitted``: tasks on which every seed fitted, of ``n_tasks``.
+    """
+    columns = ["arch", "encoding", "runs", "fitted", "fit_rate", "dependent_runs", "dependent_fitted",
+               "dependent_fit_rate", "control_runs", "control_fitted", "control_fit_rate", "tasks_all_fitted",
+               "n_tasks"]
+    runs = trained_runs(runs)
+    if "fitted" not in runs or runs["fitted"].isna().all():
+        return pd.DataFrame(columns=columns)
+    runs = runs[runs["fitted"].notna()].assign(fit=fitted_runs, dependent=lambda r: r["order_dependent"] == True)  # noqa: E712
+    records = []
+    for (arch, encoding), part in runs.groupby(["arch", "encoding"], sort=False):
+        dependent, control = part[part["dependent"]], part[~part["dependent"]]
+        per_task = part.groupby("task")["fit"].all()
+        records.append(dict(
+            arch=arch, encoding=encoding, runs=len(part), fitted=int(part["fit"].sum()),
+            fit_rate=float(part["fit"].mean()), dependent_runs=len(dependent),
+            dependent_fitted=int(dependent["fit"].sum()),
+            dependent_fit_rate=float(dependent["fit"].mean()) if len(dependent) else np.nan,
+            control_runs=len(control), control_fitted=int(control["fit"].sum()),
+            control_fit_rate=float(control["fit"].mean()) if len(control) else np.nan,
+            tasks_all_fitted=int(per_task.sum()), n_tasks=len(per_task)))
+    table = pd.DataFrame.from_records(records, columns=columns)
+    return (table.assign(_e=table["encoding"].map(encoding_rank)).sort_values(["arch", "_e"], kind="stable")
+            .drop(columns="_e").reset_index(drop=True))
+
+
+def two_level_bootstrap(scores: list[np.ndarray], n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
+    """Bootstrap replicates of the mean over tasks of the mean over seeds, for several contenders at once.
+
+    Args:
+        scores: one array per task, (seeds of that task, contenders): the paired scores of every contender.
+        n_boot: replicates; each resamples the tasks with replacement, then the seeds within every drawn task.
+        seed: seed of the draws (the replicates are deterministic for it).
+
+    Returns:
+        (n_boot, contenders) replicated means; every task weighs the same whatever its number of seeds.
+    """
+    rng = np.random.default_rng(seed)
+    n_tasks = len(scores)
+    task_means = np.empty((n_boot, n_tasks, scores[0].shape[1]))  # (B, tasks, contenders)
+    for t, table in enumerate(scores):
+        draw = rng.integers(0, len(table), size=(n_boot, len(table)))  # (B, seeds)
+        task_means[:, t] = table[draw].mean(axis=1)
+    tasks = rng.integers(0, n_tasks, size=(n_boot, n_tasks))  # (B, tasks)
+    return np.take_along_axis(task_means, tasks[..., None], axis=1).mean(axis=1)
+
+
+def tiers(points: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Tier of every contender (1 = top), higher scores better: in order of the point estimates, a contender
+    joins the current tier while its interval overlaps that of the tier's first (best) member, and opens
+    the next tier otherwise. Contenders whose intervals overlap the leader's are never ranked apart."""
+    order = np.argsort(-points, kind="stable")
+    result = np.zeros(len(points), dtype=int)
+    tier, leader = 0, None
+    for index in order:
+        if leader is None or high[index] < low[leader]:
+            tier, leader = tier + 1, index
+        result[index] = tier
+    return result
+
+
+def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_boot: int = N_BOOT,
+                        seed: int = 0) -> pd.DataFrame:
+    """The extrapolation board of protocol v3: per arch, the encodings that fitted at least
+    :data:`BOARD_MIN_FIT` of their order-dependent runs, scored by ``metric`` on the (task, seed) pairs in
+    which every one of them fitted (jointly fitted: nobody's score is an unfitted run's), as tiers of a
+    two-level bootstrap over tasks and seeds (:func:`two_level_bootstrap`, :func:`tiers`).
+
+    Returns one row per (arch, encoding): ``ranked`` (on the board), ``dependent_fit_rate``, and for ranked
+    ones ``score`` (mean over tasks of the mean over seeds), ``low`` / ``high`` (95% percentile interval),
+    ``tier`` and ``p_first`` (share of replicates in which it has the best mean: the board's stability);
+    ``n_tasks`` and ``n_pairs`` (jointly fitted tasks and task-seed pairs of its arch). Sorted by arch, then
+    ranked encodings by score, then the unranked ones.
+    """
+    columns = ["arch", "encoding", "ranked", "dependent_fit_rate", "score", "low", "high", "tier", "p_first",
+               "n_tasks", "n_pairs"]
+    runs = trained_runs(runs)
+    if "fitted" not in runs or metric not in runs:
+        return pd.DataFrame(columns=columns)
+    higher = higher_is_better(metric)
+    dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
+    dependent = dependent[dependent["status"] != "failed"] if "status" in dependent else dependent
+    dependent = dependent.assign(fit=fitted_runs)
+    records = []
+    for arch, part in dependent.groupby("arch", sort=True):
+        rates = part.groupby("encoding")["fit"].mean()
+        ranked = sorted((e for e in rates.index if rates[e] >= BOARD_MIN_FIT), key=encoding_rank)
+        unranked = sorted((e for e in rates.index if rates[e] < BOARD_MIN_FIT), key=encoding_rank)
+        scores, n_pairs = [], 0
+        if len(ranked) >= 2:
+            wide = part[part["encoding"].isin(ranked)].pivot_table(
+                index=["task", "seed"], columns="encoding", values=[metric, "fit"], aggfunc="first")
+            joint = wide["fit"].reindex(columns=ranked).fillna(False).astype(bool).all(axis=1)
+            values = wide[metric].reindex(columns=ranked)[joint].dropna()
+            sign = 1.0 if higher else -1.0
+            scores = [sign * group.to_numpy(float) for _, group in values.groupby(level="task", sort=True)]
+            n_pairs = sum(len(table) for table in scores)
+        if scores:
+            boot = two_level_bootstrap(scores, n_boot, seed)  # (B, ranked)
+            point = np.mean([table.mean(axis=0) for table in scores], axis=0)
+            low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+            best = boot == boot.max(axis=1, keepdims=True)
+            p_first = (best / best.sum(axis=1, keepdims=True)).mean(axis=0)
+            tier = tiers(point, low, high)
+            if not higher:  # back to the metric's own scale
+                point, low, high = -point, -high, -low
+            for j, encoding in enumerate(ranked):
+                records.append(dict(arch=arch, encoding=encoding, ranked=True, dependent_fit_rate=rates[encoding],
+                                    score=point[j], low=low[j], high=high[j], tier=int(tier[j]),
+                                    p_first=p_first[j], n_tasks=len(scores), n_pairs=n_pairs))
+        else:
+            unranked = sorted(rates.index, key=encoding_rank)
+        for encoding in unranked:
+            records.append(dict(arch=arch, encoding=encoding, ranked=False, dependent_fit_rate=rates[encoding],
+                                score=np.nan, low=np.nan, high=np.nan, tier=0, p_first=np.nan,
+                                n_tasks=len(scores), n_pairs=n_pairs))
+    board = pd.DataFrame.from_records(records, columns=columns)
+    if board.empty:
+        return board
+    board = board.assign(_order=np.where(board["ranked"], -board["score"].fillna(0) * (1 if higher else -1), np.inf),
+                         _e=board["encoding"].map(encoding_rank))
+    board = board.sort_values(["arch", "_order", "_e"], kind="stable").drop(columns=["_order", "_e"])
+    board.attrs["metric"] = metric
+    return board.reset_index(drop=True)
+
+
+def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """The harm table: on the order-free controls, does an encoding do worse than the baseline (the encoding
+    whose registry metadata says ``baseline``, NoPE), which needs no position to answer them?
+
+    Per arch and encoding: ``control_fit_rate``; ``ood_token_acc`` (mean over tasks of the mean over seeds,
+    every control run, fitted or not: harm is what the encoding costs) with a 95% interval of the two-level
+    bootstrap; ``vs_baseline``: the mean difference from the baseline on the same (task, seed) pairs, with
+    its interval (``diff_low``, ``diff_high``); ``harms``: True where that interval lies below 0.
+    """
+    from pebench import encodings as registry
+
+    columns = ["arch", "encoding", "control_runs", "control_fit_rate", "ood_token_acc", "low", "high",
+               "vs_baseline", "diff_low", "diff_high", "harms"]
+    runs = trained_runs(runs)
+    if "order_dependent" not in runs:
+        return pd.DataFrame(columns=columns)
+    controls = runs[(runs["order_dependent"] == False) & runs["ood_token_acc"].notna()]  # noqa: E712
+    baseline = next((name for name in registry.names() if registry.meta(name).get("baseline")), None)
+    records = []
+    for arch, part in controls.groupby("arch", sort=True):
+        wide = part.pivot_table(index=["task", "seed"], columns="encoding", values="ood_token_acc", aggfunc="first")
+        fit = part.assign(fit=fitted_runs).groupby("encoding")["fit"].mean() if "fitted" in part else None
+        for encoding in sorted(wide.columns, key=encoding_rank):
+            own = wide[encoding].dropna()
+            tables = [group.to_numpy(float)[:, None] for _, group in own.groupby(level="task", sort=True)]
+            boot = two_level_bootstrap(tables, n_boot, seed)[:, 0]
+            point = float(np.mean([t.mean() for t in tables]))
+            low, high = np.percentile(boot, [2.5, 97.5])
+            diff = diff_low = diff_high = np.nan
+            if baseline in wide and encoding != baseline:
+                paired = wide[[encoding, baseline]].dropna()
+                differences = paired[encoding] - paired[baseline]
+                tables = [g.to_numpy(float)[:, None] for _, g in differences.groupby(level="task", sort=True)]
+                if tables:
+                    diff = float(np.mean([t.mean() for t in tables]))
+                    diff_low, diff_high = np.percentile(two_level_bootstrap(tables, n_boot, seed)[:, 0], [2.5, 97.5])
+            records.append(dict(arch=arch, encoding=encoding, control_runs=len(own),
+                                control_fit_rate=float(fit[encoding]) if fit is not None else np.nan,
+                                ood_token_acc=point, low=low, high=high, vs_baseline=diff, diff_low=diff_low,
+                                diff_high=diff_high, harms=bool(diff_high < 0)))
+    table = pd.DataFrame.from_records(records, columns=columns)
+    table.attrs["baseline"] = baseline
+    return table
+
+
+def capability_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The headers and cells of a :func:`capability` board."""
+    headers = ["Arch", "Encoding", "Order-dependent fitted", "Controls fitted", "All fitted", "Tasks (all seeds)"]
+    rows = [[r.arch, encoding_label(r.encoding), _share(r.dependent_fitted, r.dependent_runs),
+             _share(r.control_fitted, r.control_runs), _share(r.fitted, r.runs),
+             f"{r.tasks_all_fitted}/{r.n_tasks}"] for r in table.itertuples()]
+    return headers, rows
+
+
+def _share(part: int, whole: int) -> str:
+    """``part/whole (pct%)``, or ``—`` when ``whole`` is 0."""
+    return "—" if not whole else f"{part}/{whole} ({100 * part / whole:.0f}%)"
+
+
+def extrapolation_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The headers and cells of an :func:`extrapolation_board`."""
+    headers = ["Arch", "Tier", "Encoding", "Score [95% CI]", "P(first)", "Order-dependent fitted", "Pairs"]
+    rows = []
+    for r in board.itertuples():
+        if r.ranked:
+            rows.append([r.arch, str(r.tier), encoding_label(r.encoding), _interval(r.score, r.low, r.high),
+                         f"{r.p_first:.2f}", f"{100 * r.dependent_fit_rate:.0f}%", f"{r.n_pairs} ({r.n_tasks} tasks)"])
+        else:
+            rows.append([r.arch, "not ranked", encoding_label(r.encoding), "—", "—",
+                         f"{100 * r.dependent_fit_rate:.0f}%", "—"])
+    return headers, rows
+
+
+def harm_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The headers and cells of a :func:`harm` table."""
+    baseline = table.attrs.get("baseline")
+    versus = f"vs {encoding_label(baseline)} [95% CI]" if baseline else "vs baseline [95% CI]"
+    headers = ["Arch", "Encoding", "Controls fitted", "OOD token acc [95% CI]", versus, "Harms"]
+    rows = [[r.arch, encoding_label(r.encoding),
+             "—" if not np.isfinite(r.control_fit_rate) else f"{100 * r.control_fit_rate:.0f}%",
+             _interval(r.ood_token_acc, r.low, r.high),
+             "—" if not np.isfinite(r.vs_baseline) else _interval(r.vs_baseline, r.diff_low, r.diff_high, 3),
+             "yes" if r.harms else "no"] for r in table.itertuples()]
+    return headers, rows
+
+
+def board_markdown(rows: tuple[list[str], list[list[str]]]) -> str:
+    """A board's ``(headers, cells)`` (:func:`capability_rows`, :func:`extrapolation_rows`, :func:`harm_rows`)
+    as a markdown pipe table."""
+    return _markdown(*rows)
+
+
+def board_latex(rows: tuple[list[str], list[list[str]]], caption: str, label: str) -> str:
+    """A board's ``(headers, cells)`` as a booktabs LaTeX table (``caption`` is LaTeX source)."""
+    return _latex(*rows, caption, label)
+
+
+def tier_sentence(board: pd.DataFrame, arch: str) -> str:
+    """What an :func:`extrapolation_board` says about ``arch``, claiming only what its tiers separate: the
+    encoding first when the top tier holds it alone, else the encodings that share the top tier."""
+    part = board[(board["arch"] == arch) & board["ranked"]]
+    unranked = board[(board["arch"] == arch) & ~board["ranked"]]
+    if part.empty:
+        return (f"no encoding fitted at least {100 * BOARD_MIN_FIT:.0f}% of its order-dependent runs alongside "
+                "another, so nothing is ranked.")
+    top = part[part["tier"] == 1]
+    described = ", ".join(f"{encoding_label(r.encoding)} {_interval(r.score, r.low, r.high)}" for r in top.itertuples())
+    n_pairs, n_tasks = int(part["n_pairs"].iloc[0]), int(part["n_tasks"].iloc[0])
+    basis = f"on {n_pairs} jointly fitted task-seed pairs of {n_tasks} order-dependent tasks"
+    if len(top) == 1 and len(part) > 1:
+        lead = f"{described} is first, its interval above every other's ({basis})"
+    elif len(top) == 1:
+        lead = f"only {described} is ranked ({basis})"
+    else:
+        lead = f"{len(top)} encodings share the top tier, their intervals overlapping: {described} ({basis})"
+    if not unranked.empty:
+        lead += (f"; not ranked (fitted under {100 * BOARD_MIN_FIT:.0f}% of their order-dependent runs): "
+                 + ", ".join(encoding_label(e) for e in unranked["encoding"]))
+    return lead + "."
+
+
 # --------------------------------------------------------------------------- pairwise comparisons
 
 

@@ -228,6 +228,22 @@ for _span, _lengths in (("id", "ID"), ("ood", "OOD")):
                         higher_is_better=None, description=f"Best {_accuracy} without position information "
                         f"(pebench.tasks.floors), mean over {_lengths} lengths.")(None)
 del _span, _lengths, _unit, _label, _accuracy
+
+
+@register_metric("ood_normalised_acc", label="OOD vs floor", axis_label="floor-normalised OOD token accuracy",
+                 higher_is_better=True, format="ratio", applies_to="sequence", needs_fit=True,
+                 description="(OOD token accuracy - position-free floor) / (1 - floor): 1 perfect, 0 the floor, "
+                 "negative below it; the primary score of protocol v3.")
+def ood_normalised_acc(runs: pd.DataFrame) -> pd.Series:
+    """(OOD token accuracy - position-free floor) / (1 - floor), the means over OOD lengths: 1 is perfect, 0 is
+    what a model without position information reaches, below 0 is worse than it. Undefined where the floor is 1
+    (an order-free answer: nothing to normalise) or unknown. The primary score of protocol v3."""
+    if "ood_floor_token_acc" not in runs or "ood_token_acc" not in runs:  # results made without floors
+        return pd.Series(np.nan, index=runs.index)
+    floor = runs["ood_floor_token_acc"].where(runs["ood_floor_token_acc"] < 1)
+    return (runs["ood_token_acc"] - floor) / (1 - floor)
+
+
 register_metric("fitted", label="Fitted", axis_label="fraction of seeds fitted", higher_is_better=True,
                 description="1 if the run met its fit criterion (held-out token accuracy at the longest training "
                 "length), else 0; its seed mean is the fraction of seeds fitted (NaN: no criterion, e.g. the "

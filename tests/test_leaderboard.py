@@ -151,3 +151,76 @@ def test_verdicts_name_the_better_encoding_for_readers():
                           dict(a="t5", b="alibi", verdict="no significant difference")])
     assert [lb.verdict_text(r) for r in table.itertuples()] == ["rope better", "t5 better", "no significant difference"]
     assert [lb.verdict_text(r) for _, r in table.iterrows()][0] == "rope better"
+
+
+# --------------------------------------------------------------------------- protocol v3 boards
+
+
+def v3_runs(scores: dict[str, float], *, unfitted: set = frozenset(), noise: float = 0.05, n_tasks: int = 4,
+            seeds: int = 6, controls: dict[str, float] | None = None) -> pd.DataFrame:
+    """Runs of order-dependent tasks scored ``scores[encoding]`` (+ noise) on the primary score, fitted except
+    the (encoding, task, seed) triples in ``unfitted``; plus one control task per ``controls`` (OOD accuracy)."""
+    rng = np.random.default_rng(1)
+    rows = [dict(arch="decoder", task=f"task{t}", encoding=e, seed=s, variant="trained", status="ok",
+                 order_dependent=True, fitted=(e, t, s) not in unfitted,
+                 ood_normalised_acc=mean + noise * rng.uniform(-1, 1), ood_token_acc=0.5)
+            for t in range(n_tasks) for e, mean in scores.items() for s in range(seeds)]
+    rows += [dict(arch="decoder", task="control", encoding=e, seed=s, variant="trained", status="ok",
+                  order_dependent=False, fitted=True, ood_normalised_acc=np.nan,
+                  ood_token_acc=acc + 0.01 * rng.uniform(-1, 1))
+             for e, acc in (controls or {}).items() for s in range(seeds)]
+    return pd.DataFrame(rows)
+
+
+def test_the_extrapolation_board_names_a_first_only_where_its_interval_is_above_every_other():
+    runs = v3_runs({"none": 0.0, "rope": 0.9, "alibi": 0.3, "t5": 0.32},
+                   unfitted={("none", t, s) for t in range(4) for s in range(6)})
+    board = lb.extrapolation_board(runs, n_boot=500).set_index("encoding")
+    assert board.loc["rope", "tier"] == 1 and board.loc["rope", "p_first"] == 1.0
+    assert board.loc["alibi", "tier"] == board.loc["t5", "tier"] == 2  # overlapping intervals share a tier
+    assert not board.loc["none", "ranked"] and board.loc["none", "dependent_fit_rate"] == 0
+    assert board.loc["rope", "score"] == pytest.approx(0.9, abs=0.05)  # the noise is at most 0.05
+    sentence = lb.tier_sentence(board.reset_index(), "decoder")
+    assert sentence.startswith("rope 0.9") and "is first" in sentence and "not ranked" in sentence and "NoPE" in sentence
+
+
+def test_encodings_whose_intervals_overlap_share_the_top_tier_and_no_sentence_ranks_them():
+    board = lb.extrapolation_board(v3_runs({"rope": 0.50, "alibi": 0.51, "t5": 0.2}), n_boot=500)
+    top = board[board["tier"] == 1]
+    assert set(top["encoding"]) == {"rope", "alibi"}
+    sentence = lb.tier_sentence(board, "decoder")
+    assert "2 encodings share the top tier" in sentence and "first" not in sentence
+
+
+def test_the_board_scores_only_jointly_fitted_task_seed_pairs():
+    """An unfitted run's out-of-distribution number is never read: the pair it belongs to leaves the board for
+    every encoding, so all are compared on the same pairs."""
+    unfitted = {("alibi", 0, 0), ("alibi", 1, 3)}
+    runs = v3_runs({"rope": 0.5, "alibi": 0.5}, unfitted=unfitted, noise=0.0)
+    runs.loc[(runs.encoding == "alibi") & ~runs.fitted, "ood_normalised_acc"] = -5.0  # would drag alibi down
+    board = lb.extrapolation_board(runs, n_boot=200).set_index("encoding")
+    assert board.loc["alibi", "score"] == pytest.approx(0.5) and board.loc["rope", "n_pairs"] == 4 * 6 - 2
+
+
+def test_the_two_level_bootstrap_weighs_tasks_equally_and_is_deterministic():
+    scores = [np.array([[1.0], [1.0], [1.0], [1.0]]), np.array([[0.0]])]  # 4 seeds of one task, 1 of another
+    boot = lb.two_level_bootstrap(scores, n_boot=4000, seed=3)
+    assert boot.mean() == pytest.approx(0.5, abs=0.03)  # each task weighs 1/2 (4000 replicates: sd ~0.008)
+    assert np.array_equal(boot, lb.two_level_bootstrap(scores, n_boot=4000, seed=3))
+
+
+def test_capability_counts_fits_on_order_dependent_tasks_and_controls():
+    runs = v3_runs({"rope": 0.5, "none": 0.0}, unfitted={("none", t, s) for t in range(4) for s in range(6)},
+                   controls={"rope": 0.9, "none": 0.9})
+    table = lb.capability(runs).set_index("encoding")
+    assert table.loc["none", "dependent_fitted"] == 0 and table.loc["none", "control_fitted"] == 6
+    assert table.loc["rope", "fit_rate"] == 1.0 and table.loc["rope", "tasks_all_fitted"] == 5
+    assert list(table.index) == ["none", "rope"]  # the canonical order: the baseline first
+
+
+def test_harm_compares_each_encoding_with_the_baseline_on_the_controls():
+    runs = v3_runs({"rope": 0.5, "none": 0.4}, controls={"none": 0.95, "rope": 0.95, "learned": 0.6})
+    table = lb.harm(runs, n_boot=300).set_index("encoding")
+    assert table.loc["learned", "harms"] and not table.loc["rope", "harms"]
+    assert table.loc["learned", "vs_baseline"] == pytest.approx(-0.35, abs=0.02)  # noise at most 0.01 per run
+    assert lb.harm_rows(lb.harm(runs, n_boot=50))[0][4] == "vs NoPE [95% CI]"

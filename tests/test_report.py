@@ -60,7 +60,7 @@ def test_report_writes_every_artifact(report):
                               "was evaluated on shuffled inputs"]
     tables = {a.name for a in report.tables}
     assert tables == {"length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
-                      "pairwise_length_extrapolation", "order_sensitivity_encoder", "order_sensitivity_decoder",
+                      "pairwise_length_extrapolation", "harm_length_extrapolation", "order_sensitivity_encoder", "order_sensitivity_decoder",
                       "rope_scaling", "lm_extrapolation", "parameters", "runs"}
     for artifact in report.figures + report.tables:
         assert isinstance(artifact, Artifact) and artifact.title and artifact.caption
@@ -139,7 +139,7 @@ def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
     assert r"sum\_mod" in tex and "randomized:rope" in tex and "sum_mod" not in tex
     assert {a.name for a in report.tables} == {  # the experiment's declared views and rankings; others skipped
         "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
-        "pairwise_length_extrapolation", "parameters", "runs"}
+        "pairwise_length_extrapolation", "harm_length_extrapolation", "parameters", "runs"}
 
 
 def test_markdown_marks_best_and_ties(report):
