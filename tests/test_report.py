@@ -60,7 +60,8 @@ def test_report_writes_every_artifact(report):
                               "was evaluated on shuffled inputs"]
     tables = {a.name for a in report.tables}
     assert tables == {"length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
-                      "pairwise_length_extrapolation", "harm_length_extrapolation", "order_sensitivity_encoder", "order_sensitivity_decoder",
+                      "pairwise_length_extrapolation", "harm_length_extrapolation", "order_sensitivity_encoder",
+                      "order_sensitivity_decoder",
                       "rope_scaling", "lm_extrapolation", "parameters", "runs"}
     for artifact in report.figures + report.tables:
         assert isinstance(artifact, Artifact) and artifact.title and artifact.caption
