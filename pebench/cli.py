@@ -6,7 +6,7 @@
     pebench list [encodings|tasks|suites|experiments|metrics]
     pebench run --suite standard [--experiment NAME ...] [--filter key=value ...]
                 [--encoding NAME ...] [--task NAME ...]
-                [--workers N | --dask ADDRESS] [--threads N] [--device cpu|cuda] [--out DIR] [--dry-run]
+                [--workers N | --dask ADDRESS] [--threads N] [--device cpu|cuda[:N]|mps] [--out DIR] [--dry-run]
     pebench report RESULTS [--out DIR]
     pebench compare LOCAL REFERENCE
     pebench combine RESULTS RESULTS [...] --out DIR
@@ -20,9 +20,10 @@ loaded automatically (:mod:`pebench.registry`).
 Bad arguments (unknown names, impossible configurations, an unwritable
 output folder, a malformed results folder) print one line to stderr and exit
 with status 2 before anything is written. ``compare`` exits 0 when every
-reference cell reproduces, 1 when some do not. A sweep stopped by Ctrl-C or
-SIGTERM says in one line how many runs it saved and exits 130 or 143; one
-stopped by an error of its own (a full disk) exits 2 (docs: distributed).
+reference cell reproduces, 1 when some do not (also when its reader leaves
+early, ``| head -1``). A sweep stopped by Ctrl-C or SIGTERM says in one line
+how many runs it saved and exits 130 or 143; one stopped by an error of its
+own (a full disk) exits 2 (docs: distributed).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from pebench.results import ResultsError, terminal_text
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
 LISTS = ("encodings", "tasks", "suites", "experiments", "metrics")
+#: the torch device types a run can train on (``meta`` and the like hold no numbers)
+TRAINING_DEVICES = ("cpu", "cuda", "mps")
 #: fewest columns a description gets beside the other columns of ``pebench list`` (else: below them)
 MIN_DESCRIPTION = 48
 
@@ -178,6 +181,8 @@ def _check_device(device: str | None, local: bool) -> None:
         parsed = torch.device(device)
     except RuntimeError:
         raise UsageError(f"unknown --device {device!r}; e.g. cpu, cuda, cuda:1, mps") from None
+    if parsed.type not in TRAINING_DEVICES:
+        raise UsageError(f"--device {device} cannot train a model; use one of cpu, cuda, cuda:N, mps")
     if parsed.type == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"--device {device} requested but CUDA is not available")
     if local:
@@ -381,8 +386,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pebench.compare import compare
 
     comparison = compare(args.local, args.reference)
-    print(terminal_text(comparison.summary()))
-    return EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
+    status = EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
+    try:
+        print(terminal_text(comparison.summary()))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head -1` read the verdict and left: the verdict is still the exit status
+        _reader_left()
+    return status
 
 
 def cmd_combine(args: argparse.Namespace) -> int:
@@ -500,6 +510,12 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reader_left() -> None:
+    """The reader of stdout left (``| head``): send what is left of the output to /dev/null, quietly (the
+    Python docs' recipe: no traceback, no second error when the interpreter flushes stdout at exit)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     logging.basicConfig(format="pebench: %(levelname)s: %(message)s", level=logging.WARNING)
@@ -519,9 +535,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"pebench: error: {terminal_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:  # e.g. `pebench list tasks | head`: the reader left; no traceback (Python docs recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED_RUNS
+    except BrokenPipeError:  # e.g. `pebench list tasks | head`: the reader left with what it wanted
+        _reader_left()
+        return EXIT_OK
     except KeyboardInterrupt:  # before a sweep started (a sweep reports its own interrupt)
         print("pebench: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT

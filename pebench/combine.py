@@ -127,10 +127,10 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
             taken[run_id] = (path, frame)
             summary.runs[str(folder)] += 1
     if bad:
-        raise ResultsError(f"{len(bad)} bad result file(s): {results.named(bad)}")
+        raise ResultsError(f"{len(bad)} bad result file(s): {'; '.join(bad)}")
     if conflicts:
         raise ResultsError(
-            f"{len(conflicts)} run(s) are in more than one folder with different rows: {results.named(conflicts)}. "
+            f"{len(conflicts)} run(s) are in more than one folder with different rows: {'; '.join(conflicts)}. "
             "These are the same configuration run twice (e.g. your rerun and the reference); keep the one you "
             "mean (move the other file out of its folder) or check them with `pebench compare`")
     data = pd.concat([frame for _, frame in taken.values()], ignore_index=True, sort=False)

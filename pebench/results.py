@@ -99,8 +99,9 @@ TEXT_COLUMNS = ("run_id", "pebench_version", "commit", "error", "rows_sha256")
 CHECKSUM_COLUMN = "rows_sha256"
 #: the configuration of a run: runs of one cell must agree on all of these but the seed
 CONFIG_COLUMNS = tuple(sorted({"suite", "experiment", "task_version", *KEYS} - {"seed"}))
-#: how many bad files a one-line error names before it says how many more there are
-NAMED_FILES = 3
+#: how many cells of mixed configurations a one-line error names before it says how many more there are (bad
+#: files are all named)
+NAMED_CELLS = 3
 
 #: what a name in a run file (suite, experiment, task, arch, each part of an encoding) may be: letters, digits,
 #: ``_``, ``-`` and ``.``, not first; a folder may come from anyone, and names become file names in reports
@@ -467,8 +468,9 @@ def read_manifest(folder: str | Path) -> dict | None:
     """The ``manifest.json`` of a results folder (``None`` when it has none), read without following a link.
 
     Raises:
-        ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a text ``suite``
-            and a list of ``invocations``), on one line.
+        ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a text ``suite``,
+            a list of ``invocations``, an object ``latest`` if any, and if combined, a list of ``sources``
+            objects whose ``manifest`` is an object or null), on one line.
     """
     path = Path(folder) / "manifest.json"
     if not path.exists() and not path.is_symlink():
@@ -478,13 +480,23 @@ def read_manifest(folder: str | Path) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
     if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
-            and isinstance(manifest.get("invocations", []), list)):
+            and isinstance(manifest.get("invocations", []), list)
+            and isinstance(manifest.get("latest") or {}, dict) and _combined_shape(manifest.get("combined"))):
         raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
                            "'invocations'); move it away to continue")
     return manifest
 
 
-def named(problems: Sequence[str], limit: int = NAMED_FILES) -> str:
+def _combined_shape(combined: object) -> bool:
+    """Whether a manifest's ``combined`` entry (:mod:`pebench.combine`) is absent or of its shape."""
+    if combined is None:
+        return True
+    sources = combined.get("sources") if isinstance(combined, dict) else None
+    return isinstance(sources, list) and all(
+        isinstance(source, dict) and isinstance(source.get("manifest") or {}, dict) for source in sources)
+
+
+def named(problems: Sequence[str], limit: int = NAMED_CELLS) -> str:
     """``problems`` joined on one line, the first ``limit`` of them and how many more."""
     shown = "; ".join(problems[:limit])
     return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
@@ -522,7 +534,7 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
 
     Raises:
         ResultsError: the folder has no run files, files are malformed or incomplete
-            (the message names every one, up to :data:`NAMED_FILES` on its first line), or
+            (the one-line message names every one), or
             runs of one cell differ in their configuration.
     """
     paths = run_files(directory)
@@ -578,9 +590,8 @@ def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
         files[run_id] = path
         frames.append(frame)
     if bad:
-        lines = "\n".join(bad)
         raise ResultsError(f"{len(bad)} bad result file(s), never counted; move them away (pebench run reruns "
-                           f"their runs): {named(bad)}\n{lines}")
+                           f"their runs): {'; '.join(bad)}")
     data = pd.concat(frames, ignore_index=True, sort=False)
     mixed = mixed_configurations(data)
     if mixed:

@@ -81,6 +81,7 @@ from pebench.results import (
     run_file_bytes,
     run_file_id,
     run_file_name,
+    umask,
 )
 from pebench.train import TrainResult, train
 
@@ -449,10 +450,12 @@ def raw_dir(out: Path) -> Path:
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder,
-    fsync, rename; the temporary file is removed if anything fails (e.g. a full disk)."""
+    fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file gets the
+    mode any new file gets (``0o666`` less the umask), not the temporary file's private ``0o600``."""
     path = Path(path)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, 0o666 & ~umask())
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
