@@ -984,16 +984,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         paths = _write_ranking(directory, fit_name, fits, leaderboard.fit_markdown(fits) + f"\n\n{fit_caption}\n",
                                leaderboard.fit_latex(fits, latex_escape(fit_caption), f"tab:pebench-{fit_name}"))
         artifacts.append(Artifact(fit_name, f"{experiment}: seeds fitted per task", fit_caption, paths))
-    findings = []
-    for arch, part in board.groupby("arch", sort=False):
-        top = part.iloc[0]
-        findings.append(
-            f"{experiment} ({arch}): by {label}, {encoding_label(top['encoding'])} has the highest mean reciprocal "
-            "rank, "
-            f"{top['mrr']:.2f} [{top['mrr_low']:.2f}, {top['mrr_high']:.2f}] over {int(top['n_tasks'])} tasks "
-            f"(fitted {int(top['tasks_fitted'])} of them); next: "
-            + ", ".join(f"{encoding_label(r['encoding'])} {r['mrr']:.2f} [{r['mrr_low']:.2f}, {r['mrr_high']:.2f}]"
-                        for _, r in part.iloc[1:3].iterrows()) + ".")
+    v3, findings = board_artifacts(runs, experiment, directory)
+    artifacts = v3 + artifacts
     if spec.comparisons:
         table = leaderboard.pairwise(runs, spec.comparisons, metric)
         name = f"pairwise_{experiment}"
@@ -1011,6 +1003,59 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
                                 f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "
                                 "pairs).")
+    return artifacts, findings
+
+
+def people_words(experiment: str, arch: str | None = None) -> str:
+    """An experiment (and architecture) as a reader says it: ``Length extrapolation, decoder``."""
+    text = experiment.replace("_", " ").capitalize()
+    return f"{text}, {arch}" if arch else text
+
+
+def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path) -> tuple[list[Artifact], list[str]]:
+    """The boards of protocol v3 for ``experiment`` (:mod:`pebench.leaderboard`): extrapolation tiers on jointly
+    fitted runs, capability (fit rates) and harm on the controls, each as CSV, markdown and LaTeX; returns the
+    artifacts and one finding per architecture that names a winner only where the tiers separate one."""
+    from pebench import leaderboard
+
+    label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
+    artifacts, findings = [], []
+    board = leaderboard.extrapolation_board(runs)
+    if not board.empty:
+        name = f"extrapolation_{experiment}"
+        caption = (f"Extrapolation board: {label} ((OOD accuracy - position-free floor) / (1 - floor), mean over "
+                   "tasks of the mean over seeds) of the encodings that fitted at least "
+                   f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs "
+                   "in which every one of them fitted; 95% intervals of a two-level bootstrap (tasks, then seeds); "
+                   "encodings whose interval overlaps a tier leader's share its tier; P(first) = share of "
+                   "bootstrap replicates in which it is best. Look at the tiers, not the order inside one.")
+        rows = leaderboard.extrapolation_rows(board)
+        paths = _write_ranking(directory, name, board, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
+                               leaderboard.board_latex(rows, latex_escape(caption), f"tab:pebench-{name}"))
+        artifacts.append(Artifact(name, f"{people_words(experiment)}: extrapolation tiers", caption, paths))
+        for arch in board["arch"].unique():
+            findings.append(f"{people_words(experiment, arch)}: {leaderboard.tier_sentence(board, arch)}")
+    capability = leaderboard.capability(runs)
+    if not capability.empty:
+        name = f"capability_{experiment}"
+        caption = ("Capability board: runs that met the fit criterion within the step cap, on the order-dependent "
+                   "tasks and on the order-free controls. An encoding that does not fit a task is not judged on "
+                   "it; look for encodings that cannot fit what they should represent.")
+        rows = leaderboard.capability_rows(capability)
+        paths = _write_ranking(directory, name, capability, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
+                               leaderboard.board_latex(rows, latex_escape(caption), f"tab:pebench-{name}"))
+        artifacts.append(Artifact(name, f"{people_words(experiment)}: capability (fit rates)", caption, paths))
+    harm = leaderboard.harm(runs)
+    if not harm.empty:
+        name = f"harm_{experiment}"
+        caption = ("Harm on the order-free controls (tasks whose answer the bag of input symbols gives): OOD token "
+                   "accuracy of every run, fitted or not, and its difference from the position-free baseline on "
+                   "the same task-seed pairs, with 95% two-level bootstrap intervals; harms = the interval of the "
+                   "difference lies below 0. Look for encodings that cost accuracy where no order is needed.")
+        rows = leaderboard.harm_rows(harm)
+        paths = _write_ranking(directory, name, harm, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
+                               leaderboard.board_latex(rows, latex_escape(caption), f"tab:pebench-{name}"))
+        artifacts.append(Artifact(name, f"{people_words(experiment)}: harm on the controls", caption, paths))
     return artifacts, findings
 
 
