@@ -40,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import platform
+import re
 import signal
 import stat
 import subprocess
@@ -448,6 +449,10 @@ def raw_dir(out: Path) -> Path:
     return Path(out) / "raw"
 
 
+#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file: ``.<run file name>.<random>.tmp``
+RUN_TEMP_FILE = re.compile(r"\.[0-9a-f]{16}\.csv(\.gz)?\.[A-Za-z0-9_]+\.tmp")
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder,
     fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file gets the
@@ -493,9 +498,9 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     :func:`pebench.results.read_run_file`). A second file of one run (``<id>.csv`` beside ``<id>.csv.gz``)
     is bad: it would count the run twice (``doubled`` names both; :func:`run_sweep` refuses the folder).
 
-    Leftover temporary files of a killed sweep are removed (call it only while holding
-    :func:`lock_folder`, as :func:`run_sweep` does: they may be another sweep's files in flight
-    otherwise); every other file is left untouched.
+    Leftover temporary files of a killed sweep (named as :func:`write_bytes_atomic` names those of run files,
+    :data:`RUN_TEMP_FILE`) are removed (call it only while holding :func:`lock_folder`, as :func:`run_sweep`
+    does: they may be another sweep's files in flight otherwise); every other file is left untouched.
     """
     expected = set(expected)
     found = ExistingResults(complete=set(), retry=set(), bad={})
@@ -504,8 +509,9 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     if not folder.is_dir():
         return found
     for tmp in folder.glob(".*.tmp"):
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if RUN_TEMP_FILE.fullmatch(tmp.name) and not tmp.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
     for path in sorted(folder.iterdir()):
         if path.name.startswith("."):
             continue

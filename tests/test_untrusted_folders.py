@@ -469,3 +469,27 @@ def test_run_files_and_manifests_follow_the_umask(tmp_path):
                *(tmp_path / "both" / "raw").iterdir(), tmp_path / "both" / "manifest.json"]
     assert {oct(path.stat().st_mode & 0o777) for path in written} == {oct(0o640)}
     assert oct((tmp_path / "both").stat().st_mode & 0o777) == oct(0o750)
+
+
+def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeypatch):
+    import os
+
+    from test_runner import tiny_spec
+
+    from pebench.runner import RUN_TEMP_FILE, run_sweep
+
+    spec = tiny_spec()
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    mine = [raw / ".draft.tmp", raw / ".notes.csv.tmp"]
+    for path in mine:
+        path.write_text("mine\n")
+    leftover = raw / f".{spec.run_id}.csv.gz.k3j_x9ab.tmp"  # what a sweep killed while writing leaves
+    leftover.write_bytes(b"")
+    renamed, replace = [], os.replace
+    monkeypatch.setattr(os, "replace", lambda source, target: renamed.append(Path(source).name) or replace(source,
+                                                                                                          target))
+    run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    assert all(path.read_text() == "mine\n" for path in mine) and not leftover.exists()
+    temporary = [name for name in renamed if name.startswith(f".{spec.run_id}")]  # the run file's, not the manifest's
+    assert temporary and all(RUN_TEMP_FILE.fullmatch(name) for name in temporary)
