@@ -878,10 +878,12 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
 
     Raises:
-        ResultsError: ``results_dir`` holds no valid results (the message names the bad file).
+        ResultsError: ``results_dir`` holds no valid results (the message names the bad file), or a report
+            folder of ``out_dir`` is a symbolic link (:func:`check_report_folders`).
     """
     results_dir = Path(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else results_dir
+    check_report_folders(out_dir)
     data = results.load(results_dir)
     runs = results.run_metrics(data)
     cells = results.aggregate(runs)

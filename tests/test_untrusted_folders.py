@@ -493,3 +493,18 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
     assert all(path.read_text() == "mine\n" for path in mine) and not leftover.exists()
     temporary = [name for name in renamed if name.startswith(f".{spec.run_id}")]  # the run file's, not the manifest's
     assert temporary and all(RUN_TEMP_FILE.fullmatch(name) for name in temporary)
+
+
+def test_write_report_itself_never_writes_through_a_linked_folder(tmp_path):
+    from pebench.report import write_report
+    from pebench.results import ResultsError
+
+    folder = small_results(tmp_path / "results")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tables").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ResultsError, match="tables is a symbolic link"):
+        write_report(folder, out)
+    assert not list(elsewhere.iterdir())
