@@ -1000,7 +1000,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
-                findings.append(f"{experiment} ({row['arch']}): {encoding_label(row['a'])} vs "
+                findings.append(f"{people_words(experiment, row['arch'])}: {encoding_label(row['a'])} vs "
                                 f"{encoding_label(row['b'])}: {leaderboard.verdict_text(row)} "
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
                                 f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "

@@ -1354,6 +1354,7 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                   f"From `{shown(folder)}/tables/`, written by `pebench report` from the "
                   f"{_count_runs(folder)} run files of {{doc}}`the {folder.name} results "
                   f"</_generated/results/{folder.name}>`.", ""]
+        lines += _v3_boards(folder, out, srcdir)
         boards = _leaderboard_tables(folder, "leaderboard")
         if not boards:
             lines.append(not_in_results("Leaderboard", f"`{shown(folder)}/tables/` has no `leaderboard_*.md`: the "
@@ -1361,11 +1362,12 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
         for path in boards:
             experiment = path.stem.removeprefix("leaderboard_")
             ranks = path.with_name(f"task_ranks_{experiment}.csv")
-            lead = (f"Encodings ranked on every task of `{experiment}`, per architecture. Look at the MRR column "
-                    "and its interval: encodings whose intervals overlap are not ranked apart by these seeds; "
-                    "*tasks fitted* says on how many tasks every seed fitted the training distribution (an unfitted "
-                    "run scores 0, so a high rank on few fitted tasks is no extrapolation).")
-            lines += _table_section(path, f"Leaderboard: `{experiment}`", lead, out / folder.name, srcdir)
+            lead = (f"The ranking of protocol v2, kept beside the boards above: encodings ranked on every task of "
+                    f"`{experiment}`, per architecture, by mean reciprocal rank. An unfitted run scores 0 here, so "
+                    "this order mixes fit rates with extrapolation (the reason protocol v3 ranks jointly fitted "
+                    "runs instead); encodings whose intervals overlap are not ranked apart by these seeds.")
+            lines += _table_section(path, f"Mean reciprocal rank (protocol v2): `{experiment}`", lead,
+                                    out / folder.name, srcdir)
             table = path.with_suffix(".csv")
             board = pd.read_csv(table) if table.exists() else None
             if board is not None and {"mrr", "mrr_low", "mrr_high"} <= set(board.columns):
@@ -1399,10 +1401,37 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
     return "\n".join(lines)
 
 
+#: the boards of protocol v3 (``pebench report``: :func:`pebench.report.board_artifacts`), in the order shown
+V3_BOARDS = (
+    ("extrapolation", "Extrapolation tiers",
+     "Floor-normalised OOD token accuracy of the encodings that fit at least half of their order-dependent runs, on "
+     "the task-seed pairs where every one of them fitted, as tiers. Look at the tier column: encodings in one "
+     "tier are not ranked apart; P(first) says how often each comes first when tasks and seeds are resampled."),
+    ("capability", "Capability",
+     "How many runs met the fit criterion. Look for encodings that do not fit what they can represent: they are "
+     "not ranked on the extrapolation board, and their out-of-distribution numbers are not judged."),
+    ("harm", "Harm on the order-free controls",
+     "Controls need no order: look for encodings whose accuracy there falls below the position-free baseline's "
+     "(harms = yes)."),
+)
+
+
+def _v3_boards(folder: Path, out: Path, srcdir: Path) -> list[str]:
+    """The protocol v3 boards of a suite folder (``tables/extrapolation_*``, ``capability_*``, ``harm_*``),
+    each with its lead and downloads; nothing when the folder was reported before they existed."""
+    lines = []
+    for kind, title, lead in V3_BOARDS:
+        for path in _leaderboard_tables(folder, kind):
+            experiment = path.stem.removeprefix(f"{kind}_")
+            lines += _table_section(path, f"{title}: `{experiment}`", lead, out / folder.name, srcdir)
+    return lines
+
+
 def headline_list(findings: list[str]) -> list[str]:
     """The ranking findings among ``findings`` (the leaderboard's top encodings and the declared comparisons
     of every experiment with a primary metric), else the first three."""
     from pebench.experiment import load_experiments
+    from pebench.report import people_words
     from pebench.results import encoding_label
 
     registry = load_experiments()
@@ -1412,8 +1441,9 @@ def headline_list(findings: list[str]) -> list[str]:
         if not spec.primary_metric:
             continue
         pairs = [f"{encoding_label(a)} vs {encoding_label(b)}:" for a, b in spec.comparisons]  # as findings name them
-        headline += [f for f in findings if f.startswith(f"{name} (")
-                     and ("mean reciprocal rank" in f or any(pair in f for pair in pairs))]
+        lead = f"{people_words(name)}, "  # as pebench.report names an experiment and its arch
+        headline += [f for f in findings if f.startswith(lead)
+                     and ("tier" in f or " is first" in f or any(pair in f for pair in pairs))]
     return headline or findings[:3]
 
 
