@@ -377,16 +377,24 @@ def report_spec(name: str) -> ReportSpec:
 
 
 def experiments_dir() -> Path:
-    """The ``experiments/`` folder: ``./experiments`` if it exists, else the one beside the package."""
-    here = Path.cwd() / "experiments"
-    if here.is_dir():
-        return here
+    """pebench's own ``experiments/`` folder, the one beside the ``pebench`` package. Never one of the working
+    directory: a command run inside a downloaded folder must not import its code (a user's experiments come
+    through ``--plugin`` or an entry point, :mod:`pebench.registry`)."""
     return Path(__file__).resolve().parent.parent / "experiments"
 
 
 def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
-    """Import every experiment script in ``directory`` (default ``experiments/``)."""
+    """Import every experiment script in ``directory`` (default :func:`experiments_dir`).
+
+    Raises:
+        ValueError: ``directory`` is a ``pilots/`` folder (declared pilot scripts are run on their own, never
+            loaded as experiments).
+        FileNotFoundError: ``directory`` does not exist.
+    """
     directory = directory or experiments_dir()
+    if Path(directory).resolve().name == "pilots":
+        raise ValueError(f"{directory} holds pilot scripts, which are never loaded as experiments; run a pilot "
+                         "as python pilots/NAME.py")
     if not directory.is_dir():
         raise FileNotFoundError(
             f"experiments folder {directory} not found; run pebench from a source checkout of the repository"
