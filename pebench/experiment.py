@@ -360,9 +360,28 @@ EXPERIMENTS: Registry[Experiment] = Registry("experiment", base=Experiment)
 
 
 def register_experiment(experiment: Experiment) -> Experiment:
-    """Register ``experiment`` (called at import time by each script in ``experiments/``)."""
-    if experiment.name not in EXPERIMENTS:
-        EXPERIMENTS.register(experiment.name, description=experiment.description)(experiment)
+    """Register ``experiment`` (called at import time by each script in ``experiments/`` and by plugins).
+
+    The same experiment registered again (its file imported a second time, e.g. a script run as
+    ``python experiments/NAME.py``) keeps the first registration.
+
+    Raises:
+        ValueError: an experiment defined in another file is registered under this name.
+    """
+
+    def defined_in(entry: Experiment) -> set[str]:  # its script, else the files of its config functions
+        if entry.script:
+            return {str(Path(entry.script).resolve())}
+        codes = (getattr(function, "__code__", None) for function in entry.configs.values())
+        return {str(Path(code.co_filename).resolve()) for code in codes if code is not None}
+
+    if experiment.name in EXPERIMENTS:
+        first, second = defined_in(EXPERIMENTS.get(experiment.name)), defined_in(experiment)
+        if first != second or not first:  # a file is what tells a second import from another experiment
+            raise ValueError(f"experiment {experiment.name!r} is registered twice (by {', '.join(sorted(first)) or '?'}"
+                             f" and by {', '.join(sorted(second)) or '?'}); choose another name")
+        return experiment
+    EXPERIMENTS.register(experiment.name, description=experiment.description)(experiment)
     return experiment
 
 
@@ -408,7 +427,11 @@ def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]  # else the next call would take the failed script as imported
+            raise
     return EXPERIMENTS
 
 

@@ -74,3 +74,54 @@ def test_load_experiments_refuses_the_pilots_folder(tmp_path):
     with pytest.raises(ValueError, match="pilots"):
         experiment.load_experiments(copy)
     assert experiment.EXPERIMENTS.names() == before and not (tmp_path / "ran").exists()
+
+
+# --------------------------------------------------------------------------- one experiment per name
+
+DUPLICATE = '''from pebench.experiment import Experiment, register_experiment
+
+register_experiment(Experiment(name="order_sensitivity", description="not the real one",
+                               configs={"smoke": lambda: []}, script=__file__))
+'''
+
+
+@pytest.fixture
+def no_plugins(monkeypatch):
+    """Plugins loaded by a test are forgotten after it (they would be loaded again by every later sweep)."""
+    from pebench import registry
+
+    monkeypatch.setattr(registry, "_LOADED", [])
+    monkeypatch.setattr(registry, "_RECORDS", {})
+
+
+def test_a_plugin_cannot_replace_an_experiment(tmp_path, capsys, no_plugins):
+    registered = experiment.load_experiments().get("order_sensitivity")
+    plugin = tmp_path / "dup_experiment.py"
+    plugin.write_text(DUPLICATE)
+    assert main(["--plugin", str(plugin), "run", "--suite", "smoke", "--dry-run", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "experiment 'order_sensitivity' is registered twice" in err, err
+    assert str(plugin) in err and "choose another name" in err
+    assert experiment.EXPERIMENTS.get("order_sensitivity") is registered
+
+
+def test_a_plugin_loaded_first_cannot_replace_an_experiment_either(tmp_path):
+    """In a fresh process the plugin registers before pebench's own experiments are imported."""
+    plugin = tmp_path / "dup_experiment.py"
+    plugin.write_text(DUPLICATE)
+    done = subprocess.run([sys.executable, "-m", "pebench", "--plugin", str(plugin), "run", "--suite", "smoke",
+                           "--dry-run", "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1 and "experiment 'order_sensitivity' is registered twice" in done.stderr
+
+
+def test_importing_an_experiment_script_again_is_harmless():
+    """``python experiments/NAME.py`` runs the script as ``__main__`` beside the copy load_experiments imported."""
+    import importlib.util
+
+    registered = experiment.load_experiments().get("rope_scaling")
+    spec = importlib.util.spec_from_file_location("rope_scaling_again", ROOT / "experiments" / "rope_scaling.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert experiment.EXPERIMENTS.get("rope_scaling") is registered
+    assert module.EXPERIMENT.name == "rope_scaling"
