@@ -249,6 +249,23 @@ def plugin_records() -> list[dict[str, Any]]:
     return [dict(_RECORDS[key]) for key in _LOADED if key in _RECORDS]
 
 
+def check_plugins(expected: Iterable[dict[str, Any]], where: str = "in this process") -> None:
+    """Check that each plugin of ``expected`` (records of :func:`plugin_records`, e.g. of the process that
+    started a sweep) loaded here is the same version, by the SHA-256 of its file. A process loads a plugin
+    once, so a long-lived worker keeps the version it loaded for an earlier sweep.
+
+    Raises:
+        PluginError: one line naming the plugin whose file differs here.
+    """
+    for record in expected:
+        key, wanted = record.get("plugin"), record.get("sha256")
+        held = _RECORDS.get(key, {}).get("sha256") if isinstance(key, str) else None
+        if wanted and held and held != wanted:
+            raise PluginError(f"plugin {key} {where} is not the version the sweep loaded (SHA-256 {held[:12]}, "
+                              f"not {wanted[:12]}): a process loads a plugin once, so restart the workers (with the "
+                              "same file on each)")
+
+
 def loaded_plugins() -> list[str]:
     """Plugin files and modules loaded in this process with :func:`load_plugin`, in order."""
     return [key for key in _LOADED if not key.startswith("entry-point:")]

@@ -23,7 +23,8 @@ What a sweep guarantees (docs: distributed):
   (:func:`lock_folder`); the manifest is updated under it.
 * A folder holds one suite and protocol: a sweep whose runs would share a
   cell with runs of another configuration there, or of another suite, is
-  refused before anything is written (:func:`check_same_protocol`).
+  refused before anything is written (:func:`check_same_protocol`); so is a sweep with a plugin whose file
+  changed since an earlier sweep there loaded it (:func:`check_same_plugins`).
 * Every run uses ``threads`` torch threads (default 1) on every executor, so
   the same runs give the same rows serially, on a pool and on Dask.
 
@@ -68,7 +69,7 @@ from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
-from pebench.registry import load_plugins, loaded_plugins, plugin_records
+from pebench.registry import check_plugins, load_plugins, loaded_plugins, plugin_records
 from pebench.results import (
     RUN_FILE_SUFFIX,
     RUN_FILE_SUFFIXES,
@@ -293,11 +294,19 @@ def group_runs(specs: Sequence[RunSpec], seed_batch: bool, max_group: int = 8) -
 
 
 def _execute_in_worker(
-    specs: list[RunSpec], device: str | None, threads: int, compile: bool = False, plugins: Sequence[str] = ()
+    specs: list[RunSpec], device: str | None, threads: int, compile: bool = False,
+    plugins: Sequence[dict[str, Any]] = (),
 ) -> list[list[dict[str, Any]]]:
-    """Dask entry point: load the parent's plugins (a spawned worker starts with none of its
-    registrations), set the torch threads (0 = keep the worker's default), then :func:`execute_group`."""
-    load_plugins(plugins)
+    """Dask entry point: load the parent's plugins (``plugins``: its :func:`~pebench.registry.plugin_records`; a
+    spawned worker starts with none of its registrations) and check that they are the versions the parent
+    loaded (a long-lived worker keeps the version it loaded first), set the torch threads (0 = keep the
+    worker's default), then :func:`execute_group`.
+
+    Raises:
+        PluginError: a plugin of this worker is another version than the parent's.
+    """
+    load_plugins([record["plugin"] for record in plugins if record["kind"] != "entry point"])
+    check_plugins(plugins, where="on this worker")
     if threads:
         torch.set_num_threads(threads)
     return execute_group(specs, device, compile)
@@ -567,6 +576,25 @@ def check_same_protocol(out: Path, specs: Sequence[RunSpec], existing: ExistingR
     if mixed:
         raise ResultsError(f"{out} would hold runs of one cell under different protocols ({named(mixed)}), to be "
                            "pooled as seeds: choose another --out, or move the runs of the other protocol away")
+
+
+def check_same_plugins(out: Path) -> None:
+    """Refuse to add runs to ``out`` with a plugin whose file differs from the one an earlier sweep there loaded
+    (by the SHA-256 its manifest recorded): the folder's runs would be made by two versions of that code.
+
+    Raises:
+        ResultsError: one line naming the plugin and what to do.
+    """
+    manifest = read_manifest(out) or {}
+    now = {record["plugin"]: record["sha256"] for record in plugin_records() if record["sha256"]}
+    for invocation in manifest.get("invocations", []):
+        records = invocation.get("plugins") if isinstance(invocation, dict) else None
+        for record in records if isinstance(records, list) else []:
+            key, then = (record.get("plugin"), record.get("sha256")) if isinstance(record, dict) else (None, None)
+            if isinstance(key, str) and key in now and isinstance(then, str) and then != now[key]:
+                raise ResultsError(f"plugin {key} changed since an earlier sweep in {out} loaded it (SHA-256 "
+                                   f"{then[:12]} then, {now[key][:12]} now): restore that version to "
+                                   "resume, or choose another --out")
 
 
 @contextlib.contextmanager
@@ -906,6 +934,7 @@ def run_sweep(
             raise ResultsError(f"{raw_dir(out)} holds two files of one run ({pairs}), which would count it twice: "
                                "keep one of each pair (move the other away) and run again")
         check_same_protocol(out, specs, existing)
+        check_same_plugins(out)
         named_bad = {run_file_id(name) for name in existing.bad}
         blocked = sorted(run_id for run_id in by_id if run_id in named_bad and run_id not in existing.complete)
         for name, why in sorted(existing.bad.items()):
@@ -1033,7 +1062,7 @@ def _run_dask(
 
     futures = [
         client.submit(
-            _execute_in_worker, unit, device, threads, compile, loaded_plugins(), key=f"pebench-{unit[0].run_id}",
+            _execute_in_worker, unit, device, threads, compile, plugin_records(), key=f"pebench-{unit[0].run_id}",
             retries=2,
             pure=False,
         )

@@ -125,3 +125,51 @@ def test_importing_an_experiment_script_again_is_harmless():
     spec.loader.exec_module(module)
     assert experiment.EXPERIMENTS.get("rope_scaling") is registered
     assert module.EXPERIMENT.name == "rope_scaling"
+
+
+# --------------------------------------------------------------------------- a plugin changed between invocations
+
+ONE_CELL = ["run", "--suite", "smoke", "--experiment", "length_extrapolation", "--filter", "task=majority"]
+
+
+def forget_plugins(monkeypatch) -> None:
+    """As a new process starts: no plugin loaded yet."""
+    from pebench import registry
+
+    monkeypatch.setattr(registry, "_LOADED", [])
+    monkeypatch.setattr(registry, "_RECORDS", {})
+
+
+def test_a_resume_with_a_changed_plugin_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    plugin, out = tmp_path / "my_plugin.py", tmp_path / "out"
+    plugin.write_text("SCALE = 1.0\n")
+    forget_plugins(monkeypatch)
+    assert main(["--plugin", str(plugin), *ONE_CELL, "--filter", "encoding=none", "--out", str(out)]) == 0
+    made = sorted((out / "raw").iterdir())
+    plugin.write_text("SCALE = 2.0\n")
+    forget_plugins(monkeypatch)
+    capsys.readouterr()
+    assert main(["--plugin", str(plugin), *ONE_CELL, "--filter", "encoding=none,alibi", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"plugin {plugin} changed since an earlier sweep in {out} loaded it" in err, err
+    assert sorted((out / "raw").iterdir()) == made
+    plugin.write_text("SCALE = 1.0\n")  # the recorded version again: resumed
+    forget_plugins(monkeypatch)
+    assert main(["--plugin", str(plugin), *ONE_CELL, "--filter", "encoding=none,alibi", "--out", str(out)]) == 0
+    assert len(list((out / "raw").iterdir())) == 2
+
+
+def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_path, monkeypatch):
+    """A long-lived Dask worker loads a plugin once: a later sweep with an edited file must not use its old code."""
+    from pebench import registry
+    from pebench.runner import _execute_in_worker
+
+    plugin = tmp_path / "worker_plugin.py"
+    plugin.write_text("SCALE = 1.0\n")
+    forget_plugins(monkeypatch)
+    registry.load_plugin(str(plugin))  # what the worker loaded for an earlier sweep
+    plugin.write_text("SCALE = 2.0\n")
+    sweep = [{**record, "sha256": registry._sha256(plugin)} for record in registry.plugin_records()]
+    spec = experiment.suite_runs("smoke", ["length_extrapolation"])[0]
+    with pytest.raises(registry.PluginError, match="worker_plugin.py on this worker is not the version"):
+        _execute_in_worker([spec], "cpu", 1, False, sweep)
