@@ -497,6 +497,18 @@ def sign_flip_p(differences: np.ndarray, *, seed: int = 0) -> float:
     return float((1 + (np.abs(signs @ d) / len(d) >= observed).sum()) / (1 + N_PERMUTATIONS))
 
 
+def smallest_p(n_pairs: int) -> float:
+    """The smallest p-value :func:`sign_flip_p` can give with ``n_pairs`` pairs (every difference of one sign):
+    ``2 / 2**n`` when enumerated, ``1 / (1 + N_PERMUTATIONS)`` when sampled; NaN without pairs. A comparison
+    whose smallest p (Holm-multiplied where a family asks it) is not below the level cannot be resolved by
+    these runs, whatever they hold."""
+    if n_pairs < 1:
+        return float("nan")
+    if n_pairs <= EXACT_MAX_PAIRS:
+        return min(1.0, 2.0 / 2**n_pairs)
+    return 1.0 / (1 + N_PERMUTATIONS)
+
+
 def pairwise(
     runs: pd.DataFrame,
     comparisons: Sequence[tuple[str, str]],
@@ -517,7 +529,10 @@ def pairwise(
     The verdict, at ``alpha`` after correction and in the metric's direction,
     is ``"a better"``, ``"b better"`` or ``"no significant difference"``; a
     comparison whose encoding is absent from an arch, or without pairs, is
-    ``"not tested"`` with the reason in ``note``. Deterministic for ``seed``.
+    ``"not tested"`` with the reason in ``note``; one with too few pairs to ever
+    reach ``alpha`` (its :func:`smallest_p`, or the family's smallest times the
+    family's size, the first Holm step, is not below it) is ``"cannot resolve"``,
+    with the bound in ``note``. Deterministic for ``seed``.
     """
     higher = higher_is_better(metric)
     frame, task = _scored(runs, metric)
@@ -551,6 +566,15 @@ def pairwise(
     table = pd.DataFrame.from_records(records, columns=_PAIR_COLUMNS[:-2] + ["note"])
     table.insert(len(table.columns) - 1, "p_holm", holm(table["p_value"]))
     table.insert(len(table.columns) - 1, "verdict", [_verdict(r, higher, alpha) for r in table.itertuples()])
+    tested = table["p_value"].notna()
+    bounds = table["n_pairs"].map(smallest_p)
+    first_step = bounds[tested].min() * tested.sum() if tested.any() else np.nan
+    for index in table.index[tested]:
+        bound = max(bounds[index], first_step)
+        if not bound < alpha:
+            table.loc[index, "verdict"] = "cannot resolve"
+            table.loc[index, "note"] = (f"{table.loc[index, 'n_pairs']} pairs: the smallest attainable p is "
+                                        f"{bounds[index]:.3g}, {bound:.3g} after Holm over {int(tested.sum())}")
     return table
 
 

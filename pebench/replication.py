@@ -25,6 +25,8 @@ from pebench.results import encoding_label, holm, t_interval
 
 #: how a claim is read from pebench's verdict on it
 AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
+#: a claim whose runs do not reach the regime the paper tested, or too few of them to resolve it (rule 7)
+NOT_TESTABLE = "not testable at this budget"
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,65 @@ def claim_agreement(
     readings = {"a better": AGREES, "b better": CONTRADICTS}
     table["reading"] = [readings.get(verdict, UNRESOLVED) for verdict in table["verdict"]]
     return table
+
+
+def regime_agreement(
+    runs: pd.DataFrame, claims: Sequence[tuple[str, str]], metric: str, *, alpha: float = 0.05,
+    n_boot: int = 10_000, seed: int = 0,
+) -> pd.DataFrame:
+    """pebench's verdict on each claim ``(a, b)`` ("a extrapolates better than b") only in the regime the paper
+    tested: models that learnt the task. The claim is tested on the (task, seed) pairs in which both ``a`` and
+    ``b`` fitted (:func:`pebench.leaderboard.pairwise` on those runs, Holm-corrected over the claims); where
+    those pairs are too few for the test to ever reach ``alpha`` (none, or a smallest attainable p at or above
+    it), the reading is :data:`NOT_TESTABLE`, never agrees or contradicts.
+
+    Returns the columns of :func:`pebench.leaderboard.pairwise` on the jointly fitted pairs (``n_pairs``,
+    ``mean_diff``, ...) plus ``raw_gain`` / ``raw_pairs``: the mean difference of the raw metric over every
+    pair, fitted or not (what an ungated reading would report, shown beside the gated one), and ``reading``.
+    """
+    fit = leaderboard.fitted_runs(runs)
+    keys = ["arch", "task", "seed"]
+    gated, raw = [], []
+    for a, b in claims:
+        left, right = (runs[runs["encoding"] == name].assign(fit=fit).set_index(keys) for name in (a, b))
+        both = left[[metric, "fit"]].add_suffix("_a").join(right[[metric, "fit"]].add_suffix("_b"), how="inner")
+        both = both.dropna(subset=[f"{metric}_a", f"{metric}_b"])
+        difference = both[f"{metric}_a"] - both[f"{metric}_b"]
+        raw.append((difference.mean() if len(difference) else np.nan, len(difference)))
+        joint = both[both["fit_a"] & both["fit_b"]].index
+        in_joint = runs.set_index(keys).index.isin(joint)
+        gated.append(runs[runs["encoding"].isin([a, b]).to_numpy() & in_joint])
+    jointly = pd.concat(gated, ignore_index=True).drop_duplicates("run_id") if gated else runs.iloc[:0]
+    table = leaderboard.pairwise(jointly.assign(fitted=True), list(claims), metric, n_boot=n_boot, seed=seed,
+                                 alpha=alpha)
+    tested = set(zip(table["arch"], table["a"], table["b"], strict=True))
+    missing = [dict(arch=arch, a=a, b=b, metric=metric, n_pairs=0, verdict="not tested", note="")
+               for arch in sorted(runs["arch"].unique()) for a, b in claims if (arch, a, b) not in tested]
+    if missing:  # no jointly fitted run of the arch at all: pairwise saw none
+        table = pd.concat([table, pd.DataFrame(missing)], ignore_index=True)
+    gains = {claim: value for claim, value in zip(claims, raw, strict=True)}
+    table["raw_gain"] = [gains[(r.a, r.b)][0] for r in table.itertuples()]
+    table["raw_pairs"] = [gains[(r.a, r.b)][1] for r in table.itertuples()]
+    readings = {"a better": AGREES, "b better": CONTRADICTS, "no significant difference": UNRESOLVED}
+    table["reading"] = [readings.get(verdict, NOT_TESTABLE) for verdict in table["verdict"]]
+    unpaired = table["n_pairs"] == 0
+    table.loc[unpaired, "note"] = [f"no task-seed pair in which both fitted, of {n} pairs run"
+                                   for n in table.loc[unpaired, "raw_pairs"]]
+    return table
+
+
+def gated_gain(table: pd.DataFrame) -> tuple[float, int]:
+    """The mean gain of a :func:`regime_agreement` table over its jointly fitted pairs, pooled over the claims
+    (each claim weighted by its pairs), and the number of those pairs."""
+    n = int(table["n_pairs"].sum())
+    return (float((table["mean_diff"].fillna(0) * table["n_pairs"]).sum() / n) if n else float("nan")), n
+
+
+def raw_gain(table: pd.DataFrame) -> tuple[float, int]:
+    """The mean raw gain of a :func:`regime_agreement` table over every pair run, fitted or not, pooled over
+    the claims, and the number of pairs."""
+    n = int(table["raw_pairs"].sum())
+    return (float((table["raw_gain"].fillna(0) * table["raw_pairs"]).sum() / n) if n else float("nan")), n
 
 
 def growth(rows: pd.DataFrame) -> pd.DataFrame:

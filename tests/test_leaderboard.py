@@ -225,3 +225,14 @@ def test_harm_compares_each_encoding_with_the_baseline_on_the_controls():
     assert table.loc["learned", "harms"] and not table.loc["rope", "harms"]
     assert table.loc["learned", "vs_baseline"] == pytest.approx(-0.35, abs=0.02)  # noise at most 0.01 per run
     assert lb.harm_rows(lb.harm(runs, n_boot=50))[0][4] == "vs NoPE [95% CI]"
+
+
+def test_a_comparison_too_small_to_reach_the_level_is_called_unresolvable_not_insignificant():
+    """Three pairs give a smallest two-sided sign-flip p of 2/8 = 0.25: such a check can never resolve a claim,
+    whatever its runs hold, and must not read as evidence of no difference (the audit's Ruoss x4 arm)."""
+    assert lb.smallest_p(3) == 0.25 and lb.smallest_p(0) != lb.smallest_p(0)  # NaN without pairs
+    runs = make_runs({"a": 0.9, "b": 0.1}, n_tasks=1, seeds=3)
+    table = lb.pairwise(runs, [("a", "b")], METRIC, n_boot=50)
+    assert table.loc[0, "verdict"] == "cannot resolve" and "smallest attainable p is 0.25" in table.loc[0, "note"]
+    table = lb.pairwise(make_runs({"a": 0.9, "b": 0.1}, n_tasks=3, seeds=3), [("a", "b")], METRIC, n_boot=50)
+    assert table.loc[0, "verdict"] == "a better"  # 9 pairs: smallest p 2/512

@@ -214,3 +214,27 @@ def test_the_kazemnejad_reading_names_the_tasks_no_encoding_fitted():
     reading = kazemnejad.fit_reading(runs)
     assert "1 of the 3 tasks (parity) were fitted by none" in reading and "decided by the other 2" in reading
     assert "NoPE 3/9, t5 6/9" in reading
+
+
+def regime_runs(fitted_b: int, seeds: int = 10) -> pd.DataFrame:
+    """Encoder runs of one task: ``a`` always fits and scores 0.9, ``b`` scores 0.3 and fits its first ``fitted_b``
+    seeds (an unfitted ``b`` run would score 0 under the leaderboard's rule)."""
+    rows = []
+    for seed in range(seeds):
+        rows.append(dict(arch="encoder", task="t", encoding="a", seed=seed, variant="trained", status="ok",
+                         run_id=f"a{seed}", fitted=1.0, ood_token_acc=0.9 + 0.001 * seed))
+        rows.append(dict(arch="encoder", task="t", encoding="b", seed=seed, variant="trained", status="ok",
+                         run_id=f"b{seed}", fitted=float(seed < fitted_b), ood_token_acc=0.3))
+    return pd.DataFrame(rows)
+
+
+def test_a_claim_is_judged_only_where_both_encodings_fitted():
+    table = replication.regime_agreement(regime_runs(fitted_b=10), [("a", "b")], "ood_token_acc", n_boot=100)
+    assert table.loc[0, "reading"] == replication.AGREES and table.loc[0, "n_pairs"] == 10
+    table = replication.regime_agreement(regime_runs(fitted_b=3), [("a", "b")], "ood_token_acc", n_boot=100)
+    assert table.loc[0, "reading"] == replication.NOT_TESTABLE and table.loc[0, "n_pairs"] == 3
+    assert table.loc[0, "raw_pairs"] == 10 and table.loc[0, "raw_gain"] == pytest.approx(0.6045)  # 0.9 + 0.0045
+    table = replication.regime_agreement(regime_runs(fitted_b=0), [("a", "b")], "ood_token_acc", n_boot=100)
+    assert table.loc[0, "reading"] == replication.NOT_TESTABLE
+    assert table.loc[0, "note"] == "no task-seed pair in which both fitted, of 10 pairs run"
+    assert replication.gated_gain(table) != replication.gated_gain(table)  # NaN: no jointly fitted pair

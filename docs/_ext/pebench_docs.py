@@ -1937,6 +1937,16 @@ def replication_compute(name: str, results: Path) -> list[str]:
     return [line, ""]
 
 
+def _signed(value: float) -> str:
+    """``+0.123``, or ``—`` when undefined."""
+    return "—" if value != value else f"{value:+.3f}"
+
+
+def _p_value(value: float) -> str:
+    """A p-value to 3 significant digits, or ``—`` when the claim was not tested."""
+    return "—" if value != value else f"{value:.3g}"
+
+
 def replication_commands(experiments: Iterable[str]) -> list[str]:
     """The commands that make ``experiments``' runs in ``results/replication`` and report them, as a bash block."""
     names = " ".join(f"--experiment {name}" for name in experiments)
@@ -2000,12 +2010,22 @@ def replication_section(name: str, results: Path) -> list[str]:
                                   for e in agreement.ours.index]), ""]
     if sentence:
         lines += [sentence, ""]
+    untestable = counts.get(replication.NOT_TESTABLE, 0)
     lines += [f"Pairwise orders the paper claims: {counts.get(replication.AGREES, 0)} agree, "
               f"{counts.get(replication.CONTRADICTS, 0)} contradicted, {counts.get(replication.UNRESOLVED, 0)} "
-              f"unresolved (Holm-corrected over the {len(claims)}).", "",
-              markdown_table(["paper: better", "than", "pebench: mean difference", "Holm p", "pebench"],
-                             [[encoding_label(r.a), encoding_label(r.b), f"{r.mean_diff:+.3f}", f"{r.p_holm:.3g}",
-                               r.reading] for r in claims.itertuples()]), ""]
+              f"unresolved" + (f", {untestable} not testable at this budget" if untestable else "")
+              + f" (Holm-corrected over the {len(claims)}).", ""]
+    if "raw_gain" in claims:  # read in the paper's regime (replication.regime_agreement): gated and raw side by side
+        lines += [markdown_table(
+            ["paper: better", "than", "pairs both fitted", "mean difference there", "Holm p", "raw difference, all "
+             "pairs", "pebench"],
+            [[encoding_label(r.a), encoding_label(r.b), str(r.n_pairs), _signed(r.mean_diff), _p_value(r.p_holm),
+              f"{_signed(r.raw_gain)} ({r.raw_pairs})", r.reading + (f" ({r.note})" if r.note else "")]
+             for r in claims.itertuples()]), ""]
+    else:
+        lines += [markdown_table(["paper: better", "than", "pebench: mean difference", "Holm p", "pebench"],
+                                 [[encoding_label(r.a), encoding_label(r.b), f"{r.mean_diff:+.3f}",
+                                   f"{r.p_holm:.3g}", r.reading] for r in claims.itertuples()]), ""]
     runs = replication.experiment_runs(results / REPLICATION_SUITE, name)
     if report.layout == "perplexity":  # a language model: every encoding's growth, the paper's four and the rest
         lines += growth_table_lines(results / REPLICATION_SUITE, name, theirs)
