@@ -104,3 +104,9 @@ def held_out_batch(task: Task, n: int, length: int, generator: torch.Generator) 
     if not separable(task, length):
         return task.sample(n, length, generator, split="eval")
     return _fill(task, n, length, generator, "eval", keep_held_out=True)
+
+
+def unsplit_lengths(task: Task, lengths: range | list[int]) -> list[int]:
+    """The lengths among ``lengths`` at which ``task`` is not split (:func:`separable` is False): there the model
+    trains on every input and the fit check scores the whole distribution (the protocol page lists them)."""
+    return [length for length in lengths if not separable(task, length)]

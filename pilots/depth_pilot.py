@@ -45,6 +45,7 @@ Usage (from a clean checkout; the runs go to ``results/pilots/depth``, resumable
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -52,6 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "pilots" / "depth"
 TABLE = ROOT / "results" / "pilots" / "depth_pilot.csv"
+#: the rule's outcome as ``read`` last computed it (the protocol page renders it)
+OUTCOME = ROOT / "results" / "pilots" / "depth_pilot.json"
 
 DEPTHS = (2, 3, 4, 5)
 SEEDS = (0, 1)
@@ -191,12 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     table.to_csv(TABLE, index=False)
     print(table.to_string(index=False))
     outcome = choose()
-    for depth, (ok, why) in outcome["status"].items():
-        print(f"depth {depth}: {'undecided' if ok is None else 'meets' if ok else 'fails'} ({why})")
+    status = {str(depth): {"decided": ok is not None, "meets": bool(ok), "why": why}
+              for depth, (ok, why) in outcome["status"].items()}
+    caps = [{"arch": arch, "task": task, "cap": cap} for (arch, task), cap in sorted((outcome["caps"] or {}).items())]
+    OUTCOME.write_text(json.dumps({"depths": status, "chosen_depth": outcome["depth"], "caps": caps,
+                                   "runs": int(len(runs))}, indent=1) + "\n")
+    for depth, state in status.items():
+        print(f"depth {depth}: {'meets' if state['meets'] else 'fails' if state['decided'] else 'undecided'} "
+              f"({state['why']})")
     print(f"chosen depth: {outcome['depth']}")
-    if outcome["caps"]:
-        for (arch, task), cap in sorted(outcome["caps"].items()):
-            print(f"  cap {arch} {task}: {cap}")
+    for cap in caps:
+        print(f"  cap {cap['arch']} {cap['task']}: {cap['cap']}")
     return 0
 
 

@@ -1120,6 +1120,71 @@ def floors_table(folder: Path) -> str:
     return "\n".join(out)
 
 
+def v3_fit_include() -> str:
+    """Protocol v3's fit criterion as the code declares it (:data:`pebench.experiment.FIT_V3`,
+    :mod:`pebench.heldout`), and the training lengths of the core battery that are too small to split."""
+    import sys
+
+    from pebench import heldout
+    from pebench.experiment import FIT_V3, SCALES, load_experiments
+    from pebench.train import TrainConfig
+
+    load_experiments()
+    core = sys.modules["pebench_experiments.length_extrapolation"].CORE  # the standard suite's battery
+    examples, threshold = FIT_V3["fit_examples"], TrainConfig().fit_threshold
+    errors = int((1 - threshold) * examples + 1e-9)
+    rows = []
+    for name in core:
+        task = tasks.get(name)
+        unsplit = heldout.unsplit_lengths(task, range(max(1, task.min_length), 9))
+        rows.append([f"`{name}`", ", ".join(map(str, unsplit)) or "none"])
+    return "\n".join([
+        f"- checked every {SCALES['standard']['fit_every']} steps at **every training length**, longest first, on "
+        f"**{examples} held-out examples** per length; fitted when the token accuracy reaches {threshold} at every "
+        f"one (on a one-token answer: at most {errors} errors per length);",
+        f"- **held-out inputs never occur in training**: a fixed hash of the input puts one input in "
+        f"{heldout.HELD_OUT_SHARE} in the held-out part of its input space; training draws again in its place, and "
+        "the check draws only from it;",
+        f"- a length whose held-out part holds fewer than {heldout.MIN_HELD_OUT_INPUTS} distinct inputs (of "
+        f"{heldout.PROBE_DRAWS} draws) is not split: the model trains on every input there, and the check scores "
+        "the whole distribution. For the core battery (training lengths up to 8), those lengths are:",
+        "", markdown_table(["task", "training lengths not split"], rows), ""])
+
+
+def depth_pilot_include(pilots: Path) -> str:
+    """The depth pilot's fit table and the outcome of its rule, as ``pilots/depth_pilot.py read`` wrote them
+    (``depth_pilot.csv``, ``depth_pilot.json``)."""
+    import pandas as pd
+
+    table_path, outcome_path = pilots / "depth_pilot.csv", pilots / "depth_pilot.json"
+    if not table_path.exists() or not outcome_path.exists():
+        return not_in_results("The depth pilot", f"`{shown(pilots)}` holds no `depth_pilot.csv` and "
+                              "`depth_pilot.json` yet (`python pilots/depth_pilot.py read` writes them)")
+    table = pd.read_csv(table_path)
+    outcome = json.loads(outcome_path.read_text())
+    pivot = {}
+    for row in table.itertuples():
+        pivot.setdefault((int(row.n_layers), row.arch), {})[row.encoding] = f"{int(row.fitted)}/{int(row.runs)}"
+    from pebench.results import encoding_rank
+
+    encodings_seen = sorted({e for cells in pivot.values() for e in cells}, key=encoding_rank)
+    rows = [[str(depth), arch, *(cells.get(e, "—") for e in encodings_seen)]
+            for (depth, arch), cells in sorted(pivot.items())]
+    lines = [f"From `{shown(table_path)}` ({outcome['runs']} runs so far), read by `python pilots/depth_pilot.py "
+             "read`: runs fitted of runs made, per depth, architecture and encoding (in-distribution only).", "",
+             markdown_table(["depth", "arch", *(encoding_label(e) for e in encodings_seen)], rows), ""]
+    for depth, state in outcome["depths"].items():
+        verdict = "meets the rule" if state["meets"] else "fails the rule" if state["decided"] else "undecided"
+        lines.append(f"- depth {depth}: {verdict} ({state['why']})")
+    chosen = outcome["chosen_depth"]
+    lines += ["", f"**Chosen depth: {chosen}.**" if chosen else
+              "**No depth chosen yet**: the rule decides once the depths it needs are complete.", ""]
+    if outcome["caps"]:
+        lines += [markdown_table(["arch", "task", "step cap"],
+                                 [[c["arch"], f"`{c['task']}`", str(c["cap"])] for c in outcome["caps"]]), ""]
+    return "\n".join(lines)
+
+
 def fit_resolution(folders: Iterable[Path]) -> str:
     """How finely the fit criterion resolves accuracy: the errors it allows on its held-out batch and the chance
     that one check passes a model whose true token accuracy is below the threshold (binomial, one-token
@@ -1685,6 +1750,8 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     write(includes / "stop_rule_replay.md", stop_rule_replay(results / "pilots" / "stop_rules.csv"))
     write(includes / "floors_table.md", floors_table(reference))
     write(includes / "fit_resolution.md", fit_resolution([reference, results / "extended"]))
+    write(includes / "v3_fit.md", v3_fit_include())
+    write(includes / "depth_pilot.md", depth_pilot_include(results / "pilots"))
     shutil.rmtree(out / "leaderboard", ignore_errors=True)
     write(includes / "leaderboard.md", leaderboard_include(results, out / "leaderboard", srcdir))
     write(includes / "headline_findings.md", headline_findings(results))
