@@ -18,7 +18,8 @@ What a sweep guarantees (docs: distributed):
   :class:`SweepError`. Both carry the :class:`SweepSummary` of what was saved.
 * Pool workers exit when the process that started them dies, even by
   ``kill -9``; a pool worker that dies (e.g. killed for lack of memory)
-  records its runs as failed and is replaced.
+  records its runs as failed and is replaced. On Dask the scheduler retries
+  a run whose worker died, and records it as failed when it has given up.
 * One sweep at a time per folder: an OS file lock on ``<out>/.lock``
   (:func:`lock_folder`); the manifest is updated under it.
 * A folder holds one suite and protocol: a sweep whose runs would share a
@@ -69,7 +70,7 @@ from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
-from pebench.registry import check_plugins, load_plugins, loaded_plugins, plugin_records
+from pebench.registry import PluginError, check_plugins, load_plugins, loaded_plugins, plugin_records
 from pebench.results import (
     RUN_FILE_SUFFIX,
     RUN_FILE_SUFFIXES,
@@ -444,6 +445,11 @@ def _run_pool(
 
 class WorkerDied(RuntimeError):
     """The process computing a run died (e.g. killed for lack of memory); the run is recorded as failed."""
+
+
+def _worker_failed(unit: Sequence[RunSpec], error: WorkerDied, device: str | None) -> list[list[dict[str, Any]]]:
+    """The rows of the runs of ``unit``, each recorded as failed by ``error`` (what happened to their worker)."""
+    return [_failed(spec, error, _torch_device(device)) for spec in unit]
 
 
 def _torch_device(device: str | None) -> torch.device:
@@ -925,8 +931,11 @@ def run_sweep(
         raise ValueError(f"workers and threads must be >= 1, got {workers} and {threads}")
     start = time.perf_counter()
     out = Path(out)
-    refuse_link(raw_dir(out)).mkdir(parents=True, exist_ok=True)
-    with lock_folder(out):
+    remote = contextlib.ExitStack()  # a scheduler is reached before the folder is touched: if not, it is left as it was
+    client = remote.enter_context(_dask_client(dask_address, workers)) if executor == "dask" and dask_address else None
+    out.mkdir(parents=True, exist_ok=True)
+    with remote, lock_folder(out):
+        refuse_link(raw_dir(out)).mkdir(exist_ok=True)
         by_id = {spec.run_id: spec for spec in specs}
         existing = scan(out, by_id)
         if existing.doubled:  # report, show and compare refuse such a folder: so does a sweep, before any work
@@ -975,9 +984,8 @@ def run_sweep(
         entry, outcome = None, "error"
         try:
             with _signals_interrupt(), contextlib.ExitStack() as stack:
-                client = None
-                if executor == "dask" and units:
-                    client = stack.enter_context(_dask_client(dask_address, workers))
+                if executor == "dask" and units and client is None:
+                    client = stack.enter_context(_dask_client(None, workers))
                 entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,
                                        workers, compile, threads, [spec.experiment for spec in specs], len(todo))
                 if executor == "serial" or not units:
@@ -1056,9 +1064,12 @@ def _run_dask(
     threads: int,
     compile: bool = False,
 ) -> None:
-    """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler (twice). On any
+    """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler (as many times as it
+    allows), and a run whose worker dies every time, or raises outside the run, is recorded as failed (as on a
+    local pool: a resume retries it). A worker with another version of a plugin stops the sweep. On any
     exception here (Ctrl-C, SIGTERM, a full disk) the runs not finished are cancelled."""
     from dask.distributed import as_completed as dask_completed
+    from distributed.scheduler import KilledWorker
 
     futures = [
         client.submit(
@@ -1071,7 +1082,17 @@ def _run_dask(
     units_by_key = {f.key: unit for f, unit in zip(futures, units, strict=True)}
     try:
         for future in dask_completed(futures):
-            for spec, rows in zip(units_by_key[future.key], future.result(), strict=True):
+            unit = units_by_key[future.key]
+            try:
+                results = future.result()
+            except PluginError:  # this worker holds another version of a plugin: every run would be wrong
+                raise
+            except KilledWorker:
+                results = _worker_failed(unit, WorkerDied("its worker process died each time the scheduler ran it "
+                                                          "(e.g. killed by the kernel for lack of memory)"), device)
+            except Exception as exc:  # execute_group records a run's own failure; this is anything else
+                results = _worker_failed(unit, WorkerDied(f"its worker raised: {type(exc).__name__}: {exc}"), device)
+            for spec, rows in zip(unit, results, strict=True):
                 finish(spec, rows)
     finally:
         client.cancel([f for f in futures if not f.done()])
