@@ -437,10 +437,21 @@ def _add_results_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", help="the same, as an option")
 
 
+def version_text() -> str:
+    """``pebench --version``: the package version, the protocol of new runs, and the code commit of a source
+    checkout (``+dirty`` when code differs from it; nothing for an installed package)."""
+    from pebench.experiment import PROTOCOL
+    from pebench.runner import code_commit
+
+    sha, _, dirty = code_commit().partition("+")
+    where = f", commit {sha[:12]}{'+' + dirty if dirty else ''}" if sha != "unknown" else ""
+    return f"pebench {pebench.__version__} (protocol {PROTOCOL}{where})"
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pebench`` command."""
     parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.")
-    parser.add_argument("--version", action="version", version=f"pebench {pebench.__version__}")
+    parser.add_argument("--version", action="version", version=version_text())
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
                         help="import a .py file or a module that registers encodings, tasks, metrics or experiments "

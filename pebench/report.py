@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import pebench
 from pebench import encodings, plots, results
 from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT, ReportSpec, report_spec
@@ -75,6 +76,8 @@ class Report:
     protocol: str
     summaries: dict[str, Path] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # what could not be made, and why
+    results_version: str = ""  # pebench.results.results_version of the runs reported
+    citation: str = ""  # BibTeX of these results (citation_bibtex)
 
 
 # --------------------------------------------------------------------------- formatting
@@ -939,9 +942,63 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     tables.append(_save_table(status_table(runs), folders["tables"]))
     findings.append(findings_status(runs))
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {_manifest_line(results_dir)}"])
-    report = Report(figures, tables, findings, protocol, summaries, skipped)
+    suite = _values(data["suite"]) if "suite" in data else results_dir.name
+    version = results.results_version(data)
+    for table in tables:
+        stamp_version(table, suite, version)
+    report = Report(figures, tables, findings, protocol, summaries, skipped, version,
+                    citation_bibtex(suite, version, _commits(data), _year(results_dir)))
     _write_index(report, out_dir)
     return report
+
+
+def version_line(suite: str, version: str) -> str:
+    """What every table says about the results it was made from: ``pebench results: standard v2-3f2a91c0``."""
+    return f"pebench results: {suite} {version}"
+
+
+def stamp_version(table: Artifact, suite: str, version: str) -> None:
+    """Write the results version under a table: a footnote line in its LaTeX (inside the ``table``
+    environment, so it travels with the table) and a last line in its Markdown."""
+    line = version_line(suite, version)
+    if "tex" in table.paths:
+        tex = table.paths["tex"].read_text()
+        note = rf"\par\smallskip{{\footnotesize {latex_escape(line)}}}"
+        table.paths["tex"].write_text(tex.replace(r"\end{table}", note + "\n" + r"\end{table}", 1))
+    if "md" in table.paths:
+        table.paths["md"].write_text(table.paths["md"].read_text().rstrip("\n") + f"\n\n{line}\n")
+
+
+def _commits(data: pd.DataFrame) -> list[str]:
+    """The code commits that made the rows (their ``commit`` column), in order of first appearance."""
+    if "commit" not in data:
+        return []
+    return [str(c) for c in dict.fromkeys(data["commit"].dropna())]
+
+
+def _year(results_dir: Path) -> str:
+    """The year of the folder's latest sweep (its manifest), or ``""`` without one."""
+    try:
+        manifest = results.read_manifest(results_dir) or {}
+    except results.ResultsError:
+        return ""
+    date = str((manifest.get("latest") or {}).get("date") or "")
+    return date[:4] if date[:4].isdigit() else ""
+
+
+def citation_bibtex(suite: str, version: str, commits: Sequence[str], year: str = "") -> str:
+    """A BibTeX entry for a set of results: the suite, its results version and protocol, the pebench version
+    and the code commits that made its rows (where the rows record them), and ``year`` (its latest sweep's)."""
+    made_by = (f"; made by pebench commit {', '.join(c[:12] for c in commits)}" if commits
+               else "; rows made before pebench recorded commits")
+    protocol = version.split("-")[0].removeprefix("v")
+    return "\n".join([
+        f"@misc{{pebench_{suite}_{version.replace('-', '_')},",
+        f"  title = {{pebench reference results: the {suite} suite}},",
+        "  author = {{pebench developers}},",
+        f"  note = {{results version {suite} {version}, protocol {protocol}{made_by}; pebench {pebench.__version__}}}"
+        + (f",\n  year = {{{year}}}" if year else ""),
+        "}"])
 
 
 def _write_ranking(directory: Path, name: str, frame: pd.DataFrame, markdown: str, latex: str) -> dict[str, Path]:
@@ -1155,6 +1212,8 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "protocol": report.protocol,
         "summaries": {k: str(p.relative_to(out_dir)) for k, p in report.summaries.items()},
         "skipped": report.skipped,
+        "results_version": report.results_version,
+        "citation": report.citation,
     }
     (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
 

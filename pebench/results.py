@@ -1019,3 +1019,16 @@ def compare_to_best(
             records.append(record)
     columns = [*CELL_COLUMNS, "metric", "mean", "n", "is_best", "p_value", "p_holm", "not_worse"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def results_version(data: pd.DataFrame) -> str:
+    """The version of a set of results, for citing it: ``v<protocol>-<8 hex digits>``, the hex digits a hash of
+    every run's id and row checksum (``rows_sha256``) in run-id order. The same runs always give the same
+    version, on any machine; adding, removing or remaking any run changes it. ``<protocol>``: the runs' protocol
+    version (2 for runs that predate the ``protocol`` column)."""
+    runs = data.drop_duplicates("run_id").sort_values("run_id")
+    checksums = runs["rows_sha256"].astype(str) if "rows_sha256" in runs else pd.Series("", index=runs.index)
+    digest = hashlib.sha256("\n".join(f"{r} {c}" for r, c in zip(runs["run_id"], checksums, strict=True)).encode())
+    protocols = pd.to_numeric(runs["protocol"], errors="coerce").dropna() if "protocol" in runs else pd.Series([])
+    protocol = int(protocols.max()) if len(protocols) else 2
+    return f"v{protocol}-{digest.hexdigest()[:8]}"

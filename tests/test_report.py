@@ -359,3 +359,24 @@ def test_numbers_that_round_to_zero_have_no_sign():
     assert format_number(-0.001) == "0.00" and format_number(-0.004, "ratio") == "0.00"
     assert format_number(-0.0004, "loss") == "0.000" and format_number(-0.2, "length") == "0"
     assert format_number(-0.02) == "-0.02" and format_number(-1e-5, "gap") == "-1.0e-05"
+
+
+def test_every_table_names_the_results_version_and_report_json_carries_a_citation(report):
+    index = json.loads((report.tables[0].paths["csv"].parent.parent / "report.json").read_text())
+    version = index["results_version"]
+    assert re.fullmatch(r"v2-[0-9a-f]{8}", version) and version == report.results_version
+    for table in report.tables:
+        tex = table.paths["tex"].read_text()
+        assert tex.index(f"pebench results: standard {version}") < tex.index(r"\end{table}"), table.name
+        assert table.paths["md"].read_text().rstrip().endswith(f"pebench results: standard {version}")
+    assert index["citation"].startswith("@misc{pebench_standard_v2_") and f"results version standard {version}" in \
+        index["citation"]
+
+
+def test_the_results_version_changes_with_any_run_and_only_then():
+    rows = pd.DataFrame({"run_id": ["b", "a", "a"], "rows_sha256": ["2", "1", "1"]})
+    version = results.results_version(rows)
+    assert version == results.results_version(rows.iloc[::-1]) and version.startswith("v2-")
+    assert results.results_version(rows.assign(rows_sha256=["3", "1", "1"])) != version
+    assert results.results_version(rows.iloc[1:]) != version
+    assert results.results_version(rows.assign(protocol=3)).startswith("v3-")

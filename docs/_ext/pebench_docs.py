@@ -497,8 +497,28 @@ def results_page(folder: Path, out: Path, srcdir: Path = DOCS) -> str:
             lines[at:at] = ["## Headline findings", "", *(f"- {f}" for f in headline), "",
                             "Every finding, with the figures and tables behind it, is below; the encodings ranked "
                             "over every task are on the {doc}`/leaderboard`.", ""]
+        at = lines.index("## Provenance")
+        lines[at:at] = cite_box(report, folder.name, srcdir)
         lines += _render_report(report, srcdir)
     return "\n".join(lines)
+
+
+#: the table a suite is cited by, the first of these its report wrote (protocol v3's board first)
+MAIN_TABLES = ("extrapolation_", "leaderboard_", "lm_extrapolation")
+
+
+def cite_box(report, suite: str, srcdir: Path) -> list[str]:
+    """The "Cite these results" box of a results page: the results version, the main table's LaTeX file and
+    the BibTeX entry, all as ``pebench report`` wrote them (empty for a report without a version)."""
+    version, citation = getattr(report, "results_version", ""), getattr(report, "citation", "")
+    if not version:
+        return []
+    main = next((t for prefix in MAIN_TABLES for t in report.tables if t.name.startswith(prefix)), None)
+    table = (f" The main table: {{download}}`{main.paths['tex'].name} <{source_path(main.paths['tex'], srcdir)}>` "
+             f"({main.title}); every table names the version under it." if main and "tex" in main.paths else "")
+    return [":::{admonition} Cite these results", ":class: tip", "",
+            f"Results version **{suite} {version}** (a hash of every run file: the same runs always give it, any "
+            f"change of a run changes it).{table}", "", "```bibtex", citation, "```", ":::", ""]
 
 
 def missing_results_page(suite: str) -> str:
