@@ -40,6 +40,9 @@ Usage (from a clean checkout; the runs go to ``results/pilots/depth``, resumable
 
     python pilots/depth_pilot.py run --depth 2 --encodings rule --workers 2
     python pilots/depth_pilot.py read          # the fit table (results/pilots/depth_pilot.csv) and the rule
+
+Each depth has its own results folder, ``results/pilots/depth/layers<N>`` (a folder holds one configuration
+per cell, and depth is not part of a cell).
 """
 
 from __future__ import annotations
@@ -105,12 +108,22 @@ def specs(depths=DEPTHS, which: str = "all") -> list:
     return out
 
 
+def depth_folder(depth: int, folder: Path = OUT) -> Path:
+    """The results folder of the pilot's runs at ``depth``."""
+    return folder / f"layers{depth}"
+
+
 def fit_table(folder: Path = OUT):
     """One row per (depth, arch, encoding): runs, fitted runs, and the median and largest ``steps_to_fit``
-    of the fitted ones; read from the pilot's run files (fitted flags and steps only)."""
+    of the fitted ones; read from the pilot's run files of every depth (fitted flags and steps only)."""
+    import pandas as pd
+
     from pebench.results import load
 
-    data = load(folder)
+    folders = [depth_folder(depth, folder) for depth in DEPTHS if (depth_folder(depth, folder) / "raw").is_dir()]
+    if not folders:
+        raise FileNotFoundError(f"no pilot runs under {folder}: run 'python pilots/depth_pilot.py run' first")
+    data = pd.concat([load(path) for path in folders], ignore_index=True)
     runs = data.drop_duplicates("run_id")
     runs = runs[runs["experiment"] == EXPERIMENT]
     fitted = runs["fitted"].astype(str).str.lower().eq("true")
@@ -186,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         from pebench.runner import run_sweep
 
-        summary = run_sweep(specs([args.depth], args.encodings), OUT, executor="processes", workers=args.workers)
+        summary = run_sweep(specs([args.depth], args.encodings), depth_folder(args.depth), executor="processes",
+                            workers=args.workers)
         print(summary)
         return 0
     runs, table = fit_table()
