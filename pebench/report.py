@@ -943,6 +943,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     findings.append(findings_status(runs))
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {_manifest_line(results_dir)}"])
     suite = _values(data["suite"]) if "suite" in data else results_dir.name
+    if suite == "smoke":
+        findings.insert(0, SMOKE_NOTE)
     version = results.results_version(data)
     for table in tables:
         stamp_version(table, suite, version)
@@ -950,6 +952,12 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
                     citation_bibtex(suite, version, _commits(data), _year(results_dir)))
     _write_index(report, out_dir)
     return report
+
+
+#: the first finding of a smoke report: its numbers check that pebench runs, they are not results
+SMOKE_NOTE = ("Smoke suite: a check that pebench runs end to end, not a result. Its models are 1-layer, 32 wide and "
+              "trained for a few dozen steps, so no ranking or comparison below says anything about the encodings; "
+              "the standard suite's results do.")
 
 
 def version_line(suite: str, version: str) -> str:

@@ -168,6 +168,7 @@ def test_report_from_real_runs(tmp_path):
         "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
         "pairwise_length_extrapolation", "parameters", "runs"}
     assert "software: pebench" in report.protocol
+    assert report.findings[0].startswith("Smoke suite: a check that pebench runs end to end, not a result")
 
 
 # --------------------------------------------------------------------------- compare
