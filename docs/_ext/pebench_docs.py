@@ -187,13 +187,20 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
 
 
 def encodings_table() -> str:
+    """Every registered encoding: its slot, parameters, paper, summary, and the suites that compare it
+    (:data:`pebench.experiment.SUITE_ENCODINGS`; a wrapper such as ``randomized`` counts where one of its
+    instances, e.g. ``randomized:rope``, is compared)."""
+    from pebench.experiment import SUITE_ENCODINGS
+
     rows = []
     for name in encodings.names():
         meta = encodings.meta(name)
+        suites = [suite for suite, compared in SUITE_ENCODINGS.items() if suite != "smoke"
+                  and any(e.partition(":")[0] == name for e in compared)]
         rows.append([f"{{doc}}`{name} </_generated/encodings/{name}>`", meta["kind"],
                      "yes" if meta["has_parameters"] else "no", "yes" if meta["causal_only"] else "no",
-                     f"{{cite:t}}`{meta['paper']}`", meta["summary"]])
-    return markdown_table(["name", "slot", "parameters", "causal only", "paper", "summary"], rows)
+                     ", ".join(suites) or "none", f"{{cite:t}}`{meta['paper']}`", meta["summary"]])
+    return markdown_table(["name", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
 
 
 # --------------------------------------------------------------------------- tasks
