@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import logging
 import os
+import platform
 import re
 import shutil
 import signal
@@ -360,7 +362,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_report_folders(out)  # before the work, and again as the files are moved into place
     # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):
     # a report that fails half-way (a full disk) leaves the previous outputs as they were, never a cut file.
-    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    staging = report_staging(out)
     try:
         report = write_report(results_dir, staging)
         removed = publish_report(staging, out)
@@ -379,6 +381,33 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"  {terminal_text(finding)}")
     print(f"{len(report.figures)} figures, {len(report.tables)} tables -> {out}")
     return EXIT_OK
+
+
+#: a report's staging folder beside its outputs (:func:`report_staging`): ``.report-<machine>-<pid>-<random>``
+REPORT_STAGING = re.compile(r"\.report-(?P<machine>[0-9a-f]{8})-(?P<pid>[0-9]{1,7})-[a-z0-9_]{8}")
+
+
+def report_staging(out: Path) -> Path:
+    """A new staging folder for a report into ``out``, named by this machine and process
+    (:data:`REPORT_STAGING`), made after removing those that reports on this machine left behind when their
+    process died (``kill -9``); a folder of a process that still runs, or of another machine, is kept."""
+    machine = hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+    for folder in out.glob(".report-*"):
+        match = REPORT_STAGING.fullmatch(folder.name)
+        if match and match["machine"] == machine and not _running(int(match["pid"])) and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f".report-{machine}-{os.getpid()}-", dir=out))
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

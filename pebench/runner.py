@@ -55,6 +55,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from multiprocessing import resource_tracker
 from multiprocessing.connection import wait as wait_any
 from pathlib import Path
 from typing import Any
@@ -297,20 +298,30 @@ def group_runs(specs: Sequence[RunSpec], seed_batch: bool, max_group: int = 8) -
 def _execute_in_worker(
     specs: list[RunSpec], device: str | None, threads: int, compile: bool = False,
     plugins: Sequence[dict[str, Any]] = (),
-) -> list[list[dict[str, Any]]]:
+) -> list[list[dict[str, Any]]] | PluginRefused:
     """Dask entry point: load the parent's plugins (``plugins``: its :func:`~pebench.registry.plugin_records`; a
     spawned worker starts with none of its registrations) and check that they are the versions the parent
     loaded (a long-lived worker keeps the version it loaded first), set the torch threads (0 = keep the
     worker's default), then :func:`execute_group`.
 
-    Raises:
-        PluginError: a plugin of this worker is another version than the parent's.
+    A plugin that fails to load here, or is another version than the parent's, is returned as a
+    :class:`PluginRefused` (raised, it would be logged with its traceback by the worker and retried).
     """
-    load_plugins([record["plugin"] for record in plugins if record["kind"] != "entry point"])
-    check_plugins(plugins, where="on this worker")
+    try:
+        load_plugins([record["plugin"] for record in plugins if record["kind"] != "entry point"])
+        check_plugins(plugins, where="on this worker")
+    except PluginError as exc:
+        return PluginRefused(f"{exc} (on a Dask worker)")
     if threads:
         torch.set_num_threads(threads)
     return execute_group(specs, device, compile)
+
+
+@dataclass(frozen=True)
+class PluginRefused:
+    """What a Dask worker returns instead of rows when a plugin fails to load there (its one line)."""
+
+    message: str
 
 
 def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
@@ -333,7 +344,11 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[s
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent)
-    load_plugins(plugins)
+    try:
+        load_plugins(plugins)
+        refused = None
+    except PluginError as exc:  # its one line goes back as the answer to every unit (the parent stops the sweep)
+        refused = f"{exc} (in a worker process)"
     torch.set_num_threads(threads)
     while True:
         try:
@@ -342,6 +357,9 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[s
             return
         if message is None:
             return
+        if refused:
+            connection.send(("plugin", refused))
+            continue
         specs, device, compile = message
         try:
             connection.send(("rows", execute_group(specs, device, compile)))
@@ -356,7 +374,8 @@ class _Worker:
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_pool_worker, args=(child, os.getpid(), threads, list(plugins)),
                                        name="pebench-worker", daemon=True)
-        self.process.start()
+        with _starting_workers():
+            self.process.start()
         child.close()
         self.unit: list[RunSpec] | None = None
 
@@ -431,6 +450,8 @@ def _run_pool(
                         finish(spec, _failed(spec, error, _torch_device(device)))
                     continue
                 kind, payload = message
+                if kind == "plugin":
+                    raise PluginError(payload)
                 if kind == "error":
                     error = WorkerDied(f"its worker raised: {payload.strip().splitlines()[-1]}")
                     payload = [_failed(spec, error, _torch_device(device)) for spec in unit]
@@ -466,6 +487,21 @@ def raw_dir(out: Path) -> Path:
 
 #: the name of a temporary file :func:`write_bytes_atomic` makes for a run file: ``.<run file name>.<random>.tmp``
 RUN_TEMP_FILE = re.compile(r"\.[0-9a-f]{16}\.csv(\.gz)?\.[A-Za-z0-9_]+\.tmp")
+
+
+#: the name of a temporary copy :func:`write_text_atomic` makes of a manifest (``tempfile.mkstemp``'s 8 random
+#: characters): ``.manifest.json.<random>.tmp``
+MANIFEST_TEMP_FILE = re.compile(r"\.manifest\.json\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_manifest_copies(out: Path) -> None:
+    """Remove the temporary copies of ``out/manifest.json`` that a sweep killed while writing it left behind
+    (named :data:`MANIFEST_TEMP_FILE`; call it only while holding :func:`lock_folder`: they may be another
+    sweep's copies in flight otherwise). Every other file is left untouched."""
+    for tmp in Path(out).glob(".manifest.json.*.tmp"):
+        if MANIFEST_TEMP_FILE.fullmatch(tmp.name) and tmp.is_file() and not tmp.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -793,10 +829,50 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt."""
 
 
+#: signals received while workers were starting (:func:`_starting_workers`), raised once they have started
+_DEFERRED: list[int] = []
+#: how many :func:`_starting_workers` blocks are open in this process
+_STARTING = [0]
+
+
+@contextlib.contextmanager
+def _starting_workers() -> Iterator[None]:
+    """Start worker processes within this block: SIGINT is blocked in this thread, so that the processes and
+    threads started here inherit it blocked (a Ctrl-C at a terminal reaches every process of its group, and a
+    worker still importing torch would print a traceback), and a Ctrl-C or SIGTERM that reaches this process
+    (:func:`_signals_interrupt`) is raised after the block, not half-way through starting a worker."""
+    resource_tracker.ensure_running()  # started first: starting its process unblocks SIGINT in this thread
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    _STARTING[0] += 1
+    try:
+        yield
+    finally:
+        _STARTING[0] -= 1
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    if _DEFERRED and not _STARTING[0]:
+        number = _DEFERRED.pop()
+        _DEFERRED.clear()
+        raise _Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored by this process within the block, and so by every process started meanwhile, from any
+    thread (Python keeps a SIGINT ignored at its start ignored): how a local Dask cluster starts, whose worker
+    processes are started by its own threads, where a blocked signal (:func:`_starting_workers`) does not
+    reach them. A Ctrl-C while it starts (a few seconds) is not seen; one after it stops the sweep."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @contextlib.contextmanager
 def _signals_interrupt() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM raise (:class:`KeyboardInterrupt`, :class:`_Terminated`) once;
-    a second signal while the sweep stops its workers is ignored, so the stop is not itself interrupted.
+    """Within the block, SIGINT and SIGTERM raise (:class:`KeyboardInterrupt`, :class:`_Terminated`) once (while
+    workers start, when they have started: :func:`_starting_workers`); a second signal while the sweep stops its
+    workers is ignored, so the stop is not itself interrupted.
     Only in the main thread (elsewhere signals cannot be handled; the block runs unchanged)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -805,8 +881,12 @@ def _signals_interrupt() -> Iterator[None]:
     def handler(number: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if _STARTING[0]:  # raised by _starting_workers when its workers have started
+            _DEFERRED.append(number)
+            return
         raise _Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
 
+    _DEFERRED.clear()
     previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -936,6 +1016,7 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     with remote, lock_folder(out):
         refuse_link(raw_dir(out)).mkdir(exist_ok=True)
+        remove_manifest_copies(out)
         by_id = {spec.run_id: spec for spec in specs}
         existing = scan(out, by_id)
         if existing.doubled:  # report, show and compare refuse such a folder: so does a sweep, before any work
@@ -1035,14 +1116,14 @@ def _dask_client(address: str | None, workers: int) -> Iterator[Any]:
             logger.setLevel(logging.ERROR)
         try:
             # no dashboard; the scheduler's health routes on a free local port, not 8787
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                                   silence_logs=logging.ERROR)
-            try:
-                with Client(cluster) as client:
-                    yield client
-            finally:
-                cluster.close()
+            with contextlib.ExitStack() as started:
+                with _ctrl_c_ignored():
+                    cluster = started.enter_context(LocalCluster(
+                        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                        silence_logs=logging.CRITICAL))
+                    client = started.enter_context(Client(cluster))
+                yield client
         finally:
             for logger, level in zip(loggers, levels, strict=True):
                 logger.setLevel(level)
@@ -1066,7 +1147,8 @@ def _run_dask(
 ) -> None:
     """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler (as many times as it
     allows), and a run whose worker dies every time, or raises outside the run, is recorded as failed (as on a
-    local pool: a resume retries it). A worker with another version of a plugin stops the sweep. On any
+    local pool: a resume retries it). A plugin that fails to load on a worker, or is another version there,
+stops the sweep with its one line. On any
     exception here (Ctrl-C, SIGTERM, a full disk) the runs not finished are cancelled."""
     from dask.distributed import as_completed as dask_completed
     from distributed.scheduler import KilledWorker
@@ -1085,13 +1167,13 @@ def _run_dask(
             unit = units_by_key[future.key]
             try:
                 results = future.result()
-            except PluginError:  # this worker holds another version of a plugin: every run would be wrong
-                raise
             except KilledWorker:
                 results = _worker_failed(unit, WorkerDied("its worker process died each time the scheduler ran it "
                                                           "(e.g. killed by the kernel for lack of memory)"), device)
             except Exception as exc:  # execute_group records a run's own failure; this is anything else
                 results = _worker_failed(unit, WorkerDied(f"its worker raised: {type(exc).__name__}: {exc}"), device)
+            if isinstance(results, PluginRefused):  # every run of this worker would fail, or be made by other code
+                raise PluginError(results.message)
             for spec, rows in zip(unit, results, strict=True):
                 finish(spec, rows)
     finally:

@@ -3,8 +3,19 @@ when it cannot start (issue 37)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 from test_runner import tiny_spec
+from test_untrusted_folders import small_results
 
 from pebench import encodings, registry
 from pebench.cli import main
@@ -70,3 +81,110 @@ def test_an_unreachable_dask_scheduler_leaves_the_folder_as_it_was(tmp_path, cap
     assert main(["run", "--suite", "smoke", "--experiment", "rope_scaling", "--dask", "127.0.0.1:1",
                  "--out", str(new)]) == 2
     assert not new.exists() or not list(new.iterdir())
+
+
+# --------------------------------------------------------------------------- quiet: one line, no traceback
+
+SMALL = ["run", "--suite", "smoke", "--experiment", "length_extrapolation", "--filter", "task=majority"]
+
+
+def starting_workers(pid: int, stage: str) -> list[str]:
+    """The worker processes (spawned Python interpreters) of process ``pid`` that are at ``stage`` of their start
+    or past it: ``python`` (the interpreter has set what SIGINT does: caught, as KeyboardInterrupt, or ignored)
+    or ``torch`` (importing it, as a pool worker does for a second or two before any code of pebench runs)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            for child in (task / "children").read_text().split():
+                with contextlib.suppress(OSError, KeyError, ValueError):
+                    if b"spawn_main" not in Path(f"/proc/{child}/cmdline").read_bytes():
+                        continue
+                    if stage == "torch":
+                        reached = "/torch/" in Path(f"/proc/{child}/maps").read_text()
+                    else:
+                        status = dict(line.split(":", 1) for line in Path(f"/proc/{child}/status").read_text()
+                                      .splitlines())
+                        handled = int(status["SigCgt"], 16) | int(status["SigIgn"], 16)
+                        reached = bool(handled & 1 << (signal.SIGINT - 1))
+                    if reached:
+                        found.append(child)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc")
+@pytest.mark.parametrize("executor, stage", [(["--workers", "2"], "torch"),
+                                             (["--dask", "local", "--dask-workers", "2"], "python")])
+def test_ctrl_c_while_workers_start_prints_no_traceback(executor, stage, tmp_path):
+    """Ctrl-C at a terminal reaches every process of the group, here while the workers still import torch."""
+    if executor[0] == "--dask":
+        pytest.importorskip("dask.distributed")
+    sweep = subprocess.Popen([sys.executable, "-m", "pebench", *SMALL, *executor, "--out", str(tmp_path / "out")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        while not starting_workers(sweep.pid, stage) and sweep.poll() is None:
+            time.sleep(0.001)  # polls until the first worker exists; nothing here depends on how long it takes
+        os.killpg(sweep.pid, signal.SIGINT)
+        err = sweep.communicate(timeout=300)[1]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert "Traceback" not in err and "Error" not in err, err
+    # stopped (a local Dask cluster does not see a Ctrl-C while it starts: then the sweep completes)
+    assert (sweep.returncode, err.count("\n")) in ((130, 1), (0, 0)), err
+    assert sweep.returncode == 130 or executor[0] == "--dask"
+
+
+WORKERS_ONLY = '''import multiprocessing
+
+if multiprocessing.parent_process() is not None:
+    raise RuntimeError("libfoo.so not found on this worker")
+'''
+
+
+@pytest.mark.parametrize("executor", [["--workers", "2"], ["--dask", "local", "--dask-workers", "2"]])
+def test_a_plugin_that_fails_only_in_workers_is_its_one_line(executor, tmp_path):
+    if executor[0] == "--dask":
+        pytest.importorskip("dask.distributed")
+    plugin = tmp_path / "workers_only.py"
+    plugin.write_text(WORKERS_ONLY)
+    done = subprocess.run([sys.executable, "-m", "pebench", "--plugin", str(plugin), *SMALL, *executor, "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"plugin {plugin} failed to load: RuntimeError: libfoo.so not found on this worker" in done.stderr
+    assert not list((tmp_path / "out" / "raw").iterdir())
+
+
+# --------------------------------------------------------------------------- what a killed command left behind
+
+
+def dead_pid() -> int:
+    """The id of a process that has ended."""
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(ended.stdout)
+
+
+def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path, capsys):
+    folder = small_results(tmp_path / "results")
+    machine = hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+    left = folder / f".report-{machine}-{dead_pid()}-k3j_x9ab"  # a report killed with kill -9
+    running = folder / f".report-{machine}-{os.getpid()}-k3j_x9ab"  # a report in progress
+    elsewhere = folder / f".report-{'0' if machine != '0' * 8 else '1'}{machine[1:]}-{dead_pid()}-k3j_x9ab"
+    mine = folder / ".report-notes"
+    for staging in (left, running, elsewhere, mine):
+        (staging / "tables").mkdir(parents=True)
+        (staging / "tables" / "t.md").write_text("| a table |\n")
+    assert main(["report", str(folder)]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in folder.glob(".report-*")) == sorted([running.name, elsewhere.name, mine.name])
+    assert (mine / "tables" / "t.md").read_text() == "| a table |\n"
+
+
+def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
+    out = tmp_path / "out"
+    run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
+    left = out / ".manifest.json.k3j_x9ab.tmp"  # what write_text_atomic leaves when killed before its rename
+    mine = [out / ".manifest.json.draft.tmp", out / ".manifest.json.k3j_x9ab.tmp.orig"]
+    for path in [left, *mine]:
+        path.write_text("{}\n")
+    run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
+    assert not left.exists() and all(path.read_text() == "{}\n" for path in mine)
