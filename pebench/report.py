@@ -122,11 +122,13 @@ _LATEX_SPECIAL = {
     "~": r"\textasciitilde{}", "|": r"\textbar{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "−": r"$-$",
     "—": "---", "–": "--",
     "≥": r"$\geq$", "‖": r"$\|$", "≤": r"$\leq$", "×": r"$\times$", "<": r"$<$", ">": r"$>$", "≈": r"$\approx$",
+    "†": r"\dag{}", "·": r"$\cdot$", "é": r"\'e",
 }
 
 
 def latex_escape(text: str) -> str:
-    """``text`` with LaTeX special characters escaped (``sum_mod`` -> ``sum\\_mod``, ``±`` -> ``$\\pm$``)."""
+    """``text`` as LaTeX source in ASCII: special characters escaped (``sum_mod`` -> ``sum\\_mod``, ``95%`` ->
+    ``95\\%``) and the other characters the tables use written as LaTeX (``±`` -> ``$\\pm$``, ``−`` -> ``$-$``)."""
     text = str(text).replace(">=", "≥").replace("<=", "≤")
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
@@ -1038,7 +1040,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
                "a ranking.")
     paths = _write_ranking(directory, name, board, leaderboard.to_markdown(board) + f"\n\n{caption}\n",
-                           leaderboard.to_latex(board, caption=caption, label=f"tab:pebench-{name}"))
+                           leaderboard.to_latex(board, caption=latex_escape(caption), label=f"tab:pebench-{name}"))
     leaderboard.task_ranks(runs, metric).to_csv(results.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     artifacts = [Artifact(name, f"{experiment}: leaderboard ({label})", caption, paths)]
     fits = leaderboard.fit_fractions(runs)
@@ -1061,7 +1063,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                    "interval, two-sided sign-flip permutation test, p-values Holm-corrected over the whole "
                    "family (every comparison and architecture). Look at the verdict column.")
         paths = _write_ranking(directory, name, table, leaderboard.pairwise_markdown(table) + f"\n\n{caption}\n",
-                               leaderboard.pairwise_latex(table, caption=caption, label=f"tab:pebench-{name}"))
+                               leaderboard.pairwise_latex(table, caption=latex_escape(caption),
+                                                          label=f"tab:pebench-{name}"))
         artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:

@@ -1,0 +1,85 @@
+"""Every LaTeX table pebench writes compiles (issue 37): pasted into a paper's booktabs document, as the
+design promises. Compiled with pdflatex where it is installed (.ci/run installs it); skipped where not."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_results import write_synthetic_results
+
+import pebench
+from pebench.report import latex_escape, write_report
+
+ROOT = Path(pebench.__file__).resolve().parent.parent
+
+pytestmark = [pytest.mark.latex,
+              pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")]
+
+#: the smallest document a paper pastes a table into
+DOCUMENT = "\\documentclass{{article}}\n\\usepackage{{booktabs}}\n\\begin{{document}}\n{tables}\n\\end{{document}}\n"
+
+
+def compile_error(tables: list[Path], folder: Path) -> str | None:
+    """Compile ``tables`` in one document in ``folder``; ``None``, or pdflatex's first error line."""
+    inputs = []
+    for index, table in enumerate(tables):
+        shutil.copyfile(table, folder / f"table{index}.tex")  # a plain name: \input needs no escaping of its path
+        inputs.append(f"\\input{{table{index}}}\n\\clearpage")
+    (folder / "paper.tex").write_text(DOCUMENT.format(tables="\n".join(inputs)))
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=folder,
+                          capture_output=True, text=True, errors="replace", timeout=120)
+    if done.returncode == 0:
+        return None
+    errors = [line for line in done.stdout.splitlines() if line.startswith("!")]
+    return errors[0] if errors else done.stdout[-500:]
+
+
+def failing(tables: list[Path], folder: Path) -> dict[Path, str]:
+    """The tables of ``tables`` that do not compile on their own, with pdflatex's error (all at once first)."""
+    if compile_error(tables, folder) is None:
+        return {}
+    return {table: error for table in tables if (error := compile_error([table], folder)) is not None}
+
+
+def test_every_table_of_a_report_compiles(tmp_path):
+    """A report of a small synthetic folder: its leaderboard, pairwise comparisons, harm board, results,
+    parameter and run tables (captions with '%', '_' and '−'; cells with '±', '†', '—')."""
+    report = write_report(write_synthetic_results(tmp_path / "results"), out_dir=tmp_path / "report")
+    tables = sorted((tmp_path / "report" / "tables").glob("*.tex"))
+    assert {"leaderboard_length_extrapolation.tex", "pairwise_length_extrapolation.tex"} <= {t.name for t in tables}
+    assert len(tables) == len([a for a in report.tables if "tex" in a.paths])
+    (tmp_path / "latex").mkdir()
+    assert failing(tables, tmp_path / "latex") == {}
+
+
+def predates_escaped_captions(table: Path) -> bool:
+    """Whether a committed table was written before captions were escaped: an unescaped ``%`` in its caption."""
+    caption = re.search(r"\\caption\{(.*)\}", table.read_text())
+    return caption is not None and re.search(r"(?<!\\)%", caption.group(1)) is not None
+
+
+def test_the_committed_tables_compile(tmp_path):
+    """The tables under results/ as committed; those written before captions were escaped compile once their
+    report is regenerated (pebench report), and are named here until then."""
+    tables = sorted((ROOT / "results").glob("**/tables/*.tex"))
+    if not tables:
+        pytest.skip("no committed tables in this checkout")
+    broken = failing(tables, tmp_path)
+    stale = sorted(str(t.relative_to(ROOT)) for t in broken if predates_escaped_captions(t))
+    assert {str(t.relative_to(ROOT)): e for t, e in broken.items() if not predates_escaped_captions(t)} == {}
+    if stale:
+        pytest.xfail(f"{len(stale)} committed tables predate escaped captions (regenerate their reports): "
+                     f"{', '.join(stale)}")
+
+
+def test_latex_escape_turns_every_character_of_the_tables_into_latex():
+    """Every non-ASCII character pebench's code writes into a table becomes LaTeX source in ASCII."""
+    sources = [*(ROOT / "pebench").glob("**/*.py"), *(ROOT / "experiments").glob("*.py")]
+    used = {ch for path in sources for ch in path.read_text() if ord(ch) > 127}
+    assert used, "pebench's code writes no character beyond ASCII: this test checks nothing"
+    assert {ch: latex_escape(ch) for ch in used if not latex_escape(ch).isascii()} == {}
+    assert latex_escape("a − b, 95% of sum_mod") == r"a $-$ b, 95\% of sum\_mod"
