@@ -85,13 +85,18 @@ register_experiment(Experiment(name="order_sensitivity", description="not the re
 '''
 
 
-@pytest.fixture
-def no_plugins(monkeypatch):
-    """Plugins loaded by a test are forgotten after it (they would be loaded again by every later sweep)."""
+def forget_plugins(monkeypatch) -> None:
+    """As a new process starts: no plugin loaded yet (and those a test loads are forgotten after it, else every
+    later sweep of the session would load them again)."""
     from pebench import registry
 
     monkeypatch.setattr(registry, "_LOADED", [])
     monkeypatch.setattr(registry, "_RECORDS", {})
+
+
+@pytest.fixture
+def no_plugins(monkeypatch):
+    forget_plugins(monkeypatch)
 
 
 def test_a_plugin_cannot_replace_an_experiment(tmp_path, capsys, no_plugins):
@@ -132,14 +137,6 @@ def test_importing_an_experiment_script_again_is_harmless():
 ONE_CELL = ["run", "--suite", "smoke", "--experiment", "length_extrapolation", "--filter", "task=majority"]
 
 
-def forget_plugins(monkeypatch) -> None:
-    """As a new process starts: no plugin loaded yet."""
-    from pebench import registry
-
-    monkeypatch.setattr(registry, "_LOADED", [])
-    monkeypatch.setattr(registry, "_RECORDS", {})
-
-
 def test_a_resume_with_a_changed_plugin_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     plugin, out = tmp_path / "my_plugin.py", tmp_path / "out"
     plugin.write_text("SCALE = 1.0\n")
@@ -162,7 +159,7 @@ def test_a_resume_with_a_changed_plugin_is_refused_in_one_line(tmp_path, monkeyp
 def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_path, monkeypatch):
     """A long-lived Dask worker loads a plugin once: a later sweep with an edited file must not use its old code."""
     from pebench import registry
-    from pebench.runner import _execute_in_worker
+    from pebench.runner import PluginRefused, _execute_in_worker
 
     plugin = tmp_path / "worker_plugin.py"
     plugin.write_text("SCALE = 1.0\n")
@@ -171,5 +168,6 @@ def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_p
     plugin.write_text("SCALE = 2.0\n")
     sweep = [{**record, "sha256": registry._sha256(plugin)} for record in registry.plugin_records()]
     spec = experiment.suite_runs("smoke", ["length_extrapolation"])[0]
-    with pytest.raises(registry.PluginError, match="worker_plugin.py on this worker is not the version"):
-        _execute_in_worker([spec], "cpu", 1, False, sweep)
+    refused = _execute_in_worker([spec], "cpu", 1, False, sweep)  # returned, not raised: no worker log, no retry
+    assert isinstance(refused, PluginRefused), refused
+    assert f"plugin {plugin} on this worker is not the version the sweep loaded" in refused.message
