@@ -132,15 +132,16 @@ def test_freeze_reference_keeps_each_length_run_once_with_the_commit_that_made_i
                   task_version=1, encoding_options="{}", d_model=64, n_layers=2, n_heads=4, train_max_len=8,
                   lr=3e-3, batch_size=64, status="ok", pebench_version="0.1.0", condition="original",
                   variant="", token_acc=0.5, seq_acc=0.1, loss=1.0, n=64, chance_token_acc=0.1, params=1000)
-    for run_id, experiment, seed in (("a", "length_extrapolation", 0), ("b", "length_extrapolation", 1),
-                                     ("c", "lm_extrapolation", 0)):
+    # run ids as pebench writes them (16 lowercase hex digits): a folder's files are checked before they are read
+    for run_id, experiment, seed in (("a" * 16, "length_extrapolation", 0), ("b" * 16, "length_extrapolation", 1),
+                                     ("c" * 16, "lm_extrapolation", 0)):
         rows = [dict(common, run_id=run_id, experiment=experiment, seed=seed, eval_len=n) for n in (4, 8)]
         pd.DataFrame(rows).to_csv(reference / "raw" / f"{run_id}.csv", index=False)
     (reference / "manifest.json").write_text(json.dumps({"latest": {"git_sha": "e" * 40, "git_dirty": False}}))
     out = tmp_path / "reference_runs.csv"
     task_pilots.freeze_reference(reference, out)
     frozen = task_pilots.reference_runs(out)
-    assert frozen["run_id"].tolist() == ["a", "b"] and list(frozen.columns[:len(task_pilots.REFERENCE_COLUMNS)]) == \
+    assert frozen["run_id"].tolist() == ["a" * 16, "b" * 16] and list(frozen.columns[:len(task_pilots.REFERENCE_COLUMNS)]) == \
         list(task_pilots.REFERENCE_COLUMNS)
     assert set(frozen["reference_git_sha"]) == {"e" * 40} and frozen["fitted"].dtype == bool
     with pytest.raises(SystemExit, match="freeze-reference"):
