@@ -13,7 +13,8 @@ as a *plugin*: :func:`load_plugin` imports a ``.py`` file or an importable
 module (``pebench --plugin PATH_OR_MODULE <verb>``), and
 :func:`load_entry_point_plugins` imports every plugin that an installed
 package declares in the ``pebench.plugins`` entry-point group. Worker
-processes of a sweep load the same plugins (:func:`loaded_plugins`).
+processes of a sweep load the same plugins (:func:`plugin_records`) and check
+that they are the same versions (:func:`check_plugins`).
 """
 
 from __future__ import annotations

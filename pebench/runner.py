@@ -71,7 +71,7 @@ from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, default_device
 from pebench.model import build_model as build_from_config
-from pebench.registry import PluginError, check_plugins, load_plugins, loaded_plugins, plugin_records
+from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records
 from pebench.results import (
     RUN_FILE_SUFFIX,
     RUN_FILE_SUFFIXES,
@@ -307,14 +307,24 @@ def _execute_in_worker(
     A plugin that fails to load here, or is another version than the parent's, is returned as a
     :class:`PluginRefused` (raised, it would be logged with its traceback by the worker and retried).
     """
+    refused = _load_sweep_plugins(plugins)
+    if refused:
+        return PluginRefused(f"{refused} (on a Dask worker)")
+    if threads:
+        torch.set_num_threads(threads)
+    return execute_group(specs, device, compile)
+
+
+def _load_sweep_plugins(plugins: Sequence[dict[str, Any]]) -> str | None:
+    """Load in a worker the plugins of the process that started the sweep (``plugins``: its
+    :func:`~pebench.registry.plugin_records`) and check that they are the versions it loaded; returns the one
+    line of a plugin that fails to load or differs here, else ``None``."""
     try:
         load_plugins([record["plugin"] for record in plugins if record["kind"] != "entry point"])
         check_plugins(plugins, where="on this worker")
     except PluginError as exc:
-        return PluginRefused(f"{exc} (on a Dask worker)")
-    if threads:
-        torch.set_num_threads(threads)
-    return execute_group(specs, device, compile)
+        return str(exc)
+    return None
 
 
 @dataclass(frozen=True)
@@ -336,7 +346,7 @@ def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
     threading.Thread(target=watch, name="pebench-parent-watch", daemon=True).start()
 
 
-def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[str]) -> None:
+def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[dict[str, Any]]) -> None:
     """A pool worker's loop: receive a unit of runs, send back its rows, until told to stop (``None``).
 
     It ignores SIGINT: Ctrl-C at a terminal reaches every process of the group, and the parent decides
@@ -344,11 +354,7 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[s
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent)
-    try:
-        load_plugins(plugins)
-        refused = None
-    except PluginError as exc:  # its one line goes back as the answer to every unit (the parent stops the sweep)
-        refused = f"{exc} (in a worker process)"
+    refused = _load_sweep_plugins(plugins)  # its one line is the answer to every unit: the parent stops the sweep
     torch.set_num_threads(threads)
     while True:
         try:
@@ -358,7 +364,7 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[s
         if message is None:
             return
         if refused:
-            connection.send(("plugin", refused))
+            connection.send(("plugin", f"{refused} (in a worker process)"))
             continue
         specs, device, compile = message
         try:
@@ -370,7 +376,7 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[s
 class _Worker:
     """One spawned pool process and its end of a pipe."""
 
-    def __init__(self, context: Any, threads: int, plugins: Sequence[str]) -> None:
+    def __init__(self, context: Any, threads: int, plugins: Sequence[dict[str, Any]]) -> None:
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_pool_worker, args=(child, os.getpid(), threads, list(plugins)),
                                        name="pebench-worker", daemon=True)
@@ -416,7 +422,7 @@ def _run_pool(
     terminated before the exception propagates, so no run is computed for nothing and no process is left.
     """
     context = multiprocessing.get_context("spawn")  # fork + torch threads is unsafe
-    plugins = loaded_plugins()
+    plugins = plugin_records()
     queue = deque(units)
     pool: list[_Worker] = []
     clean = False

@@ -171,3 +171,19 @@ def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_p
     refused = _execute_in_worker([spec], "cpu", 1, False, sweep)  # returned, not raised: no worker log, no retry
     assert isinstance(refused, PluginRefused), refused
     assert f"plugin {plugin} on this worker is not the version the sweep loaded" in refused.message
+
+
+def test_a_pool_worker_that_loads_another_version_of_a_plugin_stops_the_sweep(tmp_path, monkeypatch):
+    """The file changed after this process loaded it: the workers it starts would run other code."""
+    from pebench import registry
+    from pebench.runner import SweepError, run_sweep
+
+    plugin = tmp_path / "pool_plugin.py"
+    plugin.write_text("SCALE = 1.0\n")
+    forget_plugins(monkeypatch)
+    registry.load_plugin(str(plugin))
+    plugin.write_text("SCALE = 2.0\n")
+    specs = experiment.suite_runs("smoke", ["length_extrapolation"])[:1]
+    with pytest.raises(SweepError, match=f"plugin {plugin} on this worker is not the version the sweep loaded"):
+        run_sweep(specs, tmp_path / "out", executor="processes", workers=1, on_done=lambda spec, rows: None)
+    assert not list((tmp_path / "out" / "raw").iterdir())
