@@ -187,7 +187,7 @@ def test_a_linked_lock_file_is_refused_and_its_target_left_as_it_was(tmp_path):
     with pytest.raises(RunnerError, match=r"\.lock is a symbolic link"):
         run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
     assert target.read_text() == "keep me\n"
-    assert not list((out / "raw").iterdir())
+    assert [p.name for p in out.iterdir()] == [".lock"]  # the folder as it was: raw/ is made under the lock
 
 
 def test_a_linked_raw_folder_is_refused_and_nothing_in_its_target_is_removed(tmp_path, capsys):
