@@ -380,8 +380,7 @@ class _Worker:
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_pool_worker, args=(child, os.getpid(), threads, list(plugins)),
                                        name="pebench-worker", daemon=True)
-        with _starting_workers():
-            self.process.start()
+        self.process.start()
         child.close()
         self.unit: list[RunSpec] | None = None
 
@@ -427,7 +426,8 @@ def _run_pool(
     pool: list[_Worker] = []
     clean = False
     try:
-        pool = [_Worker(context, threads, plugins) for _ in range(min(workers, len(queue)))]
+        with _starting_workers():  # an interrupt meanwhile is raised once pool holds them, so they are stopped
+            pool = [_Worker(context, threads, plugins) for _ in range(min(workers, len(queue)))]
         while True:
             for worker in pool:
                 if worker.unit is None and queue:
@@ -451,7 +451,8 @@ def _run_pool(
                     error = WorkerDied(_died(worker.process))
                     log.warning("runs %s: %s; recorded as failed", ", ".join(s.run_id for s in unit), error)
                     worker.stop(graceful=False)
-                    pool[index] = _Worker(context, threads, plugins) if queue else worker
+                    with _starting_workers():
+                        pool[index] = _Worker(context, threads, plugins) if queue else worker
                     for spec in unit:
                         finish(spec, _failed(spec, error, _torch_device(device)))
                     continue
