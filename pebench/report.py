@@ -1066,13 +1066,14 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                leaderboard.pairwise_latex(table, caption=latex_escape(caption),
                                                           label=f"tab:pebench-{name}"))
         artifacts.append(Artifact(name, f"{experiment}: declared pairwise comparisons", caption, paths))
+        family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
                 findings.append(f"{people_words(experiment, row['arch'])}: {encoding_label(row['a'])} vs "
                                 f"{encoding_label(row['b'])}: {leaderboard.verdict_text(row)} "
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
-                                f"{row['ci_high']:+.3f}], Holm p = {row['p_holm']:.3g}, {int(row['n_pairs'])} "
-                                "pairs).")
+                                f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
+                                f"while the Holm p = {row['p_holm']:.3g} is; {int(row['n_pairs'])} pairs).")
     return artifacts, findings
 
 
