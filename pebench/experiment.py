@@ -416,7 +416,8 @@ def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
                          "as python pilots/NAME.py")
     if not directory.is_dir():
         raise FileNotFoundError(
-            f"experiments folder {directory} not found; run pebench from a source checkout of the repository"
+            f"experiments folder {directory} not found; install pebench from a clone of its repository with "
+            "pip install -e . (its experiments are the scripts beside the package)"
         )
     for path in sorted(directory.glob("*.py")):
         if path.name.startswith("_"):
