@@ -141,8 +141,8 @@ def test_freeze_reference_keeps_each_length_run_once_with_the_commit_that_made_i
     out = tmp_path / "reference_runs.csv"
     task_pilots.freeze_reference(reference, out)
     frozen = task_pilots.reference_runs(out)
-    assert frozen["run_id"].tolist() == ["a" * 16, "b" * 16] and list(frozen.columns[:len(task_pilots.REFERENCE_COLUMNS)]) == \
-        list(task_pilots.REFERENCE_COLUMNS)
+    assert frozen["run_id"].tolist() == ["a" * 16, "b" * 16]
+    assert list(frozen.columns[:len(task_pilots.REFERENCE_COLUMNS)]) == list(task_pilots.REFERENCE_COLUMNS)
     assert set(frozen["reference_git_sha"]) == {"e" * 40} and frozen["fitted"].dtype == bool
     with pytest.raises(SystemExit, match="freeze-reference"):
         task_pilots.reference_runs(tmp_path / "missing.csv")

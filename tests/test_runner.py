@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pandas as pd
 import pytest
 
 from pebench.cli import main
-from pebench.experiment import COMPARED_ENCODINGS, make_spec, suite_runs
+from pebench.experiment import COMPARED_ENCODINGS, PROTOCOL, make_spec, suite_runs
 from pebench.results import (
     ResultsError,
     load,
@@ -474,9 +475,12 @@ def test_cli_conventions(capsys):
 
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
-    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"pebench {pebench.__version__}"
+    # the version, the protocol of new runs and, in a git checkout, the commit (+dirty when code differs)
+    version = re.compile(rf"pebench {re.escape(pebench.__version__)} \(protocol {PROTOCOL}(, commit [0-9a-f]{{12}}"
+                         r"(\+dirty)?)?\)")
+    assert exit_info.value.code == 0 and version.fullmatch(capsys.readouterr().out.strip())
     done = subprocess.run([sys.executable, "-m", "pebench", "--version"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == f"pebench {pebench.__version__}"
+    assert done.returncode == 0 and version.fullmatch(done.stdout.strip())
     assert main(["list"]) == 0
     listed = capsys.readouterr().out
     assert all(what in listed for what in ("encodings", "tasks", "suites", "experiments", "metrics"))
