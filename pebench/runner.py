@@ -36,6 +36,7 @@ cluster needs no shared file system.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -907,16 +908,16 @@ def _progress(
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
     """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise.
 
-    The time left is estimated from :func:`estimated_cost`, not from the number of runs: the longest runs
+    The time left is estimated from :func:`expected_cost`, not from the number of runs: the longest runs
     start first, so a count-based estimate would overstate it throughout the sweep.
     """
     start = time.perf_counter()
     count = [initial]
-    remaining_cost = [sum(estimated_cost(spec) for spec in todo)]
+    remaining_cost = [sum(expected_cost(spec) for spec in todo)]
     done_cost = [0.0]
 
     def eta(spec: RunSpec) -> float:
-        cost = estimated_cost(spec)
+        cost = expected_cost(spec)
         done_cost[0] += cost
         remaining_cost[0] = max(0.0, remaining_cost[0] - cost)
         return (time.perf_counter() - start) / done_cost[0] * remaining_cost[0] if done_cost[0] else 0.0
@@ -951,8 +952,61 @@ def _progress(
 
 def estimated_cost(spec: RunSpec) -> float:
     """Relative training cost of a run, to start long runs first: steps x batch x (longest training
-    input + its rendered outputs) x width^2. Only the order of runs depends on it."""
-    return spec.train.steps * spec.train.batch_size * 2 * spec.train.train_max_len * spec.d_model**2
+    input + its rendered outputs) x width^2 x depth. Only the order of runs and the time estimates depend on it."""
+    return (spec.train.steps * spec.train.batch_size * 2 * spec.train.train_max_len * spec.d_model**2
+            * spec.n_layers)
+
+
+#: the share of its step cap a run that stops at its fit trains for, on average: 0.59 in the committed standard
+#: reference (protocol v2, steps done over step caps of its length runs); the estimate of a sweep's time uses it
+EXPECTED_STEP_SHARE = 0.6
+#: wall time of a run over its training time: evaluation, fit checks and start-up (1.07 in the same reference:
+#: 2.5 CPU-hours of wall time with 2 workers for 2.35 hours of training)
+RUN_OVERHEAD = 1.1
+#: training steps timed by :func:`calibrate` (after as many warm-up steps)
+CALIBRATION_STEPS = 12
+
+
+def expected_cost(spec: RunSpec) -> float:
+    """:func:`estimated_cost` of the steps a run is expected to take: :data:`EXPECTED_STEP_SHARE` of its cap when it
+    stops at its fit, all of them otherwise."""
+    return estimated_cost(spec) * (EXPECTED_STEP_SHARE if spec.train.stop_at_fit else 1.0)
+
+
+def calibrate(spec: RunSpec, device: str | None = None) -> float:
+    """Seconds per unit of :func:`estimated_cost` on this machine: :data:`CALIBRATION_STEPS` training steps of
+    ``spec``'s model are timed after as many warm-up steps (a few seconds on a CPU core)."""
+    torch_device = torch.device(device) if device else default_device()
+    task = tasks.get(spec.task)
+    plain = dataclasses.replace(spec.train, fit_every=0, stop_at_fit=False, fit_patience=0, fit_disjoint=False,
+                                fit_lengths="longest")
+    seconds = []
+    for steps in (CALIBRATION_STEPS, 2 * CALIBRATION_STEPS):
+        model = build_model(spec).to(torch_device)
+        seconds.append(train(model, task, dataclasses.replace(plain, steps=steps), torch_device).seconds)
+    per_step = max(seconds[1] - seconds[0], 1e-9) / CALIBRATION_STEPS
+    return per_step / (estimated_cost(spec) / spec.train.steps)
+
+
+def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float) -> float:
+    """Expected wall seconds of ``todo`` with ``workers`` parallel workers (:func:`expected_cost`,
+    :data:`RUN_OVERHEAD`), from :func:`calibrate`'s seconds per unit of cost."""
+    total = sum(expected_cost(spec) for spec in todo) * seconds_per_cost * RUN_OVERHEAD
+    return total / max(1, min(workers, len(todo)))
+
+
+def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None) -> str:
+    """What a sweep is about to do, said before it starts: the runs to make, those a resume skips, and how long
+    they should take here, from a calibration on this machine."""
+    if not todo:
+        return f"pebench: nothing to run: all {complete} runs are complete (a resume skips them)"
+    per_cost = calibrate(todo[0], device)
+    minutes = time_estimate(todo, workers, per_cost) / 60
+    per_step = per_cost * estimated_cost(todo[0]) / todo[0].train.steps
+    return (f"pebench: {len(todo)} runs to make, {complete} already complete (skipped); about {minutes:.0f} min with "
+            f"{workers} worker(s) here (calibrated: {1000 * per_step:.0f} ms per training step of the first run's "
+            f"model; runs that stop at their fit are expected to take {EXPECTED_STEP_SHARE:.0%} of their step cap); "
+            "the estimate is corrected as runs finish")
 
 
 @contextlib.contextmanager
@@ -1072,6 +1126,9 @@ def run_sweep(
         entry, outcome = None, "error"
         try:
             with _signals_interrupt(), contextlib.ExitStack() as stack:
+                if on_done is None and sys.stderr.isatty():  # a person at a terminal: what, what is skipped, how long
+                    print(announce(todo, len(existing.complete), workers if executor != "serial" else 1, device),
+                          file=sys.stderr, flush=True)
                 if executor == "dask" and units and client is None:
                     client = stack.enter_context(_dask_client(None, workers))
                 entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -520,3 +521,27 @@ def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
     assert git_state(tmp_path)["git_dirty"] is False
     (tmp_path / "README.md").write_text("y\n")
     assert git_state(tmp_path)["git_dirty_files"] == ["README.md"]
+
+
+def test_the_time_estimate_comes_from_a_calibration_and_the_protocols_expected_steps():
+    """No timing is asserted: the estimate is calibration x expected cost / workers, and a sweep says it first."""
+    from pebench.runner import (
+        EXPECTED_STEP_SHARE,
+        RUN_OVERHEAD,
+        announce,
+        calibrate,
+        estimated_cost,
+        expected_cost,
+        time_estimate,
+    )
+
+    specs = [make_spec("smoke", "t", {"task": "copy", "encoding": "rope", "arch": "decoder", "seed": s, "d_model": 16,
+                                      "n_layers": 1, "n_heads": 2, "steps": 40, "fit_every": 10, "stop_at_fit": True})
+             for s in range(3)]
+    assert expected_cost(specs[0]) == EXPECTED_STEP_SHARE * estimated_cost(specs[0])
+    assert estimated_cost(dataclasses.replace(specs[0], n_layers=2)) == 2 * estimated_cost(specs[0])
+    seconds = time_estimate(specs, workers=2, seconds_per_cost=1e-9)
+    assert seconds == pytest.approx(3 * expected_cost(specs[0]) * 1e-9 * RUN_OVERHEAD / 2)  # exact arithmetic
+    assert calibrate(specs[0], "cpu") > 0
+    assert announce([], 606, 2, "cpu") == "pebench: nothing to run: all 606 runs are complete (a resume skips them)"
+    assert announce(specs, 5, 2, "cpu").startswith("pebench: 3 runs to make, 5 already complete (skipped); about ")
