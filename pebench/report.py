@@ -1091,42 +1091,37 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path) -> tup
 
     label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
     artifacts, findings = [], []
-    board = leaderboard.extrapolation_board(runs)
-    if not board.empty:
-        name = f"extrapolation_{experiment}"
-        caption = (f"Extrapolation board: {label} ((OOD accuracy - position-free floor) / (1 - floor), mean over "
-                   "tasks of the mean over seeds) of the encodings that fitted at least "
-                   f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs "
-                   "in which every one of them fitted; 95% intervals of a two-level bootstrap (tasks, then seeds); "
-                   "encodings whose interval overlaps a tier leader's share its tier; P(first) = share of "
-                   "bootstrap replicates in which it is best. Look at the tiers, not the order inside one.")
-        rows = leaderboard.extrapolation_rows(board)
-        paths = _write_ranking(directory, name, board, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
+
+    def board(kind: str, frame: pd.DataFrame, rows: tuple, caption: str, what: str) -> None:
+        name = f"{kind}_{experiment}"
+        paths = _write_ranking(directory, name, frame, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
                                leaderboard.board_latex(rows, latex_escape(caption), f"tab:pebench-{name}"))
-        artifacts.append(Artifact(name, f"{people_words(experiment)}: extrapolation tiers", caption, paths))
-        for arch in board["arch"].unique():
-            findings.append(f"{people_words(experiment, arch)}: {leaderboard.tier_sentence(board, arch)}")
+        artifacts.append(Artifact(name, f"{people_words(experiment)}: {what}", caption, paths))
+
+    tiers = leaderboard.extrapolation_board(runs)
+    if not tiers.empty:
+        board("extrapolation", tiers, leaderboard.extrapolation_rows(tiers),
+              f"Extrapolation board: {label} ((OOD accuracy - position-free floor) / (1 - floor), mean over tasks of "
+              "the mean over seeds) of the encodings that fitted at least "
+              f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs in which "
+              "every one of them fitted; 95% intervals of a two-level bootstrap (tasks, then seeds); encodings whose "
+              "interval overlaps a tier leader's share its tier; P(first) = share of bootstrap replicates in which "
+              "it is best. Look at the tiers, not the order inside one.", "extrapolation tiers")
+        for arch in tiers["arch"].unique():
+            findings.append(f"{people_words(experiment, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
     capability = leaderboard.capability(runs)
     if not capability.empty:
-        name = f"capability_{experiment}"
-        caption = ("Capability board: runs that met the fit criterion within the step cap, on the order-dependent "
-                   "tasks and on the order-free controls. An encoding that does not fit a task is not judged on "
-                   "it; look for encodings that cannot fit what they should represent.")
-        rows = leaderboard.capability_rows(capability)
-        paths = _write_ranking(directory, name, capability, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
-                               leaderboard.board_latex(rows, latex_escape(caption), f"tab:pebench-{name}"))
-        artifacts.append(Artifact(name, f"{people_words(experiment)}: capability (fit rates)", caption, paths))
+        board("capability", capability, leaderboard.capability_rows(capability),
+              "Capability board: runs that met the fit criterion within the step cap, on the order-dependent tasks "
+              "and on the order-free controls. An encoding that does not fit a task is not judged on it; look for "
+              "encodings that cannot fit what they should represent.", "capability (fit rates)")
     harm = leaderboard.harm(runs)
     if not harm.empty:
-        name = f"harm_{experiment}"
-        caption = ("Harm on the order-free controls (tasks whose answer the bag of input symbols gives): OOD token "
-                   "accuracy of every run, fitted or not, and its difference from the position-free baseline on "
-                   "the same task-seed pairs, with 95% two-level bootstrap intervals; harms = the interval of the "
-                   "difference lies below 0. Look for encodings that cost accuracy where no order is needed.")
-        rows = leaderboard.harm_rows(harm)
-        paths = _write_ranking(directory, name, harm, leaderboard.board_markdown(rows) + f"\n\n{caption}\n",
-                               leaderboard.board_latex(rows, latex_escape(caption), f"tab:pebench-{name}"))
-        artifacts.append(Artifact(name, f"{people_words(experiment)}: harm on the controls", caption, paths))
+        board("harm", harm, leaderboard.harm_rows(harm),
+              "Harm on the order-free controls (tasks whose answer the bag of input symbols gives): OOD token "
+              "accuracy of every run, fitted or not, and its difference from the position-free baseline on the same "
+              "task-seed pairs, with 95% two-level bootstrap intervals; harms = the interval of the difference lies "
+              "below 0. Look for encodings that cost accuracy where no order is needed.", "harm on the controls")
     return artifacts, findings
 
 
