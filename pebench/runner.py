@@ -1168,6 +1168,7 @@ def _dask_client(address: str | None, workers: int) -> Iterator[Any]:
     """A Dask client of the scheduler at ``address``, or of a quiet LocalCluster of ``workers``
     single-threaded worker processes (no dashboard, no log lines) when ``None``; closed after."""
     try:
+        import dask
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise RunnerError("the dask executor needs the 'dist' extra: pip install 'pebench[dist]'") from None
@@ -1181,6 +1182,9 @@ def _dask_client(address: str | None, workers: int) -> Iterator[Any]:
         try:
             # no dashboard; the scheduler's health routes on a free local port, not 8787
             with contextlib.ExitStack() as started:
+                # one task per single-threaded worker at a time (the default saturation 1.1 gives each a second
+                # one in advance): a run that kills its worker then never takes an innocent run's attempt with it
+                started.enter_context(dask.config.set({"distributed.scheduler.worker-saturation": 1.0}))
                 with _ctrl_c_ignored():
                     cluster = started.enter_context(LocalCluster(
                         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,

