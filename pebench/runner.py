@@ -721,6 +721,18 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
         return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), for the manifest:
+    two machines give bit-identical rows only with the same CPU kernels, which "same machine" means."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _is_code(path: str) -> bool:
     """Whether an untracked ``path`` (relative to the checkout) could change what a run computes."""
     return path.endswith(".py") or path.startswith(("pebench/", "experiments/"))
@@ -755,6 +767,9 @@ def write_manifest(
         "python_version": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        # the SIMD kernels torch dispatches to (e.g. AVX2, AVX512): float results can differ between them
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_count": os.cpu_count(),
         "device": device,
         "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,

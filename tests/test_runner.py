@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from pebench.cli import main
 from pebench.experiment import COMPARED_ENCODINGS, PROTOCOL, make_spec, suite_runs
@@ -106,6 +107,8 @@ def test_sweep_writes_one_valid_csv_per_run_and_resumes(tmp_path):
     assert set(frame["status"]) == {"ok"} and len(frame) == 8
     entry = json.loads((tmp_path / "manifest.json").read_text())["invocations"][-1]
     assert (entry["pandas_version"], entry["numpy_version"]) == (pd.__version__, np.__version__)
+    # what "the same machine" needs for bit-identical rows: the CPU and the kernels torch dispatches to
+    assert entry["cpu_model"] and entry["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     again = run_sweep(specs, tmp_path, on_done=lambda spec, rows: None)
     assert again.done == 0 and again.skipped == 4
     # each invocation records what it was given, what it made, how long it took and how it ended
