@@ -978,8 +978,8 @@ EXPECTED_STEP_SHARE = 0.6
 #: wall time of a run over its training time: evaluation, fit checks and start-up (1.07 in the same reference:
 #: 2.5 CPU-hours of wall time with 2 workers for 2.35 hours of training)
 RUN_OVERHEAD = 1.1
-#: training steps timed by :func:`calibrate` (after as many warm-up steps)
-CALIBRATION_STEPS = 12
+#: training steps timed by :func:`calibrate` (after a warm-up run of as many)
+CALIBRATION_STEPS = 10
 
 
 def expected_cost(spec: RunSpec) -> float:
@@ -989,17 +989,18 @@ def expected_cost(spec: RunSpec) -> float:
 
 
 def calibrate(spec: RunSpec, device: str | None = None) -> float:
-    """Seconds per unit of :func:`estimated_cost` on this machine: :data:`CALIBRATION_STEPS` training steps of
-    ``spec``'s model are timed after as many warm-up steps (a few seconds on a CPU core)."""
+    """Seconds per unit of :func:`estimated_cost` on this machine: the time of ``3 x`` :data:`CALIBRATION_STEPS`
+    training steps of ``spec``'s model minus that of ``1 x`` (start-up cancels out), after a warm-up run (about a
+    second on a CPU core)."""
     torch_device = torch.device(device) if device else default_device()
     task = tasks.get(spec.task)
     plain = dataclasses.replace(spec.train, fit_every=0, stop_at_fit=False, fit_patience=0, fit_disjoint=False,
                                 fit_lengths="longest")
     seconds = []
-    for steps in (CALIBRATION_STEPS, 2 * CALIBRATION_STEPS):
+    for steps in (CALIBRATION_STEPS, CALIBRATION_STEPS, 3 * CALIBRATION_STEPS):  # the first warms up, unread
         model = build_model(spec).to(torch_device)
         seconds.append(train(model, task, dataclasses.replace(plain, steps=steps), torch_device).seconds)
-    per_step = max(seconds[1] - seconds[0], 1e-9) / CALIBRATION_STEPS
+    per_step = max(seconds[2] - seconds[1], 0.0) / (2 * CALIBRATION_STEPS) or seconds[2] / (3 * CALIBRATION_STEPS)
     return per_step / (estimated_cost(spec) / spec.train.steps)
 
 
@@ -1018,7 +1019,7 @@ def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str |
     per_cost = calibrate(todo[0], device)
     minutes = time_estimate(todo, workers, per_cost) / 60
     per_step = per_cost * estimated_cost(todo[0]) / todo[0].train.steps
-    return (f"pebench: {len(todo)} runs to make, {complete} already complete (skipped); about {minutes:.0f} min with "
+    return (f"pebench: {len(todo)} runs to make, {complete} already complete (skipped); about {minutes:.1f} min with "
             f"{workers} worker(s) here (calibrated: {1000 * per_step:.0f} ms per training step of the first run's "
             f"model; runs that stop at their fit are expected to take {EXPECTED_STEP_SHARE:.0%} of their step cap); "
             "the estimate is corrected as runs finish")
