@@ -178,12 +178,16 @@ class RunSpec:
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=1024)
 def rendered_length(task: tasks.Task, length: int, arch: str) -> int:
     """Positions of one example of ``task`` at input ``length`` rendered for ``arch`` (drawn with a fixed
-    seed: every example of a length has the same rendered length)."""
-    batch = task.sample(1, length, torch.Generator().manual_seed(0))
-    tokens, _labels = tasks.render(task, batch, arch)
+    seed: every example of a length has the same rendered length; computed once per task version)."""
+    return _rendered_length(type(task), task.name, task.version, length, arch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rendered_length(cls: type[tasks.Task], name: str, version: int, length: int, arch: str) -> int:
+    task = cls()
+    tokens, _labels = tasks.render(task, task.sample(1, length, torch.Generator().manual_seed(0)), arch)
     return int(tokens.shape[1])
 
 

@@ -55,11 +55,16 @@ def is_held_out(inputs: Tensor) -> Tensor:
     return (input_keys(inputs) >> 16) % HELD_OUT_SHARE == 0
 
 
-@functools.lru_cache(maxsize=4096)
 def separable(task: Task, length: int) -> bool:
     """Whether ``task`` at input ``length`` is split into training and held-out inputs: its held-out part
-    holds at least :data:`MIN_HELD_OUT_INPUTS` distinct inputs among :data:`PROBE_DRAWS` fixed draws."""
-    inputs = task.sample(PROBE_DRAWS, length, torch.Generator().manual_seed(7_919 * length + 1), split="eval").inputs
+    holds at least :data:`MIN_HELD_OUT_INPUTS` distinct inputs among :data:`PROBE_DRAWS` fixed draws
+    (computed once per task version and length: :func:`pebench.tasks.get` makes a new instance per call)."""
+    return _separable(type(task), task.name, task.version, length)
+
+
+@functools.lru_cache(maxsize=4096)
+def _separable(cls: type[Task], name: str, version: int, length: int) -> bool:
+    inputs = cls().sample(PROBE_DRAWS, length, torch.Generator().manual_seed(7_919 * length + 1), split="eval").inputs
     held = inputs[is_held_out(inputs)]
     return len(torch.unique(held, dim=0)) >= MIN_HELD_OUT_INPUTS if len(held) else False
 
@@ -86,11 +91,9 @@ def _fill(task: Task, n: int, length: int, generator: torch.Generator, split: st
 def training_batch(task: Task, n: int, length: int, generator: torch.Generator) -> Batch:
     """``n`` training examples at ``length`` with no held-out input (:func:`is_held_out`) where the length is
     :func:`separable`, else ``task.sample`` as it is."""
-    if not separable(task, length):
-        return task.sample(n, length, generator)
     batch = task.sample(n, length, generator)
     held = is_held_out(batch.inputs)
-    if not bool(held.any()):
+    if not bool(held.any()) or not separable(task, length):
         return batch
     inputs, targets = batch.inputs.clone(), batch.targets.clone()
     again = _fill(task, int(held.sum()), length, generator, "train", keep_held_out=False)

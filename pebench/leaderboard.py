@@ -363,7 +363,7 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     bootstrap; ``vs_baseline``: the mean difference from the baseline on the same (task, seed) pairs, with
     its interval (``diff_low``, ``diff_high``); ``harms``: True where that interval lies below 0.
     """
-    from pebench import encodings as registry
+    from pebench import encodings
 
     columns = ["arch", "encoding", "control_runs", "control_fit_rate", "ood_token_acc", "low", "high",
                "vs_baseline", "diff_low", "diff_high", "harms"]
@@ -371,7 +371,7 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     if "order_dependent" not in runs:
         return pd.DataFrame(columns=columns)
     controls = runs[(runs["order_dependent"] == False) & runs["ood_token_acc"].notna()]  # noqa: E712
-    baseline = next((name for name in registry.names() if registry.meta(name).get("baseline")), None)
+    baseline = encodings.baseline_name()
     records = []
     for arch, part in controls.groupby("arch", sort=True):
         wide = part.pivot_table(index=["task", "seed"], columns="encoding", values="ood_token_acc", aggfunc="first")
