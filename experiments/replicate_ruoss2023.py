@@ -108,8 +108,8 @@ def score(folder: Path):
         return None
     mean, low, high, n = replication.mean_gain(runs, CLAIMS, METRIC)
     claims = replication.regime_agreement(runs, CLAIMS, METRIC)
-    gated, n_gated = replication.gated_gain(claims)
-    raw, n_raw = replication.raw_gain(claims)
+    gated, n_gated = replication.pooled_gain(claims)
+    raw, n_raw = replication.pooled_gain(claims, "raw_gain", "raw_pairs")
     paper = published_aggregate().iloc[0]
     sentence = (f"Mean gain in OOD token accuracy of randomized over base encodings, as pre-registered (an unfitted "
                 f"run scores 0): **{100 * mean:+.1f}** points [{100 * low:+.1f}, {100 * high:+.1f}] over {n} task x "

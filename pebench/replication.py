@@ -148,13 +148,14 @@ def regime_agreement(
     """
     fit = leaderboard.fitted_runs(runs)
     keys = ["arch", "task", "seed"]
-    gated, raw = [], []
+    gated, raw = [], {}
     for a, b in claims:
         left, right = (runs[runs["encoding"] == name].assign(fit=fit).set_index(keys) for name in (a, b))
         both = left[[metric, "fit"]].add_suffix("_a").join(right[[metric, "fit"]].add_suffix("_b"), how="inner")
         both = both.dropna(subset=[f"{metric}_a", f"{metric}_b"])
         difference = both[f"{metric}_a"] - both[f"{metric}_b"]
-        raw.append((difference.mean() if len(difference) else np.nan, len(difference)))
+        for arch, part in difference.groupby(level="arch"):
+            raw[(arch, a, b)] = (part.mean(), len(part))
         joint = both[both["fit_a"] & both["fit_b"]].index
         in_joint = runs.set_index(keys).index.isin(joint)
         gated.append(runs[runs["encoding"].isin([a, b]).to_numpy() & in_joint])
@@ -166,9 +167,8 @@ def regime_agreement(
                for arch in sorted(runs["arch"].unique()) for a, b in claims if (arch, a, b) not in tested]
     if missing:  # no jointly fitted run of the arch at all: pairwise saw none
         table = pd.concat([table, pd.DataFrame(missing)], ignore_index=True)
-    gains = {claim: value for claim, value in zip(claims, raw, strict=True)}
-    table["raw_gain"] = [gains[(r.a, r.b)][0] for r in table.itertuples()]
-    table["raw_pairs"] = [gains[(r.a, r.b)][1] for r in table.itertuples()]
+    table["raw_gain"] = [raw.get((r.arch, r.a, r.b), (np.nan, 0))[0] for r in table.itertuples()]
+    table["raw_pairs"] = [raw.get((r.arch, r.a, r.b), (np.nan, 0))[1] for r in table.itertuples()]
     readings = {"a better": AGREES, "b better": CONTRADICTS, "no significant difference": UNRESOLVED}
     table["reading"] = [readings.get(verdict, NOT_TESTABLE) for verdict in table["verdict"]]
     unpaired = table["n_pairs"] == 0
@@ -177,18 +177,12 @@ def regime_agreement(
     return table
 
 
-def gated_gain(table: pd.DataFrame) -> tuple[float, int]:
-    """The mean gain of a :func:`regime_agreement` table over its jointly fitted pairs, pooled over the claims
-    (each claim weighted by its pairs), and the number of those pairs."""
-    n = int(table["n_pairs"].sum())
-    return (float((table["mean_diff"].fillna(0) * table["n_pairs"]).sum() / n) if n else float("nan")), n
-
-
-def raw_gain(table: pd.DataFrame) -> tuple[float, int]:
-    """The mean raw gain of a :func:`regime_agreement` table over every pair run, fitted or not, pooled over
-    the claims, and the number of pairs."""
-    n = int(table["raw_pairs"].sum())
-    return (float((table["raw_gain"].fillna(0) * table["raw_pairs"]).sum() / n) if n else float("nan")), n
+def pooled_gain(table: pd.DataFrame, gain: str = "mean_diff", pairs: str = "n_pairs") -> tuple[float, int]:
+    """The mean of a :func:`regime_agreement` table's ``gain`` column pooled over its claims, each weighted by its
+    ``pairs``, and the number of pairs: the gain over the jointly fitted pairs by default (``mean_diff``,
+    ``n_pairs``), or over every pair run, fitted or not (``raw_gain``, ``raw_pairs``). NaN without pairs."""
+    n = int(table[pairs].sum())
+    return (float((table[gain].fillna(0) * table[pairs]).sum() / n) if n else float("nan")), n
 
 
 def growth(rows: pd.DataFrame) -> pd.DataFrame:

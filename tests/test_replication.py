@@ -237,4 +237,4 @@ def test_a_claim_is_judged_only_where_both_encodings_fitted():
     table = replication.regime_agreement(regime_runs(fitted_b=0), [("a", "b")], "ood_token_acc", n_boot=100)
     assert table.loc[0, "reading"] == replication.NOT_TESTABLE
     assert table.loc[0, "note"] == "no task-seed pair in which both fitted, of 10 pairs run"
-    assert replication.gated_gain(table) != replication.gated_gain(table)  # NaN: no jointly fitted pair
+    assert replication.pooled_gain(table) != replication.pooled_gain(table)  # NaN: no jointly fitted pair
