@@ -28,7 +28,7 @@ The standard suite keeps its caps either way: this is evidence for the budget de
 protocol.
 
 Afterwards (a decision taken after this pilot, for every encoding alike, recorded in
-``pebench.experiment.TASK_STEPS``): the standard suite adopted the doubled cap on these three tasks in both
+``pebench.protocol.TASK_STEPS``): the standard suite adopted the doubled cap on these three tasks in both
 architectures, because the acceptance asks the capable encodings to fit them, and its cost was measured.
 """
 

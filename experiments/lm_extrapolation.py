@@ -19,7 +19,8 @@ model of width 64 and 800 steps of 32 windows (the algorithmic tasks' batch of 6
 the experiment's time for no gain in the comparison).
 """
 
-from pebench.experiment import COMPARED_ENCODINGS, SCALES, SEEDS, Experiment, ReportSpec, register_experiment
+from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.protocol import COMPARED_ENCODINGS, SCALES, SEEDS
 from pebench.tasks.charlm import EVAL_SPAN
 
 #: tokens per evaluation forward pass at the longest length (bounds attention memory)

@@ -32,7 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import leaderboard, published, replication, tasks
-from pebench.experiment import SCALES, SEEDS, SUITE_ENCODINGS, Experiment, ReportSpec, register_experiment
+from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.protocol import SCALES, SEEDS, SUITE_ENCODINGS
 
 SUITE = "replication"
 NAME = "kazemnejad2023"

@@ -32,7 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import published, replication, results
-from pebench.experiment import SCALES, SUITE_ENCODINGS, Experiment, ReportSpec, register_experiment
+from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.protocol import SCALES, SUITE_ENCODINGS
 from pebench.tasks.charlm import EVAL_SPAN
 
 SUITE = "replication"

@@ -34,7 +34,8 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import published, replication, tasks
-from pebench.experiment import SCALES, Experiment, ReportSpec, register_experiment, task_steps
+from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.protocol import SCALES, task_steps
 
 SUITE = "replication"
 NAME = "ruoss2023"

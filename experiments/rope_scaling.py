@@ -10,16 +10,8 @@ same state dict loads into every variant.
 import json
 
 from pebench import tasks
-from pebench.experiment import (
-    PROTOCOL,
-    SCALES,
-    SEEDS,
-    Experiment,
-    ReportSpec,
-    register_experiment,
-    rendered_length,
-    task_steps,
-)
+from pebench.experiment import Experiment, ReportSpec, register_experiment, rendered_length
+from pebench.protocol import PROTOCOL, SCALES, SEEDS, task_steps
 
 FACTOR = 4.0  # the longest evaluated input is 4x the longest training input
 

@@ -46,7 +46,8 @@ from pathlib import Path
 
 import pebench
 from pebench import encodings, tasks
-from pebench.experiment import SUITES, RunSpec, load_experiments, suite_runs
+from pebench.experiment import RunSpec, load_experiments, suite_runs
+from pebench.protocol import SUITES
 from pebench.registry import UnknownNameError, load_plugins
 from pebench.results import ResultsError, terminal_text
 
@@ -469,7 +470,7 @@ def _add_results_argument(parser: argparse.ArgumentParser) -> None:
 def version_text() -> str:
     """``pebench --version``: the package version, the protocol of new runs, and the code commit of a source
     checkout (``+dirty`` when code differs from it; nothing for an installed package)."""
-    from pebench.experiment import PROTOCOL
+    from pebench.protocol import PROTOCOL
     from pebench.runner import code_commit
 
     sha, _, dirty = code_commit().partition("+")

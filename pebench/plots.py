@@ -30,8 +30,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFo
 from pebench import encodings, results
 from pebench import metrics as metric_registry
 from pebench.evaluate import CONDITIONS
-from pebench.experiment import BASE_VARIANT, COMPARED_ENCODINGS
+from pebench.experiment import BASE_VARIANT
 from pebench.model import ARCHS
+from pebench.protocol import COMPARED_ENCODINGS
 
 #: line colours: tab10 without its grey (C7), which is close to the training-range shading
 PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")

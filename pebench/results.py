@@ -775,7 +775,7 @@ def encoding_labels(names: Sequence[str], empty: str = "no encoding") -> str:
 
 def encoding_rank(name: str) -> tuple[int, str]:
     """Sort key putting the compared encodings in their canonical order, then any others by name."""
-    from pebench.experiment import COMPARED_ENCODINGS
+    from pebench.protocol import COMPARED_ENCODINGS
 
     order = list(COMPARED_ENCODINGS)
     return (order.index(name), "") if name in order else (len(order), str(name))

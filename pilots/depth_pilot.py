@@ -13,7 +13,7 @@ What runs (:func:`specs`):
   encoding; randomized positions around RoPE; CoPE on decoders only), the 12 tasks of the core battery
   (``experiments/length_extrapolation.py: CORE``), encoder and decoder, seeds :data:`SEEDS`;
 - the v3 protocol: training lengths 1..8 (from the task's shortest), the v3 fit criterion
-  (``pebench.experiment.FIT_V3``: every training length, 512 held-out examples each, held-out inputs never
+  (``pebench.protocol.FIT_V3``: every training length, 512 held-out examples each, held-out inputs never
   trained on; threshold 0.99, checked every 100 steps), the standard optimiser (AdamW, lr 3e-3, batch 64,
   100 warmup steps), the plateau stop of 1000 steps, and one step cap for every task, :data:`PILOT_CAP`;
 - evaluation at in-distribution lengths only (:data:`ID_LENGTHS`), original inputs only: the pilot reads
@@ -80,7 +80,8 @@ def specs(depths=DEPTHS, which: str = "all") -> list:
     """The pilot's run specs at ``depths`` for ``which`` encodings: ``rule`` (:data:`RULE_ENCODINGS`),
     ``other`` (the rest) or ``all``; depth by depth, in the order of :data:`DEPTHS`."""
     from pebench import encodings, tasks
-    from pebench.experiment import FIT_V3, SUITE_ENCODINGS, make_spec
+    from pebench.experiment import make_spec
+    from pebench.protocol import FIT_V3, SUITE_ENCODINGS
 
     sys.path.insert(0, str(ROOT / "experiments"))
     from length_extrapolation import CORE

@@ -181,12 +181,12 @@ def test_headline_findings_are_the_ranking_findings(gen, tmp_path):
 
 
 def test_protocol_numbers_come_from_the_code(gen):
-    from pebench import experiment
+    from pebench import experiment, protocol
     from pebench.train import TrainConfig
 
     values = gen.protocol_substitutions()
-    assert values["step_cap"] == str(experiment.SCALES["standard"]["steps"])
-    assert values["single_output_steps"] == str(experiment.SINGLE_OUTPUT_STEPS)
+    assert values["step_cap"] == str(protocol.SCALES["standard"]["steps"])
+    assert values["single_output_steps"] == str(protocol.SINGLE_OUTPUT_STEPS)
     assert values["fit_threshold"] == f"{TrainConfig().fit_threshold:g}"
     assert values["step_cap_reason"] != "not recorded"
     lengths = experiment.load_experiments().get("length_extrapolation").runs("standard")[0].eval.lengths
@@ -690,7 +690,7 @@ def test_the_cap_pilot_table_reads_each_miss_beside_its_reference_run(gen, tmp_p
     assert "| decoder | copy | learned | 1 | 0.960 (cap @2500) | 0.991 (fit @3100) |" in text
     assert "| encoder | duplicate | t5 | 0 | 0.300 (plateau @1100) | 0.290 (plateau @1100) |" in text
     assert "commit `ccccccc` (clean), 2 pilots, against the reference made at `ddddddd`" in text
-    # the suite's caps (pebench.experiment.TASK_STEPS) are the pilot's: the page says the suite adopted them
+    # the suite's caps (pebench.protocol.TASK_STEPS) are the pilot's: the page says the suite adopted them
     assert "The standard suite has since adopted the doubled cap on copy, duplicate in both architectures" in text
     pd.DataFrame(pilots).assign(step_cap=[4000, 4000]).to_csv(path, index=False)
     assert "has since adopted" not in gen.cap_pilot(path, reference)

@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from pebench import encodings, heldout, tasks
-from pebench.experiment import FIT_V3, make_spec, rendered_length
+from pebench.experiment import make_spec, rendered_length
+from pebench.protocol import FIT_V3
 from pebench.runner import build_model
 from pebench.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
 

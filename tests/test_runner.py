@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from pebench.cli import main
-from pebench.experiment import COMPARED_ENCODINGS, PROTOCOL, make_spec, suite_runs
+from pebench.experiment import make_spec, suite_runs
+from pebench.protocol import COMPARED_ENCODINGS, PROTOCOL
 from pebench.results import (
     ResultsError,
     load,

@@ -188,9 +188,9 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
 
 def encodings_table() -> str:
     """Every registered encoding: its slot, parameters, paper, summary, and the suites that compare it
-    (:data:`pebench.experiment.SUITE_ENCODINGS`; a wrapper such as ``randomized`` counts where one of its
+    (:data:`pebench.protocol.SUITE_ENCODINGS`; a wrapper such as ``randomized`` counts where one of its
     instances, e.g. ``randomized:rope``, is compared)."""
-    from pebench.experiment import SUITE_ENCODINGS
+    from pebench.protocol import SUITE_ENCODINGS
 
     rows = []
     for name in encodings.names():
@@ -328,7 +328,8 @@ def metrics_table() -> str:
 
 def experiments_tables() -> str:
     from pebench.cli import describe_run_seeds
-    from pebench.experiment import SCALES, SUITES, load_experiments, suite_runs
+    from pebench.experiment import load_experiments, suite_runs
+    from pebench.protocol import SCALES, SUITES
 
     scale_keys = sorted({k for scale in SCALES.values() for k in scale})
     out = ["### Scale of each suite", "",
@@ -464,7 +465,8 @@ def _count_runs(folder: Path) -> int:
 
 def completeness(folder: Path) -> str:
     """Whether ``folder`` holds every run of its suite as the code defines it now, and how to finish it."""
-    from pebench.experiment import SUITES, suite_runs
+    from pebench.experiment import suite_runs
+    from pebench.protocol import SUITES
 
     if folder.name not in SUITES:
         return ""
@@ -916,12 +918,12 @@ def cap_pilot(path: Path, reference: Path) -> str:
             f"training to the suite ({len(capped)} runs of these tasks, of any encoding, stopped at the cap in the "
             f"reference; about {extra / 2 / 60:.0f} min of wall time on 2 workers) to the time measured for that "
             "reference.")
-    from pebench.experiment import task_steps
+    from pebench.protocol import task_steps
 
     adopted = all(task_steps("standard", r.arch, r.task) == int(r.step_cap) for r in both.itertuples())
     if adopted:
         cost += (f" The standard suite has since adopted the {times} cap on {', '.join(sorted(tasks_))} in both "
-                 "architectures (`pebench.experiment.TASK_STEPS`); what it cost is measured on the performance page.")
+                 "architectures (`pebench.protocol.TASK_STEPS`); what it cost is measured on the performance page.")
     return (markdown_table(["arch", "task", "encoding", "seed", "reference: held-out token acc. (stop @ steps)",
                             f"cap {cap}: held-out token acc. (stop @ steps)"], rows)
             + f"\n\nMade by `experiments/cap_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
@@ -1148,12 +1150,13 @@ def floors_table(folder: Path) -> str:
 
 
 def v3_fit_include() -> str:
-    """Protocol v3's fit criterion as the code declares it (:data:`pebench.experiment.FIT_V3`,
+    """Protocol v3's fit criterion as the code declares it (:data:`pebench.protocol.FIT_V3`,
     :mod:`pebench.heldout`), and the training lengths of the core battery that are too small to split."""
     import sys
 
     from pebench import heldout
-    from pebench.experiment import FIT_V3, SCALES, load_experiments
+    from pebench.experiment import load_experiments
+    from pebench.protocol import FIT_V3, SCALES
     from pebench.train import TrainConfig
 
     load_experiments()
@@ -1220,7 +1223,8 @@ def fit_resolution(folders: Iterable[Path]) -> str:
     as trained)."""
     from scipy import stats
 
-    from pebench.experiment import BASE_VARIANT, SCALES
+    from pebench.experiment import BASE_VARIANT
+    from pebench.protocol import SCALES
     from pebench.results import ResultsError, load
     from pebench.train import TrainConfig
 
@@ -1298,7 +1302,7 @@ def constant_comment(module, name: str) -> str:
 def protocol_substitutions() -> dict[str, str]:
     """The protocol's constants, from the code that applies them (:mod:`pebench.experiment`,
     :class:`pebench.train.TrainConfig`, :mod:`pebench.tasks.charlm`)."""
-    from pebench import experiment as protocol
+    from pebench import protocol
     from pebench.tasks.charlm import EVAL_SPAN
     from pebench.train import TrainConfig
 
@@ -1483,7 +1487,7 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                   "The share of seeds that met the fit criterion (see {doc}`protocol`) per encoding and "
                   "architecture, over every task; look for encodings that rank high only because others did "
                   "not fit.", "", fit_table(folder), ""]
-    from pebench.experiment import SUITES
+    from pebench.protocol import SUITES
 
     absent = [s for s in SUITES if s != "smoke" and s not in {f.name for f in folders}]
     if absent:
