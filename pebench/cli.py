@@ -522,7 +522,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="train runs that differ only in seed as one batched model (default: on CUDA only)")
     p.add_argument("--compile", action="store_true",
                    help="train under torch.compile (inductor; needs a C++ compiler on CPU). Off by default: "
-                        "slower on a 2-core CPU, compile time included (docs: performance)")
+                        "measured slower on CPUs, compile time included (docs: performance)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="write summary CSVs, figures and tables of a results folder")

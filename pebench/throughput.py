@@ -1,11 +1,11 @@
 """Training throughput of pebench's Transformer: against x-transformers, as a fraction of the matmul peak,
 with 1 or 2 worker processes, seed-batched, and under ``torch.compile``.
 
-Run ``python -m pebench.throughput`` or ``python experiments/throughput.py`` (the same, about 25 minutes
-on 2 CPU cores) or with ``--quick`` (a few minutes); ``--only suites --suites smoke standard`` times the
-suites themselves. Writes ``results/performance/*.csv`` and, from those CSVs, ``docs/performance_tables.md``
-(:func:`write_tables`; ``--tables-only`` regenerates it without measuring). It is a benchmark of the code,
-not an experiment: it trains no grid of runs and writes no suite.
+Run ``python -m pebench.throughput`` or ``python experiments/throughput.py`` (the same; the performance
+page says how long it took) or with ``--quick`` (a few minutes); ``--only suites --suites smoke standard``
+times the suites themselves. Writes ``results/performance/*.csv`` and, from those CSVs,
+``docs/performance_tables.md`` (:func:`write_tables`; ``--tables-only`` regenerates it without measuring).
+It is a benchmark of the code, not an experiment: it trains no grid of runs and writes no suite.
 
 Method. Every comparison is A/B interleaved in one process: for each repeat the two models (in
 alternating order) train the same pre-generated batches for the same number of steps; the reported

@@ -384,8 +384,8 @@ def train(
             randomness inside the model (dropout, randomized positions).
         device: where to train; default the model's current device.
         compile: run the forward pass under ``torch.compile`` (inductor, dynamic shapes); the
-            parameters are shared, so ``model`` itself is trained. Off by default: on a 2-core
-            CPU it is slower, compile time included (docs: performance). Losses then agree with
+            parameters are shared, so ``model`` itself is trained. Off by default: measured slower on
+            CPUs, compile time included (docs: performance). Losses then agree with
             eager training to float rounding, not bit for bit.
 
     Returns:

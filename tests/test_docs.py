@@ -188,7 +188,6 @@ def test_protocol_numbers_come_from_the_code(gen):
     assert values["step_cap"] == str(protocol.SCALES["standard"]["steps"])
     assert values["single_output_steps"] == str(protocol.SINGLE_OUTPUT_STEPS)
     assert values["fit_threshold"] == f"{TrainConfig().fit_threshold:g}"
-    assert values["step_cap_reason"] != "not recorded"
     lengths = experiment.load_experiments().get("length_extrapolation").runs("standard")[0].eval.lengths
     assert values["length_extrapolation_ood_lengths"] == ", ".join(str(n) for n in lengths if n > 8)
 
@@ -196,8 +195,8 @@ def test_protocol_numbers_come_from_the_code(gen):
 def test_protocol_page_takes_its_numbers_from_the_build():
     """The protocol page's constants are substitutions and its result tables generated includes."""
     page = (DOCS / "protocol.md").read_text()
-    for name in ("step_cap", "single_output_steps", "fit_threshold", "fit_patience", "step_cap_reason",
-                 "position_capacity", "length_extrapolation_ood_lengths"):
+    for name in ("step_cap", "single_output_steps", "fit_threshold", "fit_patience", "position_capacity",
+                 "length_extrapolation_ood_lengths"):
         assert f"{{{{ {name} }}}}" in page, name
     for name in ("fit_table", "floors_table", "battery_length_extrapolation"):
         assert f"_generated/includes/{name}.md" in page

@@ -1284,23 +1284,8 @@ def task_caps(caps: Mapping[tuple[str, str], int]) -> str:
                                           for task, on in tasks]) for n, tasks in groups) or "none"
 
 
-def constant_comment(module, name: str) -> str:
-    """The comment block written directly above ``name = ...`` in ``module``'s source, without the ``#``
-    (the recorded reason for a protocol constant), or "" when there is none."""
-    lines = inspect.getsource(module).splitlines()
-    start = next((i for i, line in enumerate(lines) if re.match(rf"{name}\s*(:[^=]*)?=", line)), None)
-    if start is None:
-        return ""
-    block = []
-    for line in reversed(lines[:start]):
-        if not line.startswith("#"):
-            break
-        block.insert(0, line.lstrip("#:").strip())
-    return " ".join(block)
-
-
 def protocol_substitutions() -> dict[str, str]:
-    """The protocol's constants, from the code that applies them (:mod:`pebench.experiment`,
+    """The protocol's constants, from the code that applies them (:mod:`pebench.protocol`,
     :class:`pebench.train.TrainConfig`, :mod:`pebench.tasks.charlm`)."""
     from pebench import protocol
     from pebench.tasks.charlm import EVAL_SPAN
@@ -1317,7 +1302,6 @@ def protocol_substitutions() -> dict[str, str]:
         "step_cap": str(standard["steps"]),
         "standard_task_caps": task_caps(protocol.TASK_STEPS.get("standard", {})),
         "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
-        "step_cap_reason": constant_comment(protocol, "SINGLE_OUTPUT_STEPS") or "not recorded",
         "position_capacity": ", ".join(f"{suite} {n}" for suite, n in protocol.POSITION_CAPACITY.items()),
         "standard_seeds": str(len(protocol.SEEDS["standard"])),
         "lm_eval_span": f"{EVAL_SPAN:,}",
