@@ -18,8 +18,13 @@ sides, so they are compared *paired*: for every seed completed on both sides,
   losses, i.e. 2% of the perplexity), and
 * no single seed is an outlier, ``|d_s| <= SEED_MARGIN`` for every seed, so that one
   broken seed is caught even when the other seeds agree, and
-* every seed of the reference was completed in the rerun (a missing or failed seed
-  is listed and the cell does not reproduce).
+* every seed of the reference was completed in the rerun (a failed seed is listed and the
+  cell does not reproduce).
+
+Only cells the rerun has run with every seed of the reference are judged. A reference cell with a
+seed the rerun has not run (no run file: a sweep still under way, or one that selected fewer runs)
+is *not yet run*, its own count, never "not reproduced": a rerun 9% done is not 91% failure.
+Two folders of different suites (smoke against standard) are refused, never compared.
 
 On one machine a rerun is exact (every ``d_s`` is 0); across machines training
 differs at float level, and a seed whose training is on a knife edge may land
@@ -44,6 +49,8 @@ from pebench.results import CELL_COLUMNS, ResultsError
 #: (mean margin, per-seed margin) of a metric by its registered format
 MARGINS: dict[str, tuple[float, float]] = {"acc": (0.02, 0.10), "loss": (0.02, 0.10), "ratio": (0.02, 0.10),
                                            "ppl": (0.02, 0.10)}
+#: cells not yet run that a summary names one by one (a rerun just begun has hundreds)
+NAMED_NOT_RUN = 20
 #: protocol columns that should agree between the two sides
 PROTOCOL_COLUMNS = ("d_model", "n_layers", "n_heads", "steps", "batch_size", "lr", "eval_n_examples", "eval_lengths")
 
@@ -55,40 +62,59 @@ class Comparison:
     Attributes:
         metrics: one row per cell and metric: both means, stds, n, the
             difference, the tolerance and ``reproduces``.
-        cells: one row per cell present on both sides with ``reproduces``.
-        only_local / only_reference: cells found on one side only.
+        cells: one row per judged cell (every reference seed run on both sides) with ``reproduces``.
+        only_local: cells of the rerun that the reference does not have.
+        not_run: reference cells with a seed the rerun has not run, in ``seeds_not_run`` (``0,1,2``: the whole
+            cell); neither reproduced nor not: not yet run.
         notes: protocol differences between the two result sets.
     """
 
     metrics: pd.DataFrame
     cells: pd.DataFrame
     only_local: pd.DataFrame
-    only_reference: pd.DataFrame
+    not_run: pd.DataFrame
     notes: list[str] = field(default_factory=list)
 
     @property
     def n_cells(self) -> int:
+        """Cells judged: run with every reference seed on both sides."""
         return len(self.cells)
 
     @property
     def n_reproduced(self) -> int:
+        """Judged cells that reproduce."""
         return int(self.cells["reproduces"].sum()) if len(self.cells) else 0
+
+    @property
+    def n_not_run(self) -> int:
+        """Reference cells the rerun has not run every seed of (not judged)."""
+        return len(self.not_run)
+
+    @property
+    def only_reference(self) -> pd.DataFrame:
+        """The cells of :attr:`not_run` that the rerun has no run of at all."""
+        if self.not_run.empty:
+            return self.not_run[list(CELL_COLUMNS)]
+        return self.not_run[~self.not_run["partly_run"]][list(CELL_COLUMNS)].reset_index(drop=True)
 
     @property
     def all_reproduce(self) -> bool:
         """Every reference cell was rerun and reproduces (extra local cells do not matter)."""
-        return self.n_reproduced == self.n_cells and self.only_reference.empty
+        return self.n_reproduced == self.n_cells and self.not_run.empty
 
     @property
     def verdict(self) -> str:
-        """One line, e.g. ``41 of 44 cells reproduce (...); 2 reference cells not rerun``."""
+        """One line, e.g. ``41 of 44 cells reproduce (...); 2 cells not yet run`` (cells not yet run are not
+        counted among the 44)."""
         text = (f"{self.n_reproduced} of {self.n_cells} cells reproduce (paired by seed: mean difference within "
                 f"{MARGINS['acc'][0]}, no seed off by more than {MARGINS['acc'][1]}, every seed rerun)")
         extra = []
-        if len(self.only_reference):
-            extra.append(f"{len(self.only_reference)} reference cells not in the rerun")
+        if self.n_not_run:
+            partly = int(self.not_run["partly_run"].sum())
+            extra.append(f"{_cells(self.n_not_run)} of the reference not yet run"
+                         + (f" ({partly} of them partly)" if partly else ""))
         if len(self.only_local):
-            extra.append(f"{len(self.only_local)} rerun cells not in the reference")
+            extra.append(f"{_cells(len(self.only_local))} of the rerun not in the reference")
         return text + ("; " + ", ".join(extra) if extra else "")
 
     @property
@@ -119,13 +145,22 @@ class Comparison:
         if self.failing:
             lines.append("not reproduced:")
             lines += [f"  {line}" for line in self.failing]
-        for title, frame in (("only in the reference:", self.only_reference), ("only in the rerun:", self.only_local)):
-            if len(frame):
-                lines.append(title)
-                lines += [f"  {cell_name(row)}" for _, row in frame.iterrows()]
+        if self.n_not_run:
+            lines.append("not yet run in the rerun (not judged):")
+            lines += [f"  {cell_name(row)}" + (f" (seeds {row['seeds_not_run']})" if row["partly_run"] else "")
+                      for _, row in self.not_run.head(NAMED_NOT_RUN).iterrows()]
+            if self.n_not_run > NAMED_NOT_RUN:
+                lines.append(f"  and {self.n_not_run - NAMED_NOT_RUN} more")
+        if len(self.only_local):
+            lines.append("only in the rerun:")
+            lines += [f"  {cell_name(row)}" for _, row in self.only_local.iterrows()]
         if len(lines) > 1:  # the verdict again, last, where a long log ends
             lines.append(f"verdict: {self.verdict}")
         return "\n".join(lines)
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell{'s' if n != 1 else ''}"
 
 
 def _why(row: pd.Series) -> str:
@@ -209,12 +244,14 @@ def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
     """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell, seed by seed.
 
     Raises:
-        ResultsError: a folder has no valid results, the two share no cell, or a cell they share was run under
-            different protocols (:func:`protocol_differences`): its numbers are not expected to agree.
+        ResultsError: a folder has no valid results, the two hold different suites, the two share no cell, or a
+            cell they share was run under different protocols (:func:`protocol_differences`): its numbers are not
+            expected to agree.
     """
     from pebench import metrics as metric_registry
 
     local_data, reference_data = results.load(local_dir), results.load(reference_dir)
+    check_same_suite(local_data, reference_data, local_dir, reference_dir)
     differences = protocol_differences(local_data, reference_data)
     if differences:
         raise ResultsError(f"{local_dir} and {reference_dir} were run under different protocols "
@@ -225,14 +262,14 @@ def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
     all_metrics = sorted({m for metrics in chosen.values() for m in metrics})
     local_seeds, reference_seeds = _seeds(local_runs), _seeds(reference_runs)
     local, reference = _per_seed(local_runs, all_metrics), _per_seed(reference_runs, all_metrics)
-    both = [key for key in reference_seeds if key in local_seeds]
-    if not both:
+    if not any(key in local_seeds for key in reference_seeds):
         raise ResultsError(f"{local_dir} and {reference_dir} share no cell (experiment/task/encoding/arch/variant); "
                            "are they results of the same suite?")
     only_local = _sorted(pd.DataFrame([k for k in local_seeds if k not in reference_seeds], columns=CELL_COLUMNS))
-    only_reference = _sorted(pd.DataFrame([k for k in reference_seeds if k not in local_seeds], columns=CELL_COLUMNS))
+    not_run = _not_run(local_seeds, reference_seeds)
+    judged = [key for key in reference_seeds if reference_seeds[key] <= local_seeds.get(key, set())]
     records = []
-    for key in _sorted(pd.DataFrame(both, columns=CELL_COLUMNS)).itertuples(index=False, name=None):
+    for key in _sorted(pd.DataFrame(judged, columns=CELL_COLUMNS)).itertuples(index=False, name=None):
         cell = dict(zip(CELL_COLUMNS, key, strict=True))
         a = local.loc[key] if key in local.index.droplevel("seed") else local.iloc[:0]
         b = reference.loc[key] if key in reference.index.droplevel("seed") else reference.iloc[:0]
@@ -265,4 +302,28 @@ def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
         metrics = pd.DataFrame(columns=[*CELL_COLUMNS, "metric", "difference", "tolerance", "worst_seed",
                                         "worst_seed_difference", "seed_tolerance", "missing_seeds", "reproduces"])
     cells = metrics.groupby(list(CELL_COLUMNS), sort=False, dropna=False)["reproduces"].all().reset_index()
-    return Comparison(metrics, cells, only_local, only_reference, _protocol_notes(local_data, reference_data))
+    return Comparison(metrics, cells, only_local, not_run, _protocol_notes(local_data, reference_data))
+
+
+def _not_run(local_seeds: dict[tuple, set[int]], reference_seeds: dict[tuple, set[int]]) -> pd.DataFrame:
+    """Reference cells with seeds the rerun has no run of (completed or failed): the cell, ``seeds_not_run``
+    and ``partly_run`` (the rerun has some of its seeds)."""
+    rows = [(*key, ",".join(str(int(s)) for s in sorted(seeds - local_seeds.get(key, set()))), key in local_seeds)
+            for key, seeds in reference_seeds.items() if not seeds <= local_seeds.get(key, set())]
+    return _sorted(pd.DataFrame(rows, columns=[*CELL_COLUMNS, "seeds_not_run", "partly_run"]))
+
+
+def check_same_suite(local: pd.DataFrame, reference: pd.DataFrame, local_dir: str | Path,
+                     reference_dir: str | Path) -> None:
+    """Refuse two folders of different suites (a smoke rerun against the standard reference): their runs differ
+    in scale, so no cell can agree.
+
+    Raises:
+        ResultsError: one line naming both suites and what to compare instead.
+    """
+    suites = [sorted(map(str, frame["suite"].dropna().unique())) if "suite" in frame else [] for frame in
+              (local, reference)]
+    if suites[0] and suites[1] and suites[0] != suites[1]:
+        raise ResultsError(f"{local_dir} holds the {', '.join(suites[0])} suite and {reference_dir} the "
+                           f"{', '.join(suites[1])} suite; compare a rerun with the reference of its own suite (of a "
+                           f"{suites[0][0]} rerun: results/{suites[0][0]})")
