@@ -326,7 +326,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _check_writable(out)
     executor = "dask" if args.dask else ("processes" if args.workers > 1 else "serial")
-    resume = "run the same command again to resume"
+    # the command that resumes: this one, unless a driver (python -m pebench.bench, tox -e bench) names itself
+    resume = f"run {os.environ.get('PEBENCH_RESUME_COMMAND') or 'the same command'} again to resume"
     try:
         summary = run_sweep(
             specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device,

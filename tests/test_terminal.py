@@ -4,6 +4,8 @@ start, bare ``pebench``, ``show``'s lead table and filters, an interrupted ``tox
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -83,3 +85,109 @@ def test_a_smoke_folder_against_a_standard_one_is_refused_in_one_line(synthetic,
     assert len(err.splitlines()) == 1
     assert "holds the smoke suite" in err and "the standard suite" in err
 
+
+# --------------------------------------------------------------------------- an interrupted tox -e bench
+
+#: a stand-in for the sweep: says it runs, and on Ctrl-C prints its resume line and exits 130 as pebench run does
+SWEEP = """
+import signal, sys, time
+try:
+    print("sweep: running", flush=True)
+    time.sleep(60)
+except KeyboardInterrupt:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("pebench: stopped by SIGINT: 3 of 606 runs saved; run tox -e bench again to resume", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def test_the_bench_stops_after_an_interrupted_step_and_exits_0(tmp_path, capsys):
+    from pebench.bench import Step, run_steps
+
+    marker = tmp_path / "report-ran"
+    steps = [Step("run", (sys.executable, "-c", "raise SystemExit(130)")),
+             Step("report", (sys.executable, "-c", f"open({str(marker)!r}, 'w')"))]
+    assert run_steps(steps, closing="CLOSING") == 0
+    assert not marker.exists() and "CLOSING" not in capsys.readouterr().out
+    # interrupted in a later step: one line saying how to finish
+    assert run_steps([Step("report", (sys.executable, "-c", "raise SystemExit(130)"))]) == 0
+    assert "stopped during its report step" in capsys.readouterr().err
+
+
+def test_a_failing_step_fails_the_bench_and_a_verdict_of_compare_does_not(capsys):
+    from pebench.bench import Step, run_steps
+
+    compare_fails = [Step("run", (sys.executable, "-c", "pass")),
+                     Step("compare", (sys.executable, "-c", "raise SystemExit(1)"), must_succeed=False)]
+    assert run_steps(compare_fails, closing="CLOSING") == 0 and "CLOSING" in capsys.readouterr().out
+    assert run_steps([Step("report", (sys.executable, "-c", "raise SystemExit(3)")),
+                      Step("compare", (sys.executable, "-c", "pass"), must_succeed=False)], "CLOSING") == 3
+
+
+def test_bench_steps_resume_the_standard_suite_then_report_build_and_compare():
+    from pebench.bench import bench_steps
+
+    steps = bench_steps("results/local/standard", 2, ["--device", "cpu"])
+    assert [s.name for s in steps] == ["run", "report", "site", "compare"]
+    assert steps[0].argv[-6:] == ("--workers", "2", "--out", "results/local/standard", "--device", "cpu")
+    assert [s.must_succeed for s in steps] == [True, True, True, False]
+
+
+def test_ctrl_c_at_a_terminal_reaches_the_bench_and_not_the_tox_that_runs_it(tmp_path):
+    """The terminal's Ctrl-C goes to its foreground process group. The bench takes the foreground for a group of
+    its own, so that its parent (tox, here a stand-in that reports a SIGINT it receives) is not interrupted: the
+    sweep prints its resume line, the later steps are skipped, the bench exits 0, tox reports no failure."""
+    import fcntl
+    import os
+    import select
+    import termios
+    import time
+
+    bench = tmp_path / "bench.py"
+    bench.write_text(
+        "import sys\nfrom pebench.bench import Step, run_steps, terminal_foreground\n"
+        f"SWEEP = {SWEEP!r}\n"
+        "with terminal_foreground() as took:\n"
+        "    print('foreground taken:', took, flush=True)\n"
+        "    status = run_steps([Step('run', (sys.executable, '-c', SWEEP)),\n"
+        "                        Step('report', (sys.executable, '-c', 'print(\"REPORT RAN\")'))], 'CLOSING')\n"
+        "sys.exit(status)\n")
+    tox = tmp_path / "tox.py"
+    tox.write_text(
+        "import signal, subprocess, sys\n"
+        "caught = []\n"
+        "signal.signal(signal.SIGINT, lambda *_: caught.append(1))\n"
+        f"status = subprocess.call([sys.executable, {str(bench)!r}])\n"
+        "print(f'tox: bench exited {status}, tox interrupted: {bool(caught)}', flush=True)\n")
+    main_fd, terminal_fd = os.openpty()
+
+    def controlling_terminal() -> None:  # the new session's terminal, as a shell's is
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen([sys.executable, str(tox)], stdin=terminal_fd, stdout=terminal_fd,
+                               stderr=terminal_fd, start_new_session=True, preexec_fn=controlling_terminal,
+                               cwd=Path(__file__).resolve().parent.parent)
+    os.close(terminal_fd)
+    output, sent, deadline = b"", False, time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not sent and b"sweep: running" in output:
+            os.write(main_fd, b"\x03")  # Ctrl-C, as typed
+            sent = True
+        if select.select([main_fd], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(main_fd, 4096)
+            except OSError:  # the terminal closed: every process of the session has ended
+                break
+            if not chunk:
+                break
+            output += chunk
+        if process.poll() is not None and not select.select([main_fd], [], [], 0.2)[0]:
+            break
+    os.close(main_fd)
+    process.wait(timeout=30)
+    text = output.decode(errors="replace")
+    assert sent, text
+    assert "foreground taken: True" in text
+    assert "run tox -e bench again to resume" in text
+    assert "REPORT RAN" not in text and "CLOSING" not in text
+    assert "tox: bench exited 0, tox interrupted: False" in text
