@@ -45,7 +45,7 @@ def pilot(spec) -> dict:
 
     torch.set_num_threads(1)
     task = tasks.get(spec.task)
-    model = runner.build_model(spec)
+    model = runner.model_for(spec)
     result = train(model, task, spec.train, device=torch.device("cpu"))
     floor = tasks.position_free_floor(task, spec.train.train_max_len, spec.arch)
     row = {"suite": spec.suite, "task": spec.task, "arch": spec.arch, "encoding": spec.encoding, "seed": spec.seed,

@@ -70,8 +70,7 @@ from pebench import tasks
 from pebench.batched import train_batched
 from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
-from pebench.model import ModelConfig, Transformer, default_device
-from pebench.model import build_model as build_from_config
+from pebench.model import ModelConfig, Transformer, build_model, default_device
 from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records
 from pebench.results import (
     RUN_FILE_SUFFIX,
@@ -106,7 +105,7 @@ class RunnerError(RuntimeError):
 # --------------------------------------------------------------------------- one run
 
 
-def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
+def model_for(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
     """The untrained model of ``spec``, initialised from ``spec.seed``."""
     task = tasks.get(spec.task)
     config = ModelConfig(
@@ -118,8 +117,8 @@ def build_model(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
         mlp_ratio=spec.mlp_ratio,
         dropout=spec.dropout,
     )
-    return build_from_config(config, spec.encoding, max_len=spec.position_capacity(),
-                             train_len=spec.train_context(), seed=spec.seed, **spec.build_options(**encoding_overrides))
+    return build_model(config, spec.encoding, max_len=spec.position_capacity(), train_len=spec.train_context(),
+                       seed=spec.seed, **spec.build_options(**encoding_overrides))
 
 
 def _gap(spec: RunSpec, model: Transformer, task: tasks.Task, device: torch.device) -> float:
@@ -142,7 +141,7 @@ def _rows(
     for label, options in variants:
         evaluated = model
         if options is not None:
-            evaluated = build_model(spec, **options).to(device)
+            evaluated = model_for(spec, **options).to(device)
             evaluated.load_state_dict(model.state_dict())
         for row in evaluate(
             evaluated,
@@ -228,7 +227,7 @@ def execute(spec: RunSpec, device: str | None = None, compile: bool = False) -> 
     device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(spec.task)
-        model = build_model(spec).to(device)
+        model = model_for(spec).to(device)
         gap_init = _gap(spec, model, task, device)
         result = train(model, task, spec.train, device=device, compile=compile)
         return _rows(spec, model, result, gap_init, device, compiled=compile)
@@ -262,7 +261,7 @@ def execute_group(
     torch_device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(specs[0].task)
-        models = [build_model(spec).to(torch_device) for spec in specs]
+        models = [model_for(spec).to(torch_device) for spec in specs]
         gaps = [_gap(spec, model, task, torch_device) for spec, model in zip(specs, models, strict=True)]
         results = train_batched(models, task, [spec.train for spec in specs], torch_device)
     except Exception as exc:
@@ -998,7 +997,7 @@ def calibrate(spec: RunSpec, device: str | None = None) -> float:
                                 fit_lengths="longest")
     seconds = []
     for steps in (CALIBRATION_STEPS, CALIBRATION_STEPS, 3 * CALIBRATION_STEPS):  # the first warms up, unread
-        model = build_model(spec).to(torch_device)
+        model = model_for(spec).to(torch_device)
         seconds.append(train(model, task, dataclasses.replace(plain, steps=steps), torch_device).seconds)
     per_step = max(seconds[2] - seconds[1], 0.0) / (2 * CALIBRATION_STEPS) or seconds[2] / (3 * CALIBRATION_STEPS)
     return per_step / (estimated_cost(spec) / spec.train.steps)

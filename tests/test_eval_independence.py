@@ -13,7 +13,7 @@ import torch
 
 from pebench import encodings, tasks
 from pebench.experiment import make_spec
-from pebench.runner import build_model
+from pebench.runner import model_for
 from pebench.train import train
 
 SHORT_EVAL, LONG_EVAL = [4, 8], [4, 8, 64, 120]
@@ -45,7 +45,7 @@ def spec(encoding: str, arch: str, eval_lengths: list[int]):
 @pytest.mark.parametrize(("name", "arch"), CASES)
 def test_evaluation_lengths_change_neither_initial_weights_nor_training(name, arch):
     short, long = spec(name, arch, SHORT_EVAL), spec(name, arch, LONG_EVAL)
-    models = [build_model(short), build_model(long)]
+    models = [model_for(short), model_for(long)]
     assert models[0].encoding.resolved_options() == models[1].encoding.resolved_options()
     initial = [model.state_dict() for model in models]
     assert initial[0].keys() == initial[1].keys()

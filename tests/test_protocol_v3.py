@@ -10,7 +10,7 @@ from torch import nn
 from pebench import encodings, heldout, tasks
 from pebench.experiment import make_spec, rendered_length
 from pebench.protocol import FIT_V3
-from pebench.runner import build_model
+from pebench.runner import model_for
 from pebench.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
 
 
@@ -126,7 +126,7 @@ def test_training_under_the_v3_criterion_records_its_fields_and_stops_at_the_fit
                        fit_examples=32)
     spec = make_spec("smoke", "t", {"task": "majority", "encoding": "none", "arch": "decoder", "seed": 0,
                                     "d_model": 16, "n_layers": 1, "n_heads": 2, **config.to_dict()})
-    result = train(build_model(spec), task, config)
+    result = train(model_for(spec), task, config)
     assert result.fitted and result.steps_to_fit == 10 and result.stop_reason == "fit"
     assert {"fit_lengths": "all", "fit_disjoint": True, "fit_examples": 32}.items() <= config.to_dict().items()
     assert "fit_lengths" not in TrainConfig(fit_every=10).to_dict()  # v2 run ids are unchanged
@@ -166,7 +166,7 @@ def test_every_encoding_is_built_with_the_rendered_training_context(name):
             continue
         spec = make_spec("standard", "t", {"task": task, "encoding": name, "arch": arch, "seed": 0,
                                            "train_max_len": 8, "protocol": 3})
-        encoding = build_model(spec).encoding
+        encoding = model_for(spec).encoding
         context = rendered_length(tasks.get(task), 8, arch)
         assert encoding.train_len == context, (task, arch)
         if name == "fire":
