@@ -191,3 +191,17 @@ def test_ctrl_c_at_a_terminal_reaches_the_bench_and_not_the_tox_that_runs_it(tmp
     assert "run tox -e bench again to resume" in text
     assert "REPORT RAN" not in text and "CLOSING" not in text
     assert "tox: bench exited 0, tox interrupted: False" in text
+
+
+# --------------------------------------------------------------------------- the version
+
+
+def test_the_package_version_follows_the_protocol_and_rows_keep_theirs(tmp_path):
+    """pebench 3.x makes protocol-3 runs; a report cites the version that made its rows, not the one reporting."""
+    import pebench
+    from pebench.protocol import PROTOCOL
+    from pebench.report import citation_bibtex
+
+    assert pebench.__version__.split(".")[0] == str(PROTOCOL)
+    assert "; pebench 0.1.0}" in citation_bibtex("standard", "v2-aaa7cfcc", [], made_with=["0.1.0"])
+    assert f"; pebench {pebench.__version__}}}" in citation_bibtex("standard", "v3-0", [])

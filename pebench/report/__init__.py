@@ -951,7 +951,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     for table in tables:
         stamp_version(table, suite, version)
     report = Report(figures, tables, findings, protocol, summaries, skipped, version,
-                    citation_bibtex(suite, version, _commits(data), _year(results_dir)))
+                    citation_bibtex(suite, version, _commits(data), _year(results_dir),
+                                    made_with=_distinct(data, "pebench_version")))
     _write_index(report, out_dir)
     return report
 
@@ -981,9 +982,15 @@ def stamp_version(table: Artifact, suite: str, version: str) -> None:
 
 def _commits(data: pd.DataFrame) -> list[str]:
     """The code commits that made the rows (their ``commit`` column), in order of first appearance."""
-    if "commit" not in data:
+    return _distinct(data, "commit")
+
+
+def _distinct(data: pd.DataFrame, column: str) -> list[str]:
+    """The values of ``column`` in the rows (e.g. the pebench versions that made them), in order of first
+    appearance; empty without the column."""
+    if column not in data:
         return []
-    return [str(c) for c in dict.fromkeys(data["commit"].dropna())]
+    return [str(c) for c in dict.fromkeys(data[column].dropna())]
 
 
 def _year(results_dir: Path) -> str:
@@ -996,9 +1003,11 @@ def _year(results_dir: Path) -> str:
     return date[:4] if date[:4].isdigit() else ""
 
 
-def citation_bibtex(suite: str, version: str, commits: Sequence[str], year: str = "") -> str:
-    """A BibTeX entry for a set of results: the suite, its results version and protocol, the pebench version
-    and the code commits that made its rows (where the rows record them), and ``year`` (its latest sweep's)."""
+def citation_bibtex(suite: str, version: str, commits: Sequence[str], year: str = "",
+                    made_with: Sequence[str] = ()) -> str:
+    """A BibTeX entry for a set of results: the suite, its results version and protocol, the pebench versions
+    that made its rows (``made_with``, their ``pebench_version``; default this one) and the code commits that
+    made them (where the rows record them), and ``year`` (its latest sweep's)."""
     made_by = (f"; made by pebench commit {', '.join(c[:12] for c in commits)}" if commits
                else "; rows made before pebench recorded commits")
     protocol = version.split("-")[0].removeprefix("v")
@@ -1006,7 +1015,8 @@ def citation_bibtex(suite: str, version: str, commits: Sequence[str], year: str 
         f"@misc{{pebench_{suite}_{version.replace('-', '_')},",
         f"  title = {{pebench reference results: the {suite} suite}},",
         "  author = {{pebench developers}},",
-        f"  note = {{results version {suite} {version}, protocol {protocol}{made_by}; pebench {pebench.__version__}}}"
+        f"  note = {{results version {suite} {version}, protocol {protocol}{made_by}; "
+        f"pebench {', '.join(made_with) or pebench.__version__}}}"
         + (f",\n  year = {{{year}}}" if year else ""),
         "}"])
 
