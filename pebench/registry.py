@@ -24,8 +24,10 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -125,6 +127,55 @@ class Registry(Generic[T]):
 
 def _is_a(obj: object, base: type) -> bool:
     return isinstance(obj, base) or (isinstance(obj, type) and issubclass(obj, base))
+
+
+# --------------------------------------------------------------------------- citations
+
+#: a DOI, bare (``10.48550/arXiv.2104.09864``) or as ``doi:...`` or ``https://doi.org/...``
+DOI = re.compile(r"(?:doi:\s*|https?://(?:dx\.)?doi\.org/)?(10\.\d{4,9}/\S+)", re.IGNORECASE)
+#: a BibTeX key (of pebench's bibliography, ``docs/references.bib``): one word, e.g. ``su2021roformer``
+BIBTEX_KEY = re.compile(r"[A-Za-z][\w:.+-]*")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What a registered entry cites (its ``paper=``), read by :func:`citation`.
+
+    Attributes:
+        kind: ``bibtex`` (a key of pebench's bibliography, ``docs/references.bib``), ``doi`` or ``text`` (a
+            citation written out, for a paper pebench's bibliography does not hold).
+        value: the key, the DOI (``10.xxxx/...``) or the text.
+    """
+
+    kind: str
+    value: str
+
+    @property
+    def url(self) -> str:
+        """The DOI's address (``https://doi.org/...``); empty for a key or a text."""
+        return f"https://doi.org/{self.value}" if self.kind == "doi" else ""
+
+    def __str__(self) -> str:
+        return f"doi:{self.value}" if self.kind == "doi" else self.value
+
+
+def citation(paper: str) -> Citation:
+    """Read a ``paper=`` given at registration: a DOI (bare, ``doi:`` or a ``doi.org`` address), a BibTeX key of
+    pebench's bibliography (one word), or a citation written out (``"Smith and Lee (2025). My encoding. arXiv
+    2501.01234"``), so that a plugin's author whose paper is not in pebench's bibliography can cite it.
+
+    Raises:
+        ValueError: ``paper`` is empty or not a string (the message shows the three forms).
+    """
+    if not isinstance(paper, str) or not paper.strip():
+        raise ValueError(f"paper= must name what to cite, got {paper!r}: a BibTeX key of docs/references.bib "
+                         "(e.g. 'su2021roformer'), a DOI (e.g. '10.48550/arXiv.2104.09864') or a citation written "
+                         "out (e.g. 'Smith and Lee (2025). My encoding. arXiv 2501.01234')")
+    text = " ".join(paper.split())
+    doi = DOI.fullmatch(text)
+    if doi:
+        return Citation("doi", doi.group(1))
+    return Citation("bibtex" if BIBTEX_KEY.fullmatch(text) else "text", text)
 
 
 # --------------------------------------------------------------------------- plugins

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from test_registry import cited_plugins  # noqa: F401  (a fixture: plugin encodings cited by DOI, text)
 
 from pebench import encodings, tasks
 
@@ -1018,3 +1019,15 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
     assert f"| `{gen.shown(folder)}` | longer | 2 | 1 | 1 | 0.970 (`copy`, encoder, rope, seed 1) |" in text
     assert text.count("| `") == 2  # the folder that does not load has no row
     assert "not in these results" in gen.fit_resolution([tmp_path / "missing"])
+
+
+@pytest.mark.usefixtures("cited_plugins")
+def test_a_plugin_encoding_shows_the_doi_or_citation_it_was_registered_with(gen, tmp_path):
+    """An encoding whose paper pebench's bibliography does not hold is cited by its DOI (a link) or as written,
+    in the encodings table and on its page; a key of the bibliography stays a citation of it."""
+    link = "[doi:10.5555/12345](https://doi.org/10.5555/12345)"
+    table = gen.encodings_table()
+    assert link in table and "Smith and Lee (2025). My encoding. arXiv 2501.01234" in table
+    assert "{cite:t}`su2021roformer`" in table
+    page = gen.encoding_page("doi_pe", tmp_path / "_generated", srcdir=tmp_path)
+    assert f"| paper | {link} |" in page

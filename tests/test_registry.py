@@ -116,3 +116,34 @@ def test_the_manifest_records_the_loaded_plugins(tmp_path, monkeypatch):
     latest = json.loads((tmp_path / "out" / "manifest.json").read_text())["latest"]
     assert [(p["path"], p["sha256"]) for p in latest["plugins"]] == [
         (str(plugin.resolve()), hashlib.sha256(b"Z = 3\n").hexdigest())]
+
+
+@pytest.fixture
+def cited_plugins(monkeypatch):
+    """Two plugin encodings whose papers pebench's bibliography does not hold, one cited by its DOI, one by a
+    citation written out (registered here, forgotten after the test)."""
+    from pebench import encodings
+
+    monkeypatch.setattr(encodings.ENCODINGS, "_entries", dict(encodings.ENCODINGS._entries))
+    monkeypatch.setattr(encodings.ENCODINGS, "_meta", dict(encodings.ENCODINGS._meta))
+    nope = encodings.ENCODINGS.get("none")
+    encodings.register("doi_pe", kind="none", paper="https://doi.org/10.5555/12345", has_parameters=False,
+                       summary="Cited by its DOI.")(type("DoiPE", (nope,), {}))
+    encodings.register("text_pe", kind="none", paper="Smith and Lee (2025). My encoding. arXiv 2501.01234",
+                       has_parameters=False, summary="Cited as written.")(type("TextPE", (nope,), {}))
+    return encodings
+
+
+def test_paper_takes_a_bibtex_key_a_doi_or_a_citation_written_out(cited_plugins):
+    from pebench.registry import Citation, citation
+
+    encodings = cited_plugins
+    assert encodings.meta("rope")["citation"] == Citation("bibtex", "su2021roformer")
+    assert encodings.meta("doi_pe")["citation"] == Citation("doi", "10.5555/12345")
+    assert encodings.meta("doi_pe")["paper"] == "doi:10.5555/12345"
+    assert encodings.meta("doi_pe")["citation"].url == "https://doi.org/10.5555/12345"
+    assert encodings.meta("text_pe")["citation"] == Citation("text", "Smith and Lee (2025). My encoding. arXiv "
+                                                                     "2501.01234")
+    assert citation("doi:10.48550/arXiv.2104.09864") == citation("10.48550/arXiv.2104.09864")
+    with pytest.raises(ValueError, match="a DOI"):
+        encodings.register("uncited", kind="none", paper=" ", has_parameters=False)

@@ -38,6 +38,7 @@ import torch
 
 import pebench
 from pebench import encodings, explain, tasks
+from pebench.registry import Citation
 from pebench.results import encoding_label, files_fingerprint, raw_files, run_file_id
 
 DOCS = Path(__file__).resolve().parent.parent
@@ -100,6 +101,16 @@ def doc_title(text: str) -> str:
     return text.replace("`", "")
 
 
+def cited(citation: Citation) -> str:
+    """What an encoding cites, in MyST: a citation of the bibliography, a DOI's link, or the citation as written
+    (a plugin's paper that pebench's bibliography does not hold)."""
+    if citation.kind == "bibtex":
+        return f"{{cite:t}}`{citation.value}`"
+    if citation.kind == "doi":
+        return f"[doi:{citation.value}]({citation.url})"
+    return citation.value
+
+
 # --------------------------------------------------------------------------- encodings
 
 
@@ -129,7 +140,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     meta = encodings.meta(name)
     cls = encodings.ENCODINGS.get(name)
     options = encodings.options(name)
-    papers = [meta["paper"], *meta["cites"]]
+    papers = [cited(meta["citation"]), *(f"{{cite:t}}`{key}`" for key in meta["cites"])]
     call_name = f"{name}:rope" if meta["kind"] == "wrapper" else name
     lines = [
         f"# `{name}`",
@@ -140,7 +151,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
             ["slot", KIND_SLOTS.get(meta["kind"], meta["kind"])],
             ["trainable parameters", "yes" if meta["has_parameters"] else "no"],
             ["causal (decoder) only", "yes" if meta["causal_only"] else "no"],
-            ["paper", ", ".join(f"{{cite:t}}`{key}`" for key in papers)],
+            ["paper", ", ".join(papers)],
             ["class", f"`{cls.__module__}.{cls.__qualname__}`"],
         ]),
         "## Options",
@@ -199,7 +210,7 @@ def encodings_table() -> str:
                   and any(e.partition(":")[0] == name for e in compared)]
         rows.append([f"{{doc}}`{name} </_generated/encodings/{name}>`", meta["kind"],
                      "yes" if meta["has_parameters"] else "no", "yes" if meta["causal_only"] else "no",
-                     ", ".join(suites) or "none", f"{{cite:t}}`{meta['paper']}`", meta["summary"]])
+                     ", ".join(suites) or "none", cited(meta["citation"]), meta["summary"]])
     return markdown_table(["name", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
 
 

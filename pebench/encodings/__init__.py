@@ -17,7 +17,7 @@ import pkgutil
 from typing import Any
 
 from pebench.encodings.base import PositionalEncoding, relative_distance
-from pebench.registry import Registry
+from pebench.registry import Registry, citation
 
 ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding", base=PositionalEncoding)
 
@@ -43,7 +43,9 @@ def register(
         kind: which slot it uses: ``none``, ``input``, ``rotary``, ``bias``, ``content``
             (a score term computed from queries and keys: ``content_score``) or ``wrapper``
             (changes the positions given to another encoding).
-        paper: BibTeX key of its paper in ``docs/references.bib``.
+        paper: what to cite for it: the BibTeX key of its paper in ``docs/references.bib``, or, for a paper
+            that pebench's bibliography does not hold (a plugin's), its DOI or the citation written out
+            (:func:`pebench.registry.citation`); its metadata keeps it as ``paper`` and, read, as ``citation``.
         has_parameters: whether it adds trainable parameters.
         causal_only: whether it is only defined for causal (decoder) models.
         summary: one line for listings and docs.
@@ -54,6 +56,7 @@ def register(
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    cited = citation(paper)
 
     def decorator(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
         if baseline and baseline_name() is not None:
@@ -61,7 +64,8 @@ def register(
         ENCODINGS.register(
             name,
             kind=kind,
-            paper=paper,
+            paper=str(cited),
+            citation=cited,
             has_parameters=has_parameters,
             causal_only=causal_only,
             summary=summary or (inspect.getdoc(cls) or "").split("\n")[0],
@@ -93,7 +97,8 @@ def names() -> list[str]:
 
 
 def meta(name: str) -> dict[str, Any]:
-    """Registry metadata of ``name`` (kind, paper, has_parameters, causal_only, summary)."""
+    """Registry metadata of ``name`` (kind, paper and its :class:`~pebench.registry.Citation`, has_parameters,
+    causal_only, summary, ...)."""
     base, _, inner = name.partition(":")
     info = ENCODINGS.meta(base)
     if inner:  # a wrapper has parameters / is causal-only if what it wraps is
