@@ -295,96 +295,120 @@ def train_batched(
     optimizer = make_batched_optimizer(batched, config)
     generators = [data_generator(c.seed) for c in configs]
     lengths = length_generator(config)
-    # per-model global-RNG streams (randomized positions), as train() seeds torch.manual_seed(config.seed)
-    rng_states = None
-    if not models[0].fixed_positions:
-        with torch.random.fork_rng(devices=[]):
-            rng_states = []
-            for c in configs:
-                torch.manual_seed(c.seed)
-                rng_states.append(torch.get_rng_state())
-    S = len(models)
-    results = [TrainResult(status="ok") for _ in models]
-    active = list(range(S))
+    rng_states = None if models[0].fixed_positions else _seeded_rng_states(configs)
     sync_every = 1 if device.type == "cpu" else 32
-    frozen: dict[int, dict[str, Tensor]] = {}  # encoding state of stopped models at their last step
-    pending: list[tuple[Tensor, int, int]] = []  # (losses (S,), step, length) not yet read
-    held_out = [fit_batch(task, c) for c in configs] if config.fit_every else None
-    fits = [FitTracker() for _ in models]
-    start = time.perf_counter()
-
-    def stop(index: int) -> None:
-        """Model ``index`` stops here: its weights (and its own encoding's state) are kept as they are now."""
-        active.remove(index)
-        batched.copy_back(index)
-        frozen[index] = {k: v.clone() for k, v in models[index].encoding.state_dict().items()}
-        results[index].seconds = time.perf_counter() - start
-
-    def check_fit(steps: int) -> None:
-        """The fit criterion of every running model after ``steps`` steps, as train() checks it."""
-        for index in list(active):
-            batched.copy_back(index)
-            accuracy = fit_accuracy(models[index], task, held_out[index], device, config.fit_threshold)
-            if fits[index].update(accuracy, steps, config):
-                stop(index)
-
-    def flush() -> None:
-        if not pending:
-            return
-        values = torch.stack([losses for losses, _, _ in pending]).tolist()
-        for row, (_, step, length) in zip(values, pending, strict=True):
-            for index in list(active):
-                value = row[index]
-                result = results[index]
-                result.losses.append(value)
-                result.steps_done = step + 1
-                if not math.isfinite(value) or value > config.divergence_loss:
-                    result.status = "diverged"
-                    result.error = f"loss {value} at step {step} (length {length})"
-                    stop(index)
-        pending.clear()
-
+    run = _BatchedRun(models, batched, task, configs, device)
     with torch.random.fork_rng(devices=[]):
         for step in range(config.steps):
-            if not active:
+            if not run.active:
                 break
             length = draw_length(config, lengths)
-            arch = batched.config.arch
-            rendered = [render(task, training_batch(task, config, length, g), arch) for g in generators]
-            tokens = torch.stack([t for t, _ in rendered])  # (S, B, T)
-            labels = torch.stack([label for _, label in rendered])
-            first = first_labeled(labels.flatten(0, 1))
-            tokens, labels = tokens.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(step, config)
-            positions = batched.positions(config.batch_size, tokens.shape[-1], device, rng_states)
-            logits = batched(tokens, positions, outputs=tokens.shape[-1] - first)  # (S, B, T - first, V)
-            labels = labels[..., first:]
-            token_losses = F.cross_entropy(
-                logits.flatten(0, 2), labels.flatten(), ignore_index=IGNORE, reduction="none"
-            ).view(S, -1)  # (S, B * (T - first))
-            counts = (labels != IGNORE).flatten(1).sum(1)  # (S,)
-            losses = token_losses.sum(1) / counts  # (S,): each model's mean loss, as train()
-            optimizer.zero_grad(set_to_none=True)
-            losses.sum().backward()  # the models share no weights: each gets the gradient of its own loss
-            if config.grad_clip > 0:
-                _clip_per_model(batched, config.grad_clip)
-            optimizer.step()
-            pending.append((losses.detach(), step, length))
-            last = step + 1 == config.steps
-            if len(pending) >= sync_every or (held_out is not None and ((step + 1) % config.fit_every == 0 or last)):
-                flush()
-            if held_out is not None and active and ((step + 1) % config.fit_every == 0 or last):
-                check_fit(step + 1)
-        flush()
-    seconds = time.perf_counter() - start
-    for index in list(active):
-        batched.copy_back(index)
-        results[index].seconds = seconds
-    for index, state in frozen.items():  # a stopped model's own encoding kept training: restore it
-        models[index].encoding.load_state_dict(state)
-    for result, fit, model in zip(results, fits, models, strict=True):
-        fit.record(result, config, checked=held_out is not None)
-        model.eval()
-    return results
+            losses = _train_step(batched, optimizer, task, config, step, length, generators, rng_states, device)
+            run.pending.append((losses.detach(), step, length))
+            check = run.held_out is not None and ((step + 1) % config.fit_every == 0 or step + 1 == config.steps)
+            if len(run.pending) >= sync_every or check:
+                run.flush()
+            if check and run.active:
+                run.check_fit(step + 1)
+        run.flush()
+    return run.finish()
 
+
+def _seeded_rng_states(configs: Sequence[TrainConfig]) -> list[Tensor]:
+    """Per-model global-RNG states (randomized positions), as train() seeds ``torch.manual_seed(config.seed)``."""
+    with torch.random.fork_rng(devices=[]):
+        states = []
+        for c in configs:
+            torch.manual_seed(c.seed)
+            states.append(torch.get_rng_state())
+    return states
+
+
+def _train_step(
+    batched: BatchedTransformer, optimizer: torch.optim.Optimizer, task: Task, config: TrainConfig, step: int,
+    length: int, generators: Sequence[torch.Generator], rng_states: list[Tensor] | None, device: torch.device,
+) -> Tensor:
+    """One optimizer step of every model on its own batch at input ``length``; returns the (S,) losses."""
+    rendered = [render(task, training_batch(task, config, length, g), batched.config.arch) for g in generators]
+    tokens = torch.stack([t for t, _ in rendered])  # (S, B, T)
+    labels = torch.stack([label for _, label in rendered])
+    first = first_labeled(labels.flatten(0, 1))
+    tokens, labels = tokens.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate(step, config)
+    positions = batched.positions(config.batch_size, tokens.shape[-1], device, rng_states)
+    logits = batched(tokens, positions, outputs=tokens.shape[-1] - first)  # (S, B, T - first, V)
+    labels = labels[..., first:]
+    token_losses = F.cross_entropy(
+        logits.flatten(0, 2), labels.flatten(), ignore_index=IGNORE, reduction="none"
+    ).view(len(generators), -1)  # (S, B * (T - first))
+    counts = (labels != IGNORE).flatten(1).sum(1)  # (S,)
+    losses = token_losses.sum(1) / counts  # (S,): each model's mean loss, as train()
+    optimizer.zero_grad(set_to_none=True)
+    losses.sum().backward()  # the models share no weights: each gets the gradient of its own loss
+    if config.grad_clip > 0:
+        _clip_per_model(batched, config.grad_clip)
+    optimizer.step()
+    return losses
+
+
+class _BatchedRun:
+    """What :func:`train_batched` tracks per model: which still train, their results, fit trackers and the
+    encoding state of those that stopped; losses are read from the device in groups (:attr:`pending`)."""
+
+    def __init__(self, models: Sequence[Transformer], batched: BatchedTransformer, task: Task,
+                 configs: Sequence[TrainConfig], device: torch.device) -> None:
+        self.models, self.batched, self.task, self.config, self.device = models, batched, task, configs[0], device
+        self.results = [TrainResult(status="ok") for _ in models]
+        self.active = list(range(len(models)))
+        self.frozen: dict[int, dict[str, Tensor]] = {}  # encoding state of stopped models at their last step
+        self.pending: list[tuple[Tensor, int, int]] = []  # (losses (S,), step, length) not yet read
+        self.held_out = [fit_batch(task, c) for c in configs] if self.config.fit_every else None
+        self.fits = [FitTracker() for _ in models]
+        self.start = time.perf_counter()
+
+    def stop(self, index: int) -> None:
+        """Model ``index`` stops here: its weights (and its own encoding's state) are kept as they are now."""
+        self.active.remove(index)
+        self.batched.copy_back(index)
+        self.frozen[index] = {k: v.clone() for k, v in self.models[index].encoding.state_dict().items()}
+        self.results[index].seconds = time.perf_counter() - self.start
+
+    def check_fit(self, steps: int) -> None:
+        """The fit criterion of every running model after ``steps`` steps, as train() checks it."""
+        for index in list(self.active):
+            self.batched.copy_back(index)
+            accuracy = fit_accuracy(self.models[index], self.task, self.held_out[index], self.device,
+                                    self.config.fit_threshold)
+            if self.fits[index].update(accuracy, steps, self.config):
+                self.stop(index)
+
+    def flush(self) -> None:
+        """Record the pending losses of every running model; a model whose loss diverged stops there."""
+        if not self.pending:
+            return
+        values = torch.stack([losses for losses, _, _ in self.pending]).tolist()
+        for row, (_, step, length) in zip(values, self.pending, strict=True):
+            for index in list(self.active):
+                value = row[index]
+                result = self.results[index]
+                result.losses.append(value)
+                result.steps_done = step + 1
+                if not math.isfinite(value) or value > self.config.divergence_loss:
+                    result.status = "diverged"
+                    result.error = f"loss {value} at step {step} (length {length})"
+                    self.stop(index)
+        self.pending.clear()
+
+    def finish(self) -> list[TrainResult]:
+        """Copy the trained weights back into every model and complete the results."""
+        seconds = time.perf_counter() - self.start
+        for index in list(self.active):
+            self.batched.copy_back(index)
+            self.results[index].seconds = seconds
+        for index, state in self.frozen.items():  # a stopped model's own encoding kept training: restore it
+            self.models[index].encoding.load_state_dict(state)
+        for result, fit, model in zip(self.results, self.fits, self.models, strict=True):
+            fit.record(result, self.config, checked=self.held_out is not None)
+            model.eval()
+        return self.results
