@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from pebench import encodings
 from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT
 from pebench.results import GROUP_COLUMNS, encoding_label, encoding_rank, holm
@@ -363,8 +364,6 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     bootstrap; ``vs_baseline``: the mean difference from the baseline on the same (task, seed) pairs, with
     its interval (``diff_low``, ``diff_high``); ``harms``: True where that interval lies below 0.
     """
-    from pebench import encodings
-
     columns = ["arch", "encoding", "control_runs", "control_fit_rate", "ood_token_acc", "low", "high",
                "vs_baseline", "diff_low", "diff_high", "harms"]
     runs = trained_runs(runs)

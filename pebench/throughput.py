@@ -39,9 +39,12 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pebench import encodings
+from pebench import encodings, tasks
+from pebench.batched import train_batched
+from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
 from pebench.results import raw_files
+from pebench.train import TrainConfig, make_optimizer, train
 
 
 def _root() -> Path:
@@ -93,8 +96,6 @@ def copy_lengths(max_input: int, seed: int = 0) -> tuple[int, ...]:
 def suite_point() -> Point:
     """The standard suite's training step, read from its copy-task runs: width, depth, heads, batch, lengths
     (each training length 4 times per timed pass)."""
-    from pebench.experiment import suite_runs
-
     spec = next(s for s in suite_runs("standard") if s.task == "copy" and s.arch == "decoder")
     return Point("suite", spec.d_model, spec.train.batch_size, copy_lengths(spec.train.train_max_len) * 4,
                  n_layers=spec.n_layers, n_heads=spec.n_heads, mlp_ratio=spec.mlp_ratio, loss="outputs",
@@ -215,8 +216,6 @@ class Stepper:
     """
 
     def __init__(self, model: torch.nn.Module, point: Point) -> None:
-        from pebench.train import TrainConfig, make_optimizer
-
         self.model = model.train()
         self.point = point
         self.optimizer, self.flat = make_optimizer(model, TrainConfig(lr=1e-4))
@@ -377,10 +376,6 @@ def worker_scaling(point: Point, encoding: str, steps: int, repeats: int) -> pd.
 
 def seed_batching(point: Point, encs: Sequence[str], sizes: Sequence[int], steps: int, repeats: int) -> pd.DataFrame:
     """Per-model training throughput of :func:`pebench.batched.train_batched` with S seeds vs S x :func:`train`."""
-    from pebench import tasks
-    from pebench.batched import train_batched
-    from pebench.train import TrainConfig, train
-
     task = tasks.get("copy")
     config = ModelConfig(vocab_size=tasks.model_vocab_size(task), arch="decoder", d_model=point.d_model,
                          n_layers=point.n_layers, n_heads=point.n_heads, mlp_ratio=point.mlp_ratio)
