@@ -1,0 +1,278 @@
+"""pebench's import graph (issue 38, 9): no cycle, no function-level import that hides an arrow between pebench
+modules, and DESIGN.md's layering (the analysis never imports the run layer, nor the plan beyond the report
+declaration's type).
+
+The graph is read from the source with :mod:`ast` (nothing is imported): a node per module of the ``pebench``
+package, an arrow per import of another pebench module, at module level (``TYPE_CHECKING`` blocks included)
+or inside a function (a *lazy* import).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pebench
+
+PACKAGE = Path(pebench.__file__).resolve().parent
+
+#: every pebench module's layer, by pattern (first match wins); a new module must be placed here
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("pebench", "protocol"),  # the package: its version is the protocol's
+    ("pebench.protocol", "protocol"),
+    ("pebench.schema", "schema"),
+    ("pebench.experiment", "plan"),
+    ("pebench.store", "store"),
+    ("pebench.runner", "run"),
+    ("pebench.throughput", "run"),
+    ("pebench.explain", "teaching"),
+    ("pebench.tables", "tables"),
+    ("pebench.cli", "interface"),
+    ("pebench.bench", "interface"),
+    ("pebench.__main__", "interface"),
+    ("pebench.results", "analysis"),
+    ("pebench.leaderboard", "analysis"),
+    ("pebench.replication", "analysis"),
+    ("pebench.plots", "analysis"),
+    ("pebench.compare", "analysis"),
+    ("pebench.combine", "analysis"),
+    ("pebench.report", "analysis"),
+    ("pebench.report.*", "analysis"),
+    ("pebench.registry", "core"),
+    ("pebench.encodings", "core"),
+    ("pebench.encodings.*", "core"),
+    ("pebench.tasks", "core"),
+    ("pebench.tasks.*", "core"),
+    ("pebench.model", "core"),
+    ("pebench.heldout", "core"),
+    ("pebench.train", "core"),
+    ("pebench.batched", "core"),
+    ("pebench.evaluate", "core"),
+    ("pebench.metrics", "core"),
+    ("pebench.published", "core"),
+)
+
+#: the layers each layer may import (its own included): DESIGN.md's layout, read bottom-up
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": {"core"},
+    "protocol": {"core", "protocol"},
+    "schema": {"core", "protocol", "schema"},
+    "plan": {"core", "protocol", "schema", "plan"},
+    "store": {"core", "protocol", "schema", "store"},
+    "tables": {"tables"},
+    "run": {"core", "protocol", "schema", "plan", "store", "tables", "run"},
+    "analysis": {"core", "protocol", "schema", "plan", "store", "tables", "analysis"},
+    "teaching": {"core", "teaching"},
+    "interface": set(dict.fromkeys(layer for _, layer in LAYERS)),
+}
+
+#: what the analysis may take from the plan: the type of an experiment's report declaration and its reader,
+#: never the experiments themselves (loading them runs their scripts; a results folder records what they
+#: declared, so that a report needs no script)
+ANALYSIS_FROM_PLAN = {"ReportSpec", "report_spec_from_record"}
+
+#: function-level imports of pebench modules that stay, each with its reason ("*": any pebench module)
+LAZY_ALLOWED: dict[tuple[str, str], str] = {
+    ("pebench.cli", "*"): "a command imports what it needs, so that `pebench --version` and `pebench list` start "
+                          "without torch (issue 39)",
+    ("pebench.protocol", "pebench.tasks"): "the protocol is data that the package's version reads; only "
+                                           "task_steps needs a task (and torch)",
+    ("pebench.tasks.floors", "pebench.tasks"): "the tasks package imports floors after its registry; a floor of a "
+                                               "task given by name needs that registry",
+}
+
+#: arrows that other steps of issue 38 (still in progress) remove, each with the step; the checks ignore these
+#: arrows and nothing else
+KNOWN: dict[tuple[str, str], str] = {
+    ("pebench.leaderboard", "pebench.report"): "LaTeX escaping moves to pebench.tables (item 4)",
+    ("pebench.report", "pebench.leaderboard"): "imported at module level once leaderboard no longer imports report",
+    ("pebench.compare", "pebench.report"): "compare reads the recorded report declarations (items 5, 7)",
+    ("pebench.compare", "pebench.metrics"): "imported at module level by the store step (item 1)",
+    ("pebench.results", "pebench.tasks"): "the row contract moves to pebench.schema (item 2)",
+    ("pebench.results", "pebench.encodings"): "the row contract moves to pebench.schema (item 2)",
+    ("pebench.results", "pebench.protocol"): "the row contract moves to pebench.schema (item 2)",
+    ("pebench.results", "pebench.experiment"): "BASE_VARIANT and the config keys move to pebench.schema (item 2)",
+    ("pebench.compare", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema (item 2)",
+    ("pebench.leaderboard", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema (item 2)",
+    ("pebench.plots", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema (item 2)",
+    ("pebench.report", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema, report_spec to the recorded "
+                                              "declarations (items 2, 7)",
+    ("pebench.runner", "pebench.results"): "run files are read and written by pebench.store (item 1)",
+    ("pebench.throughput", "pebench.results"): "raw_files moves to pebench.store (item 1)",
+    ("pebench.throughput", "pebench.runner"): "git_state moves to pebench.store (item 1)",
+}
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """One import of ``target`` by ``source`` (pebench modules), at ``line``; ``lazy``: inside a function."""
+
+    source: str
+    target: str
+    names: tuple[str, ...]
+    line: int
+    lazy: bool
+
+
+def module_name(path: Path) -> str:
+    """``pebench/report/fit.py`` -> ``pebench.report.fit``; a package's ``__init__.py`` is the package."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES: dict[str, Path] = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The pebench module ``name`` (a module, or a name inside one) refers to; None outside pebench."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+class _Imports(ast.NodeVisitor):
+    """The arrows of one module's source."""
+
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module, self.is_package, self.depth, self.arrows = module, is_package, 0, []
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(alias.name, (), node.lineno)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            package = self.module if self.is_package else self.module.rpartition(".")[0]
+            for _ in range(node.level - 1):
+                package = package.rpartition(".")[0]
+            base = f"{package}.{base}" if base else package
+        for alias in node.names:  # `from pebench import tasks` names a module, `from pebench.x import y` a name in it
+            submodule = _resolve(f"{base}.{alias.name}")
+            target = submodule if submodule == f"{base}.{alias.name}" else base
+            self._add(target, (alias.name,), node.lineno)
+
+    def _add(self, name: str, names: tuple[str, ...], line: int) -> None:
+        target = _resolve(name) if name.split(".")[0] == "pebench" else None
+        if target is not None and target != self.module:
+            self.arrows.append(Arrow(self.module, target, names, line, self.depth > 0))
+
+
+def arrows() -> list[Arrow]:
+    """Every import of a pebench module by another, in every module of the package."""
+    found = []
+    for module, path in MODULES.items():
+        visitor = _Imports(module, path.name == "__init__.py")
+        visitor.visit(ast.parse(path.read_text(), str(path)))
+        found += visitor.arrows
+    return [arrow for arrow in found if (arrow.source, arrow.target) not in KNOWN]
+
+
+def layer(module: str) -> str:
+    """The layer of ``module`` (:data:`LAYERS`)."""
+    return next(name for pattern, name in LAYERS if fnmatch(module, pattern))
+
+
+def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        graph.setdefault(source, set()).add(target)
+        graph.setdefault(target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _registration(arrow: Arrow) -> bool:
+    """A module of a registry package importing its package (``encodings.alibi`` -> ``encodings``): the package
+    imports its modules by name to fill its registry, an arrow the graph does not hold the other way."""
+    return arrow.source.startswith(arrow.target + ".") and MODULES[arrow.target].name == "__init__.py"
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def test_every_module_has_a_layer():
+    assert [module for module in MODULES if not any(fnmatch(module, pattern) for pattern, _ in LAYERS)] == []
+
+
+def test_the_import_graph_has_no_cycle():
+    """Lazy imports count: a cycle closed inside a function is a cycle."""
+    edges = {(arrow.source, arrow.target) for arrow in arrows() if not _registration(arrow)}
+    assert cycles(edges) == []
+
+
+def test_no_function_level_import_hides_an_arrow():
+    hidden = [f"{arrow.source}:{arrow.line} imports {arrow.target}" for arrow in arrows() if arrow.lazy
+              and (arrow.source, "*") not in LAZY_ALLOWED and (arrow.source, arrow.target) not in LAZY_ALLOWED]
+    assert hidden == []
+
+
+def test_lazy_imports_allowed_are_still_there():
+    """An allowed lazy import that is gone leaves its entry (and its reason) behind: remove it."""
+    lazy = {(arrow.source, arrow.target) for arrow in arrows() if arrow.lazy}
+    lazy |= {(source, "*") for source, _ in lazy}
+    assert [pair for pair in LAZY_ALLOWED if pair not in lazy] == []
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    wrong = [f"{arrow.source} ({layer(arrow.source)}) imports {arrow.target} ({layer(arrow.target)})"
+             for arrow in arrows() if layer(arrow.target) not in MAY_IMPORT[layer(arrow.source)]]
+    assert wrong == []
+
+
+def test_the_analysis_takes_only_the_report_declaration_from_the_plan():
+    """Analysis never runs an experiment script: from :mod:`pebench.experiment` it takes the declaration's type."""
+    wrong = [f"{arrow.source}:{arrow.line} imports {', '.join(arrow.names) or 'the module'} from {arrow.target}"
+             for arrow in arrows() if layer(arrow.source) == "analysis" and layer(arrow.target) == "plan"
+             and not (arrow.names and set(arrow.names) <= ANALYSIS_FROM_PLAN)]
+    assert wrong == []
+
+
+def test_the_graph_reader_sees_every_kind_of_import():
+    """The reader itself: module-level, lazy, relative and ``from pebench import module`` imports."""
+    source = ("from pebench import tasks\nfrom pebench.model import build_model\nfrom . import metrics\n"
+              "from .tasks import base\n"
+              "def f():\n    import pebench.train\n    from pebench.experiment import RunSpec\n")
+    visitor = _Imports("pebench.results", is_package=False)
+    visitor.visit(ast.parse(source))
+    assert [(a.target, a.lazy) for a in visitor.arrows] == [
+        ("pebench.tasks", False), ("pebench.model", False), ("pebench.metrics", False), ("pebench.tasks.base", False),
+        ("pebench.train", True), ("pebench.experiment", True)]
+    assert cycles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [["a", "b", "c"]]
