@@ -1,15 +1,17 @@
-"""Run specifications, experiment grids, stable run ids and suites.
+"""Run specifications, experiment grids, stable run ids and the experiments of a suite.
 
 A :class:`RunSpec` is the fully resolved configuration of one training run
 and its evaluation; its :attr:`~RunSpec.run_id` is a hash of that
 configuration, so the same run has the same id on every machine. An
 :class:`Experiment` is a base configuration plus a grid (every combination of
-the listed values) that expands to run specs; a suite is a named set of
-experiments, each expanded at the suite's scale (``smoke``, ``standard``,
-``paper``).
+the listed values) that expands to run specs, and its report declaration
+(:class:`ReportSpec`); a suite is a named set of experiments, each expanded at
+the suite's scale (the suites, scales, seeds and step caps are the protocol's:
+:mod:`pebench.protocol`).
 
 Experiments are declared by thin scripts under ``experiments/`` that call
-:func:`register_experiment`; :func:`load_experiments` imports them.
+:func:`register_experiment`; :func:`load_experiments` imports them (never the
+pilot scripts of ``pilots/``, which are run on their own).
 """
 
 from __future__ import annotations
