@@ -15,7 +15,8 @@ sides, so they are compared *paired*: for every seed completed on both sides,
 
 * the mean paired difference is within a fixed margin, ``|mean_s d_s| <= MARGIN``
   (:data:`MARGINS`, by the metric's format: 0.02 for accuracies, 0.02 nats for
-  losses, i.e. 2% of the perplexity), and
+  losses, i.e. 2% of the perplexity; for lengths and counts 5% of the reference
+  mean, :data:`RELATIVE_MARGINS`), and
 * no single seed is an outlier, ``|d_s| <= SEED_MARGIN`` for every seed, so that one
   broken seed is caught even when the other seeds agree, and
 * every seed of the reference was completed in the rerun (a failed seed is listed and the
@@ -42,13 +43,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pebench import metrics as metric_registry
 from pebench import results
 from pebench.experiment import BASE_VARIANT
 from pebench.results import CELL_COLUMNS, ResultsError
 
-#: (mean margin, per-seed margin) of a metric by its registered format
+#: (mean margin, per-seed margin) of a metric by its registered format, in the metric's units
 MARGINS: dict[str, tuple[float, float]] = {"acc": (0.02, 0.10), "loss": (0.02, 0.10), "ratio": (0.02, 0.10),
-                                           "ppl": (0.02, 0.10)}
+                                           "ppl": (0.02, 0.10), "gap": (0.02, 0.10)}
+#: the same for formats on the metric's own scale (a length in tokens, a count of steps or parameters): a
+#: fraction of the reference mean, and never less than one unit (their numbers are whole)
+RELATIVE_MARGINS: dict[str, tuple[float, float]] = {"length": (0.05, 0.25), "int": (0.05, 0.25)}
 #: cells not yet run that a summary names one by one (a rerun just begun has hundreds)
 NAMED_NOT_RUN = 20
 #: protocol columns that should agree between the two sides
@@ -190,6 +195,24 @@ def cell_name(row: pd.Series) -> str:
     return name
 
 
+def margins(metric: str, reference_mean: float = float("nan")) -> tuple[float, float]:
+    """The (mean, per-seed) margins within which ``metric`` reproduces, by its registered format: absolute
+    (:data:`MARGINS`), or relative to ``reference_mean`` (:data:`RELATIVE_MARGINS`, at least 1).
+
+    Raises:
+        ResultsError: a format with no margin (``seconds``: wall time depends on the machine), naming the metric.
+    """
+    kind = metric_registry.get(metric).format
+    if kind in MARGINS:
+        return MARGINS[kind]
+    if kind in RELATIVE_MARGINS:
+        scale = abs(reference_mean) if np.isfinite(reference_mean) else 0.0
+        mean_fraction, seed_fraction = RELATIVE_MARGINS[kind]
+        return max(1.0, mean_fraction * scale), max(1.0, seed_fraction * scale)
+    raise ResultsError(f"key metric {metric!r} (format {kind!r}) depends on the machine and is never compared; "
+                       "remove it from the experiment's key_metrics")
+
+
 def key_metrics(experiments: Sequence[str]) -> dict[str, list[str]]:
     """Metrics compared per experiment, as each declares them (:func:`pebench.report.key_metrics`)."""
     from pebench import report
@@ -248,8 +271,6 @@ def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
             cell they share was run under different protocols (:func:`protocol_differences`): its numbers are not
             expected to agree.
     """
-    from pebench import metrics as metric_registry
-
     local_data, reference_data = results.load(local_dir), results.load(reference_dir)
     check_same_suite(local_data, reference_data, local_dir, reference_dir)
     differences = protocol_differences(local_data, reference_data)
@@ -281,7 +302,7 @@ def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
             missing = sorted(set(y.index).symmetric_difference(x.index)
                              | (local_seeds[key] ^ reference_seeds[key]))
             differences = (x[paired] - y[paired]).astype(float)
-            margin, seed_margin = MARGINS[metric_registry.get(metric).format]
+            margin, seed_margin = margins(metric, _mean(y[paired] if len(paired) else y))
             difference = float(differences.mean()) if len(differences) else float("nan")
             worst = differences.abs().idxmax() if len(differences) else None
             records.append({

@@ -14,8 +14,9 @@ metrics, and ``fitted`` when known):
   each with a 95% percentile bootstrap interval over seeds;
 * :func:`pairwise` — comparisons declared in advance, paired by task and
   seed, with a sign-flip permutation test Holm-corrected over the family;
-* :func:`to_markdown`, :func:`to_latex`, :func:`pairwise_markdown`,
-  :func:`pairwise_latex` — the two tables as text.
+* :func:`leaderboard_table`, :func:`pairwise_table`, :func:`fit_table`,
+  :func:`capability_table`, :func:`extrapolation_table`, :func:`harm_table` —
+  each as a :class:`pebench.tables.Table`, rendered by :mod:`pebench.tables`.
 
 A "task" here is one group of :data:`pebench.results.GROUP_COLUMNS` (an
 experiment's task at one training length, per arch); only the trained models
@@ -37,6 +38,7 @@ from pebench import encodings
 from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT
 from pebench.results import GROUP_COLUMNS, encoding_label, encoding_rank, holm
+from pebench.tables import Cell, Column, Table
 
 #: significance level of the pairwise verdicts (after Holm correction)
 ALPHA = 0.05
@@ -398,56 +400,76 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     return table
 
 
-def capability_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The headers and cells of a :func:`capability` board."""
+def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
+           label: str | None) -> Table:
+    """A board as a :class:`pebench.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
+    default ``tab:<name>``)."""
+    return Table(name, "", caption, [Column(h) for h in headers], rows, data=frame,
+                 label=label or f"tab:{name}")
+
+
+def _text(value: object) -> Cell:
+    """A cell showing ``value`` as it is (a name, an architecture)."""
+    return Cell(str(value), value)
+
+
+def _encoding(name: str) -> Cell:
+    """A cell showing an encoding by its display label; its value is the registered name."""
+    return Cell(encoding_label(name), name)
+
+
+def _share_cell(part: int, whole: int) -> Cell:
+    """``part/whole (pct%)``, or ``—`` when ``whole`` is 0; its value is the fraction."""
+    return Cell("—" if not whole else f"{part}/{whole} ({100 * part / whole:.0f}%)", part / whole if whole else None)
+
+
+def _percent(value: float) -> Cell:
+    """A fraction as a whole percentage, ``—`` when undefined."""
+    return Cell("—" if not np.isfinite(value) else f"{100 * value:.0f}%", value)
+
+
+def _interval_cell(point: float, low: float, high: float, digits: int = 2) -> Cell:
+    """``point [low, high]``; its value is the triple."""
+    return Cell(_interval(point, low, high, digits), (point, low, high))
+
+
+def capability_table(table: pd.DataFrame, caption: str = "", name: str = "capability",
+                     label: str | None = None) -> Table:
+    """A :func:`capability` board as a table: fitted runs on the order-dependent tasks, the controls and all."""
     headers = ["Arch", "Encoding", "Order-dependent fitted", "Controls fitted", "All fitted", "Tasks (all seeds)"]
-    rows = [[r.arch, encoding_label(r.encoding), _share(r.dependent_fitted, r.dependent_runs),
-             _share(r.control_fitted, r.control_runs), _share(r.fitted, r.runs),
-             f"{r.tasks_all_fitted}/{r.n_tasks}"] for r in table.itertuples()]
-    return headers, rows
+    rows = [[_text(r.arch), _encoding(r.encoding), _share_cell(r.dependent_fitted, r.dependent_runs),
+             _share_cell(r.control_fitted, r.control_runs), _share_cell(r.fitted, r.runs),
+             Cell(f"{r.tasks_all_fitted}/{r.n_tasks}", (r.tasks_all_fitted, r.n_tasks))] for r in table.itertuples()]
+    return _board(name, table, headers, rows, caption, label)
 
 
-def _share(part: int, whole: int) -> str:
-    """``part/whole (pct%)``, or ``—`` when ``whole`` is 0."""
-    return "—" if not whole else f"{part}/{whole} ({100 * part / whole:.0f}%)"
-
-
-def extrapolation_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The headers and cells of an :func:`extrapolation_board`."""
+def extrapolation_table(board: pd.DataFrame, caption: str = "", name: str = "extrapolation",
+                        label: str | None = None) -> Table:
+    """An :func:`extrapolation_board` as a table: tier, score with its interval, P(first), fit rate, pairs."""
     headers = ["Arch", "Tier", "Encoding", "Score [95% CI]", "P(first)", "Order-dependent fitted", "Pairs"]
     rows = []
     for r in board.itertuples():
         if r.ranked:
-            rows.append([r.arch, str(r.tier), encoding_label(r.encoding), _interval(r.score, r.low, r.high),
-                         f"{r.p_first:.2f}", f"{100 * r.dependent_fit_rate:.0f}%", f"{r.n_pairs} ({r.n_tasks} tasks)"])
+            rows.append([_text(r.arch), Cell(str(r.tier), r.tier), _encoding(r.encoding),
+                         _interval_cell(r.score, r.low, r.high), Cell(f"{r.p_first:.2f}", r.p_first),
+                         _percent(r.dependent_fit_rate), Cell(f"{r.n_pairs} ({r.n_tasks} tasks)", r.n_pairs)])
         else:
-            rows.append([r.arch, "not ranked", encoding_label(r.encoding), "—", "—",
-                         f"{100 * r.dependent_fit_rate:.0f}%", "—"])
-    return headers, rows
+            rows.append([_text(r.arch), Cell("not ranked"), _encoding(r.encoding), Cell("—"), Cell("—"),
+                         _percent(r.dependent_fit_rate), Cell("—")])
+    return _board(name, board, headers, rows, caption, label)
 
 
-def harm_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The headers and cells of a :func:`harm` table."""
+def harm_table(table: pd.DataFrame, caption: str = "", name: str = "harm", label: str | None = None) -> Table:
+    """A :func:`harm` table as a table: control fit rate, OOD token accuracy and the difference from the
+    baseline, with intervals, and whether it harms."""
     baseline = table.attrs.get("baseline")
     versus = f"vs {encoding_label(baseline)} [95% CI]" if baseline else "vs baseline [95% CI]"
     headers = ["Arch", "Encoding", "Controls fitted", "OOD token acc [95% CI]", versus, "Harms"]
-    rows = [[r.arch, encoding_label(r.encoding),
-             "—" if not np.isfinite(r.control_fit_rate) else f"{100 * r.control_fit_rate:.0f}%",
-             _interval(r.ood_token_acc, r.low, r.high),
-             "—" if not np.isfinite(r.vs_baseline) else _interval(r.vs_baseline, r.diff_low, r.diff_high, 3),
-             "yes" if r.harms else "no"] for r in table.itertuples()]
-    return headers, rows
-
-
-def board_markdown(rows: tuple[list[str], list[list[str]]]) -> str:
-    """A board's ``(headers, cells)`` (:func:`capability_rows`, :func:`extrapolation_rows`, :func:`harm_rows`)
-    as a markdown pipe table."""
-    return _markdown(*rows)
-
-
-def board_latex(rows: tuple[list[str], list[list[str]]], caption: str, label: str) -> str:
-    """A board's ``(headers, cells)`` as a booktabs LaTeX table (``caption`` is LaTeX source)."""
-    return _latex(*rows, caption, label)
+    rows = [[_text(r.arch), _encoding(r.encoding), _percent(r.control_fit_rate),
+             _interval_cell(r.ood_token_acc, r.low, r.high),
+             Cell("—") if not np.isfinite(r.vs_baseline) else _interval_cell(r.vs_baseline, r.diff_low, r.diff_high, 3),
+             Cell("yes" if r.harms else "no", bool(r.harms))] for r in table.itertuples()]
+    return _board(name, table, headers, rows, caption, label)
 
 
 def tier_sentence(board: pd.DataFrame, arch: str) -> str:
@@ -635,90 +657,47 @@ def fit_fractions(runs: pd.DataFrame) -> pd.DataFrame:
             .sort_values(["arch", "_e", "_t"], kind="stable").drop(columns=["_e", "_t"]).reset_index(drop=True))
 
 
-def fit_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The headers and cells of a :func:`fit_fractions` table, wide: one row per architecture and encoding,
-    ``k/n`` seeds fitted per task and the fraction over every task."""
+def fit_table(table: pd.DataFrame, caption: str = "", name: str = "fit", label: str | None = None) -> Table:
+    """A :func:`fit_fractions` table, wide: one row per architecture and encoding, ``k/n`` seeds fitted per
+    task and the share over every task."""
     tasks = list(dict.fromkeys(table["task"]))
-    headers = ["Arch", "Encoding", *tasks, "All"]
     rows = []
     for (arch, encoding), part in table.groupby(["arch", "encoding"], sort=False):
-        cells = {row.task: f"{row.fitted}/{row.seeds}" for row in part.itertuples()}
+        cells = {row.task: Cell(f"{row.fitted}/{row.seeds}", (row.fitted, row.seeds)) for row in part.itertuples()}
         total = part["fitted"].sum() / part["seeds"].sum()
-        rows.append([arch, encoding_label(encoding), *(cells.get(task, "—") for task in tasks), f"{100 * total:.0f}%"])
-    return headers, rows
+        rows.append([_text(arch), _encoding(encoding), *(cells.get(task, Cell("—")) for task in tasks),
+                     Cell(f"{100 * total:.0f}%", total)])
+    return _board(name, table, ["Arch", "Encoding", *tasks, "All"], rows, caption, label)
 
 
-def board_rows(board: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The headers and formatted cells of a :func:`leaderboard` table."""
+def leaderboard_table(board: pd.DataFrame, caption: str | None = None, name: str = "leaderboard",
+                      label: str | None = None) -> Table:
+    """A :func:`leaderboard` as a table: ``MRR [low, high]``, mean rank likewise, tasks fitted ``k/n``, runs
+    fitted (default caption: the metric it ranks by)."""
     headers = ["Arch", "Encoding", "MRR [95% CI]", "Mean rank [95% CI]", "Tasks fitted", "Runs fitted"]
-    rows = [[r.arch, encoding_label(r.encoding), _interval(r.mrr, r.mrr_low, r.mrr_high),
-             _interval(r.mean_rank, r.rank_low, r.rank_high), f"{r.tasks_fitted}/{r.n_tasks}",
-             f"{100 * r.runs_fitted:.0f}%"] for r in board.itertuples()]
-    return headers, rows
+    rows = [[_text(r.arch), _encoding(r.encoding), _interval_cell(r.mrr, r.mrr_low, r.mrr_high),
+             _interval_cell(r.mean_rank, r.rank_low, r.rank_high),
+             Cell(f"{r.tasks_fitted}/{r.n_tasks}", (r.tasks_fitted, r.n_tasks)), _percent(r.runs_fitted)]
+            for r in board.itertuples()]
+    return _board(name, board, headers, rows, _caption(board, "Mean reciprocal rank over tasks")
+                  if caption is None else caption, label)
 
 
-def pairwise_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The headers and formatted cells of a :func:`pairwise` table."""
+def pairwise_table(table: pd.DataFrame, caption: str | None = None, name: str = "pairwise",
+                   label: str | None = None) -> Table:
+    """A :func:`pairwise` table as a table: the pair, pairs, mean difference with its interval, p, Holm p and
+    the verdict (default caption: the metric compared)."""
     headers = ["Arch", "A", "B", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Verdict"]
-    rows = [[r.arch, encoding_label(r.a), encoding_label(r.b), str(r.n_pairs),
-             _interval(r.mean_diff, r.ci_low, r.ci_high), _p(r.p_value),
-             _p(r.p_holm), verdict_text(r) + (f" ({r.note})" if r.note else "")] for r in table.itertuples()]
-    return headers, rows
-
-
-def _markdown(headers: list[str], rows: list[list[str]]) -> str:
-    """A pipe table (MyST and GitHub markdown), text cells left-aligned."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] * len(headers)) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _latex(headers: list[str], rows: list[list[str]], caption: str, label: str) -> str:
-    """A booktabs ``table`` environment; cells are escaped, ``caption`` is LaTeX source."""
-    from pebench.report import latex_escape  # report imports the plotting stack: only when writing LaTeX
-
-    body = [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in rows]
-    return "\n".join([
-        r"\begin{table}[t]", r"\centering", rf"\caption{{{caption}}}", rf"\label{{{label}}}",
-        rf"\begin{{tabular}}{{{'l' * len(headers)}}}", r"\toprule",
-        " & ".join(latex_escape(h) for h in headers) + r" \\", r"\midrule", *body, r"\bottomrule",
-        r"\end{tabular}", r"\end{table}", ""])
+    rows = [[_text(r.arch), _encoding(r.a), _encoding(r.b), Cell(str(r.n_pairs), r.n_pairs),
+             _interval_cell(r.mean_diff, r.ci_low, r.ci_high), Cell(_p(r.p_value), r.p_value),
+             Cell(_p(r.p_holm), r.p_holm), Cell(verdict_text(r) + (f" ({r.note})" if r.note else ""), r.verdict)]
+            for r in table.itertuples()]
+    return _board(name, table, headers, rows, _caption(table, "Paired comparisons") if caption is None else caption,
+                  label)
 
 
 def _caption(frame: pd.DataFrame, what: str) -> str:
     """A default caption naming the metric of ``frame``."""
-    from pebench.report import latex_escape
-
     metric = frame.attrs.get("metric") or (frame["metric"].iloc[0] if "metric" in frame and len(frame) else "")
     label = metric_registry.get(metric).axis_label if metric else "the metric"
-    return latex_escape(f"{what} by {label}.")
-
-
-def to_markdown(board: pd.DataFrame) -> str:
-    """A :func:`leaderboard` as a markdown pipe table: ``MRR [low, high]``, mean rank likewise, tasks fitted ``k/n``."""
-    return _markdown(*board_rows(board))
-
-
-def to_latex(board: pd.DataFrame, caption: str | None = None, label: str = "tab:leaderboard") -> str:
-    """A :func:`leaderboard` as a booktabs LaTeX table (``caption`` is LaTeX source; default names the metric)."""
-    return _latex(*board_rows(board), caption or _caption(board, "Mean reciprocal rank over tasks"), label)
-
-
-def fit_markdown(table: pd.DataFrame) -> str:
-    """A :func:`fit_fractions` table as a markdown pipe table (:func:`fit_rows`)."""
-    return _markdown(*fit_rows(table))
-
-
-def fit_latex(table: pd.DataFrame, caption: str, label: str = "tab:fit") -> str:
-    """A :func:`fit_fractions` table as a booktabs LaTeX table (``caption`` is LaTeX source)."""
-    return _latex(*fit_rows(table), caption, label)
-
-
-def pairwise_markdown(table: pd.DataFrame) -> str:
-    """A :func:`pairwise` table as a markdown pipe table."""
-    return _markdown(*pairwise_rows(table))
-
-
-def pairwise_latex(table: pd.DataFrame, caption: str | None = None, label: str = "tab:pairwise") -> str:
-    """A :func:`pairwise` table as a booktabs LaTeX table (``caption`` is LaTeX source)."""
-    return _latex(*pairwise_rows(table), caption or _caption(table, "Paired comparisons"), label)
+    return f"{what} by {label}."

@@ -44,6 +44,7 @@ from pebench.batched import train_batched
 from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
 from pebench.results import raw_files
+from pebench.tables import Cell, Column, Table, to_markdown
 from pebench.train import TrainConfig, make_optimizer, train
 
 
@@ -535,13 +536,11 @@ def latest_suite_times(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _markdown(frame: pd.DataFrame, floats: str = "{:.2f}") -> str:
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    lines = [header, rule]
-    for _, row in frame.iterrows():
-        cells = [floats.format(v) if isinstance(v, float) else str(v) for v in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """``frame`` as a Markdown table (:mod:`pebench.tables`), its floats printed with ``floats``; no final line
+    break (:func:`write_tables` joins the parts)."""
+    rows = [[Cell(floats.format(v) if isinstance(v, float) else str(v), v) for v in row]
+            for _, row in frame.iterrows()]  # as a Series: a row mixing ints and floats prints them all as floats
+    return to_markdown(Table("throughput", "", "", [Column(str(c)) for c in frame.columns], rows)).rstrip("\n")
 
 
 def write_tables(out: Path = OUT, path: Path = TABLES) -> str:

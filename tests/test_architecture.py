@@ -86,10 +86,7 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
 #: arrows that other steps of issue 38 (still in progress) remove, each with the step; the checks ignore these
 #: arrows and nothing else
 KNOWN: dict[tuple[str, str], str] = {
-    ("pebench.leaderboard", "pebench.report"): "LaTeX escaping moves to pebench.tables (item 4)",
-    ("pebench.report", "pebench.leaderboard"): "imported at module level once leaderboard no longer imports report",
     ("pebench.compare", "pebench.report"): "compare reads the recorded report declarations (items 5, 7)",
-    ("pebench.compare", "pebench.metrics"): "imported at module level by the store step (item 1)",
     ("pebench.results", "pebench.tasks"): "the row contract moves to pebench.schema (item 2)",
     ("pebench.results", "pebench.encodings"): "the row contract moves to pebench.schema (item 2)",
     ("pebench.results", "pebench.protocol"): "the row contract moves to pebench.schema (item 2)",

@@ -12,7 +12,8 @@ import pytest
 from test_results import write_synthetic_results
 
 import pebench
-from pebench.report import latex_escape, write_report
+from pebench.report import write_report
+from pebench.tables import latex_escape
 
 ROOT = Path(pebench.__file__).resolve().parent.parent
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from pebench import leaderboard as lb
+from pebench.tables import to_latex, to_markdown
 
 METRIC = "ood_token_acc"
 
@@ -115,17 +116,19 @@ def test_holm_family_is_monotone():
 def test_writers():
     runs = make_runs({"randomized:rope": 0.9, "my_enc": 0.5, "b": 0.5})
     board = lb.leaderboard(runs, METRIC, n_boot=50)
-    markdown = lb.to_markdown(board)
+    markdown = to_markdown(lb.leaderboard_table(board, caption=""))
     lines = markdown.strip().splitlines()
     assert len(lines) == 2 + len(board) and all(line.count("|") == 7 for line in lines)
     assert "1.00 [1.00, 1.00]" in markdown and "4/4" in markdown
-    latex = lb.to_latex(board, caption="Ranks", label="tab:x")
+    assert lb.leaderboard_table(board).rows[0][2].value == (board.mrr[0], board.mrr_low[0], board.mrr_high[0])
+    latex = to_latex(lb.leaderboard_table(board, caption="Ranks", label="tab:x"))
     assert latex.count("{") == latex.count("}") and r"my\_enc" in latex and "my_enc" not in latex
     for part in (r"\begin{table}", r"\toprule", r"\midrule", r"\bottomrule", r"\end{table}", r"\label{tab:x}"):
         assert part in latex
     table = lb.pairwise(runs, [("my_enc", "b")], METRIC, n_boot=50)
-    assert "-0.00" not in lb.pairwise_markdown(table) and "0.00 [0.00, 0.00]" in lb.pairwise_markdown(table)
-    pair_latex = lb.pairwise_latex(table)
+    pair_markdown = to_markdown(lb.pairwise_table(table))
+    assert "-0.00" not in pair_markdown and "0.00 [0.00, 0.00]" in pair_markdown
+    pair_latex = to_latex(lb.pairwise_table(table))
     assert pair_latex.count("{") == pair_latex.count("}") and "OOD token accuracy" in pair_latex
 
 
@@ -139,10 +142,12 @@ def test_fit_fractions_count_fitted_seeds_per_task_and_in_all():
     table = lb.fit_fractions(runs)
     assert table[["encoding", "task", "fitted", "seeds"]].values.tolist() == [
         ["a", "task0", 2, 3], ["a", "task1", 3, 3], ["b", "task0", 0, 3], ["b", "task1", 1, 3]]
-    headers, rows = lb.fit_rows(table)
-    assert headers == ["Arch", "Encoding", "task0", "task1", "All"]
-    assert rows == [["decoder", "a", "2/3", "3/3", "83%"], ["decoder", "b", "0/3", "1/3", "17%"]]
-    assert r"\begin{tabular}" in lb.fit_latex(table, "caption") and "| a | 2/3 | 3/3 | 83% |" in lb.fit_markdown(table)
+    fit = lb.fit_table(table, "caption")
+    assert fit.headers == ["Arch", "Encoding", "task0", "task1", "All"]
+    assert [[cell.text for cell in row] for row in fit.rows] == [["decoder", "a", "2/3", "3/3", "83%"],
+                                                                 ["decoder", "b", "0/3", "1/3", "17%"]]
+    assert fit.rows[0][2].value == (2, 3) and fit.rows[0][4].value == pytest.approx(5 / 6)
+    assert r"\begin{tabular}" in to_latex(fit) and "| a | 2/3 | 3/3 | 83% |" in to_markdown(fit)
     assert lb.fit_fractions(runs.drop(columns="fitted")).empty
 
 
@@ -224,7 +229,7 @@ def test_harm_compares_each_encoding_with_the_baseline_on_the_controls():
     table = lb.harm(runs, n_boot=300).set_index("encoding")
     assert table.loc["learned", "harms"] and not table.loc["rope", "harms"]
     assert table.loc["learned", "vs_baseline"] == pytest.approx(-0.35, abs=0.02)  # noise at most 0.01 per run
-    assert lb.harm_rows(lb.harm(runs, n_boot=50))[0][4] == "vs NoPE [95% CI]"
+    assert lb.harm_table(lb.harm(runs, n_boot=50)).headers[4] == "vs NoPE [95% CI]"
 
 
 def test_a_comparison_too_small_to_reach_the_level_is_called_unresolvable_not_insignificant():

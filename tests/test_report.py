@@ -15,8 +15,9 @@ from pebench import report as report_module
 from pebench import results
 from pebench.cli import main
 from pebench.compare import MARGINS, compare
-from pebench.report import Artifact, Report, latex_escape, tables_for, write_report
+from pebench.report import Artifact, Report, tables_for, write_report
 from pebench.results import ResultsError
+from pebench.tables import latex_escape
 
 
 @pytest.fixture(scope="module")

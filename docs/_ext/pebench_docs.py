@@ -40,6 +40,7 @@ import pebench
 from pebench import encodings, explain, tasks
 from pebench.registry import Citation
 from pebench.results import encoding_label, files_fingerprint, raw_files, run_file_id
+from pebench.tables import text_table, to_markdown
 
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
@@ -81,14 +82,8 @@ def shown(path: Path) -> str:
 
 
 def markdown_table(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
-    """A MyST (GitHub-style) table; cell text is escaped for ``|``."""
-
-    def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    """A MyST (GitHub-style) table of ``str(value)`` cells (:func:`pebench.tables.text_table`), escaped for ``|``."""
+    return to_markdown(text_table(header, rows))
 
 
 def save_figure(fig, stem: Path, formats: Iterable[str] = ("svg",)) -> None:

@@ -1,0 +1,360 @@
+"""One table model and one renderer per format: Markdown, LaTeX (booktabs) and terminal text.
+
+A :class:`Table` is a grid of :class:`Cell` s, each carrying the value it shows (a number, an interval, a
+name) and its display text, under :class:`Column` s; with its caption, notes and the results version it was
+made from. Every table pebench writes (the report's, the leaderboard's, the throughput page's, the site's)
+is one, rendered by :func:`to_markdown`, :func:`to_latex` or :func:`to_text`::
+
+    >>> table = Table("demo", "Demo", "Two cells.", [Column("Task", "l", key=True), Column("Acc", "r")],
+    ...               [[Cell("copy", "copy"), Cell("0.97", 0.97, mark="best")]], version="standard v3-0123abcd",
+    ...               style=RESULTS_STYLE)
+    >>> print(to_markdown(table))
+    | Task | Acc |
+    |:--|--:|
+    | copy | **0.97** |
+    <BLANKLINE>
+    Demo. Two cells.
+    <BLANKLINE>
+    pebench results: standard v3-0123abcd
+    <BLANKLINE>
+
+The LaTeX always compiles in a document with ``\\usepackage{booktabs}``: every character is written as
+LaTeX source in ASCII (:func:`latex_escape`), and the results version is printed under the table.
+This module imports neither pandas nor the analysis modules: the site's extension renders with it too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the marks a cell may carry: the best of its group, and not significantly worse than the best
+MARKS = ("best", "tied")
+#: the terminal's suffix of a marked cell, and the line explaining them
+TEXT_MARKS = {"best": " *", "tied": " ~", None: ""}
+TEXT_MARK_LEGEND = "* best mean of its task; ~ not significantly worse (Welch t-test, Holm, alpha 0.05)"
+#: Markdown's alignment row per column alignment ("": the renderer's default, left)
+_MARKDOWN_ALIGN = {"l": ":--", "r": "--:", "c": ":-:", "": "---"}
+
+
+# --------------------------------------------------------------------------- numbers and text
+
+
+def format_number(value: float | None, kind: str = "acc") -> str:
+    """A number as printed in tables, by its metric's format (:data:`pebench.metrics.FORMATS`): ``acc`` and
+    ``ratio`` 2 decimals, ``length`` and ``int`` integers, ``ppl`` 3 significant digits up to 100, ``gap``
+    scientific below 0.01, ``loss`` 3 decimals, ``seconds`` 1. A value that rounds to zero is printed
+    without a sign (never ``-0.00``); an undefined one as ``—``.
+
+    Raises:
+        ValueError: an unknown format, naming the valid ones.
+    """
+    if value is None or not math.isfinite(value):
+        return "—"
+    text = _format_number(value, kind)
+    return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text.split("e")[0]) else text
+
+
+def _format_number(value: float, kind: str) -> str:
+    if kind in ("acc", "ratio"):
+        return f"{value:.2f}"
+    if kind in ("length", "int"):
+        return f"{value:.0f}"
+    if kind == "ppl":
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    if kind == "gap":
+        return "0" if value == 0 else f"{value:.1e}" if abs(value) < 0.01 else f"{value:.2f}"
+    if kind == "loss":
+        return f"{value:.3f}"
+    if kind == "seconds":
+        return f"{value:.1f}"
+    raise ValueError(f"unknown number format {kind!r}; valid: acc, ratio, length, int, ppl, gap, loss, seconds")
+
+
+def format_mean_ci(mean: float | None, ci: float | None, kind: str = "acc") -> str:
+    """``mean ± ci`` in the format ``kind`` (just the mean when the interval is undefined, e.g. one seed)."""
+    if mean is None or not math.isfinite(mean):
+        return "—"
+    if ci is None or not math.isfinite(ci):
+        return format_number(mean, kind)
+    return f"{format_number(mean, kind)} ± {format_number(ci, kind)}"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+    "~": r"\textasciitilde{}", "|": r"\textbar{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "−": r"$-$",
+    "—": "---", "–": "--",
+    "≥": r"$\geq$", "‖": r"$\|$", "≤": r"$\leq$", "×": r"$\times$", "<": r"$<$", ">": r"$>$", "≈": r"$\approx$",
+    "†": r"\dag{}", "·": r"$\cdot$", "é": r"\'e",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` as LaTeX source in ASCII: special characters escaped (``sum_mod`` -> ``sum\\_mod``, ``95%`` ->
+    ``95\\%``) and the other characters the tables use written as LaTeX (``±`` -> ``$\\pm$``, ``−`` -> ``$-$``)."""
+    text = str(text).replace(">=", "≥").replace("<=", "≤")
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (an escape sequence's ESC,
+    other control characters) is shown escaped, as Python writes it (``\\x1b``); line breaks are kept. Text
+    read from a results folder may come from anyone."""
+    return "".join(ch if ch.isprintable() or ch == "\n" else ch.encode("unicode_escape").decode("ascii")
+                   for ch in str(text))
+
+
+def version_line(version: str) -> str:
+    """What a table says about the results it was made from: ``pebench results: standard v2-3f2a91c0``."""
+    return f"pebench results: {version}"
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: its display ``text`` (Unicode, unescaped: each renderer escapes it), the ``value`` it shows
+    (a number, a ``(point, low, high)`` interval, a name; ``None`` for text only) and its ``mark`` (one of
+    :data:`MARKS`, or ``None``)."""
+
+    text: str
+    value: Any = None
+    mark: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mark is not None and self.mark not in MARKS:
+            raise ValueError(f"unknown cell mark {self.mark!r}; valid: {', '.join(MARKS)} or None")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its ``header``; ``align`` ``"l"``, ``"r"``, ``"c"`` or ``""`` (the format's default, left);
+    ``key``: a key column (they come first) is printed only where its value changes within a group."""
+
+    header: str
+    align: str = ""
+    key: bool = False
+
+
+    def __post_init__(self) -> None:
+        if self.align not in _MARKDOWN_ALIGN:
+            raise ValueError(f"column {self.header!r}: unknown alignment {self.align!r}; valid: l, r, c or ''")
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a table is typeset.
+
+    Attributes:
+        comment: the LaTeX begins with a comment naming the package it needs.
+        font: LaTeX size command inside the float (``\\small``, ``\\footnotesize``), or ``""``.
+        title_in_caption: the caption begins with the title (``Title. Caption``).
+        caption_gap: blank lines between a Markdown table and its caption.
+        environment: the LaTeX float: ``table``, or ``table*`` to span both columns of a two-column paper.
+    """
+
+    comment: bool = False
+    font: str = ""
+    title_in_caption: bool = False
+    caption_gap: int = 2
+    environment: str = "table"
+
+
+#: per-cell tables of results (the report's layouts)
+RESULTS_STYLE = Style(comment=True, font=r"\small", title_in_caption=True, caption_gap=1)
+#: boards and summaries (leaderboards, pairwise comparisons, the site's tables)
+BOARD_STYLE = Style()
+
+
+@dataclass
+class Table:
+    """A table of cells with its columns, caption, notes and the results version it was made from.
+
+    Attributes:
+        name: file stem (``tables/<name>.md``); also its LaTeX label unless ``label`` says otherwise.
+        title: short title (the site's heading).
+        caption: what it shows and what to look at (plain text; each renderer escapes it).
+        columns: one per column of ``rows``.
+        rows: the cells, row by row.
+        group_starts: rows that begin a new group (a rule above them; key columns printed again).
+        notes: lines printed under the table (a legend), after the caption.
+        version: the results version, e.g. ``standard v2-3f2a91c0`` (printed under the table), or ``""``.
+        data: the numbers, for the CSV beside the rendered files.
+        label: its LaTeX label (default ``tab:pebench-<name with dashes>``).
+        style: how it is typeset (:class:`Style`).
+    """
+
+    name: str
+    title: str
+    caption: str
+    columns: list[Column]
+    rows: list[list[Cell]]
+    group_starts: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    version: str = ""
+    data: pd.DataFrame | None = None
+    label: str = ""
+    style: Style = BOARD_STYLE
+
+    def __post_init__(self) -> None:
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(f"table {self.name!r}: row {i} has {len(row)} cells for {len(self.columns)} "
+                                 "columns")
+
+    @property
+    def key_columns(self) -> int:
+        """How many leading columns are key columns."""
+        return next((i for i, column in enumerate(self.columns) if not column.key), len(self.columns))
+
+    @property
+    def headers(self) -> list[str]:
+        """The column headers."""
+        return [column.header for column in self.columns]
+
+    @property
+    def full_caption(self) -> str:
+        """The caption as printed: ``Title. Caption`` where the style says so."""
+        if self.style.title_in_caption and self.title:
+            return f"{self.title}. {self.caption}"
+        return self.caption
+
+    def display_rows(self) -> list[list[Cell]]:
+        """The rows as shown: a key cell equal to the one above (and to every key left of it) is blank, except
+        in the first row of a group."""
+        shown, previous = [], None
+        for i, row in enumerate(self.rows):
+            keys = [cell.text for cell in row[: self.key_columns]]
+            blank = [previous is not None and i not in self.group_starts and keys[: k + 1] == previous[: k + 1]
+                     for k in range(self.key_columns)]
+            shown.append([Cell("", cell.value) if b else cell for b, cell in zip(blank, row, strict=False)]
+                         + row[self.key_columns:])
+            previous = keys
+        return shown
+
+    def to_markdown(self) -> str:
+        """The table as Markdown (:func:`to_markdown`)."""
+        return to_markdown(self)
+
+    def to_latex(self) -> str:
+        """The table as LaTeX (:func:`to_latex`)."""
+        return to_latex(self)
+
+    def to_text(self, width: int | None = None) -> str:
+        """The table as terminal text (:func:`to_text`)."""
+        return to_text(self, width)
+
+
+def text_table(headers: Sequence[Any], rows: Iterable[Iterable[Any]], name: str = "table") -> Table:
+    """A table of plain values shown as ``str(value)``, no caption, default alignment (the site's small tables)."""
+    return Table(name, "", "", [Column(str(h)) for h in headers],
+                 [[Cell(str(v), v) for v in row] for row in rows])
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+def _markdown_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: Table) -> str:
+    """A pipe table (MyST and GitHub): marked cells in bold (best) or italics (tied), then the caption, the
+    notes and the results version, each a paragraph."""
+    lines = ["| " + " | ".join(_markdown_cell(h) for h in table.headers) + " |",
+             "|" + "|".join(_MARKDOWN_ALIGN[c.align] for c in table.columns) + "|"]
+    for row in table.display_rows():
+        cells = []
+        for cell in row:
+            text = _markdown_cell(cell.text)
+            cells.append(f"**{text}**" if cell.mark == "best" and text else f"*{text}*" if cell.mark == "tied" and text
+                         else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    out = "\n".join(lines) + "\n"
+    caption = table.full_caption
+    if caption:
+        out += "\n" * table.style.caption_gap + caption + "\n"
+    for paragraph in [*table.notes, *([version_line(table.version)] if table.version else [])]:
+        out += "\n" + paragraph + "\n"
+    return out
+
+
+def to_latex(table: Table) -> str:
+    """A booktabs float that compiles with ``\\usepackage{booktabs}``: every text escaped (:func:`latex_escape`),
+    a ``\\midrule`` above each group, best cells in bold and tied ones underlined, the notes and the results
+    version in a footnote-sized footer inside the float (so they travel with it)."""
+    style = table.style
+    align = "".join(column.align or "l" for column in table.columns)
+    lines = ["% generated by pebench report; needs \\usepackage{booktabs}"] if style.comment else []
+    lines += [f"\\begin{{{style.environment}}}[t]", r"\centering"]
+    if style.font:
+        lines.append(style.font)
+    lines += [f"\\caption{{{latex_escape(table.full_caption)}}}",
+              f"\\label{{{table.label or 'tab:pebench-' + table.name.replace('_', '-')}}}",
+              f"\\begin{{tabular}}{{{align}}}", r"\toprule",
+              " & ".join(latex_escape(h) for h in table.headers) + r" \\", r"\midrule"]
+    for i, row in enumerate(table.display_rows()):
+        if i in table.group_starts and i > 0:
+            lines.append(r"\midrule")
+        cells = []
+        for cell in row:
+            text = latex_escape(cell.text)
+            cells.append(f"\\textbf{{{text}}}" if cell.mark == "best" else f"\\underline{{{text}}}"
+                         if cell.mark == "tied" else text)
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    for note in [*table.notes, *([version_line(table.version)] if table.version else [])]:
+        lines.append(rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}")
+    lines += [f"\\end{{{style.environment}}}", ""]
+    return "\n".join(lines)
+
+
+def to_text(table: Table, width: int | None = None) -> str:
+    """Fixed-width text for a terminal, every text escaped (:func:`terminal_text`): ``*`` after the best, ``~``
+    after those not significantly worse, then the notes and the results version.
+
+    Args:
+        table: the table.
+        width: the widest a line may be; a wider table is printed in blocks of columns, each repeating the key
+            columns (as pandas prints a wide frame). ``None``: one block.
+    """
+    rows = [[terminal_text(c.text) + TEXT_MARKS[c.mark] if c.text else c.text for c in row]
+            for row in table.display_rows()]
+    headers = [terminal_text(h) for h in table.headers]
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
+    keys = list(range(table.key_columns))
+    blocks, block = [], []
+    for k in range(table.key_columns, len(widths)):
+        used = sum(widths[j] + 2 for j in keys + block) + widths[k]
+        if block and width is not None and used > width:
+            blocks.append(block)
+            block = []
+        block.append(k)
+    blocks.append(block)
+
+    def line(cells: Sequence[str], columns: list[int]) -> str:
+        return "  ".join(cells[k].rjust(widths[k]) if table.columns[k].align == "r" else cells[k].ljust(widths[k])
+                         for k in columns).rstrip()
+
+    out = [terminal_text(table.title)] if table.title else []
+    for n, block in enumerate(blocks):
+        columns = keys + block
+        if n:
+            out.append("")
+        out += [line(headers, columns), "  ".join("-" * widths[k] for k in columns)]
+        for i, row in enumerate(rows):
+            if i in table.group_starts and i > 0:
+                out.append("")
+            out.append(line(row, columns))
+    if any(cell.mark for row in table.rows for cell in row):
+        out.append(TEXT_MARK_LEGEND)
+    out += [terminal_text(note) for note in table.notes]
+    if table.version:
+        out.append(terminal_text(version_line(table.version)))
+    return "\n".join(out)

@@ -1,0 +1,119 @@
+"""The table model and its renderers (pebench.tables), and every metric format reaching tables and compare."""
+
+from __future__ import annotations
+
+import pytest
+from test_results import write_synthetic_results
+
+from pebench import metrics as metric_registry
+from pebench.tables import (
+    BOARD_STYLE,
+    RESULTS_STYLE,
+    Cell,
+    Column,
+    Table,
+    format_mean_ci,
+    format_number,
+    latex_escape,
+    text_table,
+    to_latex,
+    to_markdown,
+    to_text,
+)
+
+
+def grid(version: str = "standard v3-0123abcd") -> Table:
+    """Two groups of a task, a marked best and tied cell, and text every format must escape."""
+    columns = [Column("Task", "l", key=True), Column("Encoding", "l", key=True), Column("Acc", "r")]
+    rows = [[Cell("sum_mod", "sum_mod"), Cell("a|b", "a|b"), Cell("0.97 ± 0.01", 0.97, "best")],
+            [Cell("sum_mod", "sum_mod"), Cell("50% & #1", "c"), Cell("0.95", 0.95, "tied")],
+            [Cell("copy", "copy"), Cell("x\x1b[31m", "x"), Cell("−0.10", -0.10)]]
+    return Table("t_one", "Title", "Caption with ~ ^ \\ { } $ and −.", columns, rows, [0, 2], version=version,
+                 style=RESULTS_STYLE)
+
+
+def test_markdown_marks_escapes_and_ends_with_caption_and_version():
+    text = to_markdown(grid())
+    assert text.splitlines()[:2] == ["| Task | Encoding | Acc |", "|:--|:--|--:|"]
+    assert "| sum_mod | a\\|b | **0.97 ± 0.01** |" in text
+    assert "|  | 50% & #1 | *0.95* |" in text  # the repeated key is blank within its group
+    assert "| copy |" in text  # a new group prints its key again
+    assert text.endswith("\n\nTitle. Caption with ~ ^ \\ { } $ and −.\n\npebench results: standard v3-0123abcd\n")
+
+
+def test_latex_escapes_every_special_character_and_names_the_version_in_its_footer():
+    tex = to_latex(grid())
+    for raw, escaped in (("%", r"50\%"), ("&", r"\&"), ("#", r"\#1"), ("_", r"sum\_mod"), ("~", r"\textasciitilde{}"),
+                         ("^", r"\textasciicircum{}"), ("\\", r"\textbackslash{}"), ("{", r"\{"), ("}", r"\}"),
+                         ("$", r"\$"), ("−", r"$-$0.10")):
+        assert escaped in tex, raw
+    assert tex.isascii() and r"\textbf{0.97 $\pm$ 0.01}" in tex and r"\underline{0.95}" in tex
+    assert tex.count(r"\midrule") == 2  # under the header and above the second group
+    assert r"\par\smallskip{\footnotesize pebench results: standard v3-0123abcd}" + "\n" + r"\end{table}" in tex
+    assert latex_escape("a − b, 95% of sum_mod") == r"a $-$ b, 95\% of sum\_mod"
+
+
+def test_terminal_text_escapes_control_characters_and_wraps_to_a_width():
+    text = to_text(grid())
+    assert "\x1b" not in text and "x\\x1b[31m" in text
+    assert "0.97 ± 0.01 *" in text and "0.95 ~" in text and text.splitlines()[-1].endswith("v3-0123abcd")
+    wide = Table("w", "W", "", [Column("Key", "l", key=True), *(Column(f"metric {i}", "r") for i in range(8))],
+                 [[Cell("k"), *(Cell(f"{i}.000000") for i in range(8))]])
+    narrow = to_text(wide, width=40)
+    assert max(len(line) for line in narrow.splitlines()) <= 40
+    assert sum(line.startswith("Key") for line in narrow.splitlines()) > 1  # each block repeats the key column
+    assert "best mean" not in narrow  # no marked cell: no legend
+
+
+def test_board_style_and_text_tables():
+    board = Table("board_x", "", "Plain caption.", [Column("Arch"), Column("Score")],
+                  [[Cell("decoder"), Cell("0.50 [0.40, 0.60]", (0.5, 0.4, 0.6))]], label="tab:board_x",
+                  style=BOARD_STYLE)
+    assert to_markdown(board) == ("| Arch | Score |\n|---|---|\n| decoder | 0.50 [0.40, 0.60] |\n\n\n"
+                                  "Plain caption.\n")
+    tex = to_latex(board)
+    assert r"\label{tab:board_x}" in tex and r"\small" not in tex and r"\begin{tabular}{ll}" in tex
+    assert to_markdown(text_table(["a", 1], [["x|y", 2]])) == "| a | 1 |\n|---|---|\n| x\\|y | 2 |\n"
+
+
+def test_a_row_of_the_wrong_length_or_an_unknown_mark_is_refused():
+    with pytest.raises(ValueError, match="row 0 has 1 cells for 2 columns"):
+        Table("bad", "", "", [Column("a"), Column("b")], [[Cell("x")]])
+    with pytest.raises(ValueError, match="unknown cell mark"):
+        Cell("x", mark="winner")
+
+
+def test_every_registered_format_prints_and_a_mean_with_its_interval():
+    for kind in metric_registry.FORMATS:
+        assert format_number(1.0, kind) and format_number(float("nan"), kind) == "—"
+    assert format_mean_ci(0.5, 0.01) == "0.50 ± 0.01" and format_mean_ci(0.5, float("nan")) == "0.50"
+    with pytest.raises(ValueError, match="valid: acc"):
+        format_number(1.0, "percent")
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    return write_synthetic_results(tmp_path_factory.mktemp("reference"))
+
+
+@pytest.mark.parametrize("metric", ["generalization_length", "params", "equivariance_gap_trained"])
+def test_compare_checks_a_key_metric_of_every_comparable_format(synthetic, monkeypatch, metric):
+    """A key metric whose format is length, int or gap is compared (it raised KeyError: compare knew margins for
+    accuracies, ratios, losses and perplexities only); a folder against itself reproduces."""
+    from pebench import compare as compare_module
+
+    monkeypatch.setattr(compare_module, "key_metrics",
+                        lambda experiments, *args, **kwargs: {e: ["id_token_acc", metric] for e in experiments})
+    comparison = compare_module.compare(synthetic, synthetic)
+    rows = comparison.metrics[comparison.metrics["metric"] == metric]
+    assert comparison.all_reproduce and len(rows) > 0 and (rows["difference"].fillna(0) == 0).all()
+
+
+def test_compare_refuses_a_machine_dependent_key_metric_by_name(synthetic, monkeypatch):
+    from pebench import compare as compare_module
+    from pebench.results import ResultsError
+
+    monkeypatch.setattr(compare_module, "key_metrics",
+                        lambda experiments, *args, **kwargs: {e: ["train_seconds"] for e in experiments})
+    with pytest.raises(ResultsError, match="train_seconds.*machine"):
+        compare_module.compare(synthetic, synthetic)
