@@ -41,15 +41,19 @@ import signal
 import sys
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pebench
-from pebench import encodings, tasks
-from pebench.experiment import RunSpec, load_experiments, suite_runs
 from pebench.protocol import SUITES
 from pebench.registry import UnknownNameError, load_plugins
-from pebench.results import ResultsError, terminal_text
+from pebench.results import terminal_text
+
+if TYPE_CHECKING:
+    from pebench.experiment import RunSpec
+
+# The modules a command needs (the experiments, torch) are imported by the command that needs them.
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
 LISTS = ("encodings", "tasks", "suites", "experiments", "metrics")
@@ -112,6 +116,9 @@ def select_runs(
 ) -> list[RunSpec]:
     """The runs of ``suite`` restricted to ``experiments`` and ``key=value`` filters, with
     ``extra_encodings`` and ``extra_tasks`` compared beside the standard ones."""
+    from pebench import encodings, tasks
+    from pebench.experiment import load_experiments, suite_runs
+
     registry = load_experiments()
     for name in experiments:
         registry.get(name)
@@ -258,6 +265,13 @@ def describe_run_seeds(specs: Sequence[RunSpec]) -> str:
     per_experiment: dict[str, set[int]] = {}
     for spec in specs:
         per_experiment.setdefault(spec.experiment, set()).add(spec.seed)
+    return describe_experiment_seeds(per_experiment)
+
+
+def describe_experiment_seeds(per_experiment: Mapping[str, Iterable[int]]) -> str:
+    """The seeds of each experiment of a suite, as :func:`describe_run_seeds` says them (experiments without a
+    run are left out)."""
+    per_experiment = {name: set(seeds) for name, seeds in per_experiment.items() if seeds}
     if not per_experiment:
         return "0"
     every = sorted(set().union(*per_experiment.values()))
@@ -267,12 +281,23 @@ def describe_run_seeds(specs: Sequence[RunSpec]) -> str:
     return f"{counts[0]}-{counts[-1]} per experiment ({_which_seeds(every)})"
 
 
+def run_configs(suite: str) -> dict[str, list[dict[str, object]]]:
+    """Per registered experiment, the configs of its runs in ``suite``
+    (:meth:`~pebench.experiment.Experiment.run_configs`): counts and seeds without building every run spec,
+    which takes a minute for the paper suite."""
+    from pebench.experiment import load_experiments
+
+    registry = load_experiments()
+    return {name: registry.get(name).run_configs(suite) for name in registry.names()}
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """Print registered encodings, tasks, suites, experiments or metrics (without an argument: what can be listed)."""
+    from pebench import encodings, metrics, tasks
+    from pebench.experiment import load_experiments
+
     if args.what is None:
         print("pebench list WHAT, with WHAT one of:")
-        from pebench import metrics
-
         counts = {"encodings": len(encodings.names()), "tasks": len(tasks.names()), "suites": len(SUITES),
                   "experiments": len(load_experiments().names()), "metrics": len(metrics.RUN_METRICS)}
         for what in LISTS:
@@ -290,17 +315,19 @@ def cmd_list(args: argparse.Namespace) -> int:
                          f"{task.min_length}..{task.max_length or 'any'}", task.describe()])
         print(columns(["task", "ver", "order", "Chomsky class", "lengths", "definition"], rows))
     elif args.what == "suites":
-        print(columns(["suite", "runs", "seeds"], [[suite, len(runs), describe_run_seeds(runs)]
-                                                   for suite in SUITES for runs in [suite_runs(suite)]]))
+        rows = []
+        for suite in SUITES:
+            configs = run_configs(suite)
+            seeds = {name: [config["seed"] for config in runs] for name, runs in configs.items()}
+            rows.append([suite, sum(map(len, configs.values())), describe_experiment_seeds(seeds)])
+        print(columns(["suite", "runs", "seeds"], rows))
     elif args.what == "metrics":
-        from pebench import metrics
-
         better = {True: "higher", False: "lower", None: "-"}
         print(columns(["metric", "better", "what it is"],
                       [[m.name, better[m.higher_is_better], m.description] for m in metrics.run_metrics()]))
     else:
         registry = load_experiments()
-        rows = [[name, ", ".join(f"{s}={len(registry.get(name).runs(s))}" for s in SUITES),
+        rows = [[name, ", ".join(f"{s}={len(registry.get(name).run_configs(s))}" for s in SUITES),
                  registry.get(name).description] for name in registry.names()]
         print(columns(["experiment", "runs per suite", "description"], rows))
     return EXIT_OK
@@ -479,10 +506,40 @@ def version_text() -> str:
     return f"pebench {pebench.__version__} (protocol {PROTOCOL}{where})"
 
 
+class _Version(argparse.Action):
+    """``--version``: :func:`version_text`, computed only when asked for (it runs git)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version, protocol and commit, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
+#: the end of ``pebench --help`` (and of ``pebench`` alone)
+EXAMPLES = """\
+examples:
+  pebench list encodings                      the encodings, their slots and papers
+  pebench run --suite smoke                   check that everything runs (about a minute on 2 CPU cores)
+  pebench run --suite standard --workers 2    rerun the reference suite into results/local/standard
+                                              (Ctrl-C and the same command again resume it)
+  pebench report results/local/standard       tables, figures and findings of a results folder
+  pebench show results/standard              the tables of a results folder
+  pebench compare results/local/standard results/standard
+                                              which cells of a rerun reproduce the reference
+  pebench --plugin my_pe.py run --suite standard --encoding my_pe
+                                              compare your own encoding with every baseline
+
+docs: docs/quickstart.md and docs/extending.md; the site: tox -e docs, then open docs/_build/html/index.html
+"""
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pebench`` command."""
-    parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.")
-    parser.add_argument("--version", action="version", version=version_text())
+    parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.",
+                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
                         help="import a .py file or a module that registers encodings, tasks, metrics or experiments "
@@ -562,7 +619,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     logging.basicConfig(format="pebench: %(levelname)s: %(message)s", level=logging.WARNING)
     try:
-        args = make_parser().parse_args(argv)
+        parser = make_parser()
+        if not (sys.argv[1:] if argv is None else argv):  # `pebench` alone: what it can do, as a missing command
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        args = parser.parse_args(argv)
         if args.verbose:
             logging.getLogger("pebench").setLevel(logging.DEBUG)
         load_plugins(args.plugin)
@@ -583,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a sweep started (a sweep reports its own interrupt)
         print("pebench: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-    except (UnknownNameError, ValueError, ResultsError, OSError) as exc:
+    except (UnknownNameError, ValueError, OSError) as exc:  # ValueError: a ResultsError too
         print(f"pebench: error: {terminal_text(str(exc).splitlines()[0])}", file=sys.stderr)
         return EXIT_USAGE
 

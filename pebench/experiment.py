@@ -343,11 +343,17 @@ class Experiment:
         ``extra_tasks`` join every family of per-task grids (:func:`per_task_grids`), each with the
         same base configuration and architectures as the family's tasks (``pebench run --task NAME``).
         """
+        return [make_spec(suite, self.name, config) for config in self.run_configs(suite, extra_encodings, extra_tasks)]
+
+    def run_configs(self, suite: str, extra_encodings: Sequence[str] = (),
+                    extra_tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The flat configs :meth:`runs` makes its run specs of, one per run, unchecked: how many runs a suite
+        has and their seeds without building (and validating) every spec (``pebench list suites``)."""
         if suite not in SUITES:
             raise ValueError(f"unknown suite {suite!r}; valid: {', '.join(SUITES)}")
         if suite not in self.configs:
             return []
-        specs = []
+        configs = []
         pairs = self.configs[suite]()
         if extra_tasks and isinstance(pairs, TaskGrids):
             pairs = pairs.with_tasks(extra_tasks)
@@ -359,9 +365,8 @@ class Experiment:
             full = all(set(_encodings_for(suite, arch)) <= set(compared) for arch in archs)
             if extra and full:
                 grid = {**grid, "encoding": compared + extra}
-            for point in expand(grid):
-                specs.append(make_spec(suite, self.name, {**base, **point}))
-        return specs
+            configs += [{**base, **point} for point in expand(grid)]
+        return configs
 
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment", base=Experiment)

@@ -205,3 +205,36 @@ def test_the_package_version_follows_the_protocol_and_rows_keep_theirs(tmp_path)
     assert pebench.__version__.split(".")[0] == str(PROTOCOL)
     assert "; pebench 0.1.0}" in citation_bibtex("standard", "v2-aaa7cfcc", [], made_with=["0.1.0"])
     assert f"; pebench {pebench.__version__}}}" in citation_bibtex("standard", "v3-0", [])
+
+
+# --------------------------------------------------------------------------- a CLI that starts fast
+
+def test_pebench_alone_prints_its_usage_commands_and_examples_and_exits_2(capsys):
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: pebench")
+    for text in ("list", "run", "report", "compare", "show", "examples:", "pebench run --suite smoke",
+                 "docs/quickstart.md"):
+        assert text in err
+
+
+def test_help_ends_with_examples_and_where_the_docs_are(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "examples:" in out and "pebench compare results/local/standard results/standard" in out
+    assert "docs/_build/html/index.html" in out
+
+
+def test_list_suites_counts_the_runs_and_seeds_the_suites_build(capsys):
+    """The listing counts run configs without building them (the paper suite takes a minute to build): the
+    same numbers as the built run specs."""
+    from pebench.cli import describe_run_seeds
+    from pebench.experiment import suite_runs
+
+    assert main(["list", "suites"]) == 0
+    listed = {line.split()[0]: line.split(None, 2)[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    for suite in ("smoke", "standard", "replication"):
+        specs = suite_runs(suite)
+        assert listed[suite] == [str(len(specs)), describe_run_seeds(specs)]
