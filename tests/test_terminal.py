@@ -86,6 +86,54 @@ def test_a_smoke_folder_against_a_standard_one_is_refused_in_one_line(synthetic,
     assert "holds the smoke suite" in err and "the standard suite" in err
 
 
+# --------------------------------------------------------------------------- a CLI that starts fast
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a new interpreter in the checkout (what a new ``pebench`` process imports)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_the_cli_imports_neither_torch_nor_pandas_until_a_command_needs_them():
+    done = python("import sys, pebench.cli; print(sorted({'torch', 'pandas', 'scipy', 'matplotlib'} & "
+                  "set(sys.modules)))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_pebench_alone_prints_its_usage_commands_and_examples_and_exits_2(capsys):
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: pebench")
+    for text in ("list", "run", "report", "compare", "show", "examples:", "pebench run --suite smoke",
+                 "docs/quickstart.md"):
+        assert text in err
+
+
+def test_help_ends_with_examples_and_where_the_docs_are(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "examples:" in out and "pebench compare results/local/standard results/standard" in out
+    assert "docs/_build/html/index.html" in out
+
+
+def test_list_suites_counts_the_runs_and_seeds_the_suites_build(capsys):
+    """The listing counts run configs without building them (the paper suite takes a minute to build): the
+    same numbers as the built run specs."""
+    from pebench.cli import describe_run_seeds
+    from pebench.experiment import suite_runs
+
+    assert main(["list", "suites"]) == 0
+    listed = {line.split()[0]: line.split(None, 2)[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    for suite in ("smoke", "standard", "replication"):
+        specs = suite_runs(suite)
+        assert listed[suite] == [str(len(specs)), describe_run_seeds(specs)]
+
+
 # --------------------------------------------------------------------------- an interrupted tox -e bench
 
 #: a stand-in for the sweep: says it runs, and on Ctrl-C prints its resume line and exits 130 as pebench run does
@@ -166,7 +214,7 @@ def test_ctrl_c_at_a_terminal_reaches_the_bench_and_not_the_tox_that_runs_it(tmp
 
     process = subprocess.Popen([sys.executable, str(tox)], stdin=terminal_fd, stdout=terminal_fd,
                                stderr=terminal_fd, start_new_session=True, preexec_fn=controlling_terminal,
-                               cwd=Path(__file__).resolve().parent.parent)
+                               cwd=ROOT)
     os.close(terminal_fd)
     output, sent, deadline = b"", False, time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -207,34 +255,79 @@ def test_the_package_version_follows_the_protocol_and_rows_keep_theirs(tmp_path)
     assert f"; pebench {pebench.__version__}}}" in citation_bibtex("standard", "v3-0", [])
 
 
-# --------------------------------------------------------------------------- a CLI that starts fast
-
-def test_pebench_alone_prints_its_usage_commands_and_examples_and_exits_2(capsys):
-    assert main([]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("usage: pebench")
-    for text in ("list", "run", "report", "compare", "show", "examples:", "pebench run --suite smoke",
-                 "docs/quickstart.md"):
-        assert text in err
+# --------------------------------------------------------------------------- show
 
 
-def test_help_ends_with_examples_and_where_the_docs_are(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
+@pytest.fixture(scope="module")
+def reported(synthetic, tmp_path_factory) -> Path:
+    """A copy of the synthetic folder with its report (tables/ and report.json) written into it."""
+    from pebench.report import write_report
+
+    folder = tmp_path_factory.mktemp("reported")
+    shutil.copytree(synthetic / "raw", folder / "raw")
+    write_report(folder, folder)
+    return folder
+
+
+def test_show_leads_with_the_main_table_the_report_recorded(reported, tmp_path, capsys):
+    import json
+
+    folder = tmp_path / "reported"
+    shutil.copytree(reported, folder)
+    index = json.loads((folder / "report.json").read_text())
+    index["main_table"] = "leaderboard_length_extrapolation"  # as report.json names it (the synthetic runs have
+    (folder / "report.json").write_text(json.dumps(index))     # no fit data, so no extrapolation board)
+    main_table = folder / "tables" / "leaderboard_length_extrapolation.md"
+    assert main(["show", str(folder), "--width", "0"]) == 0
     out = capsys.readouterr().out
-    assert exit_info.value.code == 0
-    assert "examples:" in out and "pebench compare results/local/standard results/standard" in out
-    assert "docs/_build/html/index.html" in out
+    assert f"(the table to cite: {main_table})" in out.splitlines()[0]
+    assert main_table.read_text().strip() in out
+    assert out.index("the table to cite") < out.index("length_extrapolation: length extrapolation (decoder)")
 
 
-def test_list_suites_counts_the_runs_and_seeds_the_suites_build(capsys):
-    """The listing counts run configs without building them (the paper suite takes a minute to build): the
-    same numbers as the built run specs."""
-    from pebench.cli import describe_run_seeds
-    from pebench.experiment import suite_runs
+def test_show_leads_with_the_extrapolation_board_of_a_report_that_recorded_no_main_table(reported, tmp_path, capsys):
+    import json
 
-    assert main(["list", "suites"]) == 0
-    listed = {line.split()[0]: line.split(None, 2)[1:] for line in capsys.readouterr().out.splitlines()[1:]}
-    for suite in ("smoke", "standard", "replication"):
-        specs = suite_runs(suite)
-        assert listed[suite] == [str(len(specs)), describe_run_seeds(specs)]
+    older = tmp_path / "older"
+    shutil.copytree(reported, older)
+    index = json.loads((older / "report.json").read_text())
+    index.pop("main_table", None)  # as reports written before it was recorded
+    (older / "report.json").write_text(json.dumps(index))
+    assert main(["show", str(older), "--width", "0"]) == 0
+    assert capsys.readouterr().out.startswith(f"(the report of {older} names no main table;")
+    # a folder of the reference: its report wrote the extrapolation board (the synthetic runs have no fit data)
+    index["tables"].append({"name": "extrapolation_length_extrapolation", "title": "Length extrapolation: tiers"})
+    (older / "report.json").write_text(json.dumps(index))
+    (older / "tables" / "extrapolation_length_extrapolation.md").write_text("| Tier | Encoding |\n|---|---|\n")
+    assert main(["show", str(older), "--width", "0"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (f"Length extrapolation: tiers (the table to cite: "
+                     f"{older / 'tables' / 'extrapolation_length_extrapolation.md'})")
+
+
+def test_show_without_a_report_says_how_to_make_one_then_shows_the_tables(synthetic, capsys):
+    assert main(["show", str(synthetic), "--width", "0"]) == 0  # unwrapped
+    out = capsys.readouterr().out
+    assert out.startswith(f"(no report of {synthetic} yet: pebench report {synthetic} writes its main table")
+    assert "length_extrapolation: length extrapolation (decoder)" in out
+
+
+def test_show_narrows_the_tables_to_the_tasks_encodings_and_metrics_asked_for(synthetic, capsys):
+    assert main(["show", str(synthetic), "--task", "copy", "--encoding", "NoPE", "--encoding", "alibi",
+                 "--metric", "ood_token_acc"]) == 0
+    tables = capsys.readouterr().out.strip().split("\n\n")[1:]  # after the lead
+    # the one table with copy's rows and OOD token accuracy; its marks are those of every encoding of copy
+    assert tables == ["length_extrapolation: length extrapolation (decoder)\n"
+                      "Task  Encoding  OOD token acc  Seeds\n"
+                      "----  --------  -------------  -----\n"
+                      f"copy  NoPE      {tables[0].splitlines()[3][16:]}\n"
+                      f"      alibi     {tables[0].splitlines()[4][16:]}\n"
+                      "* best mean of its task; ~ not significantly worse (Welch t-test, Holm, alpha 0.05)"]
+
+
+@pytest.mark.parametrize("option, name, close", [("--task", "cpy", "copy"), ("--encoding", "alibii", "alibi"),
+                                                 ("--metric", "ood_tok_acc", "ood_token_acc")])
+def test_show_refuses_a_name_no_table_shows_in_one_line_with_close_names(synthetic, capsys, option, name, close):
+    assert main(["show", str(synthetic), option, name]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"Did you mean '{close}'" in err and name in err
