@@ -76,6 +76,23 @@ def test_load_experiments_refuses_the_pilots_folder(tmp_path):
     assert experiment.EXPERIMENTS.names() == before and not (tmp_path / "ran").exists()
 
 
+def test_a_pilots_folder_inside_an_experiments_folder_is_never_loaded(tmp_path):
+    """Only the experiment scripts directly in the folder are imported: a ``pilots/`` folder beside them (or any
+    other subfolder) never becomes an experiment."""
+    experiments = planted_experiments(tmp_path / "project", tmp_path / "experiment_ran") / "experiments"
+    (experiments / "pilots").mkdir()
+    (experiments / "pilots" / "a_pilot.py").write_text(
+        f"from pathlib import Path\nPath({str(tmp_path / 'pilot_ran')!r}).write_text('x')\n")
+    before = set(sys.modules)
+    try:
+        experiment.load_experiments(experiments)
+        assert (tmp_path / "experiment_ran").exists() and not (tmp_path / "pilot_ran").exists()
+    finally:
+        for name in set(sys.modules) - before:  # the planted script, so that no other test sees it imported
+            if name.startswith("pebench_experiments."):
+                del sys.modules[name]
+
+
 # --------------------------------------------------------------------------- one experiment per name
 
 DUPLICATE = '''from pebench.experiment import Experiment, register_experiment
