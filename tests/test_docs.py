@@ -347,6 +347,7 @@ def test_extending_page_shows_the_tested_files():
     assert "```{literalinclude} examples/rotate_task.py" in page
 
 
+@pytest.mark.long
 def test_site_builds_without_warnings(tmp_path):
     """The whole site, warnings as errors, as `tox -e docs` builds it (into a temporary folder)."""
     pytest.importorskip("sphinx")

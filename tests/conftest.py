@@ -1,0 +1,23 @@
+"""Test-session hooks shared by every test file."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` (minutes each, e.g. the site build) start first, whatever the order.
+
+    pytest-randomly shuffles before this hook runs (its hook is a wrapper); the stable sort keeps its order
+    among the rest. Started first, a long test overlaps the rest of the suite on the other test processes
+    (pytest-xdist) instead of starting last and adding its minutes to the suite's time.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Name the random order's seed at the end (``-q`` hides pytest-randomly's header), so a failure that
+    depends on the order can be repeated."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.has_plugin("randomly") and isinstance(seed, int):
+        terminalreporter.write_line(f"tests ran in a random order: -p randomly --randomly-seed={seed} repeats it")
