@@ -8,12 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from test_results import write_synthetic_results
 
 import pebench
 from pebench.report import write_report
-from pebench.tables import latex_escape
+from pebench.report.main_table import main_table
+from pebench.tables import latex_escape, to_latex
 
 ROOT = Path(pebench.__file__).resolve().parent.parent
 
@@ -84,3 +87,71 @@ def test_latex_escape_turns_every_character_of_the_tables_into_latex():
     assert used, "pebench's code writes no character beyond ASCII: this test checks nothing"
     assert {ch: latex_escape(ch) for ch in used if not latex_escape(ch).isascii()} == {}
     assert latex_escape("a − b, 95% of sum_mod") == r"a $-$ b, 95\% of sum\_mod"
+
+
+#: a two-column paper (the main table is a table* spanning both columns); the tabular is measured as set
+TWO_COLUMN = ("\\documentclass[twocolumn]{{article}}\n\\usepackage{{booktabs}}\n\\begin{{document}}\n"
+              "Text before the table.\n\\input{{table0}}\n\\setbox0\\hbox{{{font}{tabular}}}\n"
+              "\\typeout{{TABLEWIDTH=\\the\\wd0}}\\typeout{{TEXTWIDTH=\\the\\textwidth}}\nText after it.\n"
+              "\\end{{document}}\n")
+
+
+def two_column(table: Path, folder: Path) -> tuple[str, float, float]:
+    """Compile ``table`` in a two-column article in ``folder``: pdflatex's log, the width of its tabular (in the
+    table's font size) and ``\\textwidth``, in pt."""
+    tex = table.read_text()
+    tabular = re.search(r"\\begin\{tabular\}.*?\\end\{tabular\}", tex, re.S).group(0)
+    font = next((f for f in (r"\footnotesize", r"\small") if f"\n{f}\n" in tex), "")
+    shutil.copyfile(table, folder / "table0.tex")
+    (folder / "paper.tex").write_text(TWO_COLUMN.format(font=font, tabular=tabular))
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=folder,
+                          capture_output=True, text=True, errors="replace", timeout=120)
+    assert done.returncode == 0, [line for line in done.stdout.splitlines() if line.startswith("!")][:1]
+    log = (folder / "paper.log").read_text(errors="replace")
+    width, textwidth = (float(re.search(rf"{key}=([0-9.]+)pt", log).group(1)) for key in ("TABLEWIDTH", "TEXTWIDTH"))
+    return log, width, textwidth
+
+
+def board_runs() -> pd.DataFrame:
+    """Runs of two archs whose boards rank three encodings (one fitting too rarely to be ranked), with scores
+    below the floor (negative) and the longest encoding label pebench registers beside the wrapped one."""
+    rng = np.random.default_rng(0)
+    rows = []
+    quality = {"none": (0.0, -0.2), "rope": (1.0, 0.3), "randomized:rope": (1.0, -0.12), "kerple_power": (1.0, 0.1),
+               "alibi": (0.3, 0.0)}
+    for arch in ("decoder", "encoder"):
+        for task, dependent in (("copy", True), ("reverse", True), ("odds_first", True), ("majority", False),
+                                ("parity_check", False)):
+            for encoding, (fit, score) in quality.items():
+                for seed in range(3):
+                    fitted = float(rng.random() < fit)
+                    rows.append(dict(arch=arch, task=task, encoding=encoding, seed=seed, status="ok", fitted=fitted,
+                                     order_dependent=dependent, ood_normalised_acc=score + rng.normal(0, 0.05),
+                                     ood_token_acc=float(np.clip(0.7 + score / 4 + rng.normal(0, 0.05), 0, 1))))
+    return pd.DataFrame(rows)
+
+
+def test_the_main_table_fits_a_two_column_paper(tmp_path):
+    """The main table compiles as a table* of a two-column article without an overfull box, its tabular no wider
+    than \\textwidth, and names the results version (issue 39)."""
+    table = main_table(board_runs(), "length_extrapolation", "Length extrapolation", "standard v3-0123abcd")
+    assert table is not None and table.version == ""
+    tex = to_latex(table)
+    assert r"\begin{table*}" in tex and "standard v3-0123abcd" in tex and r"$-$0.1" in tex
+    (tmp_path / "main.tex").write_text(tex)
+    log, width, textwidth = two_column(tmp_path / "main.tex", tmp_path)
+    assert "Overfull \\hbox" not in log and 0 < width <= textwidth
+
+
+def test_the_committed_main_tables_fit_a_two_column_paper(tmp_path):
+    """Each committed suite's tables/main.tex as a table* of a two-column article: no overfull box, no wider than
+    \\textwidth, its results version in its caption and under it."""
+    tables = sorted(ROOT.glob("results/**/tables/main.tex"))
+    if not tables:
+        pytest.skip("no committed main tables in this checkout")
+    for table in tables:
+        folder = tmp_path / table.parent.parent.name
+        folder.mkdir()
+        log, width, textwidth = two_column(table, folder)
+        assert "Overfull \\hbox" not in log and 0 < width <= textwidth, (table, width, textwidth)
+        assert table.read_text().count("pebench results: ") == 1 and "Results: " in table.read_text()

@@ -43,6 +43,7 @@ from pebench import metrics as metric_registry
 from pebench.experiment import BASE_VARIANT, ReportSpec, report_spec
 from pebench.model import ARCHS
 from pebench.registry import Registry
+from pebench.report.main_table import lead_experiment, main_table
 from pebench.results import CELL_COLUMNS, GROUP_COLUMNS, encoding_label, encoding_labels
 from pebench.tables import (
     RESULTS_STYLE,
@@ -88,6 +89,7 @@ class Report:
     skipped: list[str] = field(default_factory=list)  # what could not be made, and why
     results_version: str = ""  # pebench.results.results_version of the runs reported
     citation: str = ""  # BibTeX of these results (citation_bibtex)
+    main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
 
 
 # --------------------------------------------------------------------------- table builders
@@ -800,6 +802,10 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
             artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"], stamp)
             tables.extend(artifacts)
             findings.extend(sentences)
+    lead = lead_experiment(experiments)
+    main = main_table(runs[runs["experiment"] == lead], lead, people_words(lead), stamp) if lead else None
+    if main is not None:  # the table to cite, first
+        tables.insert(0, _save_table(main, folders["tables"], stamp))
     model = (f"d_model {_values(data['d_model'])}, layers {_values(data['n_layers'])}, "
              f"heads {_values(data['n_heads'])}, the same for every encoding.")
     tables.append(_save_table(parameter_table(runs, model), folders["tables"], stamp))
@@ -811,6 +817,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     report = Report(figures, tables, findings, protocol, summaries, skipped, version,
                     citation_bibtex(suite, version, _commits(data), _year(results_dir),
                                     made_with=_distinct(data, "pebench_version")))
+    report.main_table = main.name if main is not None else ""
     _write_index(report, out_dir)
     return report
 
@@ -1060,14 +1067,18 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "skipped": report.skipped,
         "results_version": report.results_version,
         "citation": report.citation,
+        "main_table": report.main_table,
     }
     (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
 
 
 def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list[Table]:
     """The tables of ``results_dir`` (optionally only ``experiments``) without writing anything (``pebench show``):
-    those :func:`write_report` writes for each experiment's layouts (its own and its ``also`` ones)."""
+    those :func:`write_report` writes for each experiment's layouts (its own and its ``also`` ones), each naming
+    the results version (``pebench show`` leads with the main table as the report wrote it)."""
     data = results.load(results_dir)
+    suite = _values(data["suite"]) if "suite" in data else Path(results_dir).name
+    stamp = f"{suite} {results.results_version(data)}"  # of the whole folder, whatever is shown
     if experiments:
         present = set(data["experiment"])
         missing = [e for e in experiments if e not in present]
@@ -1085,7 +1096,7 @@ def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list
         part_cells, protocol = cells[cells["experiment"] == experiment], experiment_protocol(
             data[data["experiment"] == experiment])
         for view, view_spec, suffix in _views(layout, spec):
-            tables += [dataclasses.replace(table, name=table.name + suffix)
+            tables += [dataclasses.replace(table, name=table.name + suffix, version=stamp)
                        for table in view.tables(part_runs, part_cells, experiment, protocol, view_spec)]
     return tables
 

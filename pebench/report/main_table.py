@@ -1,0 +1,106 @@
+"""The main table of a suite, the one to cite: protocol v3's scores and tiers of its lead experiment on one
+paper-sized table (``tables/main.tex`` and ``.md``), its per-task tables staying as appendix tables.
+
+Per architecture and encoding it shows the extrapolation board (:func:`pebench.leaderboard.extrapolation_board`:
+tier, floor-normalised OOD score with its 95% interval, share of order-dependent runs fitted) beside the harm
+on the order-free controls (:func:`pebench.leaderboard.harm`: the difference from the baseline with its
+interval, and whether it harms). The LaTeX is a ``table*`` that fits ``\\textwidth`` of a two-column paper
+(tests/test_latex.py compiles it in one); abbreviations are explained in its caption, which names the results
+version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pebench import encodings, leaderboard
+from pebench import metrics as metric_registry
+from pebench.experiment import ReportSpec
+from pebench.results import encoding_label
+from pebench.tables import Cell, Column, Style, Table, format_number
+
+#: the file stem of a suite's main table (``tables/main.tex``)
+MAIN_TABLE = "main"
+#: a float spanning both columns of a two-column paper, in ``\small``
+MAIN_STYLE = Style(comment=True, font=r"\small", title_in_caption=True, caption_gap=1, environment="table*")
+
+
+def lead_experiment(experiments: Sequence[tuple[str, object, ReportSpec]]) -> str | None:
+    """The experiment a suite is cited by: the first (in report order) that declares a primary metric, or
+    ``None``."""
+    return next((name for name, _, spec in experiments if spec.primary_metric), None)
+
+
+def _number(value: float) -> str:
+    """Two decimals with a typographic minus (``−0.12``), ``—`` when undefined."""
+    return format_number(value, "ratio").replace("-", "−")
+
+
+def _interval(point: float, low: float, high: float) -> Cell:
+    """``point [low, high]``; its value is the triple."""
+    return Cell(f"{_number(point)} [{_number(low)}, {_number(high)}]", (point, low, high))
+
+
+def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) -> Table | None:
+    """The main table of ``experiment`` (its per-run frame ``runs``), or ``None`` when it has no extrapolation
+    board (no fit criterion or no order-dependent task).
+
+    Args:
+        runs: the per-run frame of :func:`pebench.results.run_metrics` for the experiment.
+        experiment: its name (in the caption and the data).
+        title: the table's title, as a reader says the experiment (``Length extrapolation``).
+        version: the results version it names, e.g. ``standard v3-0123abcd``.
+    """
+    board = leaderboard.extrapolation_board(runs)
+    if board.empty:
+        return None
+    harm = leaderboard.harm(runs).set_index(["arch", "encoding"])
+    baseline = encodings.baseline_name()
+    base_label = encoding_label(baseline) if baseline else "the baseline"
+    rows, starts, records = [], [], []
+    for i, r in enumerate(board.itertuples()):
+        if i == 0 or r.arch != board["arch"].iloc[i - 1]:
+            starts.append(len(rows))
+        top = "best" if r.ranked and r.tier == 1 else None
+        row = [Cell(str(r.arch), r.arch), Cell(encoding_label(r.encoding), r.encoding),
+               Cell(str(r.tier), r.tier, top) if r.ranked else Cell("—"),
+               _interval(r.score, r.low, r.high) if r.ranked else Cell("—"),
+               Cell(f"{100 * r.dependent_fit_rate:.0f}%", r.dependent_fit_rate)]
+        record = {"experiment": experiment, "arch": r.arch, "encoding": r.encoding, "ranked": r.ranked,
+                  "tier": r.tier if r.ranked else np.nan, "score": r.score, "score_low": r.low, "score_high": r.high,
+                  "dependent_fit_rate": r.dependent_fit_rate, "n_pairs": r.n_pairs, "n_tasks": r.n_tasks}
+        control = harm.loc[(r.arch, r.encoding)] if (r.arch, r.encoding) in harm.index else None
+        if control is None:
+            row += [Cell("—"), Cell("—")]
+        elif r.encoding == baseline:
+            row += [Cell("baseline"), Cell("—")]
+        else:
+            row += [_interval(control["vs_baseline"], control["diff_low"], control["diff_high"]),
+                    Cell("yes" if control["harms"] else "no", bool(control["harms"]))]
+        if control is not None:
+            record.update(control_vs_baseline=control["vs_baseline"], control_low=control["diff_low"],
+                          control_high=control["diff_high"], harms=bool(control["harms"]))
+        rows.append(row)
+        records.append(record)
+    columns = [Column("Arch", "l", key=True), Column("Encoding", "l"), Column("Tier", "c"),
+               Column("Score [95% CI]", "r"), Column("Fit", "r"), Column(f"Controls vs {base_label}", "r"),
+               Column("Harms", "c")]
+    ranked = board[board["ranked"]].drop_duplicates("arch")
+    pairs = "; ".join(f"{r.arch} {r.n_pairs} pairs of {r.n_tasks} tasks" for r in ranked.itertuples())
+    score = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
+    caption = (
+        "The scores and tiers of protocol v3's boards, per architecture. Tier: encodings whose 95% interval "
+        "overlaps the tier leader's share its tier (1 = top, in bold); — = not ranked, it fitted under "
+        f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of its order-dependent runs. Score: {score}, (OOD accuracy − "
+        "floor) / (1 − floor), 0 = what a model without position information reaches, 1 = perfect; mean over "
+        "tasks of the mean over seeds, on the task-seed pairs in which every ranked encoding fitted "
+        f"({pairs or 'none'}), with a 95% two-level bootstrap interval (tasks, then seeds). Fit: share of its "
+        f"order-dependent runs that met the fit criterion. Controls vs {base_label}: OOD token accuracy on the "
+        f"order-free controls minus {base_label}'s, on the same task-seed pairs, with a 95% interval; Harms: "
+        f"that interval lies below 0. Per-task results: the appendix tables. Results: {version}.")
+    return Table(MAIN_TABLE, f"{title}: main results", caption, columns, rows, starts,
+                 data=pd.DataFrame.from_records(records), label=f"tab:pebench-main-{version.split(' ')[0]}",
+                 style=MAIN_STYLE)
