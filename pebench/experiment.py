@@ -408,6 +408,40 @@ def report_spec(name: str) -> ReportSpec:
     return registry.get(name).report if name in registry else ReportSpec()
 
 
+def registered_report_specs(names: Iterable[str] | None = None) -> dict[str, ReportSpec]:
+    """The :class:`ReportSpec` of each of ``names`` (default: every experiment) that is registered here, in the
+    registry's order (the order experiment scripts are loaded in); names not registered are left out, and an
+    installation without the experiment scripts has none."""
+    try:
+        registry = load_experiments()
+    except FileNotFoundError:
+        registry = EXPERIMENTS
+    wanted = set(registry.names() if names is None else names)
+    return {name: registry.get(name).report for name in registry.names() if name in wanted}
+
+
+def report_declarations(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The report declarations of the registered experiments among ``names`` as JSON-ready records
+    (:func:`report_spec_from_record` reads one back): what a results folder's manifest and ``report.json``
+    record, so that a report of the folder needs no experiment script (issue 38, item 7)."""
+    return {name: dataclasses.asdict(spec) for name, spec in registered_report_specs(names).items()}
+
+
+def report_spec_from_record(record: Mapping[str, Any]) -> ReportSpec:
+    """The :class:`ReportSpec` a record of :func:`report_declarations` describes (lists become tuples).
+
+    Raises:
+        ValueError: the record is not an object, or names a field :class:`ReportSpec` does not have.
+    """
+    if not isinstance(record, Mapping):
+        raise ValueError(f"a report declaration must be a JSON object, not {type(record).__name__}")
+    known = {f.name for f in dataclasses.fields(ReportSpec)}
+    unknown = sorted(set(record) - known)
+    if unknown:
+        raise ValueError(f"unknown report declaration field(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    return ReportSpec(**{key: _as_tuple(value) for key, value in record.items()})
+
+
 def experiments_dir() -> Path:
     """pebench's own ``experiments/`` folder, the one beside the ``pebench`` package. Never one of the working
     directory: a command run inside a downloaded folder must not import its code (a user's experiments come
