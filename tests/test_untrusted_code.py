@@ -4,6 +4,7 @@ what a plugin registers never replaces what is registered already."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,28 @@ def test_load_experiments_refuses_the_pilots_folder(tmp_path):
     with pytest.raises(ValueError, match="pilots"):
         experiment.load_experiments(copy)
     assert experiment.EXPERIMENTS.names() == before and not (tmp_path / "ran").exists()
+
+
+def _inert(path: Path) -> bool:
+    """Whether importing the script at ``path`` only imports names (an entry point such as
+    ``experiments/throughput.py``: docstring, imports and an ``if __name__ == "__main__":`` block)."""
+    body = ast.parse(path.read_text()).body
+    return all(isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Expr) and node is body[0])
+               or (isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)) for node in body)
+
+
+def test_every_script_the_experiments_loader_imports_is_an_experiment():
+    """Pilot scripts live in ``pilots/``, which is never loaded: every script :func:`load_experiments` imports
+    registers an experiment (or is an inert entry point), and no module of ``pilots/`` is imported by it."""
+    registry = experiment.load_experiments()
+    registered = {Path(registry.get(name).script).resolve() for name in registry.names() if registry.get(name).script}
+    scripts = [path for path in experiment.experiments_dir().glob("*.py") if not path.name.startswith("_")]
+    assert [path.name for path in scripts if path.resolve() not in registered and not _inert(path)] == []
+    pilots = {path.resolve() for path in (ROOT / "pilots").glob("*.py")}
+    assert pilots and not pilots & registered
+    loaded = {Path(module.__file__).resolve() for module in list(sys.modules.values())
+              if getattr(module, "__file__", None)}
+    assert not pilots & loaded
 
 
 def test_a_pilots_folder_inside_an_experiments_folder_is_never_loaded(tmp_path):
