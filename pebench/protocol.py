@@ -63,7 +63,7 @@ SCALES["replication"] = {**SCALES["standard"], "length_seed": 0}
 #: optimizer steps per (arch, task) where a suite departs from its scale's ``steps``: the same budget for every
 #: encoding, sized from declared pilots so that the capable encodings fit the task in distribution (docs: protocol)
 TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
-    # doubled after the step-cap pilot (experiments/cap_pilot.py): most misses of capable encodings were of steps
+    # doubled after the step-cap pilot (pilots/cap_pilot.py): most misses of capable encodings were of steps
     "standard": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in ("copy", "reverse", "duplicate")},
     # doubled: RoPE was still learning these multi-token tasks at the 2500-step cap (results/pilots/task_fit.csv)
     "extended": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in (

@@ -1,10 +1,11 @@
 """Which plateau stop would bring the standard suite within its budget without stopping a run that fits?
 
-Not an experiment (importing this file registers nothing): ``python experiments/stop_rule_replay.py``
+A pilot (never loaded as an experiment): ``python pilots/stop_rule_replay.py``
 reads the fit curves (the held-out accuracy at every check, the ``fit_curve`` column) of a results
 folder's runs, replays on each curve every candidate plateau stop of :data:`PATIENCES` x
 :data:`MIN_DROPS` with :func:`pebench.train.replay_stop` (the tracker train() itself uses), and writes
-one row per candidate to ``results/pilots/stop_rules.csv``; the protocol page shows it.
+one row per candidate to ``results/pilots/stop_rules.csv``; ``read`` writes its reading beside it
+(``stop_rules.json``), which the pilots page shows.
 
 Why: the standard suite's runs that never fit spend most of its training time at the step cap, their
 held-out error still falling by more than the current rule's 10 % per 1000 steps. A stricter plateau
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,13 +106,79 @@ def choose(table):
     return table
 
 
-def main(argv=None) -> None:
-    """Replay every candidate on ``--results`` and write ``--out``."""
+#: the standard suite's wall-time budget on 2 CPU cores (#12), which the replay's choice is judged against
+SUITE_BUDGET_MINUTES = 60
+
+
+def reading(path: Path = OUT) -> list:
+    """The replay's reading of its rows ``path`` (blocks of :mod:`pebench.report.blocks`): per candidate rule, the
+    fitted runs it would stop before their fit, the same with its patience shortened by the margin, the runs it
+    stops sooner and the estimated training time and suite wall time; the declared choice last, judged against
+    :data:`SUITE_BUDGET_MINUTES`."""
     import pandas as pd
 
+    from pebench.report.blocks import table, text
+
+    if not Path(path).exists():
+        raise SystemExit(f"{path} is missing: run `python {Path(__file__).parent.name}/{Path(__file__).name}` first")
+    replayed = pd.read_csv(path).sort_values(["fit_patience", "fit_min_drop"])
+    rows = []
+    for r in replayed.itertuples():
+        mark = " **(chosen)**" if r.chosen else (" (current)" if r.current else "")
+        rows.append([f"{int(r.fit_patience)}{mark}", f"{r.fit_min_drop:g}", int(r.false_stops),
+                     int(r.margin_false_stops), "yes" if r.admissible else "no", int(r.runs_stopped_sooner),
+                     int(r.beyond), f"{r.train_seconds:.0f}", f"{r.estimated_wall_minutes:.0f}"])
+    made, chosen = replayed.iloc[0], replayed[replayed["chosen"]].iloc[0]
+    current = replayed[replayed["current"]].iloc[0]
+    said = (f"Replayed on the fit curves of {int(made['runs'])} runs of `{made['results']}` (made by "
+            f"`{str(made['results_git_sha'])[:7]}`), whose suite took {made['measured_wall_minutes']:.0f} min "
+            f"with {made['recorded_train_seconds']:.0f} worker-seconds of training in these runs. "
+            + ("" if chosen.admissible else
+               f"No candidate is admissible, not even the current rule: with its patience shortened by the margin it "
+               f"would stop {int(chosen.margin_false_stops)} fitted runs before their fit, so the runs' own rule is "
+               f"already at the edge of their curves, and it is kept. ")
+            + "The declared "
+              f"choice is patience {int(chosen.fit_patience)} with minimum drop {chosen.fit_min_drop:g}: "
+              f"{int(chosen.runs_stopped_sooner)} runs stop sooner, none that fitted, and the suite's estimated "
+              f"wall time is {chosen.estimated_wall_minutes:.0f} min (the current rule, patience "
+              f"{int(current.fit_patience)} with drop {current.fit_min_drop:g}: {current.estimated_wall_minutes:.0f}"
+              f" min). "
+            + (f"That is within the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes."
+               if chosen.estimated_wall_minutes <= SUITE_BUDGET_MINUTES else
+               f"That is over the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes: no admissible plateau "
+               f"stop brings the suite within it, so stopping sooner is not the lever that can."
+               + _cheapest_within_budget(replayed)))
+    return [table(["patience (steps)", "min. relative drop", "false stops", "false stops, patience shortened by the "
+                   "margin", "admissible", "runs stopped sooner", "beyond the curve", "training (worker-s)",
+                   "est. suite wall (min)"], rows),
+            text(said)]
+
+
+def _cheapest_within_budget(replayed) -> str:
+    """A sentence: of the replayed rules within the budget, the one that loses the fewest fits, and how many."""
+    within = replayed[replayed["estimated_wall_minutes"] <= SUITE_BUDGET_MINUTES]
+    if within.empty:
+        return " No replayed rule reaches it."
+    best = within.sort_values(["false_stops", "estimated_wall_minutes"]).iloc[0]
+    return (f" Of the replayed rules that would reach it, the one that loses the fewest fits (patience "
+            f"{int(best.fit_patience)}, minimum drop {best.fit_min_drop:g}: {best.estimated_wall_minutes:.0f} min) "
+            f"stops {int(best.false_stops)} of the runs that fitted before their fit.")
+
+
+def main(argv=None) -> None:
+    """Replay every candidate on ``--results`` and write ``--out``; or ``read``: write the replay's reading of
+    its rows beside them."""
+    import pandas as pd
+
+    from pebench.report.blocks import write_blocks
     from pebench.runner import read_manifest
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["read"]:
+        print(f"reading -> {write_blocks(OUT.with_suffix('.json'), reading(OUT))}")
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog="read: write the replay's reading of its rows instead")
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "standard")
     parser.add_argument("--experiment", default="length_extrapolation")
     parser.add_argument("--wall-minutes", type=float, required=True,

@@ -1,6 +1,6 @@
 """In-distribution fit pilots of tasks at standard scale: does RoPE fit a task, does NoPE?
 
-Not an experiment (importing this file registers nothing): ``python experiments/task_pilots.py``
+A pilot (never loaded as an experiment): ``python pilots/task_pilots.py``
 trains, for each task, a RoPE and a NoPE model in every architecture the task is defined for,
 seed 0, under exactly the protocol of the suite's run (its grid, step cap, fit criterion and
 plateau stop), and records whether and when each fitted its training distribution, beside the
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import sys
 import time
 from pathlib import Path
 
@@ -112,16 +113,52 @@ def reference_runs(path: Path = REFERENCE_RUNS):
     import pandas as pd
 
     if not Path(path).exists():
-        raise SystemExit(f"{path} is missing: run `python experiments/task_pilots.py --freeze-reference`")
+        raise SystemExit(f"{path} is missing: run `python pilots/task_pilots.py --freeze-reference`")
     runs = pd.read_csv(path)
     runs["fitted"] = runs["fitted"].astype(bool)
     return runs.astype({"seed": int, "steps_done": int, "steps": int})
 
 
-def pilot_main(description: str, function, make_specs, out: Path, argv=None) -> None:
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (as a reader would type it), else absolute."""
+    path = Path(path).resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def made_by(row) -> str:
+    """How a pilot's rows name the code that made them: ``commit `abc1234` (clean)`` (``git_sha``, ``git_dirty``)."""
+    state = "clean" if not bool(row["git_dirty"]) else "uncommitted changes"
+    return f"commit `{str(row['git_sha'])[:7]}` ({state})"
+
+
+def reference_sha(runs) -> str:
+    """The short commit of the frozen reference ``runs`` (:func:`freeze_reference`), or "unknown"."""
+    if "reference_git_sha" not in runs.columns or runs.empty:
+        return "unknown"
+    return str(runs["reference_git_sha"].iloc[0])[:7]
+
+
+def reading_path(out: Path) -> Path:
+    """Where a pilot's reading of its rows ``out`` is written: beside them, as JSON (the site renders it)."""
+    return Path(out).with_suffix(".json")
+
+
+def write_reading(blocks: list, out: Path) -> None:
+    """Write a pilot's reading (blocks of :mod:`pebench.report.blocks`) to ``out`` and say where."""
+    from pebench.report.blocks import write_blocks
+
+    print(f"reading -> {write_blocks(out, blocks)}")
+
+
+def pilot_main(description: str, function, make_specs, out: Path, argv=None, reading=None) -> None:
     """The command line of a fit pilot script: ``--workers`` and ``--out`` (default ``out``), then
-    :func:`run_pilots` of ``function`` over ``make_specs()``."""
-    parser = argparse.ArgumentParser(description=description)
+    :func:`run_pilots` of ``function`` over ``make_specs()``; or ``read``: write ``reading(out)`` (the pilot's
+    reading of its rows ``out``) beside them (:func:`reading_path`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if reading is not None and argv[:1] == ["read"]:
+        return write_reading(reading(out), reading_path(out))
+    parser = argparse.ArgumentParser(description=description, epilog=f"read: write the pilot's reading of {shown(out)} "
+                                     f"to {shown(reading_path(out))} instead" if reading is not None else None)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args(argv)

@@ -1,5 +1,6 @@
-"""The fit pilots of ``experiments/`` (task_pilots.py, t5_bucket_pilot.py, cap_pilot.py) and the plateau-stop replay
-(stop_rule_replay.py): which runs they train, how their rows are written, how a stop rule is judged.
+"""The fit pilots of ``pilots/`` (task_pilots.py, t5_bucket_pilot.py, t5_duplicate_pilot.py, cap_pilot.py) and the
+plateau-stop replay (stop_rule_replay.py): which runs they train, how their rows are written, how a stop rule is
+judged, and how each reads its rows (``read``: the tables and sentences the pilots page shows).
 Training itself is the runner's, tested elsewhere."""
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(ROOT / "pilots"))
 
 import cap_pilot  # noqa: E402
 import stop_rule_replay  # noqa: E402
 import t5_bucket_pilot  # noqa: E402
+import t5_duplicate_pilot  # noqa: E402
 import task_pilots  # noqa: E402
 
 
@@ -153,3 +155,159 @@ def test_pilot_main_runs_the_specs_into_the_out_given_on_the_command_line(tmp_pa
     task_pilots.pilot_main("a pilot", dict, lambda: [[("task", "copy")]], tmp_path / "default.csv",
                            ["--workers", "1", "--out", str(out)])
     assert pd.read_csv(out)["task"].tolist() == ["copy"] and not (tmp_path / "default.csv").exists()
+
+
+# --------------------------------------------------------------------------- the pilots' readings (``read``)
+
+def page(blocks: list[dict]) -> str:
+    """A reading's blocks as Markdown-like text (tables as ``| a | b |`` rows), as the pilots page shows them."""
+    lines = []
+    for block in blocks:
+        rows = [block["header"], *block["rows"]] if block["kind"] == "table" else []
+        lines += ["| " + " | ".join(row) + " |" for row in rows] or [block.get("text", "")]
+    return "\n".join(lines)
+
+
+def test_the_t5_bucket_pilot_reads_its_rows_beside_the_reference(tmp_path):
+    path = tmp_path / "t5_buckets.csv"
+    with pytest.raises(SystemExit, match="t5_buckets.csv is missing"):
+        t5_bucket_pilot.reading(path)
+    rows = [dict(task="duplicate", num_buckets=buckets, seed=seed, fitted=fitted, fit_token_acc=acc,
+                 stop_reason="fit" if fitted else "plateau", steps_done=1100, floor_token_acc=0.305,
+                 train_max_len=8, step_cap=2500, git_sha="b" * 40, git_dirty=False)
+            for buckets, fitted, acc in ((32, False, 0.25), (128, True, 0.995)) for seed in range(2)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = page(t5_bucket_pilot.reading(path, tmp_path / "no_reference.csv"))
+    assert "| duplicate | 32 (published) | 0/2 | 0.250 (plateau @1100); 0.250 (plateau @1100) | 0.30 |" in text
+    assert "| duplicate | 128 (exact) | 2/2 |" in text and "commit `bbbbbbb` (clean)" in text
+    assert "Made by `pilots/t5_bucket_pilot.py`" in text and "in the reference" not in text
+    assert ("duplicate: 2/2 seeds fitted with exact buckets, 0/2 with T5's (mean held-out token accuracy 0.99 "
+            "against 0.25)") in text
+    # the published-bucket pilots checked against the reference runs of their ids
+    pd.read_csv(path).assign(run_id=[f"r{i}" for i in range(4)]).to_csv(path, index=False)
+    frozen = tmp_path / "reference_runs.csv"
+    pd.DataFrame([dict(run_id=run_id, fitted=False, fit_token_acc=acc, steps_done=1100, reference_git_sha="d" * 40)
+                  for run_id, acc in (("r0", 0.25), ("r1", 0.26))]).to_csv(frozen, index=False)
+    text = page(t5_bucket_pilot.reading(path, frozen))
+    assert "Of the 2 pilots with T5's buckets, 2 have a run in the reference made at `ddddddd`" in text
+    assert "1 of those repeat its fit" in text
+
+
+def test_the_cap_pilot_reads_each_miss_beside_its_reference_run(tmp_path):
+    path, reference = tmp_path / "cap_pilot.csv", tmp_path / "reference_runs.csv"
+    with pytest.raises(SystemExit, match="cap_pilot.csv is missing"):
+        cap_pilot.reading(path, reference)
+    ref_rows = [  # two capable misses, and a NoPE run stopped at the cap (it counts towards the cost bound)
+        dict(run_id="r0", experiment="length_extrapolation", task="copy", fitted=False, fit_token_acc=0.96,
+             stop_reason="cap", steps_done=2500, steps=2500, train_seconds=40.0),
+        dict(run_id="r1", experiment="length_extrapolation", task="duplicate", fitted=False, fit_token_acc=0.3,
+             stop_reason="plateau", steps_done=1100, steps=2500, train_seconds=20.0),
+        dict(run_id="r2", experiment="length_extrapolation", task="copy", fitted=False, fit_token_acc=0.5,
+             stop_reason="cap", steps_done=2500, steps=2500, train_seconds=80.0),
+    ]
+    pd.DataFrame(ref_rows).assign(reference_git_sha="d" * 40).to_csv(reference, index=False)
+    pilots = [dict(arch="decoder", task="copy", encoding="learned", seed=1, run_id="p0", reference_run_id="r0",
+                   step_cap=5000, fitted=True, steps_to_fit=3100, fit_token_acc=0.991, stop_reason="fit",
+                   steps_done=3100, git_sha="c" * 40, git_dirty=False),
+              dict(arch="encoder", task="duplicate", encoding="t5", seed=0, run_id="p1", reference_run_id="r1",
+                   step_cap=5000, fitted=False, steps_to_fit=None, fit_token_acc=0.29, stop_reason="plateau",
+                   steps_done=1100, git_sha="c" * 40, git_dirty=False)]
+    pd.DataFrame(pilots).to_csv(path, index=False)
+    text = page(cap_pilot.reading(path, reference))
+    assert "| decoder | copy | learned | 1 | 0.960 (cap @2500) | 0.991 (fit @3100) |" in text
+    assert "| encoder | duplicate | t5 | 0 | 0.300 (plateau @1100) | 0.290 (plateau @1100) |" in text
+    assert "commit `ccccccc` (clean), 2 pilots, against the reference made at `ddddddd`" in text
+    # the suite's caps (pebench.protocol.TASK_STEPS) are the pilot's: the reading says the suite adopted them
+    assert "The standard suite has since adopted the doubled cap on copy, duplicate in both architectures" in text
+    pd.DataFrame(pilots).assign(step_cap=[4000, 4000]).to_csv(path, index=False)
+    assert "has since adopted" not in page(cap_pilot.reading(path, reference))
+    assert ("1 of the 2 misses are misses of steps (fitted with the longer cap: decoder copy learned seed 1) "
+            "and 1 are not explained by steps (encoder duplicate t5 seed 0)") in text
+    assert "The doubled cap on copy, duplicate would add at most 120 worker-seconds" in text
+    assert "fitted within the suite's own cap" not in text  # the fit came after step 2500
+    assert "1 of those stopped at the plateau stop before even the suite's own cap" in text
+    pd.DataFrame(pilots).assign(steps_to_fit=[2300, None], steps_done=[2300, 1100], step_cap=[5000, 5000]).to_csv(
+        path, index=False)
+    early = page(cap_pilot.reading(path, reference))
+    assert ("Of the 1 that fitted, 1 did so within the suite's own cap (decoder copy learned seed 1): there the "
+            "slower decay of the learning rate over the longer cap, not the extra steps, made the fit.") in early
+    assert "(2 runs of these tasks, of any encoding, stopped at the cap in the reference" in text
+
+
+def test_the_t5_duplicate_pilot_applies_its_declared_reading_and_says_which_seeds_left_the_floor(tmp_path):
+    path = tmp_path / "t5_duplicate.csv"
+    with pytest.raises(SystemExit, match="t5_duplicate.csv is missing"):
+        t5_duplicate_pilot.reading(path)
+    common = dict(task="duplicate", arch="encoder", encoding="t5", train_max_len=8, floor_token_acc=0.3,
+                  git_sha="c" * 40, git_dirty=False, warmup_steps=100, lr=3e-3)
+    rows = [dict(common, variant="lr_1e-3", lr=1e-3, seed=s, fitted=False, fit_token_acc=0.28, stop_reason="plateau",
+                 steps_done=1100, step_cap=2500, fit_patience=1000) for s in range(3)]
+    rows += [dict(common, variant="no_plateau", seed=s, fitted=False, fit_token_acc=acc, stop_reason="cap",
+                  steps_done=5000, step_cap=5000, fit_patience=0) for s, acc in enumerate((0.9, 0.7, 0.25))]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = page(t5_duplicate_pilot.reading(path))
+    assert "| `lr_1e-3` | 0.001 | 100 | 1000 | 2500 | 0/3 | 0.280 (plateau @1100);" in text
+    assert "| `no_plateau` | 0.003 | 100 | off | 5000 | 0/3 | 0.900 (cap @5000); 0.700 (cap @5000); 0.250" in text
+    assert "learning rate, warmup and stopping do not explain the miss: no variant fits more than 1 seed" in text
+    assert "`no_plateau` 2 of 3 (held-out token accuracy 0.70-0.90 at step 5000)" in text
+    assert "yet without it none fitted within 5000 steps" in text
+    rows[-1].update(fitted=True, fit_token_acc=0.99, stop_reason="fit")
+    rows[-2].update(fitted=True, fit_token_acc=0.99, stop_reason="fit")
+    pd.DataFrame(rows).to_csv(path, index=False)
+    text = page(t5_duplicate_pilot.reading(path))
+    assert "the miss lies in the optimisation that `no_plateau` changes" in text and "none fitted" not in text
+
+
+def test_the_stop_rule_replay_names_the_choice_and_judges_it_against_the_budget(tmp_path):
+    path = tmp_path / "stop_rules.csv"
+    with pytest.raises(SystemExit, match="stop_rules.csv is missing"):
+        stop_rule_replay.reading(path)
+    common = dict(runs=10, recorded_train_seconds=1000.0, measured_wall_minutes=80.0, results="results/standard",
+                  results_git_sha="c" * 40, beyond=0, false_stop_runs="")
+    rows = [dict(fit_patience=500, fit_min_drop=0.1, false_stops=2, margin_false_stops=3, admissible=False,
+                 runs_stopped_sooner=6, train_seconds=500.0, estimated_wall_minutes=76.0, chosen=False, current=False),
+            dict(fit_patience=1000, fit_min_drop=0.1, false_stops=0, margin_false_stops=0, admissible=True,
+                 runs_stopped_sooner=0, train_seconds=1000.0, estimated_wall_minutes=80.0, chosen=True, current=True)]
+    pd.DataFrame([{**row, **common} for row in rows]).to_csv(path, index=False)
+    text = page(stop_rule_replay.reading(path))
+    assert "| 500 | 0.1 | 2 | 3 | no | 6 | 0 | 500 | 76 |" in text
+    assert "| 1000 **(chosen)** | 0.1 | 0 | 0 | yes | 0 | 0 | 1000 | 80 |" in text
+    assert "The declared choice is patience 1000 with minimum drop 0.1" in text and "made by `ccccccc`" in text
+    assert "over the standard suite's budget of 60 minutes" in text and "not even the current rule" not in text
+    assert "No replayed rule reaches it." in text
+    pd.read_csv(path).assign(admissible=False).to_csv(path, index=False)
+    assert "No candidate is admissible, not even the current rule: with its patience shortened by the margin it " \
+           "would stop 0 fitted runs" in page(stop_rule_replay.reading(path))
+    pd.DataFrame([{**row, **common} for row in rows]).to_csv(path, index=False)
+    pd.read_csv(path).assign(estimated_wall_minutes=[59.0, 80.0]).to_csv(path, index=False)
+    assert "the one that loses the fewest fits (patience 500, minimum drop 0.1: 59 min) stops 2 of the runs that " \
+           "fitted before their fit" in page(stop_rule_replay.reading(path))
+    pd.read_csv(path).assign(estimated_wall_minutes=[50.0, 55.0]).to_csv(path, index=False)
+    assert "within the standard suite's budget of 60 minutes" in page(stop_rule_replay.reading(path))
+
+
+def test_read_writes_each_pilots_reading_beside_its_rows(tmp_path, monkeypatch):
+    import json
+
+    common = dict(runs=10, recorded_train_seconds=1000.0, measured_wall_minutes=50.0, results="results/standard",
+                  results_git_sha="c" * 40, beyond=0, false_stop_runs="", fit_patience=1000, fit_min_drop=0.1,
+                  false_stops=0, margin_false_stops=0, admissible=True, runs_stopped_sooner=0, train_seconds=1000.0,
+                  estimated_wall_minutes=50.0, chosen=True, current=True)
+    rows = tmp_path / "stop_rules.csv"
+    pd.DataFrame([common]).to_csv(rows, index=False)
+    monkeypatch.setattr(stop_rule_replay, "OUT", rows)
+    stop_rule_replay.main(["read"])
+    blocks = json.loads((tmp_path / "stop_rules.json").read_text())["blocks"]
+    assert [b["kind"] for b in blocks] == ["table", "text"] and blocks == stop_rule_replay.reading(rows)
+
+
+def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
+    from pebench import heldout, tasks
+    from pebench.report.fit_criterion import fit_criterion_blocks
+
+    listed, unsplit = fit_criterion_blocks(["parity_check", "copy"])
+    assert listed["kind"] == "list" and "**512 held-out examples** per length" in listed["items"][0]
+    assert "at most 5 errors per length" in listed["items"][0]  # 1% of 512, rounded down
+    rows = dict(map(tuple, unsplit["rows"]))
+    expected = heldout.unsplit_lengths(tasks.get("parity_check"), range(1, 9))
+    assert rows["`parity_check`"] == ", ".join(map(str, expected)) and expected  # parity_check has some

@@ -1,0 +1,47 @@
+"""Blocks: the pieces of a generated page section that ``report.json`` and the pilot readings hold and the site
+renders as they are. Each is a dict with a ``kind``: ``heading`` (``level``, ``text``), ``text`` (a paragraph of
+Markdown), ``table`` (``header``, ``rows``: display text), ``list`` (``items``) or ``code`` (``language``,
+``lines``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+Block = dict
+#: the kinds of block there are (the site renders each)
+KINDS = ("heading", "text", "table", "list", "code")
+
+
+def heading(level: int, text: str) -> Block:
+    """A heading block."""
+    return {"kind": "heading", "level": level, "text": text}
+
+
+def text(paragraph: str) -> Block:
+    """A paragraph block (Markdown)."""
+    return {"kind": "text", "text": paragraph}
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> Block:
+    """A table block: its header and rows as display text."""
+    return {"kind": "table", "header": list(header), "rows": [[str(cell) for cell in row] for row in rows]}
+
+
+def bullet_list(items: Iterable[str]) -> Block:
+    """A bulleted list block (each item Markdown)."""
+    return {"kind": "list", "items": list(items)}
+
+
+def code(language: str, lines: Iterable[str]) -> Block:
+    """A code block."""
+    return {"kind": "code", "language": language, "lines": list(lines)}
+
+
+def write_blocks(path: Path, blocks: Sequence[Block], **fields: object) -> Path:
+    """Write ``{"blocks": blocks, **fields}`` to ``path`` as JSON (a pilot's reading, which the site renders)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**fields, "blocks": list(blocks)}, indent=2, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,37 @@
+"""Protocol v3's fit criterion in words and numbers, from the code that applies it (:data:`pebench.protocol.FIT_V3`,
+:mod:`pebench.heldout`, :class:`pebench.train.TrainConfig`): the blocks (:mod:`pebench.report.blocks`) the
+protocol page shows, with the training lengths of a battery that are too small to split."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pebench import heldout, tasks
+from pebench.protocol import FIT_V3, SCALES
+from pebench.report.blocks import Block, bullet_list, table
+from pebench.train import TrainConfig
+
+
+def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = "standard") -> list[Block]:
+    """How the fit is checked under protocol v3 (``suite``'s check interval), and, per task of ``battery``, its
+    training lengths up to ``longest`` whose held-out part is too small to split
+    (:func:`pebench.heldout.unsplit_lengths`)."""
+    examples, threshold = FIT_V3["fit_examples"], TrainConfig().fit_threshold
+    errors = int((1 - threshold) * examples + 1e-9)  # the tolerance absorbs 0.01 * 512 read as 5.119...
+    rows = []
+    for name in battery:
+        task = tasks.get(name)
+        unsplit = heldout.unsplit_lengths(task, range(max(1, task.min_length), longest + 1))
+        rows.append([f"`{name}`", ", ".join(map(str, unsplit)) or "none"])
+    return [bullet_list([
+        f"checked every {SCALES[suite]['fit_every']} steps at **every training length**, longest first, on "
+        f"**{examples} held-out examples** per length; fitted when the token accuracy reaches {threshold} at every "
+        f"one (on a one-token answer: at most {errors} errors per length);",
+        f"**held-out inputs never occur in training**: a fixed hash of the input puts one input in "
+        f"{heldout.HELD_OUT_SHARE} in the held-out part of its input space; training draws again in its place, and "
+        "the check draws only from it;",
+        f"a length whose held-out part holds fewer than {heldout.MIN_HELD_OUT_INPUTS} distinct inputs (of "
+        f"{heldout.PROBE_DRAWS} draws) is not split: the model trains on every input there, and the check scores "
+        f"the whole distribution. For the core battery (training lengths up to {longest}), those lengths are:"]),
+        table(["task", "training lengths not split"], rows)]
+
