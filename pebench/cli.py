@@ -770,7 +770,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _reader_left()
         return EXIT_OK
     except KeyboardInterrupt:  # before a sweep started (a sweep reports its own interrupt)
-        print("pebench: interrupted", file=sys.stderr)
+        again = os.environ.get("PEBENCH_RESUME_COMMAND")  # a driver's (tox -e bench): its last line says what to do
+        print(f"pebench: interrupted{f'; run {again} again to resume' if again else ''}", file=sys.stderr)
         return 128 + signal.SIGINT
     except (UnknownNameError, ValueError, OSError) as exc:  # ValueError: a ResultsError too
         print(f"pebench: error: {terminal_text(str(exc).splitlines()[0])}", file=sys.stderr)

@@ -265,7 +265,8 @@ def reported(synthetic, tmp_path_factory) -> Path:
 
     folder = tmp_path_factory.mktemp("reported")
     shutil.copytree(synthetic / "raw", folder / "raw")
-    shutil.copy(synthetic / "manifest.json", folder / "manifest.json")  # with the report declarations
+    if (synthetic / "manifest.json").exists():  # with the report declarations, where the folder records them
+        shutil.copy(synthetic / "manifest.json", folder / "manifest.json")
     write_report(folder, folder)
     return folder
 
@@ -334,3 +335,15 @@ def test_show_refuses_a_name_no_table_shows_in_one_line_with_close_names(synthet
     assert main(["show", str(synthetic), option, name]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and f"Did you mean '{close}'" in err and name in err
+
+
+def test_an_interrupt_before_the_sweep_starts_says_how_to_resume_the_bench(monkeypatch, capsys):
+    from pebench import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    monkeypatch.setenv("PEBENCH_RESUME_COMMAND", "tox -e bench")
+    assert main(["list", "tasks"]) == 130
+    assert capsys.readouterr().err == "pebench: interrupted; run tox -e bench again to resume\n"
