@@ -62,6 +62,10 @@ class Metric:
         needs_fit: the metric judges a trained model (extrapolation, order use): a run that did not
             meet its fit criterion is no evidence for it (rule 1 of the protocol), so seed statistics
             use fitted runs only and a cell without one is reported as not fitted.
+        interval: tables show its 95% interval over seeds beside its mean (not for a property of the task,
+            such as chance, nor for a gap whose mean is its message).
+        marked: tables mark the best value of each task (and those not significantly worse) in its direction;
+            False for a metric whose best is no merit (OOD/ID is near 1 for a model at chance).
     """
 
     name: str
@@ -75,10 +79,15 @@ class Metric:
     description: str
     compute: Compute | None = None
     needs_fit: bool = False
+    interval: bool = True
+    marked: bool = True
 
 
 RUN_METRICS: Registry[Metric] = Registry("run metric", base=Metric)
 LENGTH_METRICS: Registry[Metric] = Registry("length metric", base=Metric)
+#: the run metrics each report layout's tables show as columns, in order (:mod:`pebench.report` builds its
+#: columns from them); a metric registered with ``tables=(layout, ...)`` joins the end of those layouts' columns
+TABLE_COLUMNS: dict[str, list[str]] = {}
 
 
 def register_metric(
@@ -93,9 +102,14 @@ def register_metric(
     level: str = "run",
     description: str = "",
     needs_fit: bool = False,
+    interval: bool = True,
+    marked: bool = True,
+    tables: tuple[str, ...] = (),
 ) -> Callable[[Compute | None], Compute | None]:
     """Register metric ``name``; used as a decorator of the function computing a derived run metric,
     or called on ``None`` for a metric measured from the raw rows (``register_metric(...)(None)``).
+    ``tables`` names the report layouts (``extrapolation``, ``variants``, ``perplexity``) whose tables show it as
+    a column, after their own (:data:`TABLE_COLUMNS`).
 
     Raises:
         ValueError: an unknown format, level or ``applies_to``, a function on a length metric, or a
@@ -105,15 +119,19 @@ def register_metric(
                                (applies_to, APPLIES_TO, "applies_to")):
         if value not in valid:
             raise ValueError(f"metric {name!r}: unknown {what} {value!r}; valid: {', '.join(valid)}")
+    if tables and level != "run":
+        raise ValueError(f"metric {name!r}: only run metrics are table columns; give tables=() for a {level} metric")
 
     def decorator(compute: Compute | None) -> Compute | None:
         if compute is not None and level != "run":
             raise ValueError(f"metric {name!r}: only run metrics can be computed by a registered function")
         summary = (description or (compute.__doc__ or "").strip().split("\n")[0]) if compute else description
         metric = Metric(name, label, axis_label or label, higher_is_better, format, applies_to, reference, level,
-                        summary, compute, needs_fit)
+                        summary, compute, needs_fit, interval, marked)
         registry = RUN_METRICS if level == "run" else LENGTH_METRICS
         registry.register(name)(metric)
+        for layout in tables:
+            TABLE_COLUMNS.setdefault(layout, []).append(name)
         return compute
 
     return decorator
@@ -137,6 +155,12 @@ def length_metrics() -> list[Metric]:
 def directions(level: str = "run") -> dict[str, bool | None]:
     """Metric name -> higher-is-better (None: no direction), every metric of ``level``."""
     return {m.name: m.higher_is_better for m in (run_metrics() if level == "run" else length_metrics())}
+
+
+def table_columns(layout: str) -> list[Metric]:
+    """The run metrics the tables of report layout ``layout`` show as columns, in order (:data:`TABLE_COLUMNS`;
+    empty for a layout that builds its own)."""
+    return [RUN_METRICS.get(name) for name in TABLE_COLUMNS.get(layout, [])]
 
 
 def judged() -> list[str]:
@@ -169,7 +193,7 @@ register_metric("ood_loss", label="OOD loss", higher_is_better=False, format="lo
 
 
 @register_metric("extrapolation_ratio", label="OOD/ID", axis_label="OOD / ID token accuracy", higher_is_better=True,
-                 format="ratio", needs_fit=True)
+                 format="ratio", needs_fit=True, marked=False)
 def extrapolation_ratio(runs: pd.DataFrame) -> pd.Series:
     """OOD token accuracy divided by ID token accuracy (undefined when the ID accuracy is 0)."""
     return runs["ood_token_acc"] / runs["id_token_acc"].where(runs["id_token_acc"] > 0)
@@ -190,8 +214,10 @@ register_metric("invariance_gap", label="Invariance gap", higher_is_better=None,
                 description="Original minus shuffled ID token accuracy, on order-invariant tasks (should be ~0).",
                 needs_fit=True)(None)
 register_metric("equivariance_gap_init", label="Equiv. gap (init)", higher_is_better=None, format="gap",
+                interval=False,
                 description="||f(Px) - P f(x)|| / ||f(x)|| of the final hidden states at initialisation.")(None)
 register_metric("equivariance_gap_trained", label="Equiv. gap (trained)", higher_is_better=None, format="gap",
+                interval=False,
                 description="||f(Px) - P f(x)|| / ||f(x)|| of the final hidden states after training.")(None)
 register_metric("train_perplexity", label="PPL @ train len", axis_label="perplexity at the training length",
                 higher_is_better=False, format="ppl", applies_to="lm",
@@ -220,12 +246,14 @@ def perplexity_ratio(runs: pd.DataFrame) -> pd.Series:
 
 
 register_metric("id_chance_token_acc", label="Chance", axis_label="chance token accuracy", higher_is_better=None,
+                interval=False,
                 description="Token accuracy of the best input-independent guess, mean over ID lengths.")(None)
 # the position-free floors (pebench.tasks.floors), token and exact match, mean over ID and OOD lengths
 for _span, _lengths in (("id", "ID"), ("ood", "OOD")):
     for _unit, _label, _accuracy in (("token", "Floor", "token accuracy"), ("seq", "Seq floor", "sequence accuracy")):
         register_metric(f"{_span}_floor_{_unit}_acc", label=_label, axis_label=f"position-free floor ({_accuracy})",
-                        higher_is_better=None, description=f"Best {_accuracy} without position information "
+                        higher_is_better=None, interval=False,
+                        description=f"Best {_accuracy} without position information "
                         f"(pebench.tasks.floors), mean over {_lengths} lengths.")(None)
 del _span, _lengths, _unit, _label, _accuracy
 
@@ -251,6 +279,7 @@ register_metric("fitted", label="Fitted", axis_label="fraction of seeds fitted",
 register_metric("steps_to_fit", label="Steps to fit", higher_is_better=False, format="int",
                 description="Optimizer steps until the fit criterion was first met (fitted runs only).")(None)
 register_metric("ood_chance_token_acc", label="Chance", axis_label="chance token accuracy", higher_is_better=None,
+                interval=False,
                 description="Token accuracy of the best input-independent guess, mean over OOD lengths.")(None)
 register_metric("final_train_loss", label="Final train loss", higher_is_better=False, format="loss",
                 description="Training loss at the last step.")(None)
@@ -260,6 +289,12 @@ register_metric("encoding_params", label="Encoding params", higher_is_better=Non
                 description="Trainable parameters of the positional encoding alone.")(None)
 register_metric("train_seconds", label="Train seconds", higher_is_better=None, format="seconds",
                 description="Wall time of training (machine-dependent; never compared).")(None)
+
+# the columns of the report layouts' tables, in the order they are shown
+_EXTRAPOLATION = ["ood_chance_token_acc", "ood_floor_token_acc", "id_token_acc", "ood_token_acc", "extrapolation_ratio",
+                  "ood_seq_acc", "generalization_length"]
+TABLE_COLUMNS.update(extrapolation=list(_EXTRAPOLATION), variants=list(_EXTRAPOLATION), perplexity=[
+    "id_chance_token_acc", "train_perplexity", "id_perplexity", "ood_perplexity", "perplexity_ratio", "ood_token_acc"])
 
 # --------------------------------------------------------------------------- length metrics
 

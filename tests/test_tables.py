@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from test_results import write_synthetic_results
 
@@ -117,3 +121,29 @@ def test_compare_refuses_a_machine_dependent_key_metric_by_name(synthetic, monke
                         lambda experiments, *args, **kwargs: {e: ["train_seconds"] for e in experiments})
     with pytest.raises(ResultsError, match="train_seconds.*machine"):
         compare_module.compare(synthetic, synthetic)
+
+
+def test_a_registered_metric_reaches_the_layouts_tables(tmp_path):
+    """A metric registered with tables=("extrapolation",) is a column of every extrapolation table, with its label,
+    format, interval and marks from the registry (in a new interpreter: the registry is global)."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_results import write_synthetic_results
+from pebench.metrics import register_metric
+from pebench.report import write_report
+
+@register_metric("ood_minus_id", label="OOD - ID", higher_is_better=True, format="ratio", tables=("extrapolation",))
+def ood_minus_id(runs):
+    return runs["ood_token_acc"] - runs["id_token_acc"]
+
+from pathlib import Path
+write_report(write_synthetic_results(Path(sys.argv[1])), out_dir=Path(sys.argv[2]))
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "results"), str(tmp_path / "report")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "report" / "tables" / "length_extrapolation.md").read_text()
+    header = table.splitlines()[0]
+    assert header.endswith("| Gen. length | OOD - ID | Seeds |") and " ± " in table.splitlines()[2].split("|")[-3]
+    assert "OOD - ID" not in (tmp_path / "report" / "tables" / "length_extrapolation_decoder_order.md").read_text()

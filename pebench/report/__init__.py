@@ -99,17 +99,16 @@ class Report:
 class Column:
     """A table column showing a per-run metric over seeds.
 
-    Its label, direction and number format come from the metric's entry in
-    :mod:`pebench.metrics`; a table may override the label (``label``) and
-    chooses which columns carry significance marks (``mark``: default, every
-    metric with a direction) and a ``± CI`` (``ci``). A column of a metric a
-    layout derives itself (not registered) gives ``label``, ``format`` and ``mark``.
+    Its label, direction, number format, interval and marks come from the metric's entry in
+    :mod:`pebench.metrics`; a table may override the label (``label``), which columns carry significance
+    marks (``mark``) and a ``± CI`` (``ci``). A column of a metric a layout derives itself (not registered)
+    gives ``label``, ``format`` and ``mark``.
     """
 
     column: str
     label: str | None = None
     mark: bool | None = None
-    ci: bool = True
+    ci: bool | None = None  # default: the metric's registered ``interval`` (a derived column: True)
     format: str | None = None
     needs_fit: bool | None = None  # default: the metric's registered ``needs_fit``
 
@@ -135,11 +134,18 @@ class Column:
         return self.format or self._metric().format
 
     @property
-    def better(self) -> bool | None:
-        """True/False: mark the best (and tied) cells of each task in that direction; None: no marks."""
-        if self.mark is False:
-            return None
+    def interval(self) -> bool:
+        """Whether its cells show ``mean ± 95% CI``: ``ci``, else the metric's registered ``interval``."""
         metric = self._metric()
+        return self.ci if self.ci is not None else metric.interval if metric is not None else True
+
+    @property
+    def better(self) -> bool | None:
+        """True/False: mark the best (and tied) cells of each task in that direction; None: no marks (``mark``
+        False, or a metric registered as not ``marked``)."""
+        metric = self._metric()
+        if self.mark is False or (self.mark is None and metric is not None and not metric.marked):
+            return None
         direction = metric.higher_is_better if metric is not None else None
         if self.mark and direction is None:
             direction = True
@@ -206,7 +212,7 @@ def metric_table(
         unfitted = not bool(row.get("judged", True))
         line = [Cell(_cell_label(row, column), row[column]) for _, column in keys]
         for m in metrics:
-            mean, ci = row[f"{m.column}_mean"], row[f"{m.column}_ci95"] if m.ci else float("nan")
+            mean, ci = row[f"{m.column}_mean"], row[f"{m.column}_ci95"] if m.interval else float("nan")
             mark = None if m.judges and unfitted else marks.at[i, m.column]
             line.append(Cell(format_mean_ci(mean, ci, m.kind) + (NOT_FITTED if m.judges and unfitted else ""),
                              mean, mark if isinstance(mark, str) else None))
@@ -234,16 +240,10 @@ def _caption(look: str, protocol: str, runs: pd.DataFrame) -> str:
 NOT_FITTED = " †"
 
 
-#: columns of every extrapolation table (per encoding, or per evaluation variant)
-EXTRAPOLATION_COLUMNS = (
-    Column("ood_chance_token_acc", ci=False),
-    Column("ood_floor_token_acc", ci=False),
-    Column("id_token_acc"),
-    Column("ood_token_acc"),
-    Column("extrapolation_ratio", mark=False),  # a model at chance has a ratio near 1: never ranked
-    Column("ood_seq_acc"),
-    Column("generalization_length"),
-)
+def registered_columns(layout: str) -> list[Column]:
+    """The metric columns of ``layout``'s tables, as the metrics registry lists them
+    (:func:`pebench.metrics.table_columns`: a metric registered with ``tables=(layout,)`` is one of them)."""
+    return [Column(metric.name) for metric in metric_registry.table_columns(layout)]
 
 
 def _archs(cells: pd.DataFrame) -> list[str]:
@@ -270,7 +270,7 @@ def extrapolation_tables(
         title = spec.title or f"length extrapolation ({arch})"
         tables.append(metric_table(
             name, f"{experiment}: {title}", _caption(look, protocol, part_runs),
-            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], list(EXTRAPOLATION_COLUMNS),
+            part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], registered_columns("extrapolation"),
         ))
     return tables
 
@@ -290,14 +290,14 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
     for arch in _archs(cells):
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
         columns = [
-            Column("id_chance_token_acc", ci=False),
-            Column("id_floor_token_acc", ci=False),
+            Column("id_chance_token_acc"),
+            Column("id_floor_token_acc"),
             Column("id_token_acc", label="Original"),
             Column("shuffled_token_acc"),
             # order reliance on order-dependent tasks, invariance gap on controls: one column, marked on the former
             Column("order_effect", label="Orig. − shuf.", format="acc", mark=True, needs_fit=True),
-            Column("equivariance_gap_init", ci=False),
-            Column("equivariance_gap_trained", ci=False),
+            Column("equivariance_gap_init"),
+            Column("equivariance_gap_trained"),
         ]
         look = spec.caption or (
             f"{arch.capitalize()} models at training lengths, inputs original vs shuffled (scored against the "
@@ -319,20 +319,13 @@ def variant_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, pro
     look = spec.caption or "The same trained weights evaluated as trained and under each evaluation variant."
     title = spec.title or "evaluation variants"
     return [metric_table(experiment, f"{experiment}: {title}", _caption(look, protocol, runs),
-                         runs, cells, [("Task", "task"), ("Variant", "variant")], list(EXTRAPOLATION_COLUMNS))]
+                         runs, cells, [("Task", "task"), ("Variant", "variant")], registered_columns("variants"))]
 
 
 def perplexity_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str, spec: ReportSpec
                       ) -> list[Table]:
     """Language-model perplexity at the training context and beyond."""
-    columns = [
-        Column("id_chance_token_acc", ci=False),
-        Column("train_perplexity"),
-        Column("id_perplexity"),
-        Column("ood_perplexity"),
-        Column("perplexity_ratio"),
-        Column("ood_token_acc"),
-    ]
+    columns = registered_columns("perplexity")
     look = spec.caption or (
         "Perplexity = exp(mean loss per character); OOD = unweighted mean of the per-length losses beyond the "
         "training context; OOD/train PPL near 1 means no degradation with longer contexts (lower is better).")
