@@ -39,11 +39,6 @@ SUITE = "replication"
 NAME = "kazemnejad2023"
 #: the metric the encodings are ranked by on every task
 METRIC = "ood_seq_acc"
-#: what the published aggregate is (the Replications page's column)
-AGGREGATE_LABEL = "MRR over tasks (Figure 1; higher is better)"
-#: the pre-registered scores, in a sentence (the Replications page)
-SCORES = ("Kendall's tau between pebench's MRR of the paper's five encodings and Figure 1's, with a 95% bootstrap "
-          "interval over seeds, and pebench's verdict on each of the 10 pairwise orders of Figure 1.")
 #: the paper's tasks that pebench has (Table 1 of the paper: copy, reverse, addition, sorting, summation, parity)
 TASKS = ["copy", "reverse", "addition", "sort", "sum_mod", "parity"]
 #: the encodings the paper compares, in pebench's names
@@ -55,12 +50,6 @@ EVAL_LENGTHS = [5, 10, 15, 20, 22, 25, 28, 31, 34, 37, 40]
 #: step caps (the same for every encoding of a task)
 MULTI_TOKEN_STEPS = 5000
 ONE_TOKEN_STEPS = 2500
-#: per-task tables on the Replications page (statistics over seeds)
-TASK_TABLES = ("mean",)
-#: why no per-task agreement is scored (the Replications page)
-PER_TASK_NOTE = ("No per-task Kendall tau is scored: the paper shows its per-task results as plots only "
-                 "(Figure 3, Figures F.4-F.6), and pebench records published values, not values read off plots "
-                 "(pebench/data/published/README.md); the aggregate ranking above is the score.")
 #: the pairwise orders of the paper's Figure 1 MRR, better first: scored for sign agreement
 CLAIMS = tuple((a, b) for i, a in enumerate(PAPER_ENCODINGS) for b in PAPER_ENCODINGS[i + 1:])
 #: the paper's setup as it states it (Section 3, Appendix D and Table 2; pebench/data/published/README.md),
@@ -104,9 +93,10 @@ def published_aggregate() -> pd.Series:
     return mrr[list(PAPER_ENCODINGS)].rename("mrr")
 
 
-def score(folder: Path):
-    """The pre-registered agreement scores from the results in ``folder``: ``(RankingAgreement, claims table, "")``,
-    or None when it holds no run of this experiment."""
+def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score | None:
+    """The pre-registered agreement scores from the results in ``folder`` (``summary/runs.csv``; ``data`` is not
+    needed): ``(RankingAgreement, claims table, what the order rests on)``, or None when it holds no run of this
+    experiment."""
     runs = replication.experiment_runs(folder, NAME)
     if runs is None:
         return None
@@ -148,6 +138,26 @@ EXPERIMENT = register_experiment(Experiment(
         primary_metric=METRIC,
         comparisons=CLAIMS,
     ),
+))
+
+REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
+    experiment=EXPERIMENT,
+    paper="kazemnejad2023nope",
+    metric=METRIC,
+    aggregate_label="MRR over tasks (Figure 1; higher is better)",
+    scores="Kendall's tau between pebench's MRR of the paper's five encodings and Figure 1's, with a 95% bootstrap "
+           "interval over seeds, and pebench's verdict on each of the 10 pairwise orders of Figure 1.",
+    setup=PAPER_SETUP,
+    published=published_aggregate,
+    claims=CLAIMS,
+    score=score,
+    script=f"experiments/{Path(__file__).name}",
+    declared_in="ba88c84",
+    tasks=tuple(TASKS),
+    task_tables=("mean",),
+    per_task_note="No per-task Kendall tau is scored: the paper shows its per-task results as plots only (Figure 3, "
+                  "Figures F.4-F.6), and pebench records published values, not values read off plots "
+                  "(pebench/data/published/README.md); the aggregate ranking above is the score.",
 ))
 
 

@@ -42,11 +42,6 @@ def _replication():
     return sys.modules["pebench_experiments.replicate_kazemnejad2023"]
 
 
-def size_label(d_model: int, n_layers: int) -> str:
-    """How a size is named in the check's tables (``"d64, 2 layers"``)."""
-    return f"d{d_model}, {n_layers} layers"
-
-
 def experiment_name(d_model: int, n_layers: int) -> str:
     """The experiment of one size (the replication itself for its own size)."""
     return REPLICATES if (d_model, n_layers) == SIZES[0] else f"{REPLICATES}_d{d_model}_l{n_layers}"
@@ -78,7 +73,7 @@ def size_runs(folder: Path) -> pd.DataFrame | None:
         if runs is None:
             continue
         runs = runs[(runs["task"] == TASK) & runs["encoding"].isin(module.PAPER_ENCODINGS)]
-        frames.append(runs.assign(size=size_label(d_model, n_layers)))
+        frames.append(runs.assign(size=replication.ScaleCheck.size_label(d_model, n_layers)))
     if len(frames) < 2:
         return None
     return pd.concat(frames, ignore_index=True)
@@ -120,29 +115,10 @@ def scale_summary(folder: Path):
     return pd.concat(cells, ignore_index=True)[columns], taus, missing
 
 
-def size_verdicts(taus: dict) -> list[tuple[str, str]]:
-    """The declared reading of each size's tau against the standard size's: ``(size, verdict)`` for every size
-    with a tau beyond the first, the verdict ``"higher"`` or ``"lower"`` where the two 95% intervals do not
-    overlap and ``"unresolved"`` where they do; empty while the standard size has no tau."""
-    standard = size_label(*SIZES[0])
-    if standard not in taus:
-        return []
-    base = taus[standard]
-    verdicts = []
-    for size, agreement in taus.items():
-        if size == standard:
-            continue
-        if agreement.low > base.high:
-            verdicts.append((size, "higher"))
-        elif agreement.high < base.low:
-            verdicts.append((size, "lower"))
-        else:
-            verdicts.append((size, "unresolved"))
-    return verdicts
-
-
+#: each size's experiment, the replication's own first
+EXPERIMENTS = {REPLICATES: _replication().EXPERIMENT}
 for _index, (_d_model, _n_layers) in enumerate(SIZES[1:]):
-    register_experiment(Experiment(
+    EXPERIMENTS[experiment_name(_d_model, _n_layers)] = register_experiment(Experiment(
         name=experiment_name(_d_model, _n_layers),
         description=f"Scale check of the Kazemnejad et al. 2023 replication: copy, the paper's five encodings, "
                     f"d_model {_d_model}, {_n_layers} layers.",
@@ -157,3 +133,16 @@ for _index, (_d_model, _n_layers) in enumerate(SIZES[1:]):
             primary_metric="ood_seq_acc",
         ),
     ))
+
+CHECK = replication.CHECKS.register(f"{REPLICATES}_scale")(replication.ScaleCheck(
+    name=f"{REPLICATES}_scale",
+    replicates=REPLICATES,
+    task=TASK,
+    sizes=tuple(SIZES),
+    experiment_name=experiment_name,
+    experiments=EXPERIMENTS,
+    summary=scale_summary,
+    reading=replication.paragraph(__doc__, 1),
+    script=f"experiments/{Path(__file__).name}",
+    declared_in="13e5f70",
+))

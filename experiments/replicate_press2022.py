@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import published, replication, results
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.experiment import BASE_VARIANT, Experiment, ReportSpec, register_experiment
 from pebench.protocol import SCALES, SUITE_ENCODINGS
 from pebench.tasks.charlm import EVAL_SPAN
 
@@ -48,12 +48,6 @@ STEPS = 4000
 N_SEEDS = 10
 #: the orders the paper claims, "a's perplexity grows less than b's"
 CLAIMS = tuple((a, b) for i, a in enumerate(PAPER_ENCODINGS) for b in PAPER_ENCODINGS[i + 1:])
-#: what the published aggregate is (the Replications page's column)
-AGGREGATE_LABEL = "perplexity growth, 16L / L (Table 2, L = 512; lower is better)"
-#: the pre-registered scores, in a sentence (the Replications page)
-SCORES = ("Kendall's tau between pebench's mean perplexity growth (16L / L) of the paper's four encodings and "
-          "Table 2's, with a 95% bootstrap interval over seeds, and pebench's verdict on each of the 6 orders the "
-          "paper claims, on seed-paired growths.")
 #: the published reference: WikiText-103, trained at L = 512, non-overlapping evaluation (Table 2)
 PUBLISHED_TABLE, PUBLISHED_L = "Table 2", 512
 #: tokens per evaluation forward pass at the longest context (bounds attention memory)
@@ -105,14 +99,15 @@ def published_aggregate() -> pd.Series:
     return (at.loc[longest] / at.loc[PUBLISHED_L])[list(PAPER_ENCODINGS)].rename("growth")
 
 
-def score(folder: Path):
-    """The pre-registered agreement scores from the results in ``folder``: ``(RankingAgreement, claims table,
-    "")``,
-    or None when it holds no run of this experiment."""
-    if not (folder / "raw").is_dir():
-        return None
-    rows = results.load(folder)
-    rows = rows[(rows["experiment"] == NAME) & (rows["variant"] == "trained")]
+def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score | None:
+    """The pre-registered agreement scores from the length-level rows of the results in ``folder`` (``data``, or
+    None to load them from its run files): ``(RankingAgreement, claims table, the sizes beside the order)``, or
+    None when it holds no run of this experiment."""
+    if data is None:
+        if not (folder / "raw").is_dir():
+            return None
+        data = results.load(folder)
+    rows = data[(data["experiment"] == NAME) & (data["variant"] == BASE_VARIANT)]
     if rows.empty:
         return None
     runs = replication.growth(rows)
@@ -151,6 +146,22 @@ EXPERIMENT = register_experiment(Experiment(
         position=210,
         title="Replication: Press et al. 2022",
     ),
+))
+
+REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
+    experiment=EXPERIMENT,
+    paper="press2022alibi",
+    metric="loss",
+    aggregate_label="perplexity growth, 16L / L (Table 2, L = 512; lower is better)",
+    scores="Kendall's tau between pebench's mean perplexity growth (16L / L) of the paper's four encodings and "
+           "Table 2's, with a 95% bootstrap interval over seeds, and pebench's verdict on each of the 6 orders the "
+           "paper claims, on seed-paired growths.",
+    setup=PAPER_SETUP,
+    published=published_aggregate,
+    claims=CLAIMS,
+    score=score,
+    script=f"experiments/{Path(__file__).name}",
+    declared_in="ed3c572",
 ))
 
 

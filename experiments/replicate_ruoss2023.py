@@ -40,8 +40,6 @@ from pebench.protocol import SCALES, task_steps
 SUITE = "replication"
 NAME = "ruoss2023"
 METRIC = "ood_token_acc"
-#: per-task tables on the Replications page: the mean over seeds, and the maximum (the paper's statistic)
-TASK_TABLES = ("mean", "max")
 #: the paper's 15 tasks (Deletang et al. 2023), in pebench's names
 TASKS = [
     "even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation",  # regular
@@ -57,11 +55,6 @@ EVAL_LENGTHS = [2, 4, 6, 8, 10, 12, 16, 20, 24, 28, 32, 36, 40]
 N_SEEDS = 5
 #: "randomizing <base> improves its length generalization", one claim per base
 CLAIMS = tuple((f"randomized:{base}", base) for base in BASES)
-AGGREGATE_LABEL = "mean OOD accuracy gain of randomized over base (abstract; percentage points)"
-#: the pre-registered scores, in a sentence (the Replications page)
-SCORES = ("the mean OOD token-accuracy gain of each randomized encoding over its base, paired by task and seed, "
-          "against the abstract's +12.0%, and pebench's verdict on the claim that randomizing helps, per base "
-          "(the paper's tables could not be retrieved, so no ranking is scored).")
 PAPER_SETUP = {
     "model": "encoder (non-causal), 5 layers, 8 heads, d_model 64 in the official code's defaults (the paper's "
              "own statement was not retrieved)",
@@ -98,12 +91,12 @@ def published_aggregate() -> pd.Series:
     return pd.Series({"randomized vs base": float(gain.iloc[0])}, name="gain")
 
 
-def score(folder: Path):
-    """The pre-registered scores from the results in ``folder`` (``summary/runs.csv``): ``(None, claims table,
-    summary sentence)`` (no ranking is published to compare with), or None when it holds no run of this
-    experiment. A claim is read as agreeing or contradicting only in the regime the paper tested, on the task x
-    seed pairs in which both encodings fitted (:func:`pebench.replication.regime_agreement`, rule 7 of the
-    protocol); elsewhere it is "not testable at this budget"."""
+def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score | None:
+    """The pre-registered scores from the results in ``folder`` (``summary/runs.csv``; ``data`` is not needed):
+    ``(None, claims table, summary sentence)`` (no ranking is published to compare with), or None when it holds no
+    run of this experiment. A claim is read as agreeing or contradicting only in the regime the paper tested, on
+    the task x seed pairs in which both encodings fitted (:func:`pebench.replication.regime_agreement`, rule 7 of
+    the protocol); elsewhere it is "not testable at this budget"."""
     runs = replication.experiment_runs(folder, NAME)
     if runs is None:
         return None
@@ -141,6 +134,26 @@ EXPERIMENT = register_experiment(Experiment(
         primary_metric=METRIC,
         comparisons=CLAIMS,
     ),
+))
+
+REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
+    experiment=EXPERIMENT,
+    paper="ruoss2023randomized",
+    metric=METRIC,
+    aggregate_label="mean OOD accuracy gain of randomized over base (abstract; percentage points)",
+    scores="the mean OOD token-accuracy gain of each randomized encoding over its base, paired by task and seed, "
+           "against the abstract's +12.0%, and pebench's verdict on the claim that randomizing helps, per base (the "
+           "paper's tables could not be retrieved, so no ranking is scored).",
+    setup=PAPER_SETUP,
+    published=published_aggregate,
+    claims=CLAIMS,
+    score=score,
+    script=f"experiments/{Path(__file__).name}",
+    declared_in="7f4107c",
+    encodings=ENCODINGS,
+    tasks=tuple(TASKS),
+    # the mean over seeds, and the maximum (the paper's statistic)
+    task_tables=("mean", "max"),
 ))
 
 

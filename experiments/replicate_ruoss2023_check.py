@@ -131,8 +131,10 @@ def check_summary(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     return pd.concat(cells, ignore_index=True)[columns], pd.DataFrame(gains)
 
 
+#: each arm's experiment
+EXPERIMENTS = {}
 for _index, (_name, _change) in enumerate(ARMS.items()):
-    register_experiment(Experiment(
+    EXPERIMENTS[_name] = register_experiment(Experiment(
         name=_name,
         description=f"Check of the Ruoss et al. 2023 replication: {TASK}, {_change}.",
         configs={SUITE: dense_configs if _name == DENSE else budget_configs},
@@ -148,3 +150,16 @@ for _index, (_name, _change) in enumerate(ARMS.items()):
             comparisons=_replication().CLAIMS if _name == BUDGET else (),
         ),
     ))
+
+CHECK = replication.CHECKS.register(f"{REPLICATES}_check")(replication.ArmCheck(
+    name=f"{REPLICATES}_check",
+    replicates=REPLICATES,
+    task=TASK,
+    arms=ARMS,
+    experiments=EXPERIMENTS,
+    summary=check_summary,
+    question=replication.paragraph(__doc__, 0),
+    why=replication.paragraph(__doc__, 1),
+    script=f"experiments/{Path(__file__).name}",
+    declared_in="53d1381",
+))

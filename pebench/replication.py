@@ -8,18 +8,24 @@ Two scores, both computed from run-level results (one row per run, as :mod:`pebe
 - :func:`claim_agreement`: for each ordered pair the paper claims (``a`` better than ``b``), pebench's
   paired test of the two (:func:`pebench.leaderboard.pairwise`, Holm-corrected over the claims) read as
   ``agrees``, ``contradicts`` or ``unresolved`` (no significant difference, or not tested).
+
+Every replication is a record in :data:`REPLICATIONS` (:class:`Replication`: its paper, metric, setup, published
+aggregate, claims and score), registered by its experiment script; a check declared for it (a scale check or a
+check in arms) is a record in :data:`CHECKS`. ``pebench report`` reads them (:mod:`pebench.report.replications`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from pebench import leaderboard
+from pebench.registry import Registry
 from pebench.results import encoding_label, holm, t_interval
 
 #: how a claim is read from pebench's verdict on it
@@ -315,3 +321,153 @@ def fit_counts(runs: pd.DataFrame, encodings: Sequence[str]) -> str:
     fitted = runs.assign(fit=leaderboard.fitted_runs(runs)).groupby("encoding")["fit"].agg(["sum", "size"])
     return ", ".join(f"{encoding_label(e)} {int(fitted.loc[e, 'sum'])}/{int(fitted.loc[e, 'size'])}"
                      for e in encodings if e in fitted.index)
+
+
+class Declared(Protocol):
+    """What a replication reads of an experiment's declaration (a :class:`pebench.experiment.Experiment`, which the
+    experiment script registers and hands to the record): its name, description, report declaration, the suites
+    it belongs to, and its run specs in a suite."""
+
+    name: str
+    description: str
+    report: Any
+    configs: Mapping[str, Any]
+
+    def runs(self, suite: str) -> list: ...
+
+
+#: what a replication's score gives: the ranking agreement (None where no ranking is published), the claims table
+#: (:func:`claim_agreement`, :func:`regime_agreement` or :func:`growth_claims`) and a sentence read beside them
+Score = tuple[RankingAgreement | None, pd.DataFrame, str]
+
+
+@dataclass(frozen=True)
+class Replication:
+    """A replication of a published experiment, as its experiment script declares it before any of its runs.
+
+    Attributes:
+        experiment: the experiment that makes its runs (in the ``replication`` suite), as its script declared it.
+        paper: the BibTeX key of the paper replicated (``docs/references.bib``).
+        metric: the metric its encodings are compared by (:mod:`pebench.metrics`; a language model's growth is
+            computed from the ``loss`` column, which it names).
+        aggregate_label: what the published aggregate is, in words (a column header).
+        scores: the pre-registered scores, in a sentence.
+        setup: the paper's setup as it states it, by aspect (model, training, ...).
+        published: the paper's aggregate, encoding (or quantity) -> number.
+        claims: the orders the paper claims, ``(a, b)`` for "a is better than b".
+        score: the pre-registered scores from a reported folder (its ``summary/runs.csv``) and, for a language
+            model, the folder's length-level rows (given, or None to load them from the folder's run files);
+            None when the folder holds no run of the experiment.
+        script: the script that declares it, relative to the repository.
+        declared_in: the commit that added the script (before any of its runs was made).
+        encodings, tasks: the declared order of the per-task tables (others follow in the order found).
+        task_tables: the statistics over seeds of the per-task tables (``"mean"``, ``"max"``).
+        per_task_note: why no per-task agreement is scored, where none is.
+    """
+
+    experiment: Declared
+    paper: str
+    metric: str
+    aggregate_label: str
+    scores: str
+    setup: Mapping[str, str]
+    published: Callable[[], pd.Series]
+    claims: tuple[tuple[str, str], ...]
+    score: Callable[[Path, pd.DataFrame | None], Score | None]
+    script: str
+    declared_in: str
+    encodings: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    task_tables: tuple[str, ...] = ()
+    per_task_note: str = ""
+
+    @property
+    def checks(self) -> list[ScaleCheck | ArmCheck]:
+        """The checks declared for this replication (:data:`CHECKS` whose ``replicates`` is its experiment)."""
+        return [CHECKS.get(name) for name in CHECKS.names() if CHECKS.get(name).replicates == self.name]
+
+    @property
+    def name(self) -> str:
+        """The name of its experiment (and of the record)."""
+        return self.experiment.name
+
+
+@dataclass(frozen=True)
+class ScaleCheck:
+    """A replication's scale check: one task at several model sizes, each size an experiment.
+
+    ``sizes``: ``(d_model, n_layers)``, the first the replication's own; ``experiment_name`` names a size's
+    experiment and ``experiments`` holds each size's declaration (the replication's own for the first);
+    ``summary`` reads a folder as ``(cells, taus, missing)`` (one row per size and encoding with ``size``,
+    ``encoding``, ``fitted``, ``n``, ``id_seq``, ``ood``; size -> :class:`RankingAgreement` for the sizes with
+    every run in; the experiments not complete), or None; ``reading``: what it asks and how it reads, in words.
+    """
+
+    name: str
+    replicates: str
+    task: str
+    sizes: tuple[tuple[int, int], ...]
+    experiment_name: Callable[[int, int], str]
+    experiments: Mapping[str, Declared]
+    summary: Callable[[Path], tuple[pd.DataFrame, dict, list[str]] | None]
+    reading: str
+    script: str
+    declared_in: str
+
+    @staticmethod
+    def size_label(d_model: int, n_layers: int) -> str:
+        """How a size is named in the check's tables (``"d64, 2 layers"``)."""
+        return f"d{d_model}, {n_layers} layers"
+
+    def size_verdicts(self, taus: Mapping[str, RankingAgreement]) -> list[tuple[str, str]]:
+        """The declared reading of each size's tau against the standard size's: ``(size, verdict)`` for every size
+        with a tau beyond the first, the verdict ``"higher"`` or ``"lower"`` where the two 95% intervals do not
+        overlap and ``"unresolved"`` where they do; empty while the standard size has no tau."""
+        standard = self.size_label(*self.sizes[0])
+        if standard not in taus:
+            return []
+        base = taus[standard]
+        verdicts = []
+        for size, agreement in taus.items():
+            if size == standard:
+                continue
+            if agreement.low > base.high:
+                verdicts.append((size, "higher"))
+            elif agreement.high < base.low:
+                verdicts.append((size, "lower"))
+            else:
+                verdicts.append((size, "unresolved"))
+        return verdicts
+
+
+@dataclass(frozen=True)
+class ArmCheck:
+    """A replication's check in arms: one task, each arm an experiment that changes one thing.
+
+    ``arms``: experiment -> what it changes, in the order shown; ``experiments``: each arm's declaration;
+    ``summary`` reads a folder as ``(cells, gains)`` (one row per arm and encoding with ``arm``, ``encoding``,
+    ``fitted``, ``n``, ``fit_acc``, ``ood``, ``ood_raw``, ``ood_fitted``; per arm the mean gain ``mean``, ``low``,
+    ``high``, ``pairs``), or None; ``question`` and ``why``: what it asks and why it was declared, in words.
+    """
+
+    name: str
+    replicates: str
+    task: str
+    arms: Mapping[str, str]
+    experiments: Mapping[str, Declared]
+    summary: Callable[[Path], tuple[pd.DataFrame, pd.DataFrame] | None]
+    question: str
+    why: str
+    script: str
+    declared_in: str
+
+
+#: every declared replication, by its experiment's name
+REPLICATIONS: Registry[Replication] = Registry("replication", base=Replication)
+#: every check declared for a replication, by name
+CHECKS: Registry[ScaleCheck | ArmCheck] = Registry("replication check")
+
+
+def paragraph(text: str, index: int) -> str:
+    """Paragraph ``index`` (blank-line separated) of ``text`` (a script's docstring), on one line."""
+    return " ".join(text.split("\n\n")[index].split())

@@ -618,292 +618,6 @@ def test_a_results_page_opens_with_its_headline_findings(gen, tmp_path):
     assert "- copy (decoder): among fitted seeds" in headline
 
 
-def test_replications_page_shows_the_setups_and_scores_only_committed_results(gen, tmp_path):
-    import itertools
-
-    import pandas as pd
-
-    results = tmp_path / "results"
-    text = gen.replications_include(results)
-    assert "## Replication: Kazemnejad et al. 2023" in text and "| NoPE | 0.69 |" in text
-    assert "## Replication: Press et al. 2022" in text and "| sinusoidal | 14.61 |" in text  # 293.02 / 20.05
-    # each of the three replications, the Kazemnejad scale check and the Ruoss check
-    assert text.count("Not run yet") == 5 and "Kendall's tau of" not in text
-    assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
-    # runs in the paper's order on 6 tasks, 3 seeds each: full agreement
-    paper = {"none": 0.9, "t5": 0.7, "alibi": 0.5, "rope": 0.3, "sinusoidal": 0.1}
-    rows = [dict(experiment="kazemnejad2023", arch="decoder", task=f"t{t}", encoding=e, seed=s, variant="trained",
-                 status="ok", fitted=True, ood_seq_acc=m + 0.01 * s)
-            for t, (e, m), s in itertools.product(range(6), paper.items(), range(3))]
-    summary = results / "replication" / "summary"
-    summary.mkdir(parents=True)
-    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
-    text = gen.replications_include(results)
-    assert "over 6 tasks: **1.00** [1.00, 1.00]" in text and "10 agree, 0 contradicted, 0 unresolved" in text
-    assert "## Replication: Ruoss et al. 2023" in text and "| randomized vs base | 12.00 |" in text
-    assert "holds no run of `press2022`" in text
-    assert "| NoPE | 1.00 | 0.69 |" in text
-    # pebench's per-task table beside the aggregate, and why no per-task tau is scored
-    assert "the mean over seeds of `ood_seq_acc`" in text
-    assert "| encoding | t0 | t1 | t2 | t3 | t4 | t5 | fitted |" in text
-    assert "| NoPE | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 18/18 |" in text and "No per-task Kendall tau" in text
-
-
-def test_the_t5_bucket_pilot_table_reads_its_csv(gen, tmp_path):
-    import pandas as pd
-
-    path = tmp_path / "t5_buckets.csv"
-    assert "not in these results" in gen.t5_bucket_pilot(path)
-    rows = [dict(task="duplicate", num_buckets=buckets, seed=seed, fitted=fitted, fit_token_acc=acc,
-                 stop_reason="fit" if fitted else "plateau", steps_done=1100, floor_token_acc=0.305,
-                 train_max_len=8, step_cap=2500, git_sha="b" * 40, git_dirty=False)
-            for buckets, fitted, acc in ((32, False, 0.25), (128, True, 0.995)) for seed in range(2)]
-    pd.DataFrame(rows).to_csv(path, index=False)
-    text = gen.t5_bucket_pilot(path)
-    assert "| duplicate | 32 (published) | 0/2 | 0.250 (plateau @1100); 0.250 (plateau @1100) | 0.30 |" in text
-    assert "| duplicate | 128 (exact) | 2/2 |" in text and "commit `bbbbbbb` (clean)" in text
-    assert ("duplicate: 2/2 seeds fitted with exact buckets, 0/2 with T5's (mean held-out token accuracy 0.99 "
-            "against 0.25)") in text
-    # the published-bucket pilots checked against the reference runs of their ids
-    pd.read_csv(path).assign(run_id=[f"r{i}" for i in range(4)]).to_csv(path, index=False)
-    frozen = tmp_path / "reference_runs.csv"
-    pd.DataFrame([dict(run_id=run_id, fitted=False, fit_token_acc=acc, steps_done=1100, reference_git_sha="d" * 40)
-                  for run_id, acc in (("r0", 0.25), ("r1", 0.26))]).to_csv(frozen, index=False)
-    text = gen.t5_bucket_pilot(path, frozen)
-    assert "Of the 2 pilots with T5's buckets, 2 have a run in the reference made at `ddddddd`" in text
-    assert "1 of those repeat its fit" in text
-
-
-def test_the_cap_pilot_table_reads_each_miss_beside_its_reference_run(gen, tmp_path):
-    import pandas as pd
-
-    path, reference = tmp_path / "cap_pilot.csv", tmp_path / "reference_runs.csv"
-    assert "not in these results" in gen.cap_pilot(path, reference)
-    ref_rows = [  # two capable misses, and a NoPE run stopped at the cap (it counts towards the cost bound)
-        dict(run_id="r0", experiment="length_extrapolation", task="copy", fitted=False, fit_token_acc=0.96,
-             stop_reason="cap", steps_done=2500, steps=2500, train_seconds=40.0),
-        dict(run_id="r1", experiment="length_extrapolation", task="duplicate", fitted=False, fit_token_acc=0.3,
-             stop_reason="plateau", steps_done=1100, steps=2500, train_seconds=20.0),
-        dict(run_id="r2", experiment="length_extrapolation", task="copy", fitted=False, fit_token_acc=0.5,
-             stop_reason="cap", steps_done=2500, steps=2500, train_seconds=80.0),
-    ]
-    pd.DataFrame(ref_rows).assign(reference_git_sha="d" * 40).to_csv(reference, index=False)
-    pilots = [dict(arch="decoder", task="copy", encoding="learned", seed=1, run_id="p0", reference_run_id="r0",
-                   step_cap=5000, fitted=True, steps_to_fit=3100, fit_token_acc=0.991, stop_reason="fit",
-                   steps_done=3100, git_sha="c" * 40, git_dirty=False),
-              dict(arch="encoder", task="duplicate", encoding="t5", seed=0, run_id="p1", reference_run_id="r1",
-                   step_cap=5000, fitted=False, steps_to_fit=None, fit_token_acc=0.29, stop_reason="plateau",
-                   steps_done=1100, git_sha="c" * 40, git_dirty=False)]
-    pd.DataFrame(pilots).to_csv(path, index=False)
-    text = gen.cap_pilot(path, reference)
-    assert "| decoder | copy | learned | 1 | 0.960 (cap @2500) | 0.991 (fit @3100) |" in text
-    assert "| encoder | duplicate | t5 | 0 | 0.300 (plateau @1100) | 0.290 (plateau @1100) |" in text
-    assert "commit `ccccccc` (clean), 2 pilots, against the reference made at `ddddddd`" in text
-    # the suite's caps (pebench.protocol.TASK_STEPS) are the pilot's: the page says the suite adopted them
-    assert "The standard suite has since adopted the doubled cap on copy, duplicate in both architectures" in text
-    pd.DataFrame(pilots).assign(step_cap=[4000, 4000]).to_csv(path, index=False)
-    assert "has since adopted" not in gen.cap_pilot(path, reference)
-    assert ("1 of the 2 misses are misses of steps (fitted with the longer cap: decoder copy learned seed 1) "
-            "and 1 are not explained by steps (encoder duplicate t5 seed 0)") in text
-    assert "The doubled cap on copy, duplicate would add at most 120 worker-seconds" in text
-    assert "fitted within the suite's own cap" not in text  # the fit came after step 2500
-    assert "1 of those stopped at the plateau stop before even the suite's own cap" in text
-    pd.DataFrame(pilots).assign(steps_to_fit=[2300, None], steps_done=[2300, 1100], step_cap=[5000, 5000]).to_csv(
-        path, index=False)
-    early = gen.cap_pilot(path, reference)
-    assert ("Of the 1 that fitted, 1 did so within the suite's own cap (decoder copy learned seed 1): there the "
-            "slower decay of the learning rate over the longer cap, not the extra steps, made the fit.") in early
-    assert "(2 runs of these tasks, of any encoding, stopped at the cap in the reference" in text
-
-
-def test_the_stop_rule_replay_table_names_the_choice_and_judges_it_against_the_budget(gen, tmp_path):
-    import pandas as pd
-
-    path = tmp_path / "stop_rules.csv"
-    assert "not in these results" in gen.stop_rule_replay(path)
-    common = dict(runs=10, recorded_train_seconds=1000.0, measured_wall_minutes=80.0, results="results/standard",
-                  results_git_sha="c" * 40, beyond=0, false_stop_runs="")
-    rows = [dict(fit_patience=500, fit_min_drop=0.1, false_stops=2, margin_false_stops=3, admissible=False,
-                 runs_stopped_sooner=6, train_seconds=500.0, estimated_wall_minutes=76.0, chosen=False, current=False),
-            dict(fit_patience=1000, fit_min_drop=0.1, false_stops=0, margin_false_stops=0, admissible=True,
-                 runs_stopped_sooner=0, train_seconds=1000.0, estimated_wall_minutes=80.0, chosen=True, current=True)]
-    pd.DataFrame([{**row, **common} for row in rows]).to_csv(path, index=False)
-    text = gen.stop_rule_replay(path)
-    assert "| 500 | 0.1 | 2 | 3 | no | 6 | 0 | 500 | 76 |" in text
-    assert "| 1000 **(chosen)** | 0.1 | 0 | 0 | yes | 0 | 0 | 1000 | 80 |" in text
-    assert "The declared choice is patience 1000 with minimum drop 0.1" in text and "made by `ccccccc`" in text
-    assert "over the standard suite's budget of 60 minutes" in text and "not even the current rule" not in text
-    assert "No replayed rule reaches it." in text
-    pd.read_csv(path).assign(admissible=False).to_csv(path, index=False)
-    assert "No candidate is admissible, not even the current rule: with its patience shortened by the margin it " \
-           "would stop 0 fitted runs" in gen.stop_rule_replay(path)
-    pd.DataFrame([{**row, **common} for row in rows]).to_csv(path, index=False)
-    pd.read_csv(path).assign(estimated_wall_minutes=[59.0, 80.0]).to_csv(path, index=False)
-    assert "the one that loses the fewest fits (patience 500, minimum drop 0.1: 59 min) stops 2 of the runs that " \
-           "fitted before their fit" in gen.stop_rule_replay(path)
-    pd.read_csv(path).assign(estimated_wall_minutes=[50.0, 55.0]).to_csv(path, index=False)
-    assert "within the standard suite's budget of 60 minutes" in gen.stop_rule_replay(path)
-
-
-def test_a_replication_says_what_its_runs_cost_and_where_they_ran(gen, tmp_path):
-    import json
-
-    import pandas as pd
-
-    folder = tmp_path / "results" / "replication"
-    (folder / "summary").mkdir(parents=True)
-    pd.DataFrame([dict(experiment="press2022", run_id=f"r{i}", variant="trained", train_seconds=90.0)
-                  for i in range(4)] + [dict(experiment="ruoss2023", run_id="g0", variant="trained", train_seconds=9.0)]
-                 ).to_csv(folder / "summary" / "runs.csv", index=False)
-    machine = dict(cpu_count=2, processor="x86_64", torch_version="2.13.0+cpu", workers=2, device="cpu",
-                   cuda_device=None, git_sha="a" * 40)
-    old = dict(machine)  # a sweep from before the manifest recorded wall times
-    timed = dict(machine, experiments=["press2022"], runs_made=3, wall_seconds=600.0, outcome="interrupted")
-    gpu = dict(machine, device="cuda", cuda_device="NVIDIA H100", workers=1, experiments=["ruoss2023"],
-               runs_made=5, wall_seconds=60.0, outcome="complete")
-    (folder / "manifest.json").write_text(json.dumps({"suite": "replication", "invocations": [old, timed, gpu]}))
-    text = "\n".join(gen.replication_compute("press2022", tmp_path / "results"))
-    assert "4 runs; their training took 6 worker-minutes" in text
-    # only the sweeps that may have made its runs: the one that names it, and the one from before the manifest
-    # named experiments; not the GPU sweep of another experiment
-    assert ("The sweeps of this experiment, with the 1 that predate the manifest's record of experiments, ran on: "
-            "2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers.") in text
-    ruoss = "\n".join(gen.replication_compute("ruoss2023", tmp_path / "results"))
-    assert "ran on: 2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers; NVIDIA H100 GPU, torch 2.13.0+cpu, 1 worker." \
-        in ruoss
-    assert "3 runs in 10 min (commit `aaaaaaa`, interrupted)." in text and "60 s" not in text
-    assert "1 of the manifest's 3 sweeps predate its wall-time record" in text
-    assert gen.replication_compute("kazemnejad2023", tmp_path / "results") == []  # no run of it
-
-
-def test_the_kazemnejad_scale_check_is_shown_in_its_replications_section(gen, tmp_path):
-    import itertools
-
-    import pandas as pd
-
-    results = tmp_path / "results"
-    text = gen.replications_include(results)
-    assert "## Replication: Kazemnejad" in text and "d128_l2" not in text.split("### Scale check")[0]
-    assert "### Scale check: copy at 6 model sizes" in text and "--experiment kazemnejad2023_d256_l4" in text
-    # NoPE fails copy at the standard size and fits it at d128: the order reverses towards the paper's
-    paper = ["none", "t5", "alibi", "rope", "sinusoidal"]
-    rows = []
-    for experiment, order in (("kazemnejad2023", paper[1:] + paper[:1]), ("kazemnejad2023_d128_l2", paper)):
-        for (rank, encoding), seed in itertools.product(enumerate(order), range(3)):
-            rows.append(dict(experiment=experiment, arch="decoder", task="copy", encoding=encoding, seed=seed,
-                             variant="trained", status="ok", fitted=not (encoding == "none" and rank == 4),
-                             id_seq_acc=0.9, ood_seq_acc=0.5 - 0.1 * rank + 0.01 * seed))
-    summary = results / "replication" / "summary"
-    summary.mkdir(parents=True)
-    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
-    text = gen.replications_include(results)
-    check = text[text.index("### Scale check"):]
-    assert "| d64, 2 layers | NoPE | 0/3 | 0.90 | 0.00 |" in check
-    assert "| d128, 2 layers | NoPE | 3/3 | 0.90 | 0.51 |" in check
-    assert "d64, 2 layers **0.20**" in check and "d128, 2 layers **1.00** [1.00, 1.00]" in check
-    # the declared reading: a size differs from the standard one only where the intervals do not overlap
-    assert "d128, 2 layers is higher than it." in check
-    assert "NoPE, the paper's best encoding, fitted copy (seeds fitted per size): d64, 2 layers 0/3; " \
-           "d128, 2 layers 3/3." in check
-    # the optimiser every size shares, read from the specs, and the fits per size it is to be read with
-    assert "AdamW at lr 0.003, batches of 64, 100 warm-up steps" in check
-    assert "the five encodings together: d64, 2 layers 12/15; d128, 2 layers 15/15." in check
-    assert "Not complete (no tau): `kazemnejad2023_d64_l4`" in check
-
-
-def test_the_scale_check_is_read_across_sizes_only_when_depth_alone_separates_them(gen):
-    import importlib
-
-    import pandas as pd
-
-    from pebench.experiment import load_experiments
-    from pebench.replication import RankingAgreement
-
-    load_experiments()
-    check = importlib.import_module("pebench_experiments.replicate_kazemnejad2023_scale")
-
-    def tau(low, high):
-        return RankingAgreement(tau=(low + high) / 2, low=low, high=high, ours=pd.Series(dtype=float),
-                                theirs=pd.Series(dtype=float), n_tasks=1, n_boot=10)
-
-    sizes = [check.size_label(d, n) for d, n in check.SIZES]
-    deep = {s: s.endswith("4 layers") for s in sizes}
-    cells = pd.DataFrame([dict(size=s, encoding="none", fitted=3 if deep[s] else 0, n=3) for s in sizes])
-    taus = {s: tau(0.3, 0.5) if deep[s] else tau(-0.2, 0.1) for s in sizes}
-    taus["d256, 4 layers"] = tau(0.4, 0.8)
-    verdicts = dict(check.size_verdicts(taus))
-    text = " ".join(gen._scale_by_depth(check, cells, taus, verdicts))
-    assert "depth and not width separates them: at every 2-layer size (d64, d128, d256) NoPE fitted copy in no " \
-           "seed and the tau is not resolved from the standard size's; at every 4-layer size (d64, d128, d256) " \
-           "NoPE fitted copy in every seed and the tau is higher than the standard size's." in text
-    assert "The highest tau on copy: d256, 4 layers **0.60** [0.40, 0.80]." in text
-    assert "it does not measure the aggregate tau at another size" in text
-    # one wide 2-layer size that fits NoPE breaks the pattern: listed per depth, no conclusion drawn
-    cells.loc[cells["size"] == "d256, 2 layers", "fitted"] = 3
-    taus["d256, 2 layers"] = tau(0.3, 0.5)
-    text = " ".join(gen._scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))))
-    assert "depth and not width" not in text and "Neither depth nor width alone separates them." in text
-    assert "d256 (NoPE fitted all; higher)" in text and "d64 (NoPE fitted none; the standard size)" in text
-    # a size without its tau yet: nothing is read across the sizes
-    del taus["d128, 4 layers"]
-    assert gen._scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))) == []
-
-
-def test_the_scale_checks_declared_reading_calls_overlapping_intervals_unresolved():
-    import importlib
-
-    import pandas as pd
-
-    from pebench.experiment import load_experiments
-    from pebench.replication import RankingAgreement
-
-    load_experiments()
-    check = importlib.import_module("pebench_experiments.replicate_kazemnejad2023_scale")
-
-    def tau(low, high):
-        return RankingAgreement(tau=(low + high) / 2, low=low, high=high, ours=pd.Series(dtype=float),
-                                theirs=pd.Series(dtype=float), n_tasks=1, n_boot=10)
-
-    taus = {"d64, 4 layers": tau(0.3, 0.5), "d64, 2 layers": tau(-0.2, 0.0), "d128, 2 layers": tau(-0.1, 0.4),
-            "d128, 4 layers": tau(-0.6, -0.3)}
-    assert check.size_verdicts(taus) == [("d64, 4 layers", "higher"), ("d128, 2 layers", "unresolved"),
-                                         ("d128, 4 layers", "lower")]
-    assert check.size_verdicts({"d64, 4 layers": tau(0.3, 0.5)}) == []  # no standard size: nothing to compare
-
-
-def test_the_ruoss_check_reads_its_arms_beside_the_replications_runs(gen, tmp_path):
-    import pandas as pd
-
-    results = tmp_path / "results"
-    text = gen.replications_include(results)
-    assert "### Check: stack_manipulation, randomized positions from L = 410" in text
-    assert "--experiment ruoss2023_dense --experiment ruoss2023_budget4x" in text
-    # the replication: bases fit, randomized do not; the dense arm: randomized:rope fits 2 of 3 seeds
-    rows = []
-    for experiment, encoding, fitted, ood in (("ruoss2023", "rope", (1, 1, 1), 0.5),
-                                              ("ruoss2023", "randomized:rope", (0, 0, 0), 0.8),
-                                              ("ruoss2023_dense", "randomized:rope", (1, 1, 0), 0.9)):
-        rows += [dict(experiment=experiment, arch="encoder", task="stack_manipulation", encoding=encoding, seed=seed,
-                      variant="trained", status="ok", fitted=bool(fit), fit_token_acc=0.995 if fit else 0.9,
-                      ood_token_acc=ood) for seed, fit in enumerate(fitted)]
-    rows.append(dict(rows[0], task="duplicate_string"))  # another task: not the check's
-    summary = results / "replication" / "summary"
-    summary.mkdir(parents=True)
-    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
-    check = gen.replications_include(results).split("### Check:")[1]
-    assert "| replication | randomized:rope | 0/3 | 0.90 | 0.00 | 0.80 (unfitted runs) | — |" in check
-    assert "| replication | rope | 3/3 | 0.99 | 0.50 | 0.50 | 0.50 |" in check
-    # the dense arm's rows are its own runs; the replication's bases are its comparison, not its rows
-    assert "| ruoss2023_dense | randomized:rope | 2/3 | 0.96 | 0.60 | 0.90 (unfitted runs) | 0.90 |" in check
-    assert "| ruoss2023_dense | rope |" not in check
-    assert "Randomized runs fitted, per arm: replication 0/3; ruoss2023_dense 2/3." in check
-    assert "randomized:rope in ruoss2023_dense, 2/3 fitted: 0.90 against 0.50." in check
-    # replication: 0 - 0.5 on 3 pairs; dense: 0.9, 0.9, 0 against 0.5
-    assert "replication **-50.0** points [-50.0, -50.0] over 3 pairs" in check
-    assert "ruoss2023_dense **+10.0** points" in check
-    assert "Not complete: `ruoss2023_dense` (3 of 15 runs), `ruoss2023_budget4x` (0 of 30 runs)." in check
-
-
 def test_two_builds_of_one_tree_take_turns_on_its_generated_sources(gen, tmp_path):
     # the second build waits for the first's lock, says so, and gives up with one line naming the holder
     first = gen.hold_build_lock(tmp_path)
@@ -914,60 +628,11 @@ def test_two_builds_of_one_tree_take_turns_on_its_generated_sources(gen, tmp_pat
     second.close()
 
 
-def test_the_press_section_shows_every_encodings_growth_beside_the_papers(gen):
-    import sys
-
-    from pebench.experiment import load_experiments, suite_runs
-
-    load_experiments()
-    press = sys.modules["pebench_experiments.replicate_press2022"]
-    lines = gen.growth_table_lines(ROOT / "results" / "replication", "press2022", press.published_aggregate())
-    table = [line for line in "\n".join(lines).splitlines() if line.startswith("| ") and "encoding" not in line]
-    assert len(table) == len({s.encoding for s in suite_runs("replication", ["press2022"])})  # every encoding
-    alibi = next(line for line in table if line.startswith("| alibi |"))
-    assert alibi.endswith("| 0.93 |") and "| 10 |" in alibi  # the paper's value beside pebench's 10 seeds
-    assert any(line.endswith("| — |") for line in table)  # encodings the paper does not report
-    folder = ROOT / "results" / "replication"
-    assert gen.growth_table_lines(folder, "no_such_experiment", press.published_aggregate()) == []
-
-
-def test_the_t5_duplicate_pilot_applies_its_declared_reading_and_says_which_seeds_left_the_floor(gen, tmp_path):
-    import pandas as pd
-
-    path = tmp_path / "t5_duplicate.csv"
-    assert "not in these results" in gen.t5_duplicate_pilot(path)
-    common = dict(task="duplicate", arch="encoder", encoding="t5", train_max_len=8, floor_token_acc=0.3,
-                  git_sha="c" * 40, git_dirty=False, warmup_steps=100, lr=3e-3)
-    rows = [dict(common, variant="lr_1e-3", lr=1e-3, seed=s, fitted=False, fit_token_acc=0.28, stop_reason="plateau",
-                 steps_done=1100, step_cap=2500, fit_patience=1000) for s in range(3)]
-    rows += [dict(common, variant="no_plateau", seed=s, fitted=False, fit_token_acc=acc, stop_reason="cap",
-                  steps_done=5000, step_cap=5000, fit_patience=0) for s, acc in enumerate((0.9, 0.7, 0.25))]
-    pd.DataFrame(rows).to_csv(path, index=False)
-    text = gen.t5_duplicate_pilot(path)
-    assert "| `lr_1e-3` | 0.001 | 100 | 1000 | 2500 | 0/3 | 0.280 (plateau @1100);" in text
-    assert "| `no_plateau` | 0.003 | 100 | off | 5000 | 0/3 | 0.900 (cap @5000); 0.700 (cap @5000); 0.250" in text
-    assert "learning rate, warmup and stopping do not explain the miss: no variant fits more than 1 seed" in text
-    assert "`no_plateau` 2 of 3 (held-out token accuracy 0.70-0.90 at step 5000)" in text
-    assert "yet without it none fitted within 5000 steps" in text
-    rows[-1].update(fitted=True, fit_token_acc=0.99, stop_reason="fit")
-    rows[-2].update(fitted=True, fit_token_acc=0.99, stop_reason="fit")
-    pd.DataFrame(rows).to_csv(path, index=False)
-    text = gen.t5_duplicate_pilot(path)
-    assert "the miss lies in the optimisation that `no_plateau` changes" in text and "none fitted" not in text
-
-
 def test_task_caps_name_each_cap_with_its_tasks(gen):
     assert gen.task_caps({}) == "none"
     caps = {("decoder", "copy"): 5000, ("encoder", "copy"): 5000, ("decoder", "reverse"): 5000,
             ("encoder", "reverse"): 5000, ("decoder", "sort"): 2500}
     assert gen.task_caps(caps) == "5000 for copy and reverse; 2500 for sort (on the decoder)"
-
-
-def test_replication_tables_follow_the_order_their_script_declares(gen):
-    # declared first, in the declared order; anything undeclared after, in the order found
-    assert gen._declared_order(["bucket_sort", "extra", "even_pairs"], ("even_pairs", "parity_check", "bucket_sort")) \
-        == ["even_pairs", "bucket_sort", "extra"]
-    assert gen._declared_order(["b", "a"], ()) == ["b", "a"]
 
 
 def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
@@ -1032,3 +697,27 @@ def test_a_plugin_encoding_shows_the_doi_or_citation_it_was_registered_with(gen,
     assert "{cite:t}`su2021roformer`" in table
     page = gen.encoding_page("doi_pe", tmp_path / "_generated", srcdir=tmp_path)
     assert f"| paper | {link} |" in page
+
+
+
+def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, tmp_path):
+    import json
+
+    results = tmp_path / "results"
+    assert "not in these results" in gen.replications_include(results)
+    assert "`python pilots/cap_pilot.py read`" in gen.pilot_reading(results / "pilots" / "cap_pilot.json",
+                                                                     "Step-cap pilot", "pilots/cap_pilot.py")
+    blocks = [dict(kind="heading", level=2, text="Replication: a paper"), dict(kind="text", text="A **finding**."),
+              dict(kind="table", header=["encoding", "tau"], rows=[["NoPE", "0.69"]]),
+              dict(kind="list", items=["`arm`: what it changes"]), dict(kind="code", language="bash", lines=["run"])]
+    (results / "replication").mkdir(parents=True)
+    (results / "replication" / "report.json").write_text(json.dumps({"replications": [{"blocks": blocks}]}))
+    assert gen.replications_include(results) == ("## Replication: a paper\n\nA **finding**.\n\n| encoding | tau |\n"
+                                                 "|---|---|\n| NoPE | 0.69 |\n\n\n- `arm`: what it changes\n\n"
+                                                 "```bash\nrun\n```\n")
+    (results / "pilots").mkdir()
+    (results / "pilots" / "cap_pilot.json").write_text(json.dumps({"blocks": blocks[1:2]}))
+    assert gen.pilot_reading(results / "pilots" / "cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py") == \
+        "A **finding**.\n"
+    with pytest.raises(ValueError, match="kind 'figure' cannot be rendered"):
+        gen.render_blocks([dict(kind="figure")])

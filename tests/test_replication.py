@@ -1,11 +1,13 @@
-"""Agreement scores of a replication (pebench.replication) on synthetic runs whose ranking is known, and the
-pre-registered Kazemnejad et al. replication."""
+"""Agreement scores of a replication (pebench.replication) on synthetic runs whose ranking is known, the
+pre-registered replications as registered records, and the sections a report writes for them
+(pebench.report.replications)."""
 
 from __future__ import annotations
 
 import itertools
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -238,3 +240,227 @@ def test_a_claim_is_judged_only_where_both_encodings_fitted():
     assert table.loc[0, "reading"] == replication.NOT_TESTABLE
     assert table.loc[0, "note"] == "no task-seed pair in which both fitted, of 10 pairs run"
     assert replication.pooled_gain(table) != replication.pooled_gain(table)  # NaN: no jointly fitted pair
+
+
+# --------------------------------------------------------------------------- the records and the report's sections
+
+def page(blocks: list[dict]) -> str:
+    """Blocks as Markdown-like text (tables as ``| a | b |`` rows), for assertions on what the site will show."""
+    lines = []
+    for block in blocks:
+        if block["kind"] == "table":
+            lines += ["| " + " | ".join(row) + " |" for row in [block["header"], *block["rows"]]]
+        elif block["kind"] == "list":
+            lines += [f"- {item}" for item in block["items"]]
+        elif block["kind"] == "code":
+            lines += block["lines"]
+        else:
+            lines.append(("#" * block["level"] + " " if block["kind"] == "heading" else "") + block["text"])
+    return "\n".join(lines)
+
+
+def sections_text(folder) -> str:
+    from pebench.report.replications import sections
+
+    return "\n".join(page(section["blocks"]) for section in sections(folder, "replication"))
+
+
+def test_every_replication_script_registers_its_record_and_checks():
+    load_experiments()
+    assert replication.REPLICATIONS.names() == ["kazemnejad2023", "press2022", "ruoss2023"]
+    kazemnejad = replication.REPLICATIONS.get("kazemnejad2023")
+    assert kazemnejad.paper == "kazemnejad2023nope" and kazemnejad.metric == "ood_seq_acc"
+    assert kazemnejad.published()["none"] == pytest.approx(0.69) and len(kazemnejad.claims) == 10
+    assert [c.name for c in kazemnejad.checks] == ["kazemnejad2023_scale"]
+    assert [c.name for c in replication.REPLICATIONS.get("ruoss2023").checks] == ["ruoss2023_check"]
+    assert replication.REPLICATIONS.get("press2022").checks == []
+    bib = (Path(__file__).resolve().parent.parent / "docs" / "references.bib").read_text()
+    for name in replication.REPLICATIONS.names():
+        record = replication.REPLICATIONS.get(name)
+        assert f"{{{record.paper}," in bib and (Path(__file__).resolve().parent.parent / record.script).exists()
+    with pytest.raises(ValueError, match="registered twice"):
+        replication.REPLICATIONS.register("kazemnejad2023")(kazemnejad)
+
+
+def test_without_runs_each_section_says_how_to_make_them(tmp_path):
+    text = sections_text(tmp_path / "replication")
+    assert "## Replication: Kazemnejad et al. 2023" in text and "| NoPE | 0.69 |" in text
+    assert "## Replication: Press et al. 2022" in text and "| sinusoidal | 14.61 |" in text  # 293.02 / 20.05
+    # each of the three replications, the Kazemnejad scale check and the Ruoss check
+    assert text.count("Not run yet") == 5 and "Kendall's tau of" not in text
+    assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
+    assert "Declared in `experiments/replicate_kazemnejad2023.py` (commit `ba88c84`)" in text
+    assert "### Scale check: copy at 6 model sizes" in text and "--experiment kazemnejad2023_d256_l4" in text
+    assert "### Check: stack_manipulation, randomized positions from L = 410" in text
+    assert "--experiment ruoss2023_dense --experiment ruoss2023_budget4x" in text
+
+
+def test_a_section_scores_the_runs_of_its_replication(tmp_path):
+    paper = {"none": 0.9, "t5": 0.7, "alibi": 0.5, "rope": 0.3, "sinusoidal": 0.1}
+    rows = [dict(experiment="kazemnejad2023", arch="decoder", task=f"t{t}", encoding=e, seed=s, variant="trained",
+                 status="ok", fitted=True, ood_seq_acc=m + 0.01 * s)
+            for t, (e, m), s in itertools.product(range(6), paper.items(), range(3))]
+    summary = tmp_path / "replication" / "summary"
+    summary.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
+    text = sections_text(tmp_path / "replication")
+    # runs in the paper's order on 6 tasks, 3 seeds each: full agreement
+    assert "over 6 tasks: **1.00** [1.00, 1.00]" in text and "10 agree, 0 contradicted, 0 unresolved" in text
+    assert "## Replication: Ruoss et al. 2023" in text and "| randomized vs base | 12.00 |" in text
+    assert "holds no run of `press2022`" in text
+    assert "| NoPE | 1.00 | 0.69 |" in text
+    # pebench's per-task table beside the aggregate, and why no per-task tau is scored
+    assert "the mean over seeds of `ood_seq_acc`" in text
+    assert "| encoding | t0 | t1 | t2 | t3 | t4 | t5 | fitted |" in text
+    assert "| NoPE | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 0.91 | 18/18 |" in text and "No per-task Kendall tau" in text
+
+
+def test_a_replication_says_what_its_runs_cost_and_where_they_ran(tmp_path):
+    import json
+
+    from pebench.report.replications import compute
+
+    folder = tmp_path / "results" / "replication"
+    (folder / "summary").mkdir(parents=True)
+    pd.DataFrame([dict(experiment="press2022", run_id=f"r{i}", variant="trained", train_seconds=90.0)
+                  for i in range(4)] + [dict(experiment="ruoss2023", run_id="g0", variant="trained", train_seconds=9.0)]
+                 ).to_csv(folder / "summary" / "runs.csv", index=False)
+    machine = dict(cpu_count=2, processor="x86_64", torch_version="2.13.0+cpu", workers=2, device="cpu",
+                   cuda_device=None, git_sha="a" * 40)
+    old = dict(machine)  # a sweep from before the manifest recorded wall times
+    timed = dict(machine, experiments=["press2022"], runs_made=3, wall_seconds=600.0, outcome="interrupted")
+    gpu = dict(machine, device="cuda", cuda_device="NVIDIA H100", workers=1, experiments=["ruoss2023"],
+               runs_made=5, wall_seconds=60.0, outcome="complete")
+    (folder / "manifest.json").write_text(json.dumps({"suite": "replication", "invocations": [old, timed, gpu]}))
+    text = page(compute("press2022", folder))
+    assert "4 runs; their training took 6 worker-minutes" in text
+    # only the sweeps that may have made its runs: the one that names it, and the one from before the manifest
+    # named experiments; not the GPU sweep of another experiment
+    assert ("The sweeps of this experiment, with the 1 that predate the manifest's record of experiments, ran on: "
+            "2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers.") in text
+    ruoss = page(compute("ruoss2023", folder))
+    assert "ran on: 2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers; NVIDIA H100 GPU, torch 2.13.0+cpu, 1 worker." \
+        in ruoss
+    assert "3 runs in 10 min (commit `aaaaaaa`, interrupted)." in text and "60 s" not in text
+    assert "1 of the manifest's 3 sweeps predate its wall-time record" in text
+    assert compute("kazemnejad2023", folder) == []  # no run of it
+
+
+def test_the_kazemnejad_scale_check_is_read_in_its_replications_section(tmp_path):
+    # NoPE fails copy at the standard size and fits it at d128: the order reverses towards the paper's
+    paper = ["none", "t5", "alibi", "rope", "sinusoidal"]
+    rows = []
+    for experiment, order in (("kazemnejad2023", paper[1:] + paper[:1]), ("kazemnejad2023_d128_l2", paper)):
+        for (rank, encoding), seed in itertools.product(enumerate(order), range(3)):
+            rows.append(dict(experiment=experiment, arch="decoder", task="copy", encoding=encoding, seed=seed,
+                             variant="trained", status="ok", fitted=not (encoding == "none" and rank == 4),
+                             id_seq_acc=0.9, ood_seq_acc=0.5 - 0.1 * rank + 0.01 * seed))
+    summary = tmp_path / "replication" / "summary"
+    summary.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
+    text = sections_text(tmp_path / "replication")
+    assert "d128_l2" not in text.split("### Scale check")[0]
+    check = text[text.index("### Scale check"):]
+    assert "| d64, 2 layers | NoPE | 0/3 | 0.90 | 0.00 |" in check
+    assert "| d128, 2 layers | NoPE | 3/3 | 0.90 | 0.51 |" in check
+    assert "d64, 2 layers **0.20**" in check and "d128, 2 layers **1.00** [1.00, 1.00]" in check
+    # the declared reading: a size differs from the standard one only where the intervals do not overlap
+    assert "d128, 2 layers is higher than it." in check
+    assert "NoPE, the paper's best encoding, fitted copy (seeds fitted per size): d64, 2 layers 0/3; " \
+           "d128, 2 layers 3/3." in check
+    # the optimiser every size shares, read from the specs, and the fits per size it is to be read with
+    assert "AdamW at lr 0.003, batches of 64, 100 warm-up steps" in check
+    assert "the five encodings together: d64, 2 layers 12/15; d128, 2 layers 15/15." in check
+    assert "Not complete (no tau): `kazemnejad2023_d64_l4`" in check
+
+
+def _tau(low: float, high: float) -> replication.RankingAgreement:
+    return replication.RankingAgreement(tau=(low + high) / 2, low=low, high=high, ours=pd.Series(dtype=float),
+                                        theirs=pd.Series(dtype=float), n_tasks=1, n_boot=10)
+
+
+def test_the_scale_check_is_read_across_sizes_only_when_depth_alone_separates_them():
+    from pebench.report.replications import scale_by_depth
+
+    load_experiments()
+    check = replication.CHECKS.get("kazemnejad2023_scale")
+    sizes = [check.size_label(d, n) for d, n in check.sizes]
+    deep = {s: s.endswith("4 layers") for s in sizes}
+    cells = pd.DataFrame([dict(size=s, encoding="none", fitted=3 if deep[s] else 0, n=3) for s in sizes])
+    taus = {s: _tau(0.3, 0.5) if deep[s] else _tau(-0.2, 0.1) for s in sizes}
+    taus["d256, 4 layers"] = _tau(0.4, 0.8)
+    text = page(scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))))
+    assert "depth and not width separates them: at every 2-layer size (d64, d128, d256) NoPE fitted copy in no " \
+           "seed and the tau is not resolved from the standard size's; at every 4-layer size (d64, d128, d256) " \
+           "NoPE fitted copy in every seed and the tau is higher than the standard size's." in text
+    assert "The highest tau on copy: d256, 4 layers **0.60** [0.40, 0.80]." in text
+    assert "it does not measure the aggregate tau at another size" in text
+    # one wide 2-layer size that fits NoPE breaks the pattern: listed per depth, no conclusion drawn
+    cells.loc[cells["size"] == "d256, 2 layers", "fitted"] = 3
+    taus["d256, 2 layers"] = _tau(0.3, 0.5)
+    text = page(scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))))
+    assert "depth and not width" not in text and "Neither depth nor width alone separates them." in text
+    assert "d256 (NoPE fitted all; higher)" in text and "d64 (NoPE fitted none; the standard size)" in text
+    # a size without its tau yet: nothing is read across the sizes
+    del taus["d128, 4 layers"]
+    assert scale_by_depth(check, cells, taus, dict(check.size_verdicts(taus))) == []
+
+
+def test_the_scale_checks_declared_reading_calls_overlapping_intervals_unresolved():
+    load_experiments()
+    check = replication.CHECKS.get("kazemnejad2023_scale")
+    taus = {"d64, 4 layers": _tau(0.3, 0.5), "d64, 2 layers": _tau(-0.2, 0.0), "d128, 2 layers": _tau(-0.1, 0.4),
+            "d128, 4 layers": _tau(-0.6, -0.3)}
+    assert check.size_verdicts(taus) == [("d64, 4 layers", "higher"), ("d128, 2 layers", "unresolved"),
+                                         ("d128, 4 layers", "lower")]
+    assert check.size_verdicts({"d64, 4 layers": _tau(0.3, 0.5)}) == []  # no standard size: nothing to compare
+
+
+def test_the_ruoss_check_reads_its_arms_beside_the_replications_runs(tmp_path):
+    # the replication: bases fit, randomized do not; the dense arm: randomized:rope fits 2 of 3 seeds
+    rows = []
+    for experiment, encoding, fitted, ood in (("ruoss2023", "rope", (1, 1, 1), 0.5),
+                                              ("ruoss2023", "randomized:rope", (0, 0, 0), 0.8),
+                                              ("ruoss2023_dense", "randomized:rope", (1, 1, 0), 0.9)):
+        rows += [dict(experiment=experiment, arch="encoder", task="stack_manipulation", encoding=encoding, seed=seed,
+                      variant="trained", status="ok", fitted=bool(fit), fit_token_acc=0.995 if fit else 0.9,
+                      ood_token_acc=ood) for seed, fit in enumerate(fitted)]
+    rows.append(dict(rows[0], task="duplicate_string"))  # another task: not the check's
+    summary = tmp_path / "replication" / "summary"
+    summary.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
+    check = sections_text(tmp_path / "replication").split("### Check:")[1]
+    assert "| replication | randomized:rope | 0/3 | 0.90 | 0.00 | 0.80 (unfitted runs) | — |" in check
+    assert "| replication | rope | 3/3 | 0.99 | 0.50 | 0.50 | 0.50 |" in check
+    # the dense arm's rows are its own runs; the replication's bases are its comparison, not its rows
+    assert "| ruoss2023_dense | randomized:rope | 2/3 | 0.96 | 0.60 | 0.90 (unfitted runs) | 0.90 |" in check
+    assert "| ruoss2023_dense | rope |" not in check
+    assert "Randomized runs fitted, per arm: replication 0/3; ruoss2023_dense 2/3." in check
+    assert "randomized:rope in ruoss2023_dense, 2/3 fitted: 0.90 against 0.50." in check
+    # replication: 0 - 0.5 on 3 pairs; dense: 0.9, 0.9, 0 against 0.5
+    assert "replication **-50.0** points [-50.0, -50.0] over 3 pairs" in check
+    assert "ruoss2023_dense **+10.0** points" in check
+    assert "Not complete: `ruoss2023_dense` (3 of 15 runs), `ruoss2023_budget4x` (0 of 30 runs)." in check
+
+
+def test_the_press_section_shows_every_encodings_growth_beside_the_papers():
+    from pebench.report.replications import growth_blocks
+
+    load_experiments()
+    record = replication.REPLICATIONS.get("press2022")
+    folder = Path(__file__).resolve().parent.parent / "results" / "replication"
+    table = next(b for b in growth_blocks(folder, "press2022", record.published()) if b["kind"] == "table")
+    assert len(table["rows"]) == len({s.encoding for s in suite_runs("replication", ["press2022"])})  # every one
+    alibi = next(row for row in table["rows"] if row[0] == "alibi")
+    assert alibi[-1] == "0.93" and alibi[1] == "10"  # the paper's value beside pebench's 10 seeds
+    assert any(row[-1] == "—" for row in table["rows"])  # encodings the paper does not report
+    assert growth_blocks(folder, "no_such_experiment", record.published()) == []
+
+
+def test_replication_tables_follow_the_order_their_script_declares():
+    from pebench.report.replications import declared_order
+
+    # declared first, in the declared order; anything undeclared after, in the order found
+    assert declared_order(["bucket_sort", "extra", "even_pairs"], ("even_pairs", "parity_check", "bucket_sort")) \
+        == ["even_pairs", "bucket_sort", "extra"]
+    assert declared_order(["b", "a"], ()) == ["b", "a"]

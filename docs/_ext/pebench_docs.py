@@ -771,253 +771,26 @@ LOCAL_PAGE = "standard-local-rerun"
 REFERENCE_SUITE = "standard"
 
 
-def t5_bucket_pilot(path: Path, reference: Path | None = None) -> str:
-    """The T5 bucket pilot (``experiments/t5_bucket_pilot.py``): per task, bucket count and seed, whether the
-    encoder fitted, its held-out token accuracy at the longest training length and how it stopped, beside the
-    position-free floor; with the commit that made it, and (given the frozen reference runs, ``reference``)
-    whether its runs with the published buckets repeat the reference's runs of the same id."""
-    import pandas as pd
+#: each pilot reading the protocol and pilots pages show: the JSON its script's ``read`` writes, what it is,
+#: and the script
+PILOT_READINGS = {
+    "t5_bucket_pilot": ("t5_buckets.json", "T5 bucket pilot", "pilots/t5_bucket_pilot.py"),
+    "cap_pilot": ("cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py"),
+    "t5_duplicate_pilot": ("t5_duplicate.json", "T5 duplicate pilot", "pilots/t5_duplicate_pilot.py"),
+    "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
+}
 
-    what = "T5 bucket pilot"
+
+def pilot_reading(path: Path, what: str, script: str) -> str:
+    """A pilot's reading as its script's ``read`` command wrote it (blocks, :mod:`pebench.report.blocks`),
+    rendered; or the line that says how to write it."""
     if not path.exists():
-        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/t5_bucket_pilot.py`")
-    pilots = pd.read_csv(path).sort_values(["task", "num_buckets", "seed"], kind="stable")
-    rows = []
-    for (task, buckets), part in pilots.groupby(["task", "num_buckets"], sort=False):
-        cells = [f"{r.fit_token_acc:.3f} ({'fit' if r.fitted else r.stop_reason} @{int(r.steps_done)})"
-                 for r in part.itertuples()]
-        rows.append([task, str(buckets) + (" (published)" if buckets == 32 else " (exact)"),
-                     f"{int(part['fitted'].sum())}/{len(part)}", "; ".join(cells),
-                     f"{part['floor_token_acc'].iloc[0]:.2f}"])
-    made = pilots.iloc[0]
-    state = "clean" if not bool(made["git_dirty"]) else "uncommitted changes"
-    reading = []
-    for task, part in pilots.groupby("task", sort=False):
-        by = part.groupby("num_buckets").agg(fitted=("fitted", "sum"), n=("fitted", "size"),
-                                             acc=("fit_token_acc", "mean"))
-        if {32, by.index.max()} <= set(by.index) and by.index.max() > 32:
-            published, exact = by.loc[32], by.loc[by.index.max()]
-            reading.append(f"{task}: {int(exact.fitted)}/{int(exact.n)} seeds fitted with exact buckets, "
-                           f"{int(published.fitted)}/{int(published.n)} with T5's (mean held-out token accuracy "
-                           f"{exact.acc:.2f} against {published.acc:.2f})")
-    return (markdown_table(["task", "buckets", "seeds fitted", "held-out token accuracy at length "
-                            f"{int(made['train_max_len'])} per seed (how it stopped @ steps)",
-                            "position-free floor"], rows)
-            + f"\n\nMade by `experiments/t5_bucket_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
-              f"{len(pilots)} pilots; the step cap is {int(made['step_cap'])}."
-            + (f" In short: {'; '.join(reading)}." if reading else "") + _repeats_reference(pilots, reference)
-            + "\n")
+        return not_in_results(what, f"`{shown(path)}` is missing; run `python {script} read`")
+    return "\n".join(render_blocks(json.loads(path.read_text())["blocks"]))
 
 
-def t5_duplicate_pilot(path: Path) -> str:
-    """The T5 duplicate pilot (``experiments/t5_duplicate_pilot.py``): per variant (learning rate, warmup, no
-    plateau stop), the seeds fitted and each seed's held-out token accuracy and stop, beside the position-free
-    floor; its declared reading (a variant that fits 2 of 3 seeds locates the miss; none fitting more than 1
-    leaves it unexplained by them), then how many seeds of each variant ended above the floor."""
-    import pandas as pd
-
-    what = "T5 duplicate pilot"
-    if not path.exists():
-        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/t5_duplicate_pilot.py`")
-    pilots = pd.read_csv(path)
-    rows, located, above = [], [], []
-    for variant, part in pilots.groupby("variant", sort=False):
-        part = part.sort_values("seed")
-        fitted = int(part["fitted"].astype(bool).sum())
-        cells = [f"{r.fit_token_acc:.3f} ({'fit' if bool(r.fitted) else r.stop_reason} @{int(r.steps_done)})"
-                 for r in part.itertuples()]
-        first = part.iloc[0]
-        rows.append([f"`{variant}`", f"{first['lr']:g}", str(int(first["warmup_steps"])),
-                     str(int(first["fit_patience"])) if int(first["fit_patience"]) else "off",
-                     str(int(first["step_cap"])),
-                     f"{fitted}/{len(part)}", "; ".join(cells)])
-        if fitted >= 2:
-            located.append(f"`{variant}`")
-        lifted = part[part["fit_token_acc"] > part["floor_token_acc"]]
-        if len(lifted):
-            above.append(f"`{variant}` {len(lifted)} of {len(part)} (held-out token accuracy "
-                         f"{lifted['fit_token_acc'].min():.2f}-{lifted['fit_token_acc'].max():.2f} at step "
-                         f"{int(lifted['steps_done'].max())})")
-    made = pilots.iloc[0]
-    state = "clean" if not bool(made["git_dirty"]) else "uncommitted changes"
-    if located:
-        reading = (f"By the declared reading, the miss lies in the optimisation that {', '.join(located)} changes: "
-                   "it fits 2 or more of the seeds there.")
-    else:
-        reading = ("By the declared reading, learning rate, warmup and stopping do not explain the miss: no variant "
-                   "fits more than 1 seed.")
-    if above:
-        reading += (" Beyond the reading, the seeds that ended above the position-free floor "
-                    f"({made['floor_token_acc']:.2f}): {'; '.join(above)}; every other run stopped on or below it.")
-    unstopped = pilots[pilots["fit_patience"] == 0]
-    if len(unstopped) and not unstopped["fitted"].astype(bool).any() \
-            and (unstopped["fit_token_acc"] > unstopped["floor_token_acc"]).any():
-        cap = int(unstopped["step_cap"].max())
-        reading += (" So the plateau stop ends runs that would still rise from the floor, the limit the replay "
-                    f"below finds for fitted runs too; yet without it none fitted within {cap} steps.")
-    return (markdown_table(["variant", "peak lr", "warmup", "plateau patience", "step cap", "seeds fitted",
-                            "held-out token accuracy per seed (how it stopped @ steps)"], rows)
-            + f"\n\nMade by `experiments/t5_duplicate_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
-              f"{len(pilots)} pilots of encoder T5 on duplicate at training length {int(made['train_max_len'])}. "
-              f"{reading}\n")
-
-
-def cap_pilot(path: Path, reference: Path) -> str:
-    """The step-cap pilot (``experiments/cap_pilot.py``): per missed fit of a capable encoding in ``reference``
-    (the frozen reference runs the pilot was made against, ``results/pilots/reference_runs.csv``), how the
-    reference run stopped and how the same run stopped with the cap doubled; its declared reading (which misses
-    are misses of steps), the bound on what the doubled cap would cost the suite, and whether the standard suite
-    has adopted it."""
-    import pandas as pd
-
-    from pebench.results import encoding_label
-
-    what = "Step-cap pilot"
-    if not path.exists():
-        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/cap_pilot.py`")
-    if not reference.exists():
-        return not_in_results(what, f"`{shown(reference)}` is missing; run "
-                                    "`python experiments/task_pilots.py --freeze-reference`")
-    pilots = pd.read_csv(path)
-    runs = pd.read_csv(reference)
-    theirs = runs.rename(columns=lambda c: c if c == "run_id" else f"{c}_ref")
-    both = pilots.merge(theirs, left_on="reference_run_id", right_on="run_id", how="left", suffixes=("", "_x"))
-    both = both.sort_values(["arch", "task", "encoding", "seed"], kind="stable")
-
-    def stop(acc, fitted, reason, steps) -> str:
-        return "—" if pd.isna(acc) else f"{acc:.3f} ({'fit' if bool(fitted) else reason} @{int(steps)})"
-
-    rows = [[r.arch, r.task, encoding_label(r.encoding), str(int(r.seed)),
-             stop(r.fit_token_acc_ref, r.fitted_ref, r.stop_reason_ref, r.steps_done_ref),
-             stop(r.fit_token_acc, r.fitted, r.stop_reason, r.steps_done)] for r in both.itertuples()]
-    made = pilots.iloc[0]
-    state = "clean" if not bool(made["git_dirty"]) else "uncommitted changes"
-    caps = sorted({int(c) for c in both["step_cap"]})
-    factors = {round(float(f), 3) for f in both["step_cap"] / both["steps_ref"]}
-    cap = " / ".join(map(str, caps))
-    fitted = both[both["fitted"].astype(bool)]
-    missed = both[~both["fitted"].astype(bool)]
-
-    def named(part) -> str:
-        return ", ".join(f"{r.arch} {r.task} {encoding_label(r.encoding)} seed {int(r.seed)}"
-                         for r in part.itertuples()) or "none"
-
-    reading = (f"By the declared reading, {len(fitted)} of the {len(both)} misses are misses of steps (fitted "
-               f"with the longer cap: {named(fitted)}) and {len(missed)} are not explained by steps "
-               f"({named(missed)}).")
-    plateaued = missed[(missed["stop_reason"] == "plateau") & (missed["steps_done"] < missed["steps_ref"])]
-    if len(plateaued):
-        reading += (f" {len(plateaued)} of those stopped at the plateau stop before even the suite's own cap, in the "
-                    "pilot as in the reference: their held-out error had stopped falling.")
-    early = fitted[fitted["steps_to_fit"] <= fitted["steps_ref"]]
-    if len(early):
-        reading += (f" Of the {len(fitted)} that fitted, {len(early)} did so within the suite's own cap "
-                    f"({named(early)}): there the slower decay of the learning rate over the longer cap, not the "
-                    "extra steps, made the fit.")
-    tasks_ = set(both["task"])
-    capped = runs[(runs["experiment"] == "length_extrapolation") & runs["task"].isin(tasks_)
-                  & (runs["stop_reason"] == "cap")]
-    factor = max(factors)
-    extra = float(capped["train_seconds"].sum()) * (factor - 1)
-    times = "doubled" if factors == {2.0} else f"{factor:g}x"
-    cost = (f" The {times} cap on {', '.join(sorted(tasks_))} would add at most {extra:.0f} worker-seconds of "
-            f"training to the suite ({len(capped)} runs of these tasks, of any encoding, stopped at the cap in the "
-            f"reference; about {extra / 2 / 60:.0f} min of wall time on 2 workers) to the time measured for that "
-            "reference.")
-    from pebench.protocol import task_steps
-
-    adopted = all(task_steps("standard", r.arch, r.task) == int(r.step_cap) for r in both.itertuples())
-    if adopted:
-        cost += (f" The standard suite has since adopted the {times} cap on {', '.join(sorted(tasks_))} in both "
-                 "architectures (`pebench.protocol.TASK_STEPS`); what it cost is measured on the performance page.")
-    return (markdown_table(["arch", "task", "encoding", "seed", "reference: held-out token acc. (stop @ steps)",
-                            f"cap {cap}: held-out token acc. (stop @ steps)"], rows)
-            + f"\n\nMade by `experiments/cap_pilot.py` at commit `{made['git_sha'][:7]}` ({state}), "
-              f"{len(pilots)} pilots, against the reference made at `{_reference_sha(runs)}`. {reading}{cost}\n")
-
-
-def stop_rule_replay(path: Path) -> str:
-    """The plateau-stop replay (``experiments/stop_rule_replay.py``): per candidate rule, the fitted runs it
-    would stop before their fit, the same with its patience shortened by the margin, the runs it stops
-    sooner and the estimated training time and suite wall time; the declared choice last."""
-    import pandas as pd
-
-    what = "Plateau-stop replay"
-    if not path.exists():
-        return not_in_results(what, f"`{shown(path)}` is missing; run `python experiments/stop_rule_replay.py`")
-    table = pd.read_csv(path).sort_values(["fit_patience", "fit_min_drop"])
-    rows = []
-    for r in table.itertuples():
-        mark = " **(chosen)**" if r.chosen else (" (current)" if r.current else "")
-        rows.append([f"{int(r.fit_patience)}{mark}", f"{r.fit_min_drop:g}", int(r.false_stops),
-                     int(r.margin_false_stops), "yes" if r.admissible else "no", int(r.runs_stopped_sooner),
-                     int(r.beyond), f"{r.train_seconds:.0f}", f"{r.estimated_wall_minutes:.0f}"])
-    made, chosen = table.iloc[0], table[table["chosen"]].iloc[0]
-    current = table[table["current"]].iloc[0]
-    return (markdown_table(["patience (steps)", "min. relative drop", "false stops", "false stops, patience "
-                            "shortened by the margin", "admissible", "runs stopped sooner", "beyond the curve",
-                            "training (worker-s)", "est. suite wall (min)"], rows)
-            + f"\n\nReplayed on the fit curves of {int(made['runs'])} runs of `{made['results']}` (made by "
-              f"`{str(made['results_git_sha'])[:7]}`), whose suite took {made['measured_wall_minutes']:.0f} min "
-              f"with {made['recorded_train_seconds']:.0f} worker-seconds of training in these runs. "
-            + ("" if chosen.admissible else
-               f"No candidate is admissible, not even the current rule: with its patience shortened by the margin it "
-               f"would stop {int(chosen.margin_false_stops)} fitted runs before their fit, so the runs' own rule is "
-               f"already at the edge of their curves, and it is kept. ")
-            + "The declared "
-              f"choice is patience {int(chosen.fit_patience)} with minimum drop {chosen.fit_min_drop:g}: "
-              f"{int(chosen.runs_stopped_sooner)} runs stop sooner, none that fitted, and the suite's estimated "
-              f"wall time is {chosen.estimated_wall_minutes:.0f} min (the current rule, patience "
-              f"{int(current.fit_patience)} with drop {current.fit_min_drop:g}: {current.estimated_wall_minutes:.0f}"
-              f" min). "
-            + (f"That is within the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes."
-               if chosen.estimated_wall_minutes <= SUITE_BUDGET_MINUTES else
-               f"That is over the standard suite's budget of {SUITE_BUDGET_MINUTES} minutes: no admissible plateau "
-               f"stop brings the suite within it, so stopping sooner is not the lever that can."
-               + _cheapest_within_budget(table))
-            + "\n")
-
-
-def _cheapest_within_budget(table) -> str:
-    """A sentence: of the replayed rules within the budget, the one that loses the fewest fits, and how many."""
-    within = table[table["estimated_wall_minutes"] <= SUITE_BUDGET_MINUTES]
-    if within.empty:
-        return " No replayed rule reaches it."
-    best = within.sort_values(["false_stops", "estimated_wall_minutes"]).iloc[0]
-    return (f" Of the replayed rules that would reach it, the one that loses the fewest fits (patience "
-            f"{int(best.fit_patience)}, minimum drop {best.fit_min_drop:g}: {best.estimated_wall_minutes:.0f} min) "
-            f"stops {int(best.false_stops)} of the runs that fitted before their fit.")
-
-
-#: the standard suite's wall-time budget on 2 CPU cores (#12), which the stop-rule replay is judged against
+#: the standard suite's wall-time budget on 2 CPU cores (#12)
 SUITE_BUDGET_MINUTES = 60
-
-
-def _repeats_reference(pilots, reference: Path | None) -> str:
-    """A sentence: how many of the pilots with T5's published buckets found their run id in ``reference`` (the
-    frozen reference runs, ``results/pilots/reference_runs.csv``), and
-    whether their fit (fitted, held-out token accuracy, steps) is the reference run's exactly."""
-    published = pilots[pilots["num_buckets"] == 32]
-    if reference is None or published.empty:
-        return ""
-    import pandas as pd
-
-    if not reference.exists():
-        return ""
-    theirs = pd.read_csv(reference)
-    both = published.merge(theirs, on="run_id", suffixes=("", "_ref"))
-    same = sum(bool(r.fitted) == bool(r.fitted_ref) and r.fit_token_acc == r.fit_token_acc_ref
-               and r.steps_done == r.steps_done_ref for r in both.itertuples())
-    return (f" Of the {len(published)} pilots with T5's buckets, {len(both)} have a run in the reference made at "
-            f"`{_reference_sha(theirs)}` (`{shown(reference)}`), and {same} of those repeat its fit exactly "
-            "(fitted, held-out accuracy, steps).")
-
-
-def _reference_sha(runs) -> str:
-    """The short commit of the frozen reference ``runs`` (``task_pilots.freeze_reference``), or "unknown"."""
-    if "reference_git_sha" not in runs.columns or runs.empty:
-        return "unknown"
-    return str(runs["reference_git_sha"].iloc[0])[:7]
 
 
 def not_in_results(what: str, why: str) -> str:
@@ -1156,51 +929,34 @@ def floors_table(folder: Path) -> str:
 
 
 def v3_fit_include() -> str:
-    """Protocol v3's fit criterion as the code declares it (:data:`pebench.protocol.FIT_V3`,
-    :mod:`pebench.heldout`), and the training lengths of the core battery that are too small to split."""
+    """Protocol v3's fit criterion as the code declares it, with the training lengths of the core battery that
+    are too small to split (:func:`pebench.report.fit_criterion.fit_criterion_blocks`), rendered."""
     import sys
 
-    from pebench import heldout
     from pebench.experiment import load_experiments
-    from pebench.protocol import FIT_V3, SCALES
-    from pebench.train import TrainConfig
+    from pebench.report.fit_criterion import fit_criterion_blocks
 
     load_experiments()
     core = sys.modules["pebench_experiments.length_extrapolation"].CORE  # the standard suite's battery
-    examples, threshold = FIT_V3["fit_examples"], TrainConfig().fit_threshold
-    errors = int((1 - threshold) * examples + 1e-9)
-    rows = []
-    for name in core:
-        task = tasks.get(name)
-        unsplit = heldout.unsplit_lengths(task, range(max(1, task.min_length), 9))
-        rows.append([f"`{name}`", ", ".join(map(str, unsplit)) or "none"])
-    return "\n".join([
-        f"- checked every {SCALES['standard']['fit_every']} steps at **every training length**, longest first, on "
-        f"**{examples} held-out examples** per length; fitted when the token accuracy reaches {threshold} at every "
-        f"one (on a one-token answer: at most {errors} errors per length);",
-        f"- **held-out inputs never occur in training**: a fixed hash of the input puts one input in "
-        f"{heldout.HELD_OUT_SHARE} in the held-out part of its input space; training draws again in its place, and "
-        "the check draws only from it;",
-        f"- a length whose held-out part holds fewer than {heldout.MIN_HELD_OUT_INPUTS} distinct inputs (of "
-        f"{heldout.PROBE_DRAWS} draws) is not split: the model trains on every input there, and the check scores "
-        "the whole distribution. For the core battery (training lengths up to 8), those lengths are:",
-        "", markdown_table(["task", "training lengths not split"], rows), ""])
+    return "\n".join(render_blocks(fit_criterion_blocks(core)))
 
 
 def depth_pilot_include(pilots: Path) -> str:
     """The depth pilot's fit table and the outcome of its rule, as ``pilots/depth_pilot.py read`` wrote them
-    (``depth_pilot.csv``, ``depth_pilot.json``)."""
-    import pandas as pd
+    (``depth_pilot.csv``, ``depth_pilot.json``), rendered."""
+    import csv
 
     table_path, outcome_path = pilots / "depth_pilot.csv", pilots / "depth_pilot.json"
     if not table_path.exists() or not outcome_path.exists():
         return not_in_results("The depth pilot", f"`{shown(pilots)}` holds no `depth_pilot.csv` and "
                               "`depth_pilot.json` yet (`python pilots/depth_pilot.py read` writes them)")
-    table = pd.read_csv(table_path)
+    with table_path.open(newline="") as file:
+        table = list(csv.DictReader(file))
     outcome = json.loads(outcome_path.read_text())
     pivot = {}
-    for row in table.itertuples():
-        pivot.setdefault((int(row.n_layers), row.arch), {})[row.encoding] = f"{int(row.fitted)}/{int(row.runs)}"
+    for row in table:
+        cell = f"{int(float(row['fitted']))}/{int(float(row['runs']))}"
+        pivot.setdefault((int(float(row["n_layers"])), row["arch"]), {})[row["encoding"]] = cell
     from pebench.results import encoding_rank
 
     encodings_seen = sorted({e for cells in pivot.values() for e in cells}, key=encoding_rank)
@@ -1764,11 +1520,8 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     write(includes / "cite.md", cite_include())
     reference = results / REFERENCE_SUITE
     write(includes / "fit_table.md", fit_table(reference))
-    frozen = results / "pilots" / "reference_runs.csv"  # the reference the pilots were made against
-    write(includes / "t5_bucket_pilot.md", t5_bucket_pilot(results / "pilots" / "t5_buckets.csv", frozen))
-    write(includes / "cap_pilot.md", cap_pilot(results / "pilots" / "cap_pilot.csv", frozen))
-    write(includes / "t5_duplicate_pilot.md", t5_duplicate_pilot(results / "pilots" / "t5_duplicate.csv"))
-    write(includes / "stop_rule_replay.md", stop_rule_replay(results / "pilots" / "stop_rules.csv"))
+    for include, (name, what, script) in PILOT_READINGS.items():
+        write(includes / f"{include}.md", pilot_reading(results / "pilots" / name, what, script))
     write(includes / "floors_table.md", floors_table(reference))
     write(includes / "fit_resolution.md", fit_resolution([reference, results / "extended"]))
     write(includes / "v3_fit.md", v3_fit_include())
@@ -1923,441 +1676,36 @@ def setup(app) -> dict[str, Any]:
 
 
 REPLICATION_SUITE = "replication"
-#: how a scale check's declared verdict on a size (``size_verdicts``) reads against the standard size
-VERDICT_WORDS = {"higher": "higher than", "lower": "lower than", "unresolved": "not resolved from"}
 
 
-def _first_commit(path: Path) -> str:
-    """The short hash of the commit that added ``path`` ("" outside a git checkout)."""
-    try:
-        out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%h", "--", str(path)], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return out[-1] if out else ""
-
-
-def _our_setup(specs, primary_metric: str) -> dict[str, str]:
-    """pebench's side of a replication's setup, read from its run specs and its primary metric."""
-    from pebench import metrics
-    from pebench.results import encoding_label
-
-    first = specs[0]
-    train, evaluation = first.train, first.eval
-    caps = sorted({s.train.steps for s in specs})
-    id_lengths = [n for n in evaluation.lengths if n <= train.train_max_len]
-    ood_lengths = [n for n in evaluation.lengths if n > train.train_max_len]
-    names = list(dict.fromkeys(s.encoding for s in specs))
-    if first.task == "charlm":  # a language model: contexts and perplexity, no fit criterion
-        from pebench.tasks.charlm import EVAL_SPAN
-
-        return {
-            "model": f"{first.arch}-only, {first.n_layers} layers, {first.n_heads} heads, d_model {first.d_model}",
-            "data": "the bundled character corpus (the Python language reference), character-level",
-            "training": f"{train.steps} steps of {train.batch_size} windows of {train.train_max_len} characters, "
-                        f"AdamW, lr {train.lr:g}, {train.warmup_steps} warm-up steps, cosine decay",
-            "evaluation": f"non-overlapping windows of {', '.join(map(str, evaluation.lengths))} characters over the "
-                          f"same {EVAL_SPAN} validation characters",
-            "encodings": f"{len(names)}: {', '.join(encoding_label(n) for n in names)}",
-            "seeds": f"{len({s.seed for s in specs})} per encoding",
-            "score": "perplexity vs context; growth = perplexity at the longest context over that at the training "
-                     "context",
-        }
-    return {
-        "model": f"{first.arch}-only, {first.n_layers} layers, {first.n_heads} heads, d_model {first.d_model}, "
-                 f"dropout {first.dropout:g}",
-        "training": f"AdamW, lr {train.lr:g}, weight decay {train.weight_decay:g}, batch {train.batch_size}, "
-                    f"{train.warmup_steps} warm-up steps, cosine decay; until the fit criterion (token accuracy "
-                    f">= {train.fit_threshold:g} at length {train.train_max_len}) with a cap of "
-                    f"{' or '.join(str(c) for c in caps)} steps",
-        "training lengths": "uniform from the task's shortest input ("
-                            f"{' or '.join(map(str, sorted({s.train.train_min_len for s in specs})))}) to "
-                            f"{train.train_max_len}",
-        "test lengths": f"{', '.join(map(str, id_lengths))} (in distribution) and "
-                        f"{', '.join(map(str, ood_lengths))} (beyond), {evaluation.n_examples} examples each",
-        "tasks": f"{len({s.task for s in specs})}: {', '.join(dict.fromkeys(s.task for s in specs))}",
-        "encodings": f"{len(names)}: {', '.join(encoding_label(n) for n in names)}",
-        "metric": f"{metrics.get(primary_metric).axis_label} (`{primary_metric}`"
-                  + (f", {evaluation.decoding} decoding" if first.arch == "decoder" else "")
-                  + "), mean over fitted seeds; an unfitted run fails its task",
-        "seeds": f"{len({s.seed for s in specs})} per task and encoding",
-    }
-
-
-def replication_compute(name: str, results: Path) -> list[str]:
-    """What ``name``'s committed runs cost and where they ran: the training time summed over its runs
-    (``train_seconds``; evaluation not included), the machines every sweep into the folder recorded in its
-    manifest, and the wall time of each sweep that recorded it (``runs_made``, ``wall_seconds``)."""
-    import json
-
-    import pandas as pd
-
-    from pebench import replication
-
-    folder = results / REPLICATION_SUITE
-    runs = replication.experiment_runs(folder, name)
-    path = folder / "manifest.json"
-    if runs is None or not path.exists():
-        return []
-    invocations = json.loads(path.read_text()).get("invocations", [])
-    # the sweeps that may have made these runs: those that name this experiment, and those that predate
-    # the manifest's record of experiments (which of those made them is not recorded)
-    own = [i for i in invocations if "experiments" not in i or name in i["experiments"]]
-    machines = sorted({(f"{i['cuda_device']} GPU" if i.get("cuda_device") and i.get("device", "").startswith("cuda")
-                        else f"{i['cpu_count']}-core {i['processor']} CPU") + f", torch {i['torch_version']}, "
-                       f"{i['workers']} worker{'s' if i['workers'] != 1 else ''}" for i in own})
-    unnamed = sum("experiments" not in i for i in own)
-    runs = runs.drop_duplicates("run_id")
-    training = pd.to_numeric(runs["train_seconds"], errors="coerce").sum()
-    line = (f"**Compute.** {len(runs)} runs; their training took {training / 60:.0f} worker-minutes in all (each "
-            f"run's `train_seconds`; evaluation not included). The sweeps of this experiment"
-            + (f", with the {unnamed} that predate the manifest's record of experiments," if unnamed else "")
-            + f" ran on: {'; '.join(machines)}.")
-    timed = [i for i in invocations if name in i.get("experiments", ()) and "wall_seconds" in i]
-    if timed:
-        line += " Sweeps of this experiment that recorded their wall time: " + "; ".join(
-            f"{i['runs_made']} runs in {i['wall_seconds'] / 60:.0f} min (commit `{i['git_sha'][:7]}`, {i['outcome']})"
-            for i in timed) + "."
-    untimed = [i for i in invocations if "wall_seconds" not in i]
-    if untimed:
-        line += (f" {len(untimed)} of the manifest's {len(invocations)} sweeps predate its wall-time record: which "
-                 "of them made these runs, and in what wall time, is not in the committed data.")
-    return [line, ""]
-
-
-def _signed(value: float) -> str:
-    """``+0.123``, or ``—`` when undefined."""
-    return "—" if value != value else f"{value:+.3f}"
-
-
-def _p_value(value: float) -> str:
-    """A p-value to 3 significant digits, or ``—`` when the claim was not tested."""
-    return "—" if value != value else f"{value:.3g}"
-
-
-def replication_commands(experiments: Iterable[str]) -> list[str]:
-    """The commands that make ``experiments``' runs in ``results/replication`` and report them, as a bash block."""
-    names = " ".join(f"--experiment {name}" for name in experiments)
-    return ["```bash", f"pebench run --suite {REPLICATION_SUITE} {names} --out results/{REPLICATION_SUITE} --workers 2",
-            f"pebench report --results results/{REPLICATION_SUITE}", "```", ""]
-
-
-def replication_section(name: str, results: Path) -> list[str]:
-    """One replication on the Replications page: the setups side by side, the published aggregate, and the
-    pre-registered agreement scores when its results are committed."""
-    import sys
-
-    from pebench import replication
-    from pebench.experiment import load_experiments, suite_runs
-    from pebench.results import encoding_label
-
-    experiment = load_experiments().get(name)
-    module = sys.modules[f"pebench_experiments.{Path(experiment.script).stem}"]
-    specs = suite_runs(REPLICATION_SUITE, [name])
-    report = experiment.report
-    commit = _first_commit(Path(experiment.script))
-    declared = f"Declared in `experiments/{Path(experiment.script).name}`"
-    lines = [f"## {report.title}", "", f"{experiment.description} {declared}"
-             + (f" (commit `{commit}`)" if commit else "") + ", before any of its runs was made.", "",
-             "### Setup: the paper's and pebench's", ""]
-    ours = _our_setup(specs, report.primary_metric)
-    lines += [markdown_table(["", "paper", "pebench"],
-                             [[key, module.PAPER_SETUP.get(key, "—"), ours.get(key, "—")]
-                              for key in dict.fromkeys([*module.PAPER_SETUP, *ours])]), ""]
-    theirs = module.published_aggregate()
-    lines += ["### The published aggregate", "",
-              markdown_table(["encoding", module.AGGREGATE_LABEL],
-                             [[encoding_label(e) if e in encodings.names() or ":" in e else e, f"{v:.2f}"]
-                              for e, v in theirs.items()]), ""]
-    lines += ["### Agreement", ""]
-    scored = module.score(results / REPLICATION_SUITE)
-    if scored is None:
-        lines += [f"Not run yet: `{shown(results / REPLICATION_SUITE)}` holds no run of `{name}`. The "
-                  f"pre-registered scores (the experiment's docstring): {module.SCORES} To make the results:",
-                  "", *replication_commands([name])]
-        for check in _checks_of(name):
-            lines += check_section(check, results)
-        return lines
-    agreement, claims, sentence = scored
-    counts = claims["reading"].value_counts()
-    held = {run_file_id(path) for path in raw_files(results / REPLICATION_SUITE / "raw")}
-    ids = {spec.run_id for spec in specs}
-    if not ids <= held:
-        complete = sorted(e for e in dict.fromkeys(s.encoding for s in specs)
-                          if {s.run_id for s in specs if s.encoding == e} <= held)
-        lines += [f"**Incomplete:** {len(ids & held)} of the {len(ids)} runs of `{name}` are in; the encodings "
-                  f"with every run in: {', '.join(encoding_label(e) for e in complete) or 'none'}. The scores "
-                  "below use the runs that are in.", ""]
-    if agreement is not None:
-        over = f" over {agreement.n_tasks} tasks" if agreement.n_tasks > 1 else ""
-        lines += [f"Kendall's tau of the ranking of the paper's {len(agreement.ours)} encodings{over}: "
-                  f"**{agreement.tau:.2f}** [{agreement.low:.2f}, {agreement.high:.2f}] (95% bootstrap interval "
-                  f"over seeds, {agreement.n_boot} replicates).", "",
-                  markdown_table(["encoding", "pebench", "paper"],
-                                 [[encoding_label(e), f"{agreement.ours[e]:.2f}", f"{agreement.theirs[e]:.2f}"]
-                                  for e in agreement.ours.index]), ""]
-    if sentence:
-        lines += [sentence, ""]
-    untestable = counts.get(replication.NOT_TESTABLE, 0)
-    lines += [f"Pairwise orders the paper claims: {counts.get(replication.AGREES, 0)} agree, "
-              f"{counts.get(replication.CONTRADICTS, 0)} contradicted, {counts.get(replication.UNRESOLVED, 0)} "
-              f"unresolved" + (f", {untestable} not testable at this budget" if untestable else "")
-              + f" (Holm-corrected over the {len(claims)}).", ""]
-    if "raw_gain" in claims:  # read in the paper's regime (replication.regime_agreement): gated and raw side by side
-        lines += [markdown_table(
-            ["paper: better", "than", "pairs both fitted", "mean difference there", "Holm p", "raw difference, all "
-             "pairs", "pebench"],
-            [[encoding_label(r.a), encoding_label(r.b), str(r.n_pairs), _signed(r.mean_diff), _p_value(r.p_holm),
-              f"{_signed(r.raw_gain)} ({r.raw_pairs})", r.reading + (f" ({r.note})" if r.note else "")]
-             for r in claims.itertuples()]), ""]
-    else:
-        lines += [markdown_table(["paper: better", "than", "pebench: mean difference", "Holm p", "pebench"],
-                                 [[encoding_label(r.a), encoding_label(r.b), f"{r.mean_diff:+.3f}",
-                                   f"{r.p_holm:.3g}", r.reading] for r in claims.itertuples()]), ""]
-    runs = replication.experiment_runs(results / REPLICATION_SUITE, name)
-    if report.layout == "perplexity":  # a language model: every encoding's growth, the paper's four and the rest
-        lines += growth_table_lines(results / REPLICATION_SUITE, name, theirs)
-    for statistic in getattr(module, "TASK_TABLES", ()):
-        table = replication.task_table(runs, report.primary_metric, statistic)
-        table = table.loc[_declared_order(table.index, getattr(module, "ENCODINGS", ()))]  # the script's order
-        tasks_run = _declared_order([c for c in table.columns if c != "fitted"], getattr(module, "TASKS", ()))
-        lines += [f"pebench per task: the {statistic} over seeds of `{report.primary_metric}` (an unfitted run "
-                  "scores 0; *fitted*: seeds fitted over seeds run, all tasks).", "",
-                  markdown_table(["encoding", *tasks_run, "fitted"],
-                                 [[encoding_label(e), *(f"{v:.2f}" if v == v else "—" for v in row[tasks_run]),
-                                   row["fitted"]] for e, row in table.iterrows()]), ""]
-    if getattr(module, "PER_TASK_NOTE", ""):
-        lines += [module.PER_TASK_NOTE, ""]
-    lines += replication_compute(name, results)
-    for check in _checks_of(name):
-        lines += check_section(check, results)
+def render_blocks(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Markdown lines of blocks as ``pebench report`` and the pilot readers write them
+    (:mod:`pebench.report.replications`): headings, paragraphs, tables, bulleted lists and code."""
+    lines: list[str] = []
+    for block in blocks:
+        kind = block["kind"]
+        if kind == "heading":
+            lines += [f"{'#' * block['level']} {block['text']}", ""]
+        elif kind == "text":
+            lines += [block["text"], ""]
+        elif kind == "table":
+            lines += [markdown_table(block["header"], block["rows"]), ""]
+        elif kind == "list":
+            lines += [f"- {item}" for item in block["items"]] + [""]
+        elif kind == "code":
+            lines += [f"```{block['language']}", *block["lines"], "```", ""]
+        else:
+            raise ValueError(f"a block of kind {kind!r} cannot be rendered; known: heading, text, table, list, code")
     return lines
-
-
-def _declared_order(found, declared) -> list:
-    """``found`` in the order its experiment script declares (``declared``), any it does not declare after them
-    in the order found: a replication's tables read in its paper's order, not in the order its runs finished."""
-    found = list(found)
-    return [x for x in declared if x in found] + [x for x in found if x not in declared]
-
-
-def growth_table_lines(folder: Path, name: str, published) -> list[str]:
-    """A language-model replication's every encoding (:func:`pebench.replication.growth_table`): perplexity at
-    the training context and its growth at the longest context, mean ± 95% t-interval over seeds, beside the
-    paper's growth where it has one."""
-    from pebench import replication, results
-    from pebench.results import encoding_label
-
-    rows = results.load(folder)
-    rows = rows[(rows["experiment"] == name) & (rows["variant"] == "trained")]
-    if rows.empty:
-        return []
-    table = replication.growth_table(rows, published)
-    longest, trained = int(rows["eval_len"].max()), int(rows["train_max_len"].iloc[0])
-
-    def mean_ci(mean: float, ci: float) -> str:
-        return f"{mean:.2f}" + (f" ± {ci:.2f}" if ci == ci else "")
-
-    return [f"pebench, every encoding, least growth first: perplexity at the training context ({trained}) and its "
-            f"growth at {longest} (mean ± 95% t-interval over seeds), beside the paper's growth where it reports "
-            "the encoding. The score above ranks the paper's encodings only; the others are shown, not scored.", "",
-            markdown_table(["encoding", "seeds", f"perplexity at {trained}", f"growth, {longest} / {trained}",
-                            "paper: growth"],
-                           [[encoding_label(e), str(int(r.seeds)), mean_ci(r.ppl_train, r.ppl_train_ci),
-                             mean_ci(r.growth, r.growth_ci), f"{r.paper:.2f}" if r.paper == r.paper else "—"]
-                            for e, r in table.iterrows()]), ""]
-
-
-def _experiment_module(name: str):
-    """The module of the experiment script that registered ``name``."""
-    import sys
-
-    from pebench.experiment import load_experiments
-
-    return sys.modules[f"pebench_experiments.{Path(load_experiments().get(name).script).stem}"]
-
-
-def _checks_of(name: str) -> list:
-    """The modules of the checks declared for replication ``name`` (their ``REPLICATES`` is ``name``), once each."""
-    from pebench.experiment import load_experiments
-
-    registry = load_experiments()
-    modules = [_experiment_module(n) for n in registry.names() if REPLICATION_SUITE in registry.get(n).configs]
-    return list({id(m): m for m in modules if getattr(m, "REPLICATES", None) == name}.values())
-
-
-def check_section(check, results: Path) -> list[str]:
-    """A check declared for a replication: a scale check (its module has ``SIZES``) or a check in arms
-    (``ARMS``)."""
-    return scale_check_section(check, results) if hasattr(check, "SIZES") else arm_check_section(check, results)
-
-
-def arm_check_section(check, results: Path) -> list[str]:
-    """A replication's check in arms (``experiments/replicate_*_check.py``): per arm and encoding, seeds fitted,
-    held-out accuracy when training stopped and OOD accuracy scored and raw, and per arm the mean gain of
-    randomized over base; or how to run it."""
-    from pebench.experiment import suite_runs
-    from pebench.results import encoding_label
-
-    script = Path(check.__file__).name
-    commit = _first_commit(Path(check.__file__))
-    question, why = (" ".join(part.split()) for part in check.__doc__.split("\n\n")[:2])
-    lines = [f"### Check: {check.TASK}, {' / '.join(check.ARMS.values())}", "", question, "", why, "",
-             f"Declared in `experiments/{script}`" + (f" (commit `{commit}`)" if commit else "") + ", arms:", ""]
-    lines += [f"- `{name}`: {change}" for name, change in check.ARMS.items()] + [""]
-    summary = check.check_summary(results / REPLICATION_SUITE)
-    if summary is None:
-        return lines + ["Not run yet. To make the results:", "", *replication_commands(check.ARMS)]
-    cells, gains = summary
-    held = cells.groupby("arm")["n"].sum()  # each arm's rows are its own runs
-    expected = {name: len(suite_runs(REPLICATION_SUITE, [name])) for name in check.ARMS}
-    lines += [markdown_table(
-        ["arm", "encoding", "fitted seeds", "held-out token accuracy at the stop", "OOD token accuracy (unfitted: 0)",
-         "OOD token accuracy, raw", "OOD token accuracy of the fitted runs"],
-        [[r.arm, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", _two_decimals(r.fit_acc),
-          _two_decimals(r.ood), _two_decimals(r.ood_raw) + ("" if r.fitted == r.n else " (unfitted runs)"),
-          _two_decimals(r.ood_fitted) if r.fitted else "—"] for r in cells.itertuples()]), "",
-              "The dense arm has runs of the randomized encodings only; its bases are the replication's runs of the "
-              "same seeds (positions of a base encoding do not depend on L). The raw column and the fitted runs' "
-              "column are read beside the pre-registered scores, not instead of them.", "",
-              "Mean gain in OOD token accuracy of randomized over base, paired by seed (an unfitted run scores 0; "
-              "95% bootstrap interval): " + "; ".join(
-                  f"{g.arm} **{100 * g.mean:+.1f}** points [{100 * g.low:+.1f}, {100 * g.high:+.1f}] over {g.pairs} "
-                  "pairs" for g in gains.itertuples() if g.pairs) + ".", ""]
-    randomized = cells[cells["encoding"].str.startswith("randomized:")]
-    randomized = randomized.groupby("arm", sort=False)[["fitted", "n"]].sum()
-    lines += ["Randomized runs fitted, per arm: " + "; ".join(
-        f"{arm} {int(row.fitted)}/{int(row.n)}" for arm, row in randomized.iterrows()) + ". By the pre-registered "
-        "reading, a cause is supported where an arm fits randomized runs that the replication did not; where none "
-        "does, the failure is unexplained.", ""]
-    bases = cells.set_index(["arm", "encoding"])["ood_raw"]
-    fitted = [(r.arm, r.encoding, r.fitted, r.n, r.ood_fitted,
-               bases.get((r.arm, base), bases.get(("replication", base), float("nan"))))
-              for r in cells.itertuples() if r.encoding.startswith("randomized:") and r.fitted
-              for base in [r.encoding.partition(":")[2]]]
-    if fitted:
-        lines += ["Where randomized runs fitted, their OOD token accuracy against their base's (mean over the base's "
-                  "seeds in the same arm, or the replication's for the dense arm): " + "; ".join(
-                      f"{encoding_label(e)} in {arm}, {int(k)}/{int(n)} fitted: {ours:.2f} against {theirs:.2f}"
-                      for arm, e, k, n, ours, theirs in fitted) + ".", ""]
-    short = [f"`{name}` ({held.get(name, 0)} of {n} runs)" for name, n in expected.items() if held.get(name, 0) < n]
-    if short:
-        lines += [f"Not complete: {', '.join(short)}.", ""]
-    return lines
-
-
-def scale_check_section(check, results: Path) -> list[str]:
-    """A replication's scale check (``experiments/replicate_*_scale.py``): per size, each encoding's fitted
-    seeds and exact match, and the tau of its order against the paper's; or how to run it."""
-    from pebench.results import encoding_label
-
-    script = Path(check.__file__).name
-    lines = [f"### Scale check: {check.TASK} at {len(check.SIZES)} model sizes", "",
-             " ".join(check.__doc__.split("\n\n")[1].split()), f"Declared in `experiments/{script}`"
-             + (f" (commit `{commit}`)" if (commit := _first_commit(Path(check.__file__))) else "") + ".", ""]
-    summary = check.scale_summary(results / REPLICATION_SUITE)
-    if summary is None:
-        return lines + ["Not run yet. To make the results:", "",
-                        *replication_commands(check.experiment_name(*size) for size in check.SIZES[1:])]
-    cells, taus, missing = summary
-    lines += [markdown_table(["size", "encoding", "fitted seeds", "ID exact match", "exact match beyond the "
-                              "training lengths (unfitted: 0)"],
-                             [[r.size, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", f"{r.id_seq:.2f}",
-                               f"{r.ood:.2f}"] for r in cells.itertuples()]), "",
-              "Kendall's tau of the encodings' order on "
-              f"{check.TASK} against the paper's aggregate order, per size with every run in (95% bootstrap "
-              "interval over seeds): " + ("; ".join(f"{size} **{a.tau:.2f}** [{a.low:.2f}, {a.high:.2f}]"
-                                                    for size, a in taus.items()) or "none yet") + ".", ""]
-    verdicts = check.size_verdicts(taus)
-    if verdicts:
-        standard = check.size_label(*check.SIZES[0])
-        lines += [f"By the declared reading (a size differs from {standard} only where the two intervals do not "
-                  "overlap): " + "; ".join(f"{size} is {VERDICT_WORDS[v]} it" for size, v in verdicts) + ".", ""]
-    nope = cells[cells["encoding"] == "none"]
-    if not nope.empty:
-        fits = [f"{r.size} {int(r.fitted)}/{int(r.n)}" for r in nope.itertuples()]
-        lines += [f"NoPE, the paper's best encoding, fitted copy (seeds fitted per size): {'; '.join(fits)}.", ""]
-    lines += _scale_by_depth(check, cells, taus, dict(verdicts))
-    lines += _scale_confound(check, cells)
-    if missing:
-        lines += [f"Not complete (no tau): {', '.join(f'`{m}`' for m in missing)}.", ""]
-    return lines
-
-
-def _scale_by_depth(check, cells, taus: dict, verdicts: dict) -> list[str]:
-    """The scale check read across its sizes, once every size has a tau: per depth, the seeds NoPE fitted and
-    the declared verdicts of its sizes against the standard one. Where each depth is uniform (NoPE fits every
-    seed or none at every width, and its sizes share one verdict) and the depths differ, the sentence says that
-    depth and not width separates the sizes; otherwise it lists them per depth and draws no conclusion."""
-    from pebench.results import encoding_label
-
-    sizes = {check.size_label(d, n): (d, n) for d, n in check.SIZES}
-    if set(taus) != set(sizes):
-        return []
-    standard = check.size_label(*check.SIZES[0])
-    nope = cells[cells["encoding"] == "none"].set_index("size")
-    depths = {}
-    for size, (width, layers) in sizes.items():
-        fit = nope.loc[size]  # every size has its tau, so every run of it, NoPE's included, is in
-        fits = "all" if fit.fitted == fit.n else "none" if fit.fitted == 0 else "some"
-        depths.setdefault(layers, []).append((width, fits, "standard" if size == standard else verdicts[size]))
-    best = max(taus, key=lambda s: taus[s].tau)
-    highest = f"The highest tau on {check.TASK}: {best} **{taus[best].tau:.2f}** [{taus[best].low:.2f}, " \
-              f"{taus[best].high:.2f}]."
-    scope = (f"The replication's other tasks were run at the standard size ({standard}) only, so this check shows "
-             f"what size does to the order on {check.TASK}; it does not measure the aggregate tau at another size.")
-
-    def verdict_of(rows):  # one verdict for a depth's sizes, the standard size reading as unresolved from itself
-        found = {v if v != "standard" else "unresolved" for _, _, v in rows}
-        return found.pop() if len(found) == 1 else None
-
-    uniform = all(len({f for _, f, _ in rows}) == 1 and rows[0][1] != "some" and verdict_of(rows)
-                  for rows in depths.values())
-    distinct = len({(rows[0][1], verdict_of(rows)) for rows in depths.values()}) == len(depths) > 1
-    if uniform and distinct:
-        parts = []
-        for layers, rows in sorted(depths.items()):
-            widths = ", ".join(f"d{w}" for w, _, _ in rows)
-            fitted = "every seed" if rows[0][1] == "all" else "no seed"
-            parts.append(f"at every {layers}-layer size ({widths}) {encoding_label('none')} fitted {check.TASK} in "
-                         f"{fitted} and the tau is {VERDICT_WORDS[verdict_of(rows)]} the standard size's")
-        return [f"Read across the {len(sizes)} sizes, depth and not width separates them: " + "; ".join(parts)
-                + f". {highest} {scope}", ""]
-    parts = [f"{layers} layers: " + ", ".join(f"d{w} ({encoding_label('none')} fitted {f}; "
-                                              f"{'the standard size' if v == 'standard' else v})"
-                                              for w, f, v in rows) for layers, rows in sorted(depths.items())]
-    return [f"Read across the {len(sizes)} sizes, per depth: {'; '.join(parts)}. Neither depth nor width alone "
-            f"separates them. {highest} {scope}", ""]
-
-
-def _scale_confound(check, cells) -> list[str]:
-    """What a scale check holds fixed that a larger model may need changed: the optimiser of every size (read
-    from its run specs), and the runs fitted per size, so that a width whose fits drop is read with its
-    learning rate, which the check does not re-tune."""
-    from pebench.experiment import suite_runs
-
-    optimisers = {(s.train.lr, s.train.batch_size, s.train.warmup_steps)
-                  for size in check.SIZES for s in suite_runs(REPLICATION_SUITE, [check.experiment_name(*size)])}
-    if len(optimisers) != 1:
-        return []
-    lr, batch, warmup = optimisers.pop()
-    fitted = cells.groupby("size", sort=False)[["fitted", "n"]].sum()
-    counts = "; ".join(f"{size} {int(r.fitted)}/{int(r.n)}" for size, r in fitted.iterrows())
-    return [f"Every size trains with the replication's optimiser unchanged (AdamW at lr {lr:g}, batches of {batch}, "
-            f"{warmup} warm-up steps): the learning rate is not re-tuned for width or depth. Runs fitted per size, "
-            f"the five encodings together: {counts}. Where a larger size fits fewer runs than a smaller one, its size "
-            "and a learning rate that may be too high for it are confounded, and this check cannot separate them.",
-            ""]
 
 
 def replications_include(results: Path = ROOT / "results") -> str:
-    """The Replications page's body: one :func:`replication_section` per experiment of the replication suite."""
-    from pebench.experiment import load_experiments
-
-    registry = load_experiments()
-    names = [n for n in registry.names() if REPLICATION_SUITE in registry.get(n).configs
-             and not hasattr(_experiment_module(n), "REPLICATES")]  # checks are shown in their replication's section
-    lines = []
-    for name in names:
-        lines += replication_section(name, results)
+    """The Replications page's body: the replication sections of the replication suite's ``report.json``
+    (written by ``pebench report``), rendered as they are."""
+    path = results / REPLICATION_SUITE / "report.json"
+    if not path.exists():
+        return not_in_results("Replications", f"no `{shown(path)}`; `pebench report --results "
+                                              f"{shown(path.parent)}` writes it")
+    sections = json.loads(path.read_text()).get("replications", [])
+    lines = [line for section in sections for line in render_blocks(section["blocks"])]
     return "\n".join(lines) if lines else not_in_results("Replications", "no replication experiment is declared")
