@@ -44,6 +44,7 @@ from pebench.experiment import BASE_VARIANT, ReportSpec, report_spec
 from pebench.model import ARCHS
 from pebench.registry import Registry
 from pebench.report.main_table import lead_experiment, main_table
+from pebench.report.replications import sections as replication_sections
 from pebench.results import CELL_COLUMNS, GROUP_COLUMNS, encoding_label, encoding_labels
 from pebench.tables import (
     RESULTS_STYLE,
@@ -90,6 +91,7 @@ class Report:
     results_version: str = ""  # pebench.results.results_version of the runs reported
     citation: str = ""  # BibTeX of these results (citation_bibtex)
     main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
+    replications: list[dict] = field(default_factory=list)  # sections of pebench.report.replications
 
 
 # --------------------------------------------------------------------------- table builders
@@ -811,6 +813,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
                     citation_bibtex(suite, version, _commits(data), _year(results_dir),
                                     made_with=_distinct(data, "pebench_version")))
     report.main_table = main.name if main is not None else ""
+    report.replications = replication_sections(out_dir, suite, data, results_dir)
     _write_index(report, out_dir)
     return report
 
@@ -1060,6 +1063,7 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "skipped": report.skipped,
         "results_version": report.results_version,
         "citation": report.citation,
+        **({"replications": report.replications} if report.replications else {}),
         "main_table": report.main_table,
     }
     (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
