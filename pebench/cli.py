@@ -637,8 +637,8 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-#: the end of ``pebench --help`` (and of ``pebench`` alone)
-EXAMPLES = """\
+# the end of `pebench --help` (and of `pebench` alone); private, so that the API pages do not print its text
+_EXAMPLES = """\
 examples:
   pebench list encodings                      the encodings, their slots and papers
   pebench run --suite smoke                   check that everything runs (about a minute on 2 CPU cores)
@@ -658,7 +658,7 @@ docs: docs/quickstart.md and docs/extending.md; the site: tox -e docs, then open
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pebench`` command."""
     parser = _Parser(prog="pebench", description="Benchmark positional encodings of transformers.",
-                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                     epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
