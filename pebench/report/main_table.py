@@ -20,7 +20,7 @@ from pebench import encodings, leaderboard
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.results import encoding_label
-from pebench.tables import Cell, Column, Style, Table, format_number
+from pebench.tables import Cell, Column, Style, Table
 
 #: the file stem of a suite's main table (``tables/main.tex``)
 MAIN_TABLE = "main"
@@ -34,14 +34,17 @@ def lead_experiment(experiments: Sequence[tuple[str, object, ReportSpec]]) -> st
     return next((name for name, _, spec in experiments if spec.primary_metric), None)
 
 
-def _number(value: float) -> str:
-    """Two decimals with a typographic minus (``−0.12``), ``—`` when undefined."""
-    return format_number(value, "ratio").replace("-", "−")
+def _number(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals and a typographic minus (``−0.12``), never ``−0.00``; ``—`` when
+    undefined."""
+    if value is None or not np.isfinite(value):
+        return "—"
+    return f"{round(float(value), digits) + 0.0:.{digits}f}".replace("-", "−")
 
 
-def _interval(point: float, low: float, high: float) -> Cell:
-    """``point [low, high]``; its value is the triple."""
-    return Cell(f"{_number(point)} [{_number(low)}, {_number(high)}]", (point, low, high))
+def _interval(point: float, low: float, high: float, digits: int = 2) -> Cell:
+    """``point [low, high]`` with ``digits`` decimals; its value is the triple."""
+    return Cell(f"{_number(point, digits)} [{_number(low, digits)}, {_number(high, digits)}]", (point, low, high))
 
 
 def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) -> Table | None:
@@ -78,7 +81,8 @@ def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) ->
         elif r.encoding == baseline:
             row += [Cell("baseline"), Cell("—")]
         else:
-            row += [_interval(control["vs_baseline"], control["diff_low"], control["diff_high"]),
+            # three decimals, as the harm board: an interval ending just below 0 must not read as 0.00
+            row += [_interval(control["vs_baseline"], control["diff_low"], control["diff_high"], 3),
                     Cell("yes" if control["harms"] else "no", bool(control["harms"]))]
         if control is not None:
             record.update(control_vs_baseline=control["vs_baseline"], control_low=control["diff_low"],
