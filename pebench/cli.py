@@ -339,6 +339,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
     from pebench.runner import RunnerError, SweepError, SweepInterrupted, run_sweep
+    from pebench.store import FolderLockError
 
     # the arguments first (cheap, one line each), then the runs they select
     out = _output_folder(args.out, Path("results") / "local" / args.suite)
@@ -372,7 +373,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         done = error.summary
         raise UsageError(f"{error} (sweep stopped: {done.saved} of {done.total} runs saved in {out}; fix this, "
                          f"then {resume})") from None
-    except RunnerError as error:
+    except (RunnerError, FolderLockError) as error:
         raise UsageError(str(error)) from None
     print(
         f"{summary.total} runs: {summary.skipped} already complete, {summary.done} run now "
@@ -380,6 +381,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{summary.seconds:.0f}s -> {out}"
     )
     return EXIT_FAILED_RUNS if summary.failed or summary.blocked else EXIT_OK
+
+
+def declared_reports() -> dict:
+    """The report declarations of the experiments registered in this installation (none where the experiment
+    scripts are not installed: a folder's recorded ones then apply, :mod:`pebench.report.declarations`)."""
+    from pebench.experiment import registered_report_specs
+
+    return registered_report_specs()
+
+
+def suite_run_ids(folder: Path) -> list[str]:
+    """The run ids of the suite a results folder is named after, as this installation defines it (none when the
+    name is no suite's, or the experiment scripts are not installed)."""
+    from pebench.experiment import suite_runs
+    from pebench.protocol import SUITES
+
+    if folder.name not in SUITES:
+        return []
+    try:
+        return [spec.run_id for spec in suite_runs(folder.name)]
+    except FileNotFoundError:
+        return []
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -396,7 +419,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     # a report that fails half-way (a full disk) leaves the previous outputs as they were, never a cut file.
     staging = report_staging(out)
     try:
-        report = write_report(results_dir, staging)
+        report = write_report(results_dir, staging, declared=declared_reports(),
+                              suite_run_ids=suite_run_ids(results_dir))
         removed = publish_report(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -444,12 +468,12 @@ def _running(pid: int) -> bool:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Check whether LOCAL reproduces REFERENCE cell by cell."""
-    from pebench.compare import compare
+    from pebench.compare import compare, rerun_agreement, summary_with_agreement
 
-    comparison = compare(args.local, args.reference)
+    comparison = compare(args.local, args.reference, declared=declared_reports())
     status = EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
     try:
-        print(terminal_text(comparison.summary()))
+        print(terminal_text(summary_with_agreement(comparison, rerun_agreement(args.local, args.reference))))
         sys.stdout.flush()
     except BrokenPipeError:  # `| head -1` read the verdict and left: the verdict is still the exit status
         _reader_left()
@@ -479,7 +503,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.width is not None and 0 < args.width < 40:
         raise UsageError(f"--width must be 0 (no limit) or >= 40 columns, got {args.width}")
     folder = _results_dir(args)
-    tables = tables_for(folder, args.experiment)
+    tables = tables_for(folder, args.experiment, declared=declared_reports())
     shown = {column: sorted({str(v) for t in tables for v in _column_values(t, column)})
              for column in ("task", "encoding")}
     wanted = {"task": args.task, "encoding": _registered_names(args.encoding, shown["encoding"])}
@@ -619,7 +643,7 @@ def version_text() -> str:
     """``pebench --version``: the package version, the protocol of new runs, and the code commit of a source
     checkout (``+dirty`` when code differs from it; nothing for an installed package)."""
     from pebench.protocol import PROTOCOL
-    from pebench.runner import code_commit
+    from pebench.store import code_commit
 
     sha, _, dirty = code_commit().partition("+")
     where = f", commit {sha[:12]}{'+' + dirty if dirty else ''}" if sha != "unknown" else ""

@@ -1,7 +1,7 @@
 """Reproduction check: does a rerun of a suite reproduce the reference results?
 
 Cells are experiment x task x encoding x architecture x evaluation variant
-(:data:`pebench.results.CELL_COLUMNS`). Two folders whose shared cells were run under different
+(:data:`pebench.schema.CELL_COLUMNS`). Two folders whose shared cells were run under different
 configurations (evaluation lengths, steps, any config column but the seed) are refused, never compared
 (:func:`protocol_differences`). Per cell the key metrics its
 experiment declares are compared (:func:`pebench.report.key_metrics`): ID and
@@ -36,7 +36,7 @@ all its key metrics do (those its experiment declares,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,9 +44,11 @@ import numpy as np
 import pandas as pd
 
 from pebench import metrics as metric_registry
-from pebench import results
-from pebench.experiment import BASE_VARIANT
-from pebench.results import CELL_COLUMNS, ResultsError
+from pebench import results, store
+from pebench.experiment import ReportSpec
+from pebench.report.declarations import resolve_report_specs
+from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, sort_key
+from pebench.store import ResultsError
 
 #: (mean margin, per-seed margin) of a metric by its registered format, in the metric's units
 MARGINS: dict[str, tuple[float, float]] = {"acc": (0.02, 0.10), "loss": (0.02, 0.10), "ratio": (0.02, 0.10),
@@ -213,11 +215,14 @@ def margins(metric: str, reference_mean: float = float("nan")) -> tuple[float, f
                        "remove it from the experiment's key_metrics")
 
 
-def key_metrics(experiments: Sequence[str]) -> dict[str, list[str]]:
-    """Metrics compared per experiment, as each declares them (:func:`pebench.report.key_metrics`)."""
+def key_metrics(experiments: Sequence[str], *folders: str | Path, declared: Mapping[str, ReportSpec] | None = None
+                ) -> dict[str, list[str]]:
+    """Metrics compared per experiment, as each declares them (:func:`pebench.report.key_metrics`): ``declared``,
+    else as ``folders`` record it (:func:`pebench.report.declarations.resolve_report_specs`)."""
     from pebench import report
 
-    return {experiment: list(report.key_metrics(experiment)) for experiment in dict.fromkeys(experiments)}
+    specs, _ = resolve_report_specs(experiments, *folders, declared=declared)
+    return {experiment: list(report.key_metrics(experiment, specs[experiment])) for experiment in specs}
 
 
 def _mean(values: pd.Series) -> float:
@@ -226,8 +231,7 @@ def _mean(values: pd.Series) -> float:
 
 def _per_seed(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """Completed runs' ``metrics`` indexed by cell and seed."""
-    completed = runs[runs["status"] != "failed"]
-    return completed.set_index([*CELL_COLUMNS, "seed"])[metrics].sort_index()
+    return runs[completed(runs)].set_index([*CELL_COLUMNS, "seed"])[metrics].sort_index()
 
 
 def _seeds(runs: pd.DataFrame) -> dict[tuple, set[int]]:
@@ -249,37 +253,40 @@ def _protocol_notes(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
 
 def protocol_differences(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     """Where a cell present on both sides was run under another configuration (any of
-    :data:`pebench.results.CONFIG_COLUMNS` but the seed and the suite name: evaluation lengths, steps, ...):
-    one phrase per such cell, as :func:`pebench.results.mixed_configurations` writes them; empty when every
+    :data:`pebench.schema.CONFIG_COLUMNS` but the suite name: evaluation lengths, steps, ...):
+    one phrase per such cell, as :func:`pebench.store.mixed_configurations` writes them; empty when every
     shared cell has one protocol."""
     cell = [c for c in CELL_COLUMNS if c != "variant"]
     sides = [frame.drop_duplicates("run_id").drop(columns="suite", errors="ignore") for frame in (local, reference)]
     shared = sides[0][cell].drop_duplicates().merge(sides[1][cell].drop_duplicates(), on=cell)
     both = pd.concat([side.merge(shared, on=cell) for side in sides], ignore_index=True, sort=False)
-    return results.mixed_configurations(both) if len(both) else []
+    return store.mixed_configurations(both) if len(both) else []
 
 
 def _sorted(cells: pd.DataFrame) -> pd.DataFrame:
-    return cells.sort_values(list(CELL_COLUMNS), key=results.sort_key).reset_index(drop=True) if len(cells) else cells
+    return cells.sort_values(list(CELL_COLUMNS), key=sort_key).reset_index(drop=True) if len(cells) else cells
 
 
-def compare(local_dir: str | Path, reference_dir: str | Path) -> Comparison:
-    """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell, seed by seed.
+def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[str, ReportSpec] | None = None
+            ) -> Comparison:
+    """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell, seed by seed,
+    on the key metrics each experiment declares (``declared``, else as the folders record it: :func:`key_metrics`).
 
     Raises:
         ResultsError: a folder has no valid results, the two hold different suites, the two share no cell, or a
             cell they share was run under different protocols (:func:`protocol_differences`): its numbers are not
             expected to agree.
     """
-    local_data, reference_data = results.load(local_dir), results.load(reference_dir)
+    local_data, reference_data = store.load(local_dir), store.load(reference_dir)
     check_same_suite(local_data, reference_data, local_dir, reference_dir)
     differences = protocol_differences(local_data, reference_data)
     if differences:
         raise ResultsError(f"{local_dir} and {reference_dir} were run under different protocols "
-                           f"({results.named(differences)}); compare a rerun of the reference's own suite and "
+                           f"({store.named(differences)}); compare a rerun of the reference's own suite and "
                            "configuration")
     local_runs, reference_runs = results.run_metrics(local_data), results.run_metrics(reference_data)
-    chosen = key_metrics([*reference_runs["experiment"], *local_runs["experiment"]])
+    chosen = key_metrics([*reference_runs["experiment"], *local_runs["experiment"]], reference_dir, local_dir,
+                         declared=declared)
     all_metrics = sorted({m for metrics in chosen.values() for m in metrics})
     local_seeds, reference_seeds = _seeds(local_runs), _seeds(reference_runs)
     local, reference = _per_seed(local_runs, all_metrics), _per_seed(reference_runs, all_metrics)
@@ -348,3 +355,78 @@ def check_same_suite(local: pd.DataFrame, reference: pd.DataFrame, local_dir: st
         raise ResultsError(f"{local_dir} holds the {', '.join(suites[0])} suite and {reference_dir} the "
                            f"{', '.join(suites[1])} suite; compare a rerun with the reference of its own suite (of a "
                            f"{suites[0][0]} rerun: results/{suites[0][0]})")
+
+
+# --------------------------------------------------------------------------- agreement beyond the cells
+
+
+def _first_rows(folder: Path, column: str) -> pd.DataFrame:
+    """``run_id`` and ``column`` of the first row of every run file of ``folder`` that has the column."""
+    frames = []
+    for path in store.raw_files(Path(folder) / "raw"):
+        frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", column), nrows=1)
+        if column in frame.columns:
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id", column])
+
+
+def fit_agreement(local_dir: str | Path, reference_dir: str | Path) -> str:
+    """How many runs judged by the fit criterion on both sides reached the same decision, and the share fitted
+    on each side, in one sentence; "" when no run is judged on both sides."""
+    fits = _first_rows(Path(local_dir), "fitted").merge(_first_rows(Path(reference_dir), "fitted"), on="run_id",
+                                                        suffixes=("_rerun", "_reference")).dropna()
+    if fits.empty:
+        return ""
+    rerun_fit, reference_fit = fits["fitted_rerun"].astype(bool), fits["fitted_reference"].astype(bool)
+    return (f"{int((rerun_fit == reference_fit).sum())} of {len(fits)} runs judged by the fit criterion on both sides "
+            f"reached the same decision (fitted: {rerun_fit.mean():.1%} of them in the rerun, "
+            f"{reference_fit.mean():.1%} in the reference).")
+
+
+def leaderboard_agreement(local_report: str | Path, reference_report: str | Path) -> list[str]:
+    """One sentence per leaderboard (``tables/leaderboard_<experiment>.csv``, written by ``pebench report`` into
+    the report folders ``local_report`` and ``reference_report``) on both sides: per architecture, for how many
+    encodings the rerun's MRR lies inside the reference's 95% interval, the Spearman correlation of the two
+    MRRs, and the first encoding on each side."""
+    from scipy.stats import spearmanr
+
+    sentences = []
+    for path in sorted((Path(reference_report) / "tables").glob("leaderboard_*.csv")):
+        if not (Path(local_report) / "tables" / path.name).exists():
+            continue
+        ref, new = pd.read_csv(path), pd.read_csv(Path(local_report) / "tables" / path.name)
+        arches = []
+        for arch, group in ref.groupby("arch", sort=True):
+            both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
+            inside = int(both["mrr_rerun"].between(both["mrr_low"], both["mrr_high"]).sum())
+            rho = spearmanr(both["mrr"], both["mrr_rerun"]).statistic
+            first = group.loc[group["mrr"].idxmax(), "encoding"], both.loc[both["mrr_rerun"].idxmax(), "encoding"]
+            arches.append(f"{arch}, the rerun's MRR inside the reference's interval for {inside} of {len(both)} "
+                          f"encodings, Spearman correlation {rho:.2f}, first "
+                          + (f"`{first[0]}` on both sides" if first[0] == first[1] else
+                             f"`{first[1]}` in the rerun and `{first[0]}` in the reference"))
+        experiment = path.stem.removeprefix("leaderboard_")
+        sentences.append(f"Leaderboard of `{experiment}`: " + "; ".join(arches) + ".")
+    return sentences
+
+
+def rerun_agreement(local_dir: str | Path, reference_dir: str | Path, local_report: str | Path | None = None
+                    ) -> list[str]:
+    """What a rerun says about reproducing the reference beyond its cells: the fit decisions
+    (:func:`fit_agreement`) and the leaderboards (:func:`leaderboard_agreement`; the rerun's report is in
+    ``local_report``, default ``local_dir``), one sentence each."""
+    fits = fit_agreement(local_dir, reference_dir)
+    return [*([fits] if fits else []), *leaderboard_agreement(local_report or local_dir, reference_dir)]
+
+
+def summary_with_agreement(comparison: Comparison, agreement: Sequence[str]) -> str:
+    """What ``pebench compare`` prints: :meth:`Comparison.summary`, with the ``agreement`` sentences
+    (:func:`rerun_agreement`) before its closing verdict, so that the verdict stays the first and last line."""
+    lines = comparison.summary().split("\n")
+    if not agreement:
+        return "\n".join(lines)
+    if len(lines) > 1:
+        lines.pop()  # the closing verdict, said again below
+    lines += ["agreement beyond the cells:", *(f"  {sentence}" for sentence in agreement),
+              f"verdict: {comparison.verdict}"]
+    return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -84,28 +85,14 @@ def test_missing_results_page_shows_no_numbers(gen, tmp_path):
 
 
 def fake_results(root: Path, *, protocol_columns: bool = True, tables: bool = True) -> Path:
-    """A suite folder ``root/standard`` with a ``summary/runs.csv`` (with or without the fit and floor
-    columns of the current protocol) and, optionally, the leaderboard tables of ``pebench report``."""
-    import pandas as pd
+    """A suite folder ``root/standard`` with a ``summary/runs.csv`` (with or without the fit and floor columns of
+    the current protocol), optionally the leaderboard tables of ``pebench report``, and a ``report.json``
+    holding what the library computes from them (:func:`fake_report`)."""
+    from test_report import fit_summary_folder
 
-    folder = root / "standard"
-    (folder / "summary").mkdir(parents=True)
-    (folder / "raw").mkdir()
-    (folder / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [{}], "latest": {}}))
-    rows = []
-    for arch, encodings_ in (("decoder", ["none", "rope"]), ("encoder", ["none"])):
-        for encoding in encodings_:
-            for seed in range(3):
-                row = {"run_id": f"{arch}-{encoding}-{seed}", "variant": "trained",
-                       "experiment": "length_extrapolation", "task": "copy", "arch": arch, "encoding": encoding,
-                       "seed": seed, "status": "ok"}
-                if protocol_columns:
-                    fitted = encoding == "rope" or seed == 0
-                    row.update(fitted=float(fitted), steps_to_fit=100.0 * (seed + 1) if fitted else float("nan"),
-                               id_chance_token_acc=0.1, id_floor_token_acc=0.53, ood_chance_token_acc=0.1,
-                               ood_floor_token_acc=0.32)
-                rows.append(row)
-    pd.DataFrame(rows).to_csv(folder / "summary" / "runs.csv", index=False)
+    folder = fit_summary_folder(root, protocol_columns=protocol_columns)
+    manifest = {"suite": "standard", "invocations": [{}], "latest": {}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
     if tables:
         (folder / "tables").mkdir()
         for kind in ("leaderboard", "pairwise", "extrapolation", "capability", "harm"):
@@ -114,17 +101,42 @@ def fake_results(root: Path, *, protocol_columns: bool = True, tables: bool = Tr
             stem.with_suffix(".tex").write_text("\\begin{table}\\end{table}\n")
             stem.with_suffix(".csv").write_text("arch,value\ndecoder,0.75\n")
         (folder / "tables" / "task_ranks_length_extrapolation.csv").write_text("task,rank\ncopy,1\n")
-    (folder / "report.json").write_text(json.dumps({"findings": [
+    fake_report(folder, findings=[
         "copy (decoder): best OOD token accuracy rope 0.9.",
         "Length extrapolation, decoder: 2 encodings share the top tier, their intervals overlapping: rope 0.90 "
         "[0.80, 0.95], alibi 0.85 [0.70, 0.92] (on 12 jointly fitted task-seed pairs of 4 order-dependent tasks).",
-        "Length extrapolation, decoder: NoPE vs sinusoidal: no significant difference (Holm p = 1)."]}))
+        "Length extrapolation, decoder: NoPE vs sinusoidal: no significant difference (Holm p = 1)."])
     return folder
+
+
+def fake_report(folder: Path, findings: list[str] = (), **fields) -> dict:
+    """Write a ``report.json`` for ``folder`` as ``pebench report`` would from its summary, tables and manifest
+    (no figures or tables listed; ``fields`` replace entries), current for its run files; returns it."""
+    from pebench.experiment import registered_report_specs
+    from pebench.report import findings as findings_module
+    from pebench.report import fit
+    from pebench.report.freshness import raw_digest
+    from pebench.store import read_manifest
+
+    index = {"figures": [], "tables": [], "findings": list(findings), "protocol": "", "summaries": {}, "skipped": [],
+             "results_version": "", "citation": "", "raw_sha256": raw_digest(folder), "completeness": "",
+             "provenance": findings_module.provenance(read_manifest(folder)),
+             "headline": findings_module.headline(findings, registered_report_specs(["length_extrapolation"])),
+             "main_table": "", "interval_edges": findings_module.leaderboard_edges(folder / "tables"),
+             "fit_table": fit.fit_table(folder), "floors_table": fit.floors_table(folder),
+             "fit_resolution": {"lead": "Resolution.", "header": ["results"], "rows": [], "closing": ""}, **fields}
+    (folder / "report.json").write_text(json.dumps(index))
+    return index
+
+
+def markdown_rows(rows: list[list]) -> list[str]:
+    """The lines a Markdown table shows for ``rows`` of a ``report.json``."""
+    return ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
 
 
 def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     results = tmp_path / "results"
-    fake_results(results)
+    folder = fake_results(results)
     srcdir = tmp_path / "docs"
     text = gen.leaderboard_include(results, srcdir / "_generated" / "leaderboard", srcdir)
     assert "### Mean reciprocal rank (protocol v2): `length_extrapolation`" in text and "| decoder | 0.75 |" in text
@@ -138,31 +150,25 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     assert "{download}`CSV </_generated/leaderboard/standard/pairwise_length_extrapolation.csv>`" in text
     assert (srcdir / "_generated" / "leaderboard" / "standard" / "task_ranks_length_extrapolation.csv").exists()
     assert not list((srcdir / "_generated").rglob("*.md"))  # a copied .md would become a page of the site
-    assert "| rope | 3/3 (100%) | 200 |" in text  # the fit table: seeds fitted and median steps to fit
-    assert "| NoPE | 1/3 (33%) | 100 | 1/3 (33%) | 100 |" in text
+    fit_rows = json.loads((folder / "report.json").read_text())["fit_table"]["sections"][0]["rows"]
+    assert all(line in text for line in markdown_rows(fit_rows))  # the fit table, as the report computed it
     assert "lies within" not in text  # that table's CSV has no MRR interval: nothing said about it
 
 
-def test_leaderboard_page_names_mrr_intervals_with_the_point_at_an_edge(gen, tmp_path):
-    import pandas as pd
-
-    board = pd.DataFrame({"arch": ["decoder", "decoder", "encoder"], "encoding": ["rope", "none", "t5"],
-                          "mrr": [0.8, 0.3, 0.5], "mrr_low": [0.6, 0.25, 0.495], "mrr_high": [0.9, 0.31, 0.7]})
-    text = gen.interval_edges(board)
-    assert text.startswith("In 1 of 3 rows the MRR lies within 0.01 of an end of its interval (encoder t5)")
-    assert "read those intervals as one-sided" in text and "{doc}`protocol`" in text
-    assert gen.interval_edges(board.iloc[:1]).startswith("In every row the MRR lies more than 0.01 inside")
+def test_leaderboard_page_shows_the_reports_reading_of_the_mrr_intervals(gen, tmp_path):
     results = tmp_path / "results"
-    fake_results(results)
-    board.to_csv(results / "standard" / "tables" / "leaderboard_length_extrapolation.csv", index=False)
+    folder = fake_results(results)
+    fake_report(folder, interval_edges={"leaderboard_length_extrapolation": "In 1 of 3 rows the MRR lies within."})
     page = gen.leaderboard_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
-    assert text in page
+    assert "| decoder | 0.75 |\n\nleaderboard caption.\n\nDownload:" in page
+    assert "\nIn 1 of 3 rows the MRR lies within.\n" in page
 
 
 def test_results_without_a_column_say_so(gen, tmp_path):
     folder = fake_results(tmp_path / "results", protocol_columns=False, tables=False)
     for text in (gen.fit_table(folder), gen.floors_table(folder)):
         assert "not in these results" in text and ("`fitted`" in text or "`id_floor_token_acc`" in text)
+        assert f"`{gen.shown(folder)}/summary/runs.csv`" in text  # the report's placeholder, filled
     board = gen.leaderboard_include(tmp_path / "results", tmp_path / "docs" / "_generated" / "leaderboard",
                                     tmp_path / "docs")
     assert "*Leaderboard: not in these results" in board and "|---|" not in board
@@ -170,17 +176,19 @@ def test_results_without_a_column_say_so(gen, tmp_path):
     assert "not in these results" in gen.headline_findings(tmp_path / "nowhere")
 
 
-def test_floors_table(gen, tmp_path):
-    text = gen.floors_table(fake_results(tmp_path / "results"))
-    assert "| `copy` | decoder | 0.10 | 0.53 | 0.10 | 0.32 |" in text
-    assert "| `copy` | encoder | 0.10 | 0.53 | 0.10 | 0.32 |" in text
+def test_floors_table_shows_the_reports_rows(gen, tmp_path):
+    folder = fake_results(tmp_path / "results")
+    text = gen.floors_table(folder)
+    section = json.loads((folder / "report.json").read_text())["floors_table"]["sections"][0]
+    assert text.startswith(section["lead"].replace("{folder}", gen.shown(folder)))
+    assert all(line in text for line in markdown_rows(section["rows"]))
 
 
-def test_headline_findings_are_the_ranking_findings(gen, tmp_path):
-    fake_results(tmp_path / "results")
+def test_headline_findings_are_the_reports(gen, tmp_path):
+    folder = fake_results(tmp_path / "results")
     text = gen.headline_findings(tmp_path / "results")
-    assert "- Length extrapolation, decoder: 2 encodings share the top tier" in text
-    assert "NoPE vs sinusoidal" in text and "copy (decoder)" not in text
+    headline = json.loads((folder / "report.json").read_text())["headline"]
+    assert headline and text.startswith("\n".join(f"- {finding}" for finding in headline) + "\n\nFrom `")
 
 
 def test_protocol_numbers_come_from_the_code(gen):
@@ -241,8 +249,10 @@ def test_report_rendering(gen, tmp_path):
 
 
 def test_manifest_section(gen, tmp_path):
+    (tmp_path / "raw").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps(
         {"suite": "standard", "invocations": [{}], "latest": {"git_sha": "abc123", "device": "cpu"}}))
+    fake_report(tmp_path)
     text = gen.manifest_section(tmp_path)
     assert "| `git_sha` | abc123 |" in text and "| `device` | cpu |" in text
 
@@ -308,7 +318,7 @@ def test_plugins_run_under_the_protocol_and_reach_the_report(plugins, tmp_path):
                            "encoding=scaled_sinusoidal,none", "--filter", "task=rotate,copy", "--workers", "2",
                            "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
-    from pebench.results import load
+    from pebench.store import load
 
     frame = load(out)
     assert set(zip(frame["task"], frame["encoding"], strict=True)) == {
@@ -422,25 +432,35 @@ def test_protocol_step_caps_are_grouped_by_cap(gen):
     assert one_arch == "2500: copy, reverse; 1000: parity_check, sort (decoder)"
 
 
-def test_local_rerun_page_shows_the_per_cell_comparison_and_stacked_figures(gen, tmp_path):
-    """The local-rerun page: the verdict, then one row per cell and metric (a broken seed first, named),
-    and each figure of the reference above the rerun's at the content width (not ~350 px side by side)."""
+@pytest.fixture(scope="module")
+def reported_rerun(tmp_path_factory) -> tuple[Path, Path]:
+    """``results/standard`` and its local rerun ``results/local/standard`` (one broken seed), each with the report
+    ``pebench report`` writes (the rerun's compared with the reference beside it)."""
     from test_report import copy_results, edit_runs
     from test_results import write_synthetic_results
 
-    results = tmp_path / "results"
+    from pebench.report import write_report
+
+    results = tmp_path_factory.mktemp("site") / "results"
     reference = write_synthetic_results(results / "standard")
     local = copy_results(reference, results / "local" / "standard")
+    shutil.copy(reference / "manifest.json", local / "manifest.json")
     edit_runs(local, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    write_report(reference)
+    write_report(local)
+    return reference, local
+
+
+def test_local_rerun_page_shows_the_per_cell_comparison_and_stacked_figures(gen, reported_rerun, tmp_path):
+    """The local-rerun page: the verdict, then the report's row per cell and metric, and each figure of the
+    reference above the rerun's at the content width (not ~350 px side by side)."""
+    reference, local = reported_rerun
     srcdir = tmp_path / "docs"
     text = gen.local_page(local, reference, srcdir / "_generated" / "results" / gen.LOCAL_PAGE, srcdir)
-    assert "## Reproduction check" in text and "cells reproduce" in text
-    table = [line for line in text.splitlines() if line.startswith("| ")]
-    assert table[0].startswith("| cell | metric | rerun | reference | mean paired diff | largest seed diff")
-    first = table[1]
-    assert "copy/alibi/decoder" in first and "(seed 0)" in first and first.endswith("| **no** |"), first
-    assert sum(line.endswith("| yes |") for line in table) > 20
-    assert any("| 0 (every seed) |" in line for line in table)
+    comparison = json.loads((local / "report.json").read_text())["rerun"]["comparison"]
+    verdict = comparison["verdict"].replace("{folder}", gen.shown(local)).replace("{reference}", gen.shown(reference))
+    assert f"## Reproduction check\n\n{verdict}\n\n{comparison['method']}" in text
+    assert all(line in text for line in markdown_rows(comparison["rows"]))
     assert text.index("## Reproduction check") < text.index("## Provenance of the rerun")
     assert ":::{list-table}" not in text and "**Reference:**" in text and "**Local rerun:**" in text
     figures = re.findall(r"^:::\{figure\} (\S+)", text, flags=re.M)
@@ -466,111 +486,96 @@ def test_citation_cff_references_the_task_battery_as_the_bibliography_does(gen):
             assert re.search(rf"^@\w+\{{{key},", cite, flags=re.M), f"task {name}: {key} not on the cite page"
 
 
-def test_the_reference_is_listed_before_the_local_rerun(gen, tmp_path):
+def test_the_reference_is_listed_before_the_local_rerun(gen, reported_rerun, tmp_path):
     """The Results page lists the reference first, then its local rerun, then the other suites by name."""
-    from test_report import copy_results
-    from test_results import write_synthetic_results
-
+    reference, local = reported_rerun
     results = tmp_path / "results"
-    reference = write_synthetic_results(results / "standard")
-    copy_results(reference, results / "local" / "standard")
+    for folder, name in ((reference, "standard"), (local, "local/standard")):
+        shutil.copytree(folder, results / name)
     pages = gen.generate_results(results, tmp_path / "docs" / "_generated" / "results", tmp_path / "docs")
     assert pages == ["standard", gen.LOCAL_PAGE]
-    copy_results(reference, results / "extended")
+    shutil.copytree(reference, results / "extended")
     pages = gen.generate_results(results, tmp_path / "docs" / "_generated" / "results", tmp_path / "docs")
     assert pages == ["standard", gen.LOCAL_PAGE, "extended"]
     toc = gen.results_toc(pages)
     assert toc.index("results/standard\n") < toc.index("results/standard-local-rerun") < toc.index("extended")
 
 
-def test_a_folder_is_reported_once_per_build_while_its_run_files_are_unchanged(gen, tmp_path, monkeypatch):
-    """The reference has its own page and sits beside its local rerun: one build writes its report once, and the
-    rerun page shows the reference page's figures; a changed run file, or another source tree, reports again."""
-    from test_report import copy_results
-    from test_results import write_synthetic_results
-
+def test_the_site_shows_the_committed_reports_and_copies_each_once_per_build(gen, reported_rerun, tmp_path,
+                                                                              monkeypatch):
+    """A build never writes a report: it copies the committed one's files, once per build for the reference that
+    sits beside its rerun (the rerun page shows the reference page's figures), again when the copies are gone or
+    for another source tree."""
     import pebench.report
 
-    written = []
-    write_report = pebench.report.write_report
-    monkeypatch.setattr(pebench.report, "write_report",
-                        lambda folder, out_dir: written.append(Path(folder).name) or write_report(folder, out_dir))
-    results = tmp_path / "results"
-    reference = write_synthetic_results(results / "standard")
-    copy_results(reference, results / "local" / "standard")
+    monkeypatch.setattr(pebench.report, "write_report", lambda *args, **kwargs: pytest.fail("the site reported"))
+    copied = []
+    copyfile = gen.shutil.copyfile
+    monkeypatch.setattr(gen.shutil, "copyfile", lambda source, target: copied.append(Path(source)) or
+                        copyfile(source, target))
+    reference, local = reported_rerun
     out, srcdir = tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
-    gen.generate_results(results, out, srcdir)
-    assert sorted(written) == ["standard", "standard"]  # the reference and its rerun, not the reference twice
+    gen.generate_results(reference.parent, out, srcdir)
+    sources = {path.parents[1] if path.parent.name in ("figures", "tables", "summary") else path.parent
+               for path in copied}
+    assert sources == {reference, local}
+    assert len(copied) == len(set(copied))  # the reference's files once, for both pages
     page = (out / f"{gen.LOCAL_PAGE}.md").read_text()
     assert "_generated/results/standard/figures/" in page and not (out / gen.LOCAL_PAGE / "reference").exists()
-    written.clear()
+    copied.clear()
     gen.shutil.rmtree(out)  # as generate() does before it writes the results pages
-    gen.generate_results(results, out, srcdir)
-    assert len(written) == 2  # artifacts gone: written again
-    written.clear()
-    path = gen.raw_files(reference / "raw")[0]
-    path.write_bytes(path.read_bytes())  # a run file written again
-    gen.generate_results(results, out, srcdir)
-    assert len(written) == 1
-    written.clear()
-    gen.generate_results(results, tmp_path / "other" / "_generated" / "results", tmp_path / "other")
-    assert len(written) == 2
+    gen.generate_results(reference.parent, out, srcdir)
+    assert copied  # copies gone: copied again
+    copied.clear()
+    gen.generate_results(reference.parent, tmp_path / "other" / "_generated" / "results", tmp_path / "other")
+    assert {path.parents[1] for path in copied if path.parent.name == "figures"} == {reference, local}
 
 
-def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, tmp_path, monkeypatch):
-    """results/reruns/<name>/ (another machine, same suite): its own page after the local rerun, led by a
-    summary read from both folders: the device and wall time from its manifest, the cells that reproduce,
-    the runs whose fit decision agrees, and the leaderboard's agreement; the same summary is the ``reruns``
-    substitution, which says so when no rerun is committed."""
-    import pandas as pd
-    from test_report import copy_results, edit_runs
-    from test_results import write_synthetic_results
+def test_a_results_folder_without_a_current_report_stops_the_build_with_one_line(gen, reported_rerun, tmp_path):
+    from test_report import edit_runs
 
+    reference, _ = reported_rerun
+    results = tmp_path / "results"
+    shutil.copytree(reference, results / "standard")
+    (results / "standard" / "report.json").unlink()
+    out, srcdir = tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
+    with pytest.raises(RuntimeError, match=r"standard has no report.json: run pebench report .*standard") as error:
+        gen.generate_results(results, out, srcdir)
+    assert "\n" not in str(error.value)
+    shutil.copy(reference / "report.json", results / "standard" / "report.json")
+    gen.generate_results(results, out, srcdir)  # current again
+    edit_runs(results / "standard", {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    with pytest.raises(RuntimeError, match="report.json is older than the run files"):
+        gen.generate_results(results, out, srcdir)
+
+
+def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, reported_rerun, tmp_path):
+    """results/reruns/<name>/ (another machine, same suite): its own page after the local rerun, led by the
+    summary its report read from both folders (:func:`pebench.report.reruns.rerun_summary`); the same summary is
+    the ``reruns`` substitution, which says so when no rerun is committed."""
+    from pebench.report import write_report
+
+    reference, local = reported_rerun
     results = tmp_path / "results"
     assert gen.reruns_text(results).startswith("No rerun of a suite on other hardware is committed")
-    reference = write_synthetic_results(results / "standard")
-    rerun = copy_results(reference, results / gen.RERUNS / "gpu")
-    edit_runs(rerun, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
-    for folder in (reference, rerun):
-        for path in sorted((folder / "raw").glob("*.csv")):
-            frame = pd.read_csv(path)
-            flipped = folder == rerun and (frame["encoding"] == "none").all() and (frame["seed"] == 0).all()
-            frame.assign(fitted=not flipped).to_csv(path, index=False)
-    with pytest.raises(ValueError, match="no manifest naming its suite"):
-        gen.rerun_reference(rerun, results)
-    invocation = {"device": "cuda", "cuda_device": "NVIDIA H100", "torch_version": "2.11.0+cu130"}
-    manifest = {"suite": "standard", "invocations": [{**invocation, "workers": 12, "wall_seconds": 300.0},
-                                                     {**invocation, "workers": 14, "wall_seconds": 180.0}]}
-    (rerun / "manifest.json").write_text(json.dumps(manifest))
-    board = pd.DataFrame({"arch": "decoder", "encoding": ["alibi", "rope", "none"], "mrr": [0.8, 0.5, 0.3],
-                          "mrr_low": [0.7, 0.4, 0.2], "mrr_high": [0.9, 0.6, 0.4]})
-    for folder, mrr in ((reference, [0.8, 0.5, 0.3]), (rerun, [0.45, 0.55, 0.35])):
-        (folder / "tables").mkdir()
-        board.assign(mrr=mrr).to_csv(folder / "tables" / "leaderboard_length_extrapolation.csv", index=False)
-
-    monkeypatch.setattr(gen, "_write_report", lambda folder, out, srcdir: None)  # figures: the local-rerun test's
+    shutil.copytree(reference, results / "standard")
+    rerun = results / gen.RERUNS / "gpu"
+    shutil.copytree(local, rerun)
+    write_report(rerun)
     pages = gen.generate_results(results, tmp_path / "docs" / "_generated" / "results", tmp_path / "docs")
     assert pages == ["standard", f"{gen.RERUNS}-gpu"]
     text = (tmp_path / "docs" / "_generated" / "results" / f"{gen.RERUNS}-gpu.md").read_text()
     assert text.startswith("# Rerun: `gpu`")
-    summary = " ".join(gen.rerun_summary(rerun, reference))
-    assert all(f"- {line}" in text for line in gen.rerun_summary(rerun, reference))
+    summary = json.loads((rerun / "report.json").read_text())["rerun"]["summary"]
+    shown = [line.replace("{folder}", gen.shown(rerun)) for line in summary]
+    assert summary[0].startswith("`{folder}` reruns the `standard` suite")
+    assert gen.rerun_summary(rerun, reference) == shown
+    assert all(f"- {line}" in text for line in shown)
     assert text.index(f"- `{gen.shown(rerun)}` reruns") < text.index("## Reproduction check")
-    assert "suite on NVIDIA H100 (torch 2.11.0+cu130, 2 invocation(s)" in summary
-    assert "with 12/14 workers, 8 min of wall time in all" in summary  # no seed_batched_runs: not said
-    comparison = gen.comparison(rerun, reference)
-    assert comparison.n_reproduced == comparison.n_cells - 1
-    assert f"{comparison.n_cells - 1} of {comparison.n_cells} cells reproduce" in summary
-    n_runs = len(list((reference / "raw").glob("*.csv")))
-    flipped = sum(1 for p in (rerun / "raw").glob("*.csv") if not pd.read_csv(p)["fitted"].all())
-    assert flipped and f"{n_runs - flipped} of {n_runs} runs judged by the fit criterion" in summary
-    assert ("decoder, the rerun's MRR inside the reference's interval for 2 of 3 encodings, Spearman correlation "
-            "0.50, first `rope` in the rerun and `alibi` in the reference") in summary
-    assert gen.reruns_text(results) == f"{{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {summary}"
-    for entry in manifest["invocations"]:
-        entry["seed_batched_runs"] = 3
-    (rerun / "manifest.json").write_text(json.dumps(manifest))
-    assert "with 12/14 workers, 6 runs seed-batched, 8 min of wall time" in gen.rerun_summary(rerun, reference)[0]
+    assert gen.reruns_text(results) == f"{{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {' '.join(shown)}"
+    (rerun / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": []}))
+    with pytest.raises(ValueError, match="no manifest naming its suite"):
+        gen.rerun_reference(rerun.parent / "nowhere", results)
 
 
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
@@ -605,17 +610,15 @@ def test_results_pages_say_what_plus_minus_means_above_the_tables(gen, tmp_path)
     assert "†" in gen.HOW_TO_READ_TABLES and "CSV" in gen.HOW_TO_READ_TABLES
 
 
-def test_a_results_page_opens_with_its_headline_findings(gen, tmp_path):
+def test_a_results_page_opens_with_its_headline_findings(gen, reported_rerun, tmp_path):
     """The ranking findings come first on a suite's page, above the provenance tables."""
-    from test_results import write_synthetic_results
-
-    folder = write_synthetic_results(tmp_path / "results" / "standard")
+    reference, _ = reported_rerun
     srcdir = tmp_path / "docs"
-    text = gen.results_page(folder, srcdir / "_generated" / "results" / "standard", srcdir)
+    text = gen.results_page(reference, srcdir / "_generated" / "results" / "standard", srcdir)
     assert text.index("## Headline findings") < text.index("## Provenance") < text.index("## Findings")
     headline = text[text.index("## Headline findings"):text.index("## Provenance")]
-    # these runs have no fit criterion, so no board ranks them: the headline is the report's first findings
-    assert "- copy (decoder): among fitted seeds" in headline
+    findings = json.loads((reference / "report.json").read_text())["headline"]
+    assert findings and all(f"- {finding}" in headline for finding in findings)
 
 
 def test_two_builds_of_one_tree_take_turns_on_its_generated_sources(gen, tmp_path):
@@ -654,50 +657,21 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     assert gen.standard_budget(59.6) == "within its budget of 60 minutes"
 
 
-def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_at_the_training_length(
-        gen, tmp_path, monkeypatch):
-    import pandas as pd
-
-    from pebench import results
-
-    def row(task, seed, acc, *, fitted=True, eval_len=8, condition="original", variant="trained"):
-        return {"task": task, "arch": "encoder", "encoding": "rope", "seed": seed, "fitted": fitted,
-                "eval_len": eval_len, "train_max_len": 8, "condition": condition, "variant": variant,
-                "token_acc": acc}
-
-    rows = [row("majority", 0, 0.96), row("majority", 1, 0.985), row("majority", 2, 1.0),
-            row("copy", 0, 0.995), row("copy", 1, 0.97),
-            # none of these is a fitted run's score at the longest training length as trained
-            row("majority", 3, 0.10, fitted=False), row("majority", 4, 0.20, eval_len=16),
-            row("majority", 5, 0.30, condition="shuffled"), row("copy", 6, 0.40, variant="yarn")]
-    folder = tmp_path / "standard"
-
-    def load(path):
-        if path != folder:
-            raise results.ResultsError(f"{path}: no such results folder")
-        return pd.DataFrame(rows)
-
-    monkeypatch.setattr(results, "load", load)
-    text = gen.fit_resolution([folder, tmp_path / "missing"])
-    p = 0.97 ** 128 + 128 * 0.03 * 0.97 ** 127  # at most 1 of 128 tokens wrong at a true accuracy of 0.97
-    assert "passes with at most 1 error." in text and f"{p:.2f} at a true accuracy of 0.97" in text
-    assert f"| `{gen.shown(folder)}` | one token | 3 | 2 | 1 | 0.960 (`majority`, encoder, rope, seed 0) |" in text
-    assert f"| `{gen.shown(folder)}` | longer | 2 | 1 | 1 | 0.970 (`copy`, encoder, rope, seed 1) |" in text
-    assert text.count("| `") == 2  # the folder that does not load has no row
+def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen, tmp_path):
+    folders = []
+    for name, rows in (("standard", [["`{folder}`", "one token", 3, 2, 1, "0.960"]]),
+                       ("extended", [["`{folder}`", "longer", 2, 1, 1, "0.970"]])):
+        folder = tmp_path / name
+        (folder / "raw").mkdir(parents=True)
+        fake_report(folder, fit_resolution={"lead": "Resolution.", "header": ["results", "answer", "fitted runs",
+                                                                               "below 0.99", "below 0.98", "lowest"],
+                                            "rows": rows, "closing": "Closing."})
+        folders.append(folder)
+    text = gen.fit_resolution([*folders, tmp_path / "missing"])
+    assert text.startswith("Resolution.\n\n| results | answer |") and text.endswith("\n\nClosing.")
+    assert f"| `{gen.shown(folders[0])}` | one token | 3 | 2 | 1 | 0.960 |" in text
+    assert f"| `{gen.shown(folders[1])}` | longer | 2 | 1 | 1 | 0.970 |" in text
     assert "not in these results" in gen.fit_resolution([tmp_path / "missing"])
-
-
-@pytest.mark.usefixtures("cited_plugins")
-def test_a_plugin_encoding_shows_the_doi_or_citation_it_was_registered_with(gen, tmp_path):
-    """An encoding whose paper pebench's bibliography does not hold is cited by its DOI (a link) or as written,
-    in the encodings table and on its page; a key of the bibliography stays a citation of it."""
-    link = "[doi:10.5555/12345](https://doi.org/10.5555/12345)"
-    table = gen.encodings_table()
-    assert link in table and "Smith and Lee (2025). My encoding. arXiv 2501.01234" in table
-    assert "{cite:t}`su2021roformer`" in table
-    page = gen.encoding_page("doi_pe", tmp_path / "_generated", srcdir=tmp_path)
-    assert f"| paper | {link} |" in page
-
 
 
 def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, tmp_path):
@@ -721,3 +695,27 @@ def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, t
         "A **finding**.\n"
     with pytest.raises(ValueError, match="kind 'figure' cannot be rendered"):
         gen.render_blocks([dict(kind="figure")])
+
+
+@pytest.mark.usefixtures("cited_plugins")
+def test_a_plugin_encoding_shows_the_doi_or_citation_it_was_registered_with(gen, tmp_path):
+    """An encoding whose paper pebench's bibliography does not hold is cited by its DOI (a link) or as written,
+    in the encodings table and on its page; a key of the bibliography stays a citation of it."""
+    link = "[doi:10.5555/12345](https://doi.org/10.5555/12345)"
+    table = gen.encodings_table()
+    assert link in table and "Smith and Lee (2025). My encoding. arXiv 2501.01234" in table
+    assert "{cite:t}`su2021roformer`" in table
+    page = gen.encoding_page("doi_pe", tmp_path / "_generated", srcdir=tmp_path)
+    assert f"| paper | {link} |" in page
+
+
+def test_encoding_and_task_pages_link_the_results_their_reports_list(gen, tmp_path):
+    results = tmp_path / "results"
+    folder = fake_results(results)
+    fake_report(folder, appearances={"encoding": {"rope": [["length_extrapolation", "decoder"], ["order", "encoder"]]},
+                                     "task": {}})
+    assert gen.results_links("encoding", "rope", results) == [
+        "## In the results", "",
+        "- {doc}`standard results </_generated/results/standard>`: `length_extrapolation` (decoder), `order` (encoder)",
+        ""]
+    assert "Not part of the committed reference results" in gen.results_links("task", "copy", results)[2]

@@ -12,11 +12,12 @@ import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
 
 from pebench import report as report_module
-from pebench import results
+from pebench import results, schema
 from pebench.cli import main
 from pebench.compare import MARGINS, compare
+from pebench.experiment import registered_report_specs
 from pebench.report import Artifact, Report, tables_for, write_report
-from pebench.results import ResultsError
+from pebench.store import ResultsError
 from pebench.tables import latex_escape
 
 
@@ -108,9 +109,9 @@ def test_the_baseline_is_shown_by_its_label_and_stored_by_its_name(report):
     assert "| NoPE |" in board.paths["md"].read_text() and "none" in set(pd.read_csv(board.paths["csv"])["encoding"])
     text = "\n".join(report.findings)
     assert not re.search(r"(worse among fitted|worse): none\b|\bnone \d", text)
-    assert results.encoding_labels([]) == "no encoding" and results.encoding_labels(["none", "rope"]) == "NoPE, rope"
-    assert results.encoding_label("randomized:none") == "randomized:NoPE"
-    assert results.encoding_label("not_registered_here") == "not_registered_here"
+    assert schema.encoding_labels([]) == "no encoding" and schema.encoding_labels(["none", "rope"]) == "NoPE, rope"
+    assert schema.encoding_label("randomized:none") == "randomized:NoPE"
+    assert schema.encoding_label("not_registered_here") == "not_registered_here"
 
 
 def test_latex_is_booktabs_with_escaped_names(report):
@@ -136,7 +137,8 @@ def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
     raw.mkdir(parents=True)
     for frame in frames:
         frame.to_csv(raw / f"{frame['run_id'].iloc[0]}.csv", index=False)
-    report = write_report(tmp_path / "results")  # default out_dir = the results folder
+    # default out_dir = the results folder; no manifest records the declarations: the caller gives them
+    report = write_report(tmp_path / "results", declared=registered_report_specs())
     tex = (tmp_path / "results" / "tables" / "length_extrapolation.tex").read_text()
     assert r"sum\_mod" in tex and "randomized:rope" in tex and "sum_mod" not in tex
     assert {a.name for a in report.tables} == {  # the experiment's declared views and rankings; others skipped
@@ -164,7 +166,7 @@ def test_report_from_real_runs(tmp_path):
               "batch_size": 4, "warmup_steps": 1, "train_max_len": 4, "eval_lengths": [2, 4, 8], "eval_n_examples": 8}
     specs = [make_spec("smoke", "length_extrapolation", {**config, "encoding": e, "seed": 0}) for e in ("none", "rope")]
     run_sweep(specs, tmp_path / "res", on_done=lambda spec, rows: None)
-    report = write_report(tmp_path / "res", tmp_path / "out")
+    report = write_report(tmp_path / "res", tmp_path / "out", declared=registered_report_specs())
     assert {a.name for a in report.tables} == {
         "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
         "pairwise_length_extrapolation", "parameters", "runs"}
@@ -383,3 +385,266 @@ def test_the_results_version_changes_with_any_run_and_only_then():
     assert results.results_version(rows.assign(rows_sha256=["3", "1", "1"])) != version
     assert results.results_version(rows.iloc[1:]) != version
     assert results.results_version(rows.assign(protocol=3)).startswith("v3-")
+
+
+# --------------------------------------------------------------------------- what the site shows (report.json)
+
+
+def fit_summary_folder(root: Path, *, protocol_columns: bool = True) -> Path:
+    """A results folder ``root/standard`` with a ``summary/runs.csv`` only (with or without the fit and floor
+    columns of the current protocol): NoPE fits seed 0 of each arch, RoPE (decoder only) every seed."""
+    folder = root / "standard"
+    (folder / "summary").mkdir(parents=True)
+    (folder / "raw").mkdir()
+    rows = []
+    for arch, encodings_ in (("decoder", ["none", "rope"]), ("encoder", ["none"])):
+        for encoding in encodings_:
+            for seed in range(3):
+                row = {"run_id": f"{arch}-{encoding}-{seed}", "variant": "trained",
+                       "experiment": "length_extrapolation", "task": "copy", "arch": arch, "encoding": encoding,
+                       "seed": seed, "status": "ok"}
+                if protocol_columns:
+                    fitted = encoding == "rope" or seed == 0
+                    row.update(fitted=float(fitted), steps_to_fit=100.0 * (seed + 1) if fitted else float("nan"),
+                               id_chance_token_acc=0.1, id_floor_token_acc=0.53, ood_chance_token_acc=0.1,
+                               ood_floor_token_acc=0.32)
+                rows.append(row)
+    pd.DataFrame(rows).to_csv(folder / "summary" / "runs.csv", index=False)
+    return folder
+
+
+def test_the_fit_table_counts_fitted_seeds_and_median_steps_per_encoding_and_arch(tmp_path):
+    from pebench.report import fit
+
+    table = fit.fit_table(fit_summary_folder(tmp_path))
+    (section,) = table["sections"]
+    assert section["lead"] == ("**`length_extrapolation`** (1 task, every seed of every task counted; from "
+                               "`{folder}/summary/runs.csv`)")
+    assert section["header"] == ["encoding", "decoder: seeds fitted", "decoder: median steps to fit",
+                                 "encoder: seeds fitted", "encoder: median steps to fit"]
+    assert section["rows"] == [[schema.encoding_label("none"), "1/3 (33%)", "100", "1/3 (33%)", "100"],
+                               [schema.encoding_label("rope"), "3/3 (100%)", "200", "—", "—"]]
+    floors = fit.floors_table(fit_summary_folder(tmp_path / "again"))
+    assert floors["sections"][0]["rows"] == [["`copy`", "decoder", "0.10", "0.53", "0.10", "0.32", "—"],
+                                             ["`copy`", "encoder", "0.10", "0.53", "0.10", "0.32", "—"]]
+
+
+def test_fit_and_floor_tables_of_results_without_the_columns_say_so(tmp_path):
+    from pebench.report import fit
+
+    folder = fit_summary_folder(tmp_path, protocol_columns=False)
+    assert fit.fit_table(folder) == {"missing": "*Fit of the training distribution: not in these results "
+                                                "(`{folder}/summary/runs.csv` has no `fitted`, `steps_to_fit` column: "
+                                                "these results were made before the protocol recorded it).*\n"}
+    assert "`id_floor_token_acc`" in fit.floors_table(folder)["missing"]
+    assert "no `{folder}/summary/runs.csv`" in fit.fit_table(tmp_path / "nowhere")["missing"]
+
+
+def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_at_the_training_length():
+    from pebench.report import fit
+
+    def row(task, seed, acc, *, fitted=True, eval_len=8, condition="original", variant="trained"):
+        return {"task": task, "arch": "encoder", "encoding": "rope", "seed": seed, "fitted": fitted,
+                "eval_len": eval_len, "train_max_len": 8, "condition": condition, "variant": variant,
+                "token_acc": acc}
+
+    rows = [row("majority", 0, 0.96), row("majority", 1, 0.985), row("majority", 2, 1.0),
+            row("copy", 0, 0.995), row("copy", 1, 0.97),
+            # none of these is a fitted run's score at the longest training length as trained
+            row("majority", 3, 0.10, fitted=False), row("majority", 4, 0.20, eval_len=16),
+            row("majority", 5, 0.30, condition="shuffled"), row("copy", 6, 0.40, variant="yarn")]
+    resolution = fit.fit_resolution(pd.DataFrame(rows))
+    p = 0.97 ** 128 + 128 * 0.03 * 0.97 ** 127  # at most 1 of 128 tokens wrong at a true accuracy of 0.97
+    assert "passes with at most 1 error." in resolution["lead"]
+    assert f"{p:.2f} at a true accuracy of 0.97" in resolution["lead"]
+    label = schema.encoding_label("rope")
+    assert resolution["rows"] == [["`{folder}`", "one token", 3, 2, 1, f"0.960 (`majority`, encoder, {label}, seed 0)"],
+                                  ["`{folder}`", "longer", 2, 1, 1, f"0.970 (`copy`, encoder, {label}, seed 1)"]]
+    assert fit.fit_resolution(pd.DataFrame([row("copy", 0, 0.5)]).drop(columns="fitted"))["rows"] == []
+
+
+def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():
+    from pebench.report.findings import interval_edges
+
+    board = pd.DataFrame({"arch": ["decoder", "decoder", "encoder"], "encoding": ["rope", "none", "t5"],
+                          "mrr": [0.8, 0.3, 0.5], "mrr_low": [0.6, 0.25, 0.495], "mrr_high": [0.9, 0.31, 0.7]})
+    text = interval_edges(board)
+    assert text.startswith("In 1 of 3 rows the MRR lies within 0.01 of an end of its interval (encoder t5)")
+    assert "read those intervals as one-sided" in text and "{doc}`protocol`" in text
+    assert interval_edges(board.iloc[:1]).startswith("In every row the MRR lies more than 0.01 inside")
+
+
+def test_the_headline_is_the_ranking_findings_of_experiments_with_a_primary_metric():
+    from pebench.experiment import ReportSpec
+    from pebench.report.findings import headline
+
+    findings = ["copy (decoder): best OOD token accuracy rope 0.9.",
+                "Length extrapolation, decoder: 2 encodings share the top tier, their intervals overlapping.",
+                "Length extrapolation, decoder: NoPE vs sinusoidal: no significant difference (Holm p = 1).",
+                "Length extrapolation, decoder: NoPE vs RoPE: no significant difference (Holm p = 1)."]
+    spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("none", "sinusoidal"),))
+    assert headline(findings, {"length_extrapolation": spec}) == findings[1:3]
+    assert headline(findings, {"length_extrapolation": ReportSpec()}) == findings[:3]  # no ranking: the first three
+
+
+def test_provenance_lists_the_latest_invocation_of_the_manifest():
+    from pebench.report.findings import provenance
+
+    section = provenance({"suite": "standard", "invocations": [{}],
+                          "latest": {"git_sha": "abc123", "device": "cpu", "workers": None}})
+    assert section == {"lead": "The folder was written by 1 invocation(s) of `pebench run`; the latest:",
+                       "header": ["field", "value"], "rows": [["`git_sha`", "abc123"], ["`device`", "cpu"]]}
+    assert provenance(None) == {"missing": "No `manifest.json` in `{folder}`.\n"}
+
+
+def test_report_json_holds_what_the_site_shows_and_the_digest_of_its_run_files(report, synthetic, tmp_path):
+    from pebench.report.freshness import StaleReport, current_report, raw_digest
+
+    out = Path(report.summaries["runs"]).parent.parent
+    index = json.loads((out / "report.json").read_text())
+    assert index["raw_sha256"] == raw_digest(synthetic)
+    assert index["headline"] and set(index["headline"]) <= set(index["findings"])
+    assert index["declarations"]["length_extrapolation"]["primary_metric"] == "ood_token_acc"
+    for key in ("fit_table", "floors_table", "fit_resolution", "provenance", "completeness", "interval_edges"):
+        assert key in index, key
+    assert "rerun" not in index  # not a rerun folder
+    with pytest.raises(StaleReport, match="has no report.json: run pebench report"):
+        current_report(synthetic)
+    folder = copy_results(synthetic, tmp_path / "standard")
+    shutil.copy(out / "report.json", folder / "report.json")
+    assert current_report(folder) == index
+    edit_runs(folder, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    with pytest.raises(StaleReport, match="is older than the run files"):
+        current_report(folder)
+
+
+def test_a_rerun_reports_its_agreement_with_the_reference_beside_it(synthetic, tmp_path):
+    """results/reruns/<name>/ and results/local/<suite>/ are reported with their reference results/<suite>:
+    the device and wall time from the manifest, the cells that reproduce, the fit decisions and the
+    leaderboards; ``pebench compare`` prints the same agreement."""
+    from pebench import compare as compare_module
+    from pebench.report import reruns
+
+    results_root = tmp_path / "results"
+    reference = copy_results(synthetic, results_root / "standard")
+    rerun = copy_results(synthetic, results_root / "reruns" / "gpu")
+    edit_runs(rerun, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    for folder in (reference, rerun):
+        for path in sorted((folder / "raw").glob("*.csv")):
+            frame = pd.read_csv(path)
+            flipped = folder == rerun and (frame["encoding"] == "none").all() and (frame["seed"] == 0).all()
+            frame.assign(fitted=not flipped).to_csv(path, index=False)
+    assert reruns.reference_of(rerun) is None  # no manifest naming its suite
+    invocation = {"device": "cuda", "cuda_device": "NVIDIA H100", "torch_version": "2.11.0+cu130"}
+    manifest = {"suite": "standard", "invocations": [{**invocation, "workers": 12, "wall_seconds": 300.0},
+                                                     {**invocation, "workers": 14, "wall_seconds": 180.0}]}
+    (rerun / "manifest.json").write_text(json.dumps(manifest))
+    assert reruns.reference_of(rerun) == reference.resolve()
+    board = pd.DataFrame({"arch": "decoder", "encoding": ["alibi", "rope", "none"], "mrr": [0.8, 0.5, 0.3],
+                          "mrr_low": [0.7, 0.4, 0.2], "mrr_high": [0.9, 0.6, 0.4]})
+    for folder, mrr in ((reference, [0.8, 0.5, 0.3]), (rerun, [0.45, 0.55, 0.35])):
+        (folder / "tables").mkdir()
+        board.assign(mrr=mrr).to_csv(folder / "tables" / "leaderboard_length_extrapolation.csv", index=False)
+
+    comparison = compare(rerun, reference)
+    assert comparison.n_reproduced == comparison.n_cells - 1
+    summary = reruns.rerun_summary(rerun, reference, comparison)
+    n_runs = len(list((reference / "raw").glob("*.csv")))
+    flipped = sum(1 for p in (rerun / "raw").glob("*.csv") if not pd.read_csv(p)["fitted"].all())
+    assert flipped and summary == [
+        "`{folder}` reruns the `standard` suite on NVIDIA H100 (torch 2.11.0+cu130, 2 invocation(s) of `pebench run` "
+        "with 12/14 workers, 8 min of wall time in all).",
+        f"{comparison.n_cells - 1} of {comparison.n_cells} cells reproduce the reference within the margins of "
+        "`pebench compare`.",
+        f"{n_runs - flipped} of {n_runs} runs judged by the fit criterion on both sides reached the same decision "
+        f"(fitted: {1 - flipped / n_runs:.1%} of them in the rerun, 100.0% in the reference).",
+        "Leaderboard of `length_extrapolation`: decoder, the rerun's MRR inside the reference's interval for 2 of 3 "
+        "encodings, Spearman correlation 0.50, first `rope` in the rerun and `alibi` in the reference."]
+    assert summary[2:] == compare_module.rerun_agreement(rerun, reference)
+    for entry in manifest["invocations"]:
+        entry["seed_batched_runs"] = 3
+    (rerun / "manifest.json").write_text(json.dumps(manifest))
+    assert "with 12/14 workers, 6 runs seed-batched, 8 min of wall time" in \
+        reruns.rerun_summary(rerun, reference, comparison)[0]
+    section = reruns.comparison_section(comparison)
+    assert section["verdict"] == f"`pebench compare {{folder}} {{reference}}`: **{comparison.verdict}**."
+    first = section["rows"][0]  # what does not reproduce first, its broken seed named
+    assert "copy/alibi/decoder" in first[0] and first[5].endswith("(seed 0)") and first[-1] == "**no**"
+    assert any(row[5] == "0 (every seed)" for row in section["rows"])
+    assert main(["compare", str(rerun), str(reference)]) == 1  # one cell does not reproduce
+
+
+def test_pebench_compare_prints_the_agreement_before_its_closing_verdict(synthetic, tmp_path, capsys):
+    reference, rerun = copy_results(synthetic, tmp_path / "reference"), copy_results(synthetic, tmp_path / "rerun")
+    edit_runs(rerun, {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
+    for path in [*(reference / "raw").glob("*.csv"), *(rerun / "raw").glob("*.csv")]:
+        pd.read_csv(path).assign(fitted=True).to_csv(path, index=False)  # judged by the fit criterion
+    assert main(["compare", str(rerun), str(reference)]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    verdict = compare(rerun, reference).verdict
+    assert lines[0] == verdict and lines[-1] == f"verdict: {verdict}"
+    at = lines.index("agreement beyond the cells:")
+    assert lines[at + 1].startswith("  ") and "runs judged by the fit criterion on both sides" in lines[at + 1]
+
+
+def without_experiment_scripts(monkeypatch, tmp_path: Path, *, folder: bool = True) -> None:
+    """As a downloaded folder or an installed package sees it: experiment discovery finds an empty folder (or,
+    as in a wheel, none at all), and no experiment is registered."""
+    from pebench import experiment
+    from pebench.registry import Registry
+
+    empty = tmp_path / "no_experiments"
+    if folder:
+        empty.mkdir()
+    monkeypatch.setattr(experiment, "experiments_dir", lambda: empty)
+    monkeypatch.setattr(experiment, "EXPERIMENTS", Registry("experiment", base=experiment.Experiment))
+
+
+def test_a_copy_of_the_reference_reports_alike_without_the_experiment_scripts(tmp_path, monkeypatch, capsys):
+    """results/standard copied out of the repository (run files, manifest, report.json) and reported with no
+    experiment script on disk writes the committed tables byte for byte: each experiment's layout,
+    leaderboard and declared comparisons come from the report declarations the folder records."""
+    committed = Path(__file__).resolve().parent.parent / "results" / "standard"
+    folder = tmp_path / "standard"
+    shutil.copytree(committed / "raw", folder / "raw")
+    for name in ("manifest.json", "report.json"):
+        shutil.copy(committed / name, folder / name)
+    without_experiment_scripts(monkeypatch, tmp_path)
+    assert main(["report", str(folder)]) == 0
+    assert "no report declaration" not in capsys.readouterr().out
+    written = sorted(p.relative_to(folder) for p in (folder / "tables").iterdir())
+    assert written == sorted(p.relative_to(committed) for p in (committed / "tables").iterdir())
+    for relative in written:
+        assert (folder / relative).read_bytes() == (committed / relative).read_bytes(), relative
+    index = json.loads((folder / "report.json").read_text())
+    assert index["declarations"] == json.loads((committed / "report.json").read_text())["declarations"]
+
+
+def test_a_folder_that_records_no_declaration_says_so_and_the_manifest_record_is_read(synthetic, tmp_path):
+    from pebench.experiment import ReportSpec, report_declarations
+
+    declared = report_declarations(["length_extrapolation", "order_sensitivity", "rope_scaling", "lm_extrapolation"])
+    bare = write_report(copy_results(synthetic, tmp_path / "bare"))  # run files only
+    assert any(line.startswith("length_extrapolation: no report declaration") for line in bare.skipped)
+    assert not any(t.name.startswith("leaderboard_") for t in bare.tables)
+    given = write_report(synthetic, tmp_path / "given", declared={"length_extrapolation": ReportSpec()})
+    assert not any(t.name.startswith("leaderboard_") for t in given.tables)  # what the caller declares comes first
+    folder = copy_results(synthetic, tmp_path / "recorded")
+    (folder / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [],
+                                                      "report_declarations": declared}))
+    recorded = write_report(folder)
+    assert not any("no report declaration" in line for line in recorded.skipped)
+    assert any(t.name.startswith("leaderboard_length_extrapolation") for t in recorded.tables)
+    recorded_json = json.loads((folder / "report.json").read_text())["declarations"]
+    assert recorded_json == {name: json.loads(json.dumps(declared[name])) for name in recorded_json}
+
+
+def test_appearances_list_each_encodings_and_tasks_experiments_and_archs_in_the_order_of_the_cells():
+    from pebench.report.findings import appearances
+
+    cells = pd.DataFrame({"experiment": ["a", "a", "b", "a"], "task": ["copy", "copy", "copy", "sort"],
+                          "encoding": ["rope", "none", "rope", "rope"], "arch": ["decoder", "decoder", "encoder",
+                                                                                "decoder"]})
+    assert appearances(cells) == {
+        "encoding": {"rope": [["a", "decoder"], ["b", "encoder"]], "none": [["a", "decoder"]]},
+        "task": {"copy": [["a", "decoder"], ["b", "encoder"]], "sort": [["a", "decoder"]]}}

@@ -5,9 +5,9 @@ Everything under ``docs/_generated/`` is written here when the builder starts
 
 * ``encodings/<name>.md``: one page per registered encoding;
 * ``tasks/<name>.md``: one page per registered task;
-* ``results/<suite>.md``: one page per suite folder in ``results/``, from
-  :func:`pebench.report.write_report` (and a "local rerun" page when
-  ``results/local/standard`` exists);
+* ``results/<suite>.md``: one page per suite folder in ``results/``, from what ``pebench report`` wrote
+  there (``report.json``, figures, tables; a build stops with one line when a folder's report is missing or
+  older than its run files), and a "local rerun" page when ``results/local/standard`` exists;
 * ``api/<module>.md``: one autodoc page per importable ``pebench`` module;
 * ``figures/*.svg``: the teaching figures of :mod:`pebench.explain`;
 * ``includes/*.md``: tables included by the hand-written pages.
@@ -19,7 +19,6 @@ substitutions (``generate`` returns their values).
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import json
@@ -31,15 +30,18 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import numpy as np
 import torch
 
 import pebench
 from pebench import encodings, explain, tasks
 from pebench.registry import Citation
-from pebench.results import encoding_label, files_fingerprint, raw_files, run_file_id
+from pebench.report.fit import FOLDER
+from pebench.report.freshness import DIGEST_KEY, StaleReport, current_report, raw_digest
+from pebench.report.reruns import REFERENCE
+from pebench.schema import encoding_label
+from pebench.store import files_fingerprint, raw_files
 from pebench.tables import text_table, to_markdown
 
 DOCS = Path(__file__).resolve().parent.parent
@@ -111,18 +113,13 @@ def cited(citation: Citation) -> str:
 
 def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
     """A section linking to the committed results pages whose runs include ``name`` (an encoding or a task):
-    which experiments and architectures, from each suite's ``summary/cells.csv``."""
-    import pandas as pd
-
+    which experiments and architectures, as each suite's report lists them
+    (:func:`pebench.report.findings.appearances`)."""
     found = []
     for folder in suite_folders(results):
-        cells = folder / "summary" / "cells.csv"
-        if not cells.exists():
-            continue
-        frame = pd.read_csv(cells, usecols=["experiment", "task", "encoding", "arch"])
-        rows = frame[frame[column] == name].drop_duplicates(["experiment", "arch"])
-        if len(rows):
-            where = ", ".join(f"`{r.experiment}` ({r.arch})" for r in rows.itertuples())
+        pairs = report_index(folder)["appearances"][column].get(name)
+        if pairs:
+            where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
             found.append(f"- {{doc}}`{folder.name} results </_generated/results/{folder.name}>`: {where}")
     if not found:
         return ["## In the results", "", f"Not part of the committed reference results; run it with "
@@ -370,25 +367,52 @@ def suite_folders(results: Path) -> list[Path]:
                   and ((p / "raw").is_dir() or (p / "manifest.json").exists()))
 
 
+def _filled(text: str, folder: Path, reference: Path | None = None) -> str:
+    """A text of a ``report.json`` with the paths of the folders it names (:data:`pebench.report.fit.FOLDER`,
+    :data:`pebench.report.reruns.REFERENCE`) as the reader sees them."""
+    text = str(text).replace(FOLDER, shown(folder))
+    return text.replace(REFERENCE, shown(reference)) if reference is not None else text
+
+
+def report_index(folder: Path) -> dict[str, Any]:
+    """The ``report.json`` of ``folder``, the report of the run files there now (a build stops with one line
+    saying which folder to report when it is missing or older than the run files). Checked once per build
+    while neither the run files nor the report are written again (the pages of every encoding and task ask)."""
+    paths = [*raw_files(folder / "raw"), folder / "report.json"]
+    key = (folder.resolve(), files_fingerprint([path for path in paths if path.exists()]))
+    if key not in _INDEXES:
+        try:
+            _INDEXES[key] = current_report(folder)
+        except StaleReport as exc:
+            raise RuntimeError(f"pebench_docs: {exc}") from None
+    return _INDEXES[key]
+
+
+#: the reports :func:`report_index` read in this process, by folder and the state of its files
+_INDEXES: dict[tuple, dict[str, Any]] = {}
+
+
+def table_text(section: Mapping[str, Any], folder: Path) -> str:
+    """A table of a ``report.json`` (``{"lead", "header", "rows"}``, or ``{"missing"}``) as MyST."""
+    if "missing" in section:
+        return _filled(section["missing"], folder)
+    rows = [[_filled(cell, folder) for cell in row] for row in section["rows"]]
+    return f"{_filled(section['lead'], folder)}\n\n" + markdown_table(section["header"], rows)
+
+
+def tables_text(part: Mapping[str, Any], folder: Path) -> str:
+    """Tables of a ``report.json`` (``{"sections": [...]}``, each headed by its lead, or ``{"missing"}``)."""
+    if "missing" in part:
+        return _filled(part["missing"], folder)
+    lines = []
+    for section in part["sections"]:
+        lines += [_filled(section["lead"], folder), "", markdown_table(section["header"], section["rows"])]
+    return "\n".join(lines)
+
+
 def manifest_section(folder: Path) -> str:
-    path = folder / "manifest.json"
-    if not path.exists():
-        return f"No `manifest.json` in `{shown(folder)}`.\n"
-    manifest = json.loads(path.read_text())
-    latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
-    keys = ("date", "git_sha", "git_dirty", "pebench_version", "torch_version", "python_version", "device",
-            "cuda_device", "platform", "processor", "cpu_count", "executor", "workers", "n_runs")
-    if manifest.get("combined") and not latest:  # `pebench combine`: one column per source folder
-        sources = manifest["combined"]["sources"]
-        rows = [["folder", *(f"`{s['folder']}`" for s in sources)], ["runs taken", *(s["runs"] for s in sources)]]
-        rows += [[f"`{k}`", *((s.get("manifest") or {}).get(k, "—") for s in sources)] for k in keys]
-        return ("The folder was combined from these folders by `pebench combine` (a run in two of them had "
-                "identical rows):\n\n" + markdown_table(["field", *(f"source {i + 1}" for i in range(len(sources)))],
-                                                          rows))
-    rows = [[f"`{k}`", latest[k]] for k in keys if k in latest and latest[k] is not None]
-    n = len(manifest.get("invocations", []))
-    note = f"The folder was written by {n} invocation(s) of `pebench run`; the latest:" if n else "Manifest:"
-    return f"{note}\n\n" + markdown_table(["field", "value"], rows)
+    """Where and how the runs of ``folder`` were made, as its report read them from its manifest."""
+    return table_text(report_index(folder)["provenance"], folder)
 
 
 #: read once above the tables of a results page (each caption repeats it for a table copied on its own)
@@ -441,28 +465,61 @@ def _render_report(report, srcdir: Path) -> list[str]:
     return lines
 
 
-def _write_report(folder: Path, out: Path, srcdir: Path = DOCS):
-    """``pebench.report.write_report(folder, out_dir=out)``, or ``None`` if that module does not exist yet.
+class ShownArtifact(NamedTuple):
+    """A figure or table of a report as a page shows it: ``paths`` map a format to its copy under the source
+    tree."""
 
-    A folder whose report this process already wrote (the reference has its own page and sits beside every
-    rerun) is not reported again while its run files are unchanged and that report's files are still there:
-    the earlier report of the same source tree ``srcdir`` is returned, its artifacts where they were written."""
-    try:
-        from pebench.report import write_report
-    except ImportError:
-        return None
-    key = (folder.resolve(), srcdir.resolve(), files_fingerprint(raw_files(folder / "raw")))
-    earlier = _REPORTS.get(key)
-    if earlier is not None and all(Path(path).exists() for artifact in (*earlier.figures, *earlier.tables)
+    name: str
+    title: str
+    caption: str
+    paths: dict[str, Path]
+
+
+class ShownReport(NamedTuple):
+    """A folder's ``report.json`` with its artifacts and summaries copied under the source tree."""
+
+    figures: list[ShownArtifact]
+    tables: list[ShownArtifact]
+    findings: list[str]
+    protocol: str
+    summaries: dict[str, Path]
+    skipped: list[str]
+    results_version: str
+    citation: str
+    index: dict[str, Any]
+
+
+def shown_report(folder: Path, out: Path, srcdir: Path = DOCS) -> ShownReport:
+    """The committed report of ``folder`` (:func:`report_index`), its figures, tables and summaries copied into
+    ``out`` where the page links them. A folder whose report this process already copied for the source tree
+    ``srcdir`` (the reference has its own page and sits beside every rerun) is not copied again while its
+    report is the same and the copies are still there."""
+    index = report_index(folder)
+    key = (folder.resolve(), srcdir.resolve(), index[DIGEST_KEY], json.dumps(index, sort_keys=True))
+    earlier = _SHOWN.get(key)
+    if earlier is not None and all(path.exists() for artifact in (*earlier.figures, *earlier.tables)
                                    for path in artifact.paths.values()):
         return earlier
-    report = write_report(folder, out_dir=out)
-    _REPORTS[key] = report
+
+    def copied(relative: str) -> Path:
+        target = out / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / relative, target)
+        return target
+
+    def artifacts(kind: str) -> list[ShownArtifact]:
+        return [ShownArtifact(item["name"], item["title"], item["caption"],
+                              {ext: copied(path) for ext, path in item["paths"].items()}) for item in index[kind]]
+
+    report = ShownReport(artifacts("figures"), artifacts("tables"), index["findings"], index["protocol"],
+                         {name: copied(path) for name, path in index["summaries"].items()}, index["skipped"],
+                         index["results_version"], index["citation"], index)
+    _SHOWN[key] = report
     return report
 
 
-#: the reports :func:`_write_report` wrote in this process, by folder, source tree and the state of its run files
-_REPORTS: dict[tuple, Any] = {}
+#: the reports :func:`shown_report` copied in this process, by folder, source tree and report
+_SHOWN: dict[tuple, ShownReport] = {}
 
 
 def _count_runs(folder: Path) -> int:
@@ -470,65 +527,36 @@ def _count_runs(folder: Path) -> int:
 
 
 def completeness(folder: Path) -> str:
-    """Whether ``folder`` holds every run of its suite as the code defines it now, and how to finish it."""
-    from pebench.experiment import suite_runs
-    from pebench.protocol import SUITES
-
-    if folder.name not in SUITES:
-        return ""
-    expected = {spec.run_id for spec in suite_runs(folder.name)}
-    present = {run_file_id(path) for path in raw_files(folder / "raw")}
-    missing, foreign = expected - present, present - expected
-    if not missing and not foreign:
-        return f"The folder holds every one of the {len(expected)} runs of the `{folder.name}` suite."
-    parts = []
-    if missing:
-        parts.append(f"**Incomplete:** {len(missing)} of the {len(expected)} runs of the `{folder.name}` suite are not "
-                     f"in this folder, so cells without runs are absent from every table and figure below; "
-                     f"`pebench run --suite {folder.name} --out {shown(folder)}` completes it (finished runs are "
-                     "kept).")
-    if foreign:
-        parts.append(f"{len(foreign)} run files are not runs of the `{folder.name}` suite as the code defines it now "
-                     "(made by another version of the protocol).")
-    return " ".join(parts)
+    """Whether ``folder`` holds every run of its suite as the code defines it now, and how to finish it, as its
+    report says."""
+    return _filled(report_index(folder)["completeness"], folder)
 
 
 def results_page(folder: Path, out: Path, srcdir: Path = DOCS) -> str:
-    """The page of one suite folder; report artifacts are written under ``out``."""
+    """The page of one suite folder, from its committed report; its artifacts are copied under ``out``."""
     suite = folder.name
     rel = shown(folder)
+    report = shown_report(folder, out, srcdir)
     lines = [f"# Results: `{suite}` suite", "",
              f"Generated when this site was built from the {_count_runs(folder)} run files in `{rel}/raw/`.", "",
-             completeness(folder), "",
-             "## Provenance", "", manifest_section(folder)]
-    report = _write_report(folder, out, srcdir)
-    if report is None:
-        lines += ["The analysis module `pebench.report` is not part of this version of pebench, so this page shows "
-                  "no figures or tables yet.", ""]
-    else:
-        headline = headline_list(report.findings)
-        if headline:  # first, above the provenance: what the results say
-            at = lines.index("## Provenance")
-            lines[at:at] = ["## Headline findings", "", *(f"- {f}" for f in headline), "",
-                            "Every finding, with the figures and tables behind it, is below; the encodings ranked "
-                            "over every task are on the {doc}`/leaderboard`.", ""]
-        at = lines.index("## Provenance")
-        lines[at:at] = cite_box(report, folder.name, srcdir)
-        lines += _render_report(report, srcdir)
+             completeness(folder), ""]
+    if report.index["headline"]:  # first, above the provenance: what the results say
+        lines += ["## Headline findings", "", *(f"- {f}" for f in report.index["headline"]), "",
+                  "Every finding, with the figures and tables behind it, is below; the encodings ranked "
+                  "over every task are on the {doc}`/leaderboard`.", ""]
+    lines += cite_box(report, folder.name, srcdir)
+    lines += ["## Provenance", "", manifest_section(folder)]
+    lines += _render_report(report, srcdir)
     return "\n".join(lines)
 
 
-#: the table a suite is cited by, the first of these its report wrote (protocol v3's board first)
-MAIN_TABLES = ("extrapolation_", "leaderboard_", "lm_extrapolation")
-
-
-def cite_box(report, suite: str, srcdir: Path) -> list[str]:
+def cite_box(report: ShownReport, suite: str, srcdir: Path) -> list[str]:
     """The "Cite these results" box of a results page: the results version, the main table's LaTeX file and
     the BibTeX entry, all as ``pebench report`` wrote them (empty for a report without a version)."""
-    version, citation = getattr(report, "results_version", ""), getattr(report, "citation", "")
+    version, citation = report.results_version, report.citation
     if not version:
         return []
-    main = next((t for prefix in MAIN_TABLES for t in report.tables if t.name.startswith(prefix)), None)
+    main = next((t for t in report.tables if t.name == report.index["main_table"]), None)
     table = (f" The main table: {{download}}`{main.paths['tex'].name} <{source_path(main.paths['tex'], srcdir)}>` "
              f"({main.title}); every table names the version under it." if main and "tex" in main.paths else "")
     return [":::{admonition} Cite these results", ":class: tip", "",
@@ -551,47 +579,28 @@ def missing_results_page(suite: str) -> str:
     ])
 
 
+def rerun_index(local: Path, reference: Path) -> dict[str, Any]:
+    """The ``rerun`` section of the report of ``local`` (:mod:`pebench.report.reruns`), made against the run
+    files of ``reference`` there now (a build stops with one line otherwise)."""
+    section = report_index(local).get("rerun")
+    if section is None or section.get("reference_raw_sha256") != raw_digest(reference):
+        state = "compares it with no reference" if section is None else "is older than the run files of its reference"
+        raise RuntimeError(f"pebench_docs: the report of {shown(local)} {state} ({shown(reference)}): run pebench "
+                           f"report {shown(local)} with {shown(reference)} beside it")
+    return section
+
+
 def compare_section(local: Path, reference: Path) -> list[str]:
-    """``pebench compare LOCAL REFERENCE`` as a page section: the verdict, then one row per cell and metric."""
-    from pebench import compare as compare_module
-
-    result = comparison(local, reference)
-    lines = ["## Reproduction check", "",
-             f"`pebench compare {shown(local)} {shown(reference)}`: **{result.verdict}**.", "",
-             "Seeds are compared paired (the same seed has the same data and initialisation on both sides): "
-             "a metric reproduces when the mean of the per-seed differences is within its margin, no single seed "
-             "differs by more than the per-seed margin, and every reference seed was rerun "
-             "({mod}`pebench.compare`).", ""]
-    lines += [f"- note: {note}" for note in result.notes] + ([""] if result.notes else [])
-    table = result.table()
-    if len(table):
-        table = table.sort_values("reproduces", kind="stable")  # what does not reproduce first
-        def number(value: float, signed: bool = False) -> str:
-            return "—" if not np.isfinite(value) else f"{value:+.3f}" if signed else f"{value:.3f}"
-
-        rows = [[row["cell"], row["metric"], number(row["local_mean"]), number(row["reference_mean"]),
-                 number(row["difference"], signed=True),
-                 "—" if not np.isfinite(row["worst_seed_difference"]) else
-                 "0 (every seed)" if row["worst_seed_difference"] == 0 else
-                 f"{number(row['worst_seed_difference'], signed=True)} (seed {int(row['worst_seed'])})",
-                 row["missing_seeds"] or "—", "yes" if row["reproduces"] else "**no**"]
-                for _, row in table.iterrows()]
-        lines += [markdown_table(["cell", "metric", "rerun", "reference", "mean paired diff", "largest seed diff",
-                                  "seeds on one side", "reproduces"], rows), ""]
-    for title, frame in (("Only in the reference", result.only_reference), ("Only in the rerun", result.only_local)):
-        if len(frame):
-            lines += [f"{title}: " + ", ".join(f"`{compare_module.cell_name(row)}`" for _, row in frame.iterrows())
-                      + ".", ""]
+    """``pebench compare LOCAL REFERENCE`` as a page section, from the report of ``local``: the verdict, then
+    one row per cell and metric."""
+    result = rerun_index(local, reference)["comparison"]
+    lines = ["## Reproduction check", "", _filled(result["verdict"], local, reference), "", result["method"], ""]
+    lines += [f"- note: {note}" for note in result["notes"]] + ([""] if result["notes"] else [])
+    if result["rows"]:
+        lines += [markdown_table(result["header"], result["rows"]), ""]
+    for sentence in result["one_side"]:
+        lines += [sentence, ""]
     return lines
-
-
-@functools.lru_cache(maxsize=8)
-def comparison(local: Path, reference: Path):
-    """``pebench.compare.compare(local, reference)``, computed once per process (a docs build reads it for a
-    rerun's page and again for the ``reruns`` substitution)."""
-    from pebench import compare as compare_module
-
-    return compare_module.compare(local, reference)
 
 
 def rerun_folders(results: Path) -> list[Path]:
@@ -610,60 +619,9 @@ def rerun_reference(rerun: Path, results: Path) -> Path:
 
 
 def rerun_summary(rerun: Path, reference: Path) -> list[str]:
-    """What a committed rerun on other hardware says about reproducing the reference, one sentence per point,
-    all read from the two folders: where and how long it ran (its manifest), how many cells reproduce
-    (:func:`comparison`), how many runs reached the same fit decision, and whether the leaderboards order
-    the encodings alike (:func:`leaderboard_agreement`)."""
-    manifest = json.loads((rerun / "manifest.json").read_text())
-    invocations = manifest.get("invocations") or []
-    latest = manifest.get("latest") or (invocations[-1] if invocations else {})
-    device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
-    seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
-    workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
-    recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
-    batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
-    parts = [f"`{shown(rerun)}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
-             f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
-             f"workers{batched}, {seconds / 60:.0f} min of wall time in all)."]
-    result = comparison(rerun, reference)
-    parts.append(f"{result.n_reproduced} of {result.n_cells} cells reproduce the reference within the margins "
-                 "of `pebench compare`.")
-    fits = _raw_first(rerun, ("fitted",)).merge(_raw_first(reference, ("fitted",)), on="run_id",
-                                                  suffixes=("_rerun", "_reference"))
-    fits = fits.dropna() if {"fitted_rerun", "fitted_reference"} <= set(fits.columns) else fits.iloc[:0]
-    if len(fits):
-        rerun_fit, reference_fit = fits["fitted_rerun"].astype(bool), fits["fitted_reference"].astype(bool)
-        parts.append(f"{int((rerun_fit == reference_fit).sum())} of {len(fits)} runs judged by the fit criterion "
-                     f"on both sides reached the same decision (fitted: {rerun_fit.mean():.1%} of them in the "
-                     f"rerun, {reference_fit.mean():.1%} in the reference).")
-    return parts + leaderboard_agreement(rerun, reference)
-
-
-def leaderboard_agreement(rerun: Path, reference: Path) -> list[str]:
-    """One sentence per leaderboard (``tables/leaderboard_<experiment>.csv``) in both folders: per
-    architecture, for how many encodings the rerun's MRR lies inside the reference's 95% interval, the
-    Spearman correlation of the two MRRs, and the first encoding on each side."""
-    import pandas as pd
-    from scipy.stats import spearmanr
-
-    sentences = []
-    for path in sorted((reference / "tables").glob("leaderboard_*.csv")):
-        if not (rerun / "tables" / path.name).exists():
-            continue
-        ref, new = pd.read_csv(path), pd.read_csv(rerun / "tables" / path.name)
-        arches = []
-        for arch, group in ref.groupby("arch", sort=True):
-            both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
-            inside = int(both["mrr_rerun"].between(both["mrr_low"], both["mrr_high"]).sum())
-            rho = spearmanr(both["mrr"], both["mrr_rerun"]).statistic
-            first = group.loc[group["mrr"].idxmax(), "encoding"], both.loc[both["mrr_rerun"].idxmax(), "encoding"]
-            arches.append(f"{arch}, the rerun's MRR inside the reference's interval for {inside} of {len(both)} "
-                          f"encodings, Spearman correlation {rho:.2f}, first "
-                          + (f"`{first[0]}` on both sides" if first[0] == first[1] else
-                             f"`{first[1]}` in the rerun and `{first[0]}` in the reference"))
-        experiment = path.stem.removeprefix("leaderboard_")
-        sentences.append(f"Leaderboard of `{experiment}`: " + "; ".join(arches) + ".")
-    return sentences
+    """What a committed rerun on other hardware says about reproducing the reference, one sentence per point, as
+    its report says (:func:`pebench.report.reruns.rerun_summary`)."""
+    return [_filled(sentence, rerun, reference) for sentence in rerun_index(rerun, reference)["summary"]]
 
 
 def reruns_text(results: Path) -> str:
@@ -702,12 +660,8 @@ def rerun_page(local: Path, reference: Path, out: Path, srcdir: Path = DOCS, *, 
     lines += ["## Provenance of the rerun", "", manifest_section(local)]
     if reference.is_dir():
         lines += ["## Provenance of the reference", "", manifest_section(reference)]
-    local_report = _write_report(local, out / "local", srcdir)
-    reference_report = _write_report(reference, out / "reference", srcdir) if reference.is_dir() else None
-    if local_report is None:
-        lines += ["The analysis module `pebench.report` is not part of this version of pebench, so no figures "
-                  "are shown.", ""]
-        return "\n".join(lines)
+    local_report = shown_report(local, out / "local", srcdir)
+    reference_report = shown_report(reference, out / "reference", srcdir) if reference.is_dir() else None
     if local_report.findings:
         lines += ["## Findings of the rerun", "", *(f"- {f}" for f in local_report.findings), ""]
     reference_figures = {a.name: a for a in reference_report.figures} if reference_report else {}
@@ -798,134 +752,26 @@ def not_in_results(what: str, why: str) -> str:
     return f"*{what}: not in these results ({why}).*\n"
 
 
-def _runs_frame(folder: Path, columns: Iterable[str], what: str):
-    """``summary/runs.csv`` of ``folder`` restricted to trained models, or the "not in these results" line
-    when the file or one of ``columns`` is missing (results made before the protocol recorded it)."""
-    import pandas as pd
-
-    from pebench.experiment import BASE_VARIANT
-
-    path = folder / "summary" / "runs.csv"
-    if not path.exists():
-        return None, not_in_results(what, f"no `{shown(path)}`; `pebench report --results {shown(folder)}` "
-                                          "writes it")
-    runs = pd.read_csv(path)
-    missing = [c for c in columns if c not in runs.columns]
-    if missing:
-        return None, not_in_results(what, f"`{shown(path)}` has no {', '.join(f'`{c}`' for c in missing)} "
-                                          "column: these results were made before the protocol recorded it")
-    if "variant" in runs.columns:
-        runs = runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
-    return runs, ""
-
-
-def _raw_first(folder: Path, columns: tuple[str, ...]):
-    """The first raw row of every run file in ``folder/raw`` with ``run_id`` and those of ``columns`` the
-    files have (an empty frame when none has any)."""
-    import pandas as pd
-
-    frames = []
-    for path in raw_files(folder / "raw"):
-        frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", *columns), nrows=1)
-        if len(frame.columns) > 1:
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id"])
-
-
-def _two_decimals(value: float) -> str:
-    return f"{value:.2f}" if np.isfinite(value) else "—"
-
-
-def _encodings_in(frame) -> list[str]:
-    from pebench.results import encoding_rank
-
-    return sorted(frame["encoding"].unique(), key=encoding_rank)
-
-
-#: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
-NEAR_MISS = 0.95
+def _has_results(folder: Path) -> bool:
+    """Whether ``folder`` holds results (run files or a manifest), which then must have a current report."""
+    return (folder / "raw").is_dir() or (folder / "manifest.json").exists()
 
 
 def fit_table(folder: Path) -> str:
-    """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
-    that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
-    ``summary/runs.csv`` (and ``stop_reason`` from the raw rows)."""
-    import pandas as pd
-
-    from pebench.results import encoding_label
-
-    runs, missing = _runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
-    if runs is None:
-        return missing
-    runs = runs[runs["fitted"].notna()]  # runs without a fit criterion (language modelling) say nothing
-    if runs.empty:
-        return not_in_results("Fit of the training distribution", "no run of these results had a fit criterion")
-    stops = _raw_first(folder, ("stop_reason", "fit_token_acc"))
-    if "stop_reason" in stops.columns:
-        runs = runs.merge(stops.drop_duplicates("run_id"), on="run_id", how="left")
-    out = []
-    for experiment, part in runs.groupby("experiment", sort=False):
-        archs = list(dict.fromkeys(part["arch"]))
-        stops = "stop_reason" in part.columns
-        header = ["encoding"]
-        for arch in archs:
-            header += [f"{arch}: seeds fitted", f"{arch}: median steps to fit",
-                       *([f"{arch}: unfitted runs stopped by", f"{arch}: unfitted, held-out acc. at stop"]
-                         if stops else [])]
-        rows = []
-        for encoding in _encodings_in(part):
-            row = [encoding_label(encoding)]
-            for arch in archs:
-                cell = part[(part["encoding"] == encoding) & (part["arch"] == arch)]
-                if cell.empty:
-                    row += ["—"] * (4 if stops else 2)
-                    continue
-                fitted = cell[cell["fitted"] > 0]
-                row += [f"{len(fitted)}/{len(cell)} ({len(fitted) / len(cell):.0%})",
-                        f"{fitted['steps_to_fit'].median():.0f}" if len(fitted) else "—"]
-                if stops:
-                    unfitted = cell[cell["fitted"] <= 0]
-                    reasons = unfitted["stop_reason"].fillna("unknown").value_counts()
-                    row.append(", ".join(f"{reason} {n}" for reason, n in reasons.items()) or "—")
-                    held_out = pd.to_numeric(unfitted["fit_token_acc"], errors="coerce").dropna() \
-                        if "fit_token_acc" in unfitted else pd.Series(dtype=float)
-                    row.append(f"median {held_out.median():.2f}; {int((held_out >= NEAR_MISS).sum())} of "
-                               f"{len(held_out)} >= {NEAR_MISS}" if len(held_out) else "—")
-            rows.append(row)
-        n_tasks = part["task"].nunique()
-        out += [f"**`{experiment}`** ({n_tasks} task{'s' if n_tasks != 1 else ''}, every seed of every task "
-                f"counted; from `{shown(folder)}/summary/runs.csv`)", "", markdown_table(header, rows)]
-    return "\n".join(out)
+    """Per experiment with a fit criterion: for every encoding and architecture, the seeds that met the fit
+    criterion, the median steps they needed and how the others stopped, as the folder's report says
+    (:func:`pebench.report.fit.fit_table`)."""
+    if not _has_results(folder):
+        return not_in_results("Fit of the training distribution", f"no results in `{shown(folder)}`")
+    return tables_text(report_index(folder)["fit_table"], folder)
 
 
 def floors_table(folder: Path) -> str:
-    """Per experiment, task and architecture: chance and the position-free floor of token accuracy, mean over
-    the in-distribution and out-of-distribution evaluation lengths (``summary/runs.csv``), and how the floor
-    was computed (``floor_method`` of the raw rows)."""
-    columns = ("id_chance_token_acc", "id_floor_token_acc", "ood_chance_token_acc", "ood_floor_token_acc")
-    runs, missing = _runs_frame(folder, columns, "Position-free floors")
-    if runs is None:
-        return missing
-    runs = runs[runs["id_floor_token_acc"].notna()]
-    if runs.empty:
-        return not_in_results("Position-free floors", "no run of these results has a floor")
-    methods = _raw_first(folder, ("floor_method",))
-    if "floor_method" in methods.columns:
-        runs = runs.merge(methods.drop_duplicates("run_id"), on="run_id", how="left")
-    from pebench.results import sort_key
-
-    out = []
-    for experiment, part in runs.groupby("experiment", sort=False):
-        cells = part.groupby(["task", "arch"], sort=False)
-        table = cells[list(columns)].mean().reset_index().sort_values(["arch", "task"], key=sort_key)
-        rows = []
-        for row in table.itertuples():
-            method = cells.get_group((row.task, row.arch)).get("floor_method")
-            rows.append([f"`{row.task}`", row.arch, *(_two_decimals(getattr(row, c)) for c in columns),
-                         ", ".join(sorted(method.dropna().unique())) if method is not None else "—"])
-        out += [f"**`{experiment}`** (from `{shown(folder)}/summary/runs.csv`)", "",
-                markdown_table(["task", "arch", "ID chance", "ID floor", "OOD chance", "OOD floor", "method"], rows)]
-    return "\n".join(out)
+    """Per experiment, task and architecture: chance and the position-free floor of token accuracy, as the
+    folder's report says (:func:`pebench.report.fit.floors_table`)."""
+    if not _has_results(folder):
+        return not_in_results("Position-free floors", f"no results in `{shown(folder)}`")
+    return tables_text(report_index(folder)["floors_table"], folder)
 
 
 def v3_fit_include() -> str:
@@ -957,7 +803,7 @@ def depth_pilot_include(pilots: Path) -> str:
     for row in table:
         cell = f"{int(float(row['fitted']))}/{int(float(row['runs']))}"
         pivot.setdefault((int(float(row["n_layers"])), row["arch"]), {})[row["encoding"]] = cell
-    from pebench.results import encoding_rank
+    from pebench.schema import encoding_rank
 
     encodings_seen = sorted({e for cells in pivot.values() for e in cells}, key=encoding_rank)
     rows = [[str(depth), arch, *(cells.get(e, "—") for e in encodings_seen)]
@@ -978,61 +824,14 @@ def depth_pilot_include(pilots: Path) -> str:
 
 
 def fit_resolution(folders: Iterable[Path]) -> str:
-    """How finely the fit criterion resolves accuracy: the errors it allows on its held-out batch and the chance
-    that one check passes a model whose true token accuracy is below the threshold (binomial, one-token
-    answers), and, per results folder, how the fitted runs score at the longest training length on the
-    evaluation set (``eval_n_examples`` other examples; the raw rows of ``condition`` original, variant
-    as trained)."""
-    from scipy import stats
-
-    from pebench.experiment import BASE_VARIANT
-    from pebench.protocol import SCALES
-    from pebench.results import ResultsError, load
-    from pebench.train import TrainConfig
-
-    config = TrainConfig()
-    n, threshold = config.fit_examples, config.fit_threshold
-    allowed = int(np.floor(n * (1 - threshold) + 1e-9))
-    chances = ", ".join(f"{stats.binom.cdf(allowed, n, 1 - p):.2f} at a true accuracy of {p:g}"
-                        for p in (0.95, 0.97, 0.98))
-    lines = [f"**Resolution.** On a one-token answer the {n} held-out examples are {n} tokens, so a check passes "
-             f"with at most {allowed} error{'s' if allowed != 1 else ''}. One check passes a model below the "
-             f"threshold with a probability of {chances} (binomial), and a run is checked every "
-             f"{SCALES['standard']['fit_every']} steps on the same batch, so a fitted run's true accuracy at the "
-             "longest training length can be a few points below the threshold. Longer answers give more tokens "
-             "per check. How the fitted runs score there on the evaluation set (other examples, the same length):", ""]
-    rows = []
-    for folder in folders:
-        try:
-            data = load(folder)
-        except (OSError, ResultsError):
-            continue
-        if "fitted" not in data.columns:
-            continue
-        variant = data["variant"].fillna(BASE_VARIANT) if "variant" in data.columns else BASE_VARIANT
-        fitted = data[(data["fitted"] == True) & (data["eval_len"] == data["train_max_len"])  # noqa: E712
-                      & (data["condition"] == "original") & (variant == BASE_VARIANT)]
-        if fitted.empty:
-            continue
-        # the answer's length where the check is made: the longest training length
-        one_token = np.array([tasks.get(task).output_length(int(length)) == 1
-                              for task, length in zip(fitted["task"], fitted["train_max_len"], strict=True)])
-        for label, part in (("one token", fitted[one_token]), ("longer", fitted[~one_token])):
-            if part.empty:
-                continue
-            low = part.loc[part["token_acc"].idxmin()]
-            rows.append([f"`{shown(folder)}`", label, len(part), int((part["token_acc"] < threshold).sum()),
-                         int((part["token_acc"] < 0.98).sum()),
-                         f"{low['token_acc']:.3f} (`{low['task']}`, {low['arch']}, {encoding_label(low['encoding'])}, "
-                         f"seed {int(low['seed'])})"])
+    """How finely the fit criterion resolves accuracy, and how the fitted runs of each of ``folders`` score at the
+    longest training length, as their reports say (:func:`pebench.report.fit.fit_resolution`)."""
+    parts = [(folder, report_index(folder)["fit_resolution"]) for folder in folders if _has_results(folder)]
+    rows = [[_filled(cell, folder) for cell in row] for folder, part in parts for row in part["rows"]]
     if not rows:
         return not_in_results("Resolution of the fit criterion", "no committed run has a fit criterion")
-    lines.append(markdown_table(["results", "answer", "fitted runs", f"below {threshold:g}", "below 0.98",
-                                 "lowest"], rows))
-    lines += ["", "A fitted run is therefore one that learnt its training distribution to within a few points of "
-              "the threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured "
-              "on the evaluation set, never on the fit batch."]
-    return "\n".join(lines)
+    first = parts[0][1]
+    return "\n".join([first["lead"], "", markdown_table(first["header"], rows), "", first["closing"]])
 
 
 def task_caps(caps: Mapping[tuple[str, str], int]) -> str:
@@ -1164,29 +963,9 @@ def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -
     return [f"### {title}", "", lead, "", path.read_text().strip(), "", "Download: " + ", ".join(downloads), ""]
 
 
-EDGE = 0.01  # an MRR this close to an end of its interval is "at the edge"
-
-
-def interval_edges(board) -> str:
-    """A sentence on the MRR rows of a leaderboard CSV whose point estimate lies within :data:`EDGE` of an end
-    of its bootstrap interval (or outside it), naming them, and what that means for reading the intervals."""
-    low, high = board["mrr"] - board["mrr_low"], board["mrr_high"] - board["mrr"]
-    edge = board[(low < EDGE) | (high < EDGE)]
-    if edge.empty:
-        return (f"In every row the MRR lies more than {EDGE} inside its interval: resampling the seeds moves each "
-                "encoding's ranks both ways.")
-    named_rows = ", ".join(f"{r.arch} {encoding_label(r.encoding)}" for r in edge.itertuples())
-    return (f"In {len(edge)} of {len(board)} rows the MRR lies within {EDGE} of an end of its interval "
-            f"({named_rows}): resampling the seeds moves those encodings' ranks (almost) one way only, so read "
-            "those intervals as one-sided, a guide to how far the ranking moves with the seeds rather than "
-            "calibrated 95% intervals ({doc}`protocol`, *Ranking*, says why).")
-
-
 def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
     """The leaderboard page's body: per suite folder, every ``tables/leaderboard_*.md`` and
     ``tables/pairwise_*.md`` written by ``pebench report`` (copies of their files linked), and the fit table."""
-    import pandas as pd
-
     folders = suite_folders(results)
     if not folders:
         return not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
@@ -1210,10 +989,9 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                     "runs instead); encodings whose intervals overlap are not ranked apart by these seeds.")
             lines += _table_section(path, f"Mean reciprocal rank (protocol v2): `{experiment}`", lead,
                                     out / folder.name, srcdir)
-            table = path.with_suffix(".csv")
-            board = pd.read_csv(table) if table.exists() else None
-            if board is not None and {"mrr", "mrr_low", "mrr_high"} <= set(board.columns):
-                lines += [interval_edges(board), ""]
+            edges = report_index(folder)["interval_edges"].get(path.stem)
+            if edges:
+                lines += [edges, ""]
             if ranks.exists():
                 copy = out / folder.name / ranks.name
                 shutil.copyfile(ranks, copy)
@@ -1269,36 +1047,17 @@ def _v3_boards(folder: Path, out: Path, srcdir: Path) -> list[str]:
     return lines
 
 
-def headline_list(findings: list[str]) -> list[str]:
-    """The ranking findings among ``findings`` (the leaderboard's top encodings and the declared comparisons
-    of every experiment with a primary metric), else the first three."""
-    from pebench.experiment import load_experiments
-    from pebench.report import people_words
-    from pebench.results import encoding_label
-
-    registry = load_experiments()
-    headline = []
-    for name in registry.names():
-        spec = registry.get(name).report
-        if not spec.primary_metric:
-            continue
-        pairs = [f"{encoding_label(a)} vs {encoding_label(b)}:" for a, b in spec.comparisons]  # as findings name them
-        lead = f"{people_words(name)}, "  # as pebench.report names an experiment and its arch
-        headline += [f for f in findings if f.startswith(lead)
-                     and ("tier" in f or " is first" in f or any(pair in f for pair in pairs))]
-    return headline or findings[:3]
-
-
 def headline_findings(results: Path) -> str:
-    """The ranking findings of the reference's ``report.json`` (the leaderboard's top encodings and the
-    declared comparisons of every experiment with a primary metric), else its first three findings."""
-    path = results / REFERENCE_SUITE / "report.json"
-    if not path.exists():
+    """The headline findings of the reference's report (:func:`pebench.report.findings.headline`: the ranking
+    findings of every experiment with a primary metric, else its first three findings)."""
+    folder = results / REFERENCE_SUITE
+    path = folder / "report.json"
+    if not _has_results(folder):
         return not_in_results("Headline findings", f"no `{shown(path)}`")
-    headline = headline_list(json.loads(path.read_text()).get("findings", []))
+    headline = report_index(folder)["headline"]
     if not headline:
         return not_in_results("Headline findings", f"`{shown(path)}` has no findings")
-    status = completeness(results / REFERENCE_SUITE)
+    status = completeness(folder)
     caveat = f"{status}\n\n" if "Incomplete" in status else ""
     return caveat + "\n".join(f"- {f}" for f in headline) + (
         f"\n\nFrom `{shown(path)}`, written by `pebench report`; every finding with its tables and figures is on "

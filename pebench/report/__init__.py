@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,14 +38,17 @@ import numpy as np
 import pandas as pd
 
 import pebench
-from pebench import encodings, leaderboard, plots, results
+from pebench import encodings, leaderboard, plots, results, schema, store
 from pebench import metrics as metric_registry
-from pebench.experiment import BASE_VARIANT, ReportSpec, report_spec
+from pebench.experiment import ReportSpec, report_spec
 from pebench.model import ARCHS
 from pebench.registry import Registry
+from pebench.report.declarations import resolve_report_specs
+from pebench.report.findings import people_words
+from pebench.report.index import sections as index_sections
 from pebench.report.main_table import lead_experiment, main_table
 from pebench.report.replications import sections as replication_sections
-from pebench.results import CELL_COLUMNS, GROUP_COLUMNS, encoding_label, encoding_labels
+from pebench.schema import BASE_VARIANT, CELL_COLUMNS, GROUP_COLUMNS, encoding_label, encoding_labels
 from pebench.tables import (
     RESULTS_STYLE,
     Cell,
@@ -90,8 +93,9 @@ class Report:
     skipped: list[str] = field(default_factory=list)  # what could not be made, and why
     results_version: str = ""  # pebench.results.results_version of the runs reported
     citation: str = ""  # BibTeX of these results (citation_bibtex)
-    main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
     replications: list[dict] = field(default_factory=list)  # sections of pebench.report.replications
+    sections: dict = field(default_factory=dict)  # what the site shows beside the artifacts (report.index)
+    main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
 
 
 # --------------------------------------------------------------------------- table builders
@@ -182,9 +186,9 @@ def metric_table(
     """A table with one row per cell: ``keys`` ((header, column) pairs) then ``metrics`` then the run count.
 
     Marks compare the contenders (encodings, variants) of each task
-    (:data:`pebench.results.GROUP_COLUMNS`) with :func:`pebench.results.compare_to_best`.
+    (:data:`pebench.schema.GROUP_COLUMNS`) with :func:`pebench.results.compare_to_best`.
     """
-    cells = cells.sort_values(list(CELL_COLUMNS), key=results.sort_key).reset_index(drop=True)
+    cells = cells.sort_values(list(CELL_COLUMNS), key=schema.sort_key).reset_index(drop=True)
     data = cells[list(CELL_COLUMNS) + ["order_dependent", "n_runs", "n_seeds", "n_diverged", "n_failed",
                                        "failed_seeds"]].copy()
     marks = pd.DataFrame(index=cells.index)
@@ -195,8 +199,8 @@ def metric_table(
             marks[metric.column] = None
             continue
         tested = runs
-        if metric.judges and "fitted" in runs:  # only fitted seeds are evidence of extrapolation or order use
-            tested = runs[runs["fitted"].astype(float).fillna(1.0) > 0]
+        if metric.judges:  # only fitted seeds are evidence of extrapolation or order use
+            tested = runs[schema.fitted(runs)]
         tests = results.compare_to_best(tested, metric.column, metric.better)
         merged = cells[list(CELL_COLUMNS)].merge(tests, on=list(CELL_COLUMNS), how="left")
         data[f"{metric.column}_is_best"] = merged["is_best"].fillna(False).astype(bool).to_numpy()
@@ -339,7 +343,7 @@ def perplexity_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, 
 def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:
     """Parameter counts per encoding and architecture, and how many more than the baseline (NoPE; flagged above
     10%)."""
-    completed = runs[(runs["status"] != "failed") & (runs["variant"] == BASE_VARIANT)]
+    completed = runs[schema.completed(runs) & (runs["variant"] == BASE_VARIANT)]
     keys = ["experiment", "task", "arch", "train_max_len"]
     baseline = completed[completed["encoding"] == encodings.baseline_name()]
     nope = encoding_label(encodings.baseline_name()) if encodings.baseline_name() else "the baseline"
@@ -350,7 +354,7 @@ def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:
     data = grouped.agg(params_min=("params", "min"), params_max=("params", "max"),
                        encoding_params_min=("encoding_params", "min"), encoding_params_max=("encoding_params", "max"),
                        extra_vs_none_max=("extra", "max")).reset_index()
-    data = data.sort_values(["arch", "encoding"], key=results.sort_key).reset_index(drop=True)
+    data = data.sort_values(["arch", "encoding"], key=schema.sort_key).reset_index(drop=True)
     data["over_10_percent"] = data["extra_vs_none_max"] > 0.10
 
     def span(low: float, high: float) -> str:
@@ -381,7 +385,7 @@ def status_table(runs: pd.DataFrame) -> Table:
     """Runs per experiment and status; failed and diverged runs are listed, never dropped."""
     unique = runs.drop_duplicates("run_id")
     counts = unique.groupby(["experiment", "status"]).size().unstack(fill_value=0)
-    counts = counts.reindex(columns=list(results.STATUSES), fill_value=0).reset_index()
+    counts = counts.reindex(columns=list(schema.STATUSES), fill_value=0).reset_index()
     rows = [[Cell(r["experiment"], r["experiment"]),
              *(Cell(str(n), int(n)) for n in (r["ok"] + r["diverged"] + r["failed"], r["ok"], r["diverged"],
                                               r["failed"]))] for _, r in counts.iterrows()]
@@ -407,7 +411,7 @@ def _values(series: pd.Series) -> str:
 
 def experiment_protocol(data: pd.DataFrame) -> str:
     """One sentence: model size, training budget and lengths, evaluation lengths, seeds."""
-    completed = data[data["status"] != "failed"]
+    completed = data[schema.completed(data)]
     source = completed if not completed.empty else data
     train_min = _values(data["train_min_len"]) if "train_min_len" in data else "1"
     n_examples = f"{_values(data['eval_n_examples'])} examples per length, " if "eval_n_examples" in data else ""
@@ -431,9 +435,9 @@ def experiment_protocol(data: pd.DataFrame) -> str:
 
 
 def _manifest_line(results_dir: Path) -> str:
-    """The provenance line of a folder's manifest (:func:`pebench.results.read_manifest`, which refuses one of
+    """The provenance line of a folder's manifest (:func:`pebench.store.read_manifest`, which refuses one of
     the wrong shape in one line): the software of its latest invocation, or of each source of a combined one."""
-    manifest = results.read_manifest(results_dir)
+    manifest = store.read_manifest(results_dir)
     if manifest is None:
         return "no manifest.json"
     if manifest.get("combined") and not manifest.get("latest"):  # pebench combine: say where each part came from
@@ -454,7 +458,7 @@ def _software(latest: dict | None) -> str:
 
 def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
     """Seed statistics of the per-seed mean over tasks (seeds are paired by their index across tasks)."""
-    per_seed = runs[runs["status"] != "failed"].groupby("seed")[metric].mean()
+    per_seed = runs[schema.completed(runs)].groupby("seed")[metric].mean()
     return results.seed_statistics(per_seed.to_numpy())
 
 
@@ -464,9 +468,8 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
     encoding fitted are named as such."""
     out = []
     cells = cells[cells["variant"] == BASE_VARIANT]
-    fitted_runs = runs[(runs["variant"] == BASE_VARIANT) & (runs["status"] != "failed")]
-    if "fitted" in fitted_runs:
-        fitted_runs = fitted_runs[fitted_runs["fitted"].astype(float).fillna(1.0) > 0]
+    fitted_runs = runs[(runs["variant"] == BASE_VARIANT) & schema.completed(runs)]
+    fitted_runs = fitted_runs[schema.fitted(fitted_runs)]
     for arch, part in cells.groupby("arch"):
         if part["ood_token_acc_mean"].notna().sum() == 0:
             continue
@@ -497,7 +500,7 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
     """The baseline's (NoPE's) order blindness, the order reliance / invariance gap ranking, and equivariance
     gaps."""
     out = []
-    runs = runs[runs["status"] != "failed"]
+    runs = runs[schema.completed(runs)]
     baseline = encodings.baseline_name()
     nope = encoding_label(baseline) if baseline else ""
     for arch, part in runs.groupby("arch"):
@@ -549,7 +552,7 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
 def findings_variants(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """OOD token accuracy of each evaluation variant, mean over tasks, in the order the experiment declares."""
     per_variant = cells.groupby("variant", sort=False)[["ood_token_acc_mean", "id_token_acc_mean"]].mean()
-    per_variant = per_variant.sort_index(key=results.sort_key)
+    per_variant = per_variant.sort_index(key=schema.sort_key)
     if per_variant["ood_token_acc_mean"].isna().all():
         return []
     parts = ", ".join(f"{v} {row['ood_token_acc_mean']:.2f}" for v, row in per_variant.iterrows())
@@ -594,7 +597,7 @@ def _save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}  # the same bytes every time
     with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none"}):
         for ext in FIGURE_FORMATS:
-            path = results.path_in(directory, f"{name}.{ext}")
+            path = store.path_in(directory, f"{name}.{ext}")
             figure.savefig(path, metadata=metadata[ext])
             paths[ext] = path
     return paths
@@ -604,7 +607,7 @@ def _save_table(table: Table, directory: Path, version: str = "") -> Artifact:
     """Write ``table`` as ``<name>.csv`` (its data), ``.md`` and ``.tex``, naming the results ``version``
     (:func:`pebench.tables.version_line`) under it; returns the artifact."""
     table = dataclasses.replace(table, version=version or table.version)
-    paths = {ext: results.path_in(directory, f"{table.name}.{ext}") for ext in TABLE_FORMATS}
+    paths = {ext: store.path_in(directory, f"{table.name}.{ext}") for ext in TABLE_FORMATS}
     table.data.to_csv(paths["csv"], index=False)
     paths["md"].write_text(to_markdown(table))
     paths["tex"].write_text(to_latex(table))
@@ -646,15 +649,17 @@ class Layout:
 LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
 
 
-def layout_of(experiment: str) -> tuple[Layout, ReportSpec]:
-    """The layout and report declaration of ``experiment`` (:func:`pebench.experiment.report_spec`)."""
-    spec = report_spec(experiment)
+def layout_of(experiment: str, spec: ReportSpec | None = None) -> tuple[Layout, ReportSpec]:
+    """The layout and report declaration of ``experiment``: ``spec`` when given (a declaration a results folder
+    records, :mod:`pebench.report.declarations`), else the registered one (:func:`pebench.experiment.report_spec`)."""
+    spec = spec if spec is not None else report_spec(experiment)
     return LAYOUTS.get(spec.layout), spec
 
 
-def key_metrics(experiment: str) -> tuple[str, ...]:
-    """The metrics ``pebench compare`` checks for ``experiment``: its declaration's, else its layout's."""
-    layout, spec = layout_of(experiment)
+def key_metrics(experiment: str, spec: ReportSpec | None = None) -> tuple[str, ...]:
+    """The metrics ``pebench compare`` checks for ``experiment`` (declared by ``spec`` when given, as in
+    :func:`layout_of`): its declaration's, else its layout's."""
+    layout, spec = layout_of(experiment, spec)
     return spec.key_metrics or layout.key_metrics
 
 
@@ -722,9 +727,11 @@ LAYOUTS.register("perplexity")(Layout(perplexity_tables, perplexity_figures, fin
                                       ("id_loss", "ood_loss")))
 
 
-def _experiments_in_order(experiments: Sequence[str]) -> list[tuple[str, Layout, ReportSpec]]:
-    """``experiments`` with their layouts, ordered by their declared ``position`` (then as given)."""
-    entries = [(name, *layout_of(name)) for name in dict.fromkeys(experiments)]
+def _experiments_in_order(experiments: Sequence[str], specs: Mapping[str, ReportSpec]
+                          ) -> list[tuple[str, Layout, ReportSpec]]:
+    """``experiments`` with their layouts (declared by ``specs``), ordered by their declared ``position`` (then
+    as given)."""
+    entries = [(name, *layout_of(name, specs[name])) for name in dict.fromkeys(experiments)]
     return sorted(entries, key=lambda entry: entry[2].position)
 
 
@@ -735,8 +742,14 @@ def _views(layout: Layout, spec: ReportSpec) -> list[tuple[Layout, ReportSpec, s
                                     f"_{extra}") for extra in spec.also]
 
 
-def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Report:
+def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
+                 declared: Mapping[str, ReportSpec] | None = None, suite_run_ids: Collection[str] = ()) -> Report:
     """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
+
+    Each experiment reports as ``declared`` (``pebench report`` passes the declarations of the experiments
+    registered in this installation), else as the folder records it (:mod:`pebench.report.declarations`).
+    ``suite_run_ids``: the run ids of the folder's suite as this installation defines it, to say in
+    ``report.json`` whether the folder holds them all (none: not said).
 
     Raises:
         ResultsError: ``results_dir`` holds no valid results (the message names the bad file), or a report
@@ -745,7 +758,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     results_dir = Path(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else results_dir
     check_report_folders(out_dir)
-    data = results.load(results_dir)
+    data = store.load(results_dir)
     runs = results.run_metrics(data)
     cells = results.aggregate(runs)
     folders = {name: out_dir / name for name in ("summary", "figures", "tables")}
@@ -771,13 +784,14 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     suite = _values(data["suite"]) if "suite" in data else results_dir.name
     version = results.results_version(data)
     stamp = f"{suite} {version}"  # under every table: the results it was made from
-    experiments = _experiments_in_order(runs["experiment"])
+    specs, undeclared = resolve_report_specs(runs["experiment"], results_dir, declared=declared)
+    experiments = _experiments_in_order(runs["experiment"], specs)
     protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
-    figures, tables, findings, skipped = [], [], [], []
+    figures, tables, findings, skipped = [], [], [], list(undeclared)
     for experiment, layout, spec in experiments:
         part_data = data[data["experiment"] == experiment]
         part_runs, part_cells = runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment]
-        if part_runs["status"].eq("failed").all():
+        if not schema.completed(part_runs).any():
             skipped.append(f"{experiment}: every run failed; no figures or tables")
             continue
         for view, view_spec, suffix in _views(layout, spec):
@@ -811,9 +825,10 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
         findings.insert(0, SMOKE_NOTE)
     report = Report(figures, tables, findings, protocol, summaries, skipped, version,
                     citation_bibtex(suite, version, _commits(data), _year(results_dir),
-                                    made_with=_distinct(data, "pebench_version")))
+                                    made_with=_distinct(data, "pebench_version")),
+                    replication_sections(out_dir, suite, data, results_dir))
     report.main_table = main.name if main is not None else ""
-    report.replications = replication_sections(out_dir, suite, data, results_dir)
+    report.sections = index_sections(results_dir, out_dir, data, findings, specs, suite_run_ids)
     _write_index(report, out_dir)
     return report
 
@@ -840,8 +855,8 @@ def _distinct(data: pd.DataFrame, column: str) -> list[str]:
 def _year(results_dir: Path) -> str:
     """The year of the folder's latest sweep (its manifest), or ``""`` without one."""
     try:
-        manifest = results.read_manifest(results_dir) or {}
-    except results.ResultsError:
+        manifest = store.read_manifest(results_dir) or {}
+    except store.ResultsError:
         return ""
     date = str((manifest.get("latest") or {}).get("date") or "")
     return date[:4] if date[:4].isdigit() else ""
@@ -885,7 +900,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     artifacts = [_save_table(dataclasses.replace(
         leaderboard.leaderboard_table(board, caption, name, f"tab:pebench-{name}"),
         title=f"{experiment}: leaderboard ({label})"), directory, version)]
-    leaderboard.task_ranks(runs, metric).to_csv(results.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
+    leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
         fit_name = f"fit_{experiment}"
@@ -917,12 +932,6 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                 f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
                                 f"while the Holm p = {row['p_holm']:.3g} is; {int(row['n_pairs'])} pairs).")
     return artifacts, findings
-
-
-def people_words(experiment: str, arch: str | None = None) -> str:
-    """An experiment (and architecture) as a reader says it: ``Length extrapolation, decoder``."""
-    text = experiment.replace("_", " ").capitalize()
-    return f"{text}, {arch}" if arch else text
 
 
 def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, version: str = ""
@@ -1005,11 +1014,11 @@ def check_report_folders(out_dir: Path) -> None:
     for name in (*REPORT_FOLDERS, "report.json"):
         path = Path(out_dir) / name
         if path.is_symlink():
-            raise results.ResultsError(f"{path} is a symbolic link; a report writes only into folders of its own: "
+            raise store.ResultsError(f"{path} is a symbolic link; a report writes only into folders of its own: "
                                        "remove the link or choose another --out")
         if path.exists() and path.is_dir() != (name in REPORT_FOLDERS):
             kind = "a file" if name in REPORT_FOLDERS else "a folder"
-            raise results.ResultsError(f"{path} is {kind}, where the report writes its {name}: move it away or "
+            raise store.ResultsError(f"{path} is {kind}, where the report writes its {name}: move it away or "
                                        "choose another --out")
 
 
@@ -1063,32 +1072,36 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "skipped": report.skipped,
         "results_version": report.results_version,
         "citation": report.citation,
-        **({"replications": report.replications} if report.replications else {}),
         "main_table": report.main_table,
+        **({"replications": report.replications} if report.replications else {}),
+        **report.sections,
     }
     (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
 
 
-def tables_for(results_dir: str | Path, experiments: Sequence[str] = ()) -> list[Table]:
-    """The tables of ``results_dir`` (optionally only ``experiments``) without writing anything (``pebench show``):
+def tables_for(results_dir: str | Path, experiments: Sequence[str] = (), *,
+               declared: Mapping[str, ReportSpec] | None = None) -> list[Table]:
+    """The tables of ``results_dir`` (optionally only ``experiments``, each declared as for :func:`write_report`)
+    without writing anything (``pebench show``):
     those :func:`write_report` writes for each experiment's layouts (its own and its ``also`` ones), each naming
     the results version (``pebench show`` leads with the main table as the report wrote it)."""
-    data = results.load(results_dir)
+    data = store.load(results_dir)
     suite = _values(data["suite"]) if "suite" in data else Path(results_dir).name
     stamp = f"{suite} {results.results_version(data)}"  # of the whole folder, whatever is shown
     if experiments:
         present = set(data["experiment"])
         missing = [e for e in experiments if e not in present]
         if missing:
-            raise results.ResultsError(
+            raise store.ResultsError(
                 f"{results_dir}: no runs of experiment(s) {', '.join(missing)}; present: {', '.join(sorted(present))}")
         data = data[data["experiment"].isin(experiments)]
     runs = results.run_metrics(data)
     cells = results.aggregate(runs)
+    specs, _ = resolve_report_specs(runs["experiment"], results_dir, declared=declared)
     tables = []
-    for experiment, layout, spec in _experiments_in_order(runs["experiment"]):
+    for experiment, layout, spec in _experiments_in_order(runs["experiment"], specs):
         part_runs = runs[runs["experiment"] == experiment]
-        if part_runs["status"].eq("failed").all():
+        if not schema.completed(part_runs).any():
             continue
         part_cells, protocol = cells[cells["experiment"] == experiment], experiment_protocol(
             data[data["experiment"] == experiment])

@@ -1,0 +1,193 @@
+"""How the runs of a results folder met the fit criterion, and the floors they are judged against.
+
+Each function returns a JSON-ready section of ``report.json`` that the site renders as it is:
+``{"missing": text}`` when the folder cannot give it (results made before the protocol recorded a column),
+else ``{"sections": [{"lead", "header", "rows"}, ...]}`` (cells are display text). Texts are MyST Markdown in
+which :data:`FOLDER` stands for the results folder as the reader sees it (its path in the repository), which
+the report cannot know: a copy of a folder elsewhere gives the same ``report.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pebench import tasks
+from pebench.protocol import SCALES
+from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key
+from pebench.store import raw_files
+from pebench.train import TrainConfig
+
+#: what stands for the results folder in a text of ``report.json`` (the site puts the folder's path there)
+FOLDER = "{folder}"
+#: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
+NEAR_MISS = 0.95
+
+
+def not_in_results(what: str, why: str) -> str:
+    """The line shown instead of numbers the results do not have."""
+    return f"*{what}: not in these results ({why}).*\n"
+
+
+def runs_frame(folder: Path, columns: Iterable[str], what: str) -> tuple[pd.DataFrame | None, str]:
+    """``summary/runs.csv`` of ``folder`` restricted to trained models (the base variant), or ``None`` and the
+    "not in these results" line when the file or one of ``columns`` is missing."""
+    path = Path(folder) / "summary" / "runs.csv"
+    if not path.exists():
+        return None, not_in_results(what, f"no `{FOLDER}/summary/runs.csv`; `pebench report --results {FOLDER}` "
+                                          "writes it")
+    runs = pd.read_csv(path)
+    missing = [c for c in columns if c not in runs.columns]
+    if missing:
+        return None, not_in_results(what, f"`{FOLDER}/summary/runs.csv` has no {', '.join(f'`{c}`' for c in missing)}"
+                                          " column: these results were made before the protocol recorded it")
+    if "variant" in runs.columns:
+        runs = runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
+    return runs, ""
+
+
+def raw_first(folder: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The first raw row of every run file in ``folder/raw`` with ``run_id`` and those of ``columns`` the files
+    have (an empty frame when none has any)."""
+    frames = []
+    for path in raw_files(Path(folder) / "raw"):
+        frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", *columns), nrows=1)
+        if len(frame.columns) > 1:
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id"])
+
+
+def _two_decimals(value: float) -> str:
+    return f"{value:.2f}" if np.isfinite(value) else "—"
+
+
+def _fit_cells(cell: pd.DataFrame, stops: bool) -> list[str]:
+    """The fit table's cells of one encoding and architecture: seeds fitted, median steps to fit and, with
+    ``stops``, how the unfitted runs stopped and their held-out accuracy at the stop."""
+    if cell.empty:
+        return ["—"] * (4 if stops else 2)
+    fitted = cell[cell["fitted"] > 0]
+    cells = [f"{len(fitted)}/{len(cell)} ({len(fitted) / len(cell):.0%})",
+             f"{fitted['steps_to_fit'].median():.0f}" if len(fitted) else "—"]
+    if stops:
+        unfitted = cell[cell["fitted"] <= 0]
+        reasons = unfitted["stop_reason"].fillna("unknown").value_counts()
+        cells.append(", ".join(f"{reason} {n}" for reason, n in reasons.items()) or "—")
+        held_out = pd.to_numeric(unfitted["fit_token_acc"], errors="coerce").dropna() \
+            if "fit_token_acc" in unfitted else pd.Series(dtype=float)
+        cells.append(f"median {held_out.median():.2f}; {int((held_out >= NEAR_MISS).sum())} of "
+                     f"{len(held_out)} >= {NEAR_MISS}" if len(held_out) else "—")
+    return cells
+
+
+def fit_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
+    """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
+    that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
+    ``folder/summary/runs.csv`` (and ``stop_reason`` from the raw rows of ``raw``, default ``folder``)."""
+    runs, missing = runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
+    if runs is None:
+        return {"missing": missing}
+    runs = runs[runs["fitted"].notna()]  # runs without a fit criterion (language modelling) say nothing
+    if runs.empty:
+        return {"missing": not_in_results("Fit of the training distribution",
+                                          "no run of these results had a fit criterion")}
+    stops = raw_first(raw or folder, ("stop_reason", "fit_token_acc"))
+    if "stop_reason" in stops.columns:
+        runs = runs.merge(stops.drop_duplicates("run_id"), on="run_id", how="left")
+    sections = []
+    for experiment, part in runs.groupby("experiment", sort=False):
+        archs = list(dict.fromkeys(part["arch"]))
+        stops = "stop_reason" in part.columns
+        header = ["encoding"]
+        for arch in archs:
+            header += [f"{arch}: seeds fitted", f"{arch}: median steps to fit",
+                       *([f"{arch}: unfitted runs stopped by", f"{arch}: unfitted, held-out acc. at stop"]
+                         if stops else [])]
+        rows = []
+        for encoding in sorted(part["encoding"].unique(), key=encoding_rank):
+            row = [encoding_label(encoding)]
+            for arch in archs:
+                row += _fit_cells(part[(part["encoding"] == encoding) & (part["arch"] == arch)], stops)
+            rows.append(row)
+        n_tasks = part["task"].nunique()
+        sections.append({"lead": f"**`{experiment}`** ({n_tasks} task{'s' if n_tasks != 1 else ''}, every seed of "
+                                 f"every task counted; from `{FOLDER}/summary/runs.csv`)",
+                         "header": header, "rows": rows})
+    return {"sections": sections}
+
+
+FLOOR_COLUMNS = ("id_chance_token_acc", "id_floor_token_acc", "ood_chance_token_acc", "ood_floor_token_acc")
+
+
+def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
+    """Per experiment, task and architecture: chance and the position-free floor of token accuracy, mean over
+    the in-distribution and out-of-distribution evaluation lengths (``folder/summary/runs.csv``), and how the
+    floor was computed (``floor_method`` of the raw rows of ``raw``, default ``folder``)."""
+    runs, missing = runs_frame(folder, FLOOR_COLUMNS, "Position-free floors")
+    if runs is None:
+        return {"missing": missing}
+    runs = runs[runs["id_floor_token_acc"].notna()]
+    if runs.empty:
+        return {"missing": not_in_results("Position-free floors", "no run of these results has a floor")}
+    methods = raw_first(raw or folder, ("floor_method",))
+    if "floor_method" in methods.columns:
+        runs = runs.merge(methods.drop_duplicates("run_id"), on="run_id", how="left")
+    sections = []
+    for experiment, part in runs.groupby("experiment", sort=False):
+        cells = part.groupby(["task", "arch"], sort=False)
+        table = cells[list(FLOOR_COLUMNS)].mean().reset_index().sort_values(["arch", "task"], key=sort_key)
+        rows = []
+        for row in table.itertuples():
+            method = cells.get_group((row.task, row.arch)).get("floor_method")
+            rows.append([f"`{row.task}`", row.arch, *(_two_decimals(getattr(row, c)) for c in FLOOR_COLUMNS),
+                         ", ".join(sorted(method.dropna().unique())) if method is not None else "—"])
+        sections.append({"lead": f"**`{experiment}`** (from `{FOLDER}/summary/runs.csv`)",
+                         "header": ["task", "arch", "ID chance", "ID floor", "OOD chance", "OOD floor", "method"],
+                         "rows": rows})
+    return {"sections": sections}
+
+
+def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
+    """How finely the fit criterion resolves accuracy: the errors it allows on its held-out batch and the chance
+    that one check passes a model whose true token accuracy is below the threshold (binomial, one-token
+    answers), and how the fitted runs of ``data`` (a folder's raw rows) score at the longest training length
+    on the evaluation set (the rows of ``condition`` original, variant as trained): one row per answer length
+    (one token, longer), empty when no run has a fit criterion."""
+    config = TrainConfig()
+    n, threshold = config.fit_examples, config.fit_threshold
+    allowed = int(np.floor(n * (1 - threshold) + 1e-9))
+    chances = ", ".join(f"{stats.binom.cdf(allowed, n, 1 - p):.2f} at a true accuracy of {p:g}"
+                        for p in (0.95, 0.97, 0.98))
+    lead = (f"**Resolution.** On a one-token answer the {n} held-out examples are {n} tokens, so a check passes "
+            f"with at most {allowed} error{'s' if allowed != 1 else ''}. One check passes a model below the "
+            f"threshold with a probability of {chances} (binomial), and a run is checked every "
+            f"{SCALES['standard']['fit_every']} steps on the same batch, so a fitted run's true accuracy at the "
+            "longest training length can be a few points below the threshold. Longer answers give more tokens "
+            "per check. How the fitted runs score there on the evaluation set (other examples, the same length):")
+    closing = ("A fitted run is therefore one that learnt its training distribution to within a few points of the "
+               "threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured on "
+               "the evaluation set, never on the fit batch.")
+    header = ["results", "answer", "fitted runs", f"below {threshold:g}", "below 0.98", "lowest"]
+    rows = []
+    if "fitted" in data.columns:
+        variant = data["variant"].fillna(BASE_VARIANT) if "variant" in data.columns else BASE_VARIANT
+        fitted = data[(data["fitted"] == True) & (data["eval_len"] == data["train_max_len"])  # noqa: E712
+                      & (data["condition"] == "original") & (variant == BASE_VARIANT)]
+        # the answer's length where the check is made: the longest training length
+        one_token = np.array([tasks.get(task).output_length(int(length)) == 1
+                              for task, length in zip(fitted["task"], fitted["train_max_len"], strict=True)],
+                             dtype=bool)
+        for label, part in (("one token", fitted[one_token]), ("longer", fitted[~one_token])):
+            if part.empty:
+                continue
+            low = part.loc[part["token_acc"].idxmin()]
+            rows.append([f"`{FOLDER}`", label, len(part), int((part["token_acc"] < threshold).sum()),
+                         int((part["token_acc"] < 0.98).sum()),
+                         f"{low['token_acc']:.3f} (`{low['task']}`, {low['arch']}, {encoding_label(low['encoding'])}, "
+                         f"seed {int(low['seed'])})"])
+    return {"lead": lead, "header": header, "rows": rows, "closing": closing}

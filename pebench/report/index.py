@@ -1,0 +1,44 @@
+"""What ``report.json`` holds beside the artifacts: every number and sentence a results page shows
+(:mod:`pebench.report.findings`, :mod:`pebench.report.fit`, :mod:`pebench.report.reruns`), the report
+declarations the folder was reported with (:mod:`pebench.report.declarations`) and the digest of the run files
+(:mod:`pebench.report.freshness`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pebench.experiment import ReportSpec
+from pebench.report import findings as findings_module
+from pebench.report import fit, reruns
+from pebench.report.freshness import DIGEST_KEY, raw_digest
+from pebench.store import read_manifest
+
+
+def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Sequence[str],
+             specs: Mapping[str, ReportSpec], suite_run_ids: Collection[str]) -> dict[str, Any]:
+    """The sections of ``report.json`` after the artifacts, for the report of ``results_dir`` (raw rows ``data``)
+    written into ``out_dir`` (its summaries and tables already there; its suite defined as ``suite_run_ids``):
+    see the module docstring. A rerun folder with its reference beside it
+    (:func:`pebench.report.reruns.reference_of`) also gets ``rerun``."""
+    index: dict[str, Any] = {
+        DIGEST_KEY: raw_digest(results_dir),
+        "declarations": {name: dataclasses.asdict(spec) for name, spec in specs.items()},
+        "completeness": findings_module.completeness(results_dir, suite_run_ids),
+        "provenance": findings_module.provenance(read_manifest(results_dir)),
+        "headline": findings_module.headline(findings, specs),
+        "interval_edges": findings_module.leaderboard_edges(out_dir / "tables"),
+        "fit_table": fit.fit_table(out_dir, raw=results_dir),
+        "floors_table": fit.floors_table(out_dir, raw=results_dir),
+        "fit_resolution": fit.fit_resolution(data),
+        "appearances": findings_module.appearances(
+            pd.read_csv(out_dir / "summary" / "cells.csv", usecols=["experiment", "task", "encoding", "arch"])),
+    }
+    reference = reruns.reference_of(results_dir)
+    if reference is not None:
+        index["rerun"] = reruns.rerun_section(results_dir, reference, out_dir, specs)
+    return index

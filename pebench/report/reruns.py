@@ -1,0 +1,108 @@
+"""A rerun of a suite beside its reference: what ``pebench compare`` finds, cell by cell and beyond the cells.
+
+A rerun is a folder ``<results>/local/<suite>`` (``tox -e bench``) or ``<results>/reruns/<name>`` (a committed
+rerun on other hardware) whose manifest names its suite; its reference is ``<results>/<suite>``
+(:func:`reference_of`). Its report records :func:`rerun_section` in ``report.json``: texts are MyST Markdown in
+which :data:`~pebench.report.fit.FOLDER` and :data:`REFERENCE` stand for the two folders' paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pebench import compare as compare_module
+from pebench.experiment import ReportSpec
+from pebench.report.fit import FOLDER
+from pebench.report.freshness import raw_digest
+from pebench.store import read_manifest
+
+#: what stands for the reference folder in a text of ``report.json``
+REFERENCE = "{reference}"
+#: the folders whose subfolders are reruns of ``<results>/<suite>``
+RERUN_PARENTS = ("local", "reruns")
+
+
+def reference_of(folder: Path) -> Path | None:
+    """The reference of a rerun folder (``<results>/local/<suite>`` or ``<results>/reruns/<name>``):
+    ``<results>/<suite>`` of the suite its manifest names, when that folder exists; else ``None``."""
+    folder = Path(folder).resolve()
+    if folder.parent.name not in RERUN_PARENTS:
+        return None
+    suite = (read_manifest(folder) or {}).get("suite")
+    reference = folder.parent.parent / str(suite) if suite else None
+    return reference if reference is not None and reference.is_dir() and reference != folder else None
+
+
+def _number(value: float, signed: bool = False) -> str:
+    return "—" if not np.isfinite(value) else f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def comparison_section(comparison: compare_module.Comparison) -> dict[str, Any]:
+    """``pebench compare RERUN REFERENCE`` for a page: the verdict line, how seeds are compared, the protocol
+    notes, one row per cell and metric (those that do not reproduce first) and the cells on one side only."""
+    table = comparison.table()
+    rows = []
+    if len(table):
+        table = table.sort_values("reproduces", kind="stable")  # what does not reproduce first
+        rows = [[row["cell"], row["metric"], _number(row["local_mean"]), _number(row["reference_mean"]),
+                 _number(row["difference"], signed=True),
+                 "—" if not np.isfinite(row["worst_seed_difference"]) else
+                 "0 (every seed)" if row["worst_seed_difference"] == 0 else
+                 f"{_number(row['worst_seed_difference'], signed=True)} (seed {int(row['worst_seed'])})",
+                 row["missing_seeds"] or "—", "yes" if row["reproduces"] else "**no**"]
+                for _, row in table.iterrows()]
+    one_side = []
+    for title, frame in (("Only in the reference", comparison.only_reference),
+                         ("Only in the rerun", comparison.only_local)):
+        if len(frame):
+            one_side.append(f"{title}: " + ", ".join(f"`{compare_module.cell_name(row)}`"
+                                                      for _, row in frame.iterrows()) + ".")
+    return {
+        "verdict": f"`pebench compare {FOLDER} {REFERENCE}`: **{comparison.verdict}**.",
+        "method": "Seeds are compared paired (the same seed has the same data and initialisation on both sides): "
+                  "a metric reproduces when the mean of the per-seed differences is within its margin, no single "
+                  "seed differs by more than the per-seed margin, and every reference seed was rerun "
+                  "({mod}`pebench.compare`).",
+        "notes": list(comparison.notes),
+        "header": ["cell", "metric", "rerun", "reference", "mean paired diff", "largest seed diff",
+                   "seeds on one side", "reproduces"],
+        "rows": rows,
+        "one_side": one_side,
+    }
+
+
+def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Comparison, report: Path | None = None
+                  ) -> list[str]:
+    """What a rerun says about reproducing its reference, one sentence per point: where and how long it ran (its
+    manifest), how many cells reproduce (``comparison``), and the agreement beyond the cells
+    (:func:`pebench.compare.rerun_agreement`: fit decisions, leaderboards; the rerun's report is in ``report``,
+    default ``rerun``)."""
+    manifest = json.loads((Path(rerun) / "manifest.json").read_text())
+    invocations = manifest.get("invocations") or []
+    latest = manifest.get("latest") or (invocations[-1] if invocations else {})
+    device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
+    seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
+    workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
+    recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
+    batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
+    return [f"`{FOLDER}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
+            f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
+            f"workers{batched}, {seconds / 60:.0f} min of wall time in all).",
+            f"{comparison.n_reproduced} of {comparison.n_cells} cells reproduce the reference within the margins "
+            "of `pebench compare`.",
+            *compare_module.rerun_agreement(rerun, reference, report)]
+
+
+def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[str, ReportSpec]) -> dict[str, Any]:
+    """The ``rerun`` section of a rerun's ``report.json`` (its report written into ``report``, its experiments
+    ``declared`` so): the digest of its reference's run files (:func:`pebench.report.freshness.raw_digest`; a
+    page refuses a section older than its reference), :func:`rerun_summary` and :func:`comparison_section`."""
+    comparison = compare_module.compare(rerun, reference, declared=declared)
+    return {"reference": reference.name, "reference_raw_sha256": raw_digest(reference),
+            "summary": rerun_summary(rerun, reference, comparison, report),
+            "comparison": comparison_section(comparison)}

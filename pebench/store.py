@@ -1,0 +1,890 @@
+"""The only reader and writer of a results folder: run files, their verification, scans, the lock, the manifest.
+
+A suite folder holds ``raw/<run_id>.csv.gz`` (one tidy CSV per run, one row per evaluation length,
+condition and variant, gzip-compressed: :data:`RUN_FILE_SUFFIX`; plain ``.csv`` run files, as pebench wrote
+before and as a user may write by hand, are read alike) and ``manifest.json``. :func:`load` reads every run
+file, checks the schema (:mod:`pebench.schema`) and returns one DataFrame. Every file is verified complete on
+its own (:func:`read_run_file`): it ends with a newline, every row has every field, its rows are exactly the
+lengths x conditions x variants its ``eval_*`` columns declare (one row for a failed run), and the checksum in
+its last column (:data:`pebench.schema.CHECKSUM_COLUMN`, written since pebench checks it) matches its other
+fields; a truncated or edited file is named and never counted. A folder holds one suite and protocol:
+:func:`load` refuses a folder whose runs of one cell differ in anything but the seed
+(:func:`mixed_configurations`), so such runs are never pooled as seeds.
+
+Writes are atomic (:func:`write_bytes_atomic`: a temporary file with a unique name in the same folder, then
+``os.replace``), so a killed sweep never leaves a file that counts as complete without being so. One sweep at
+a time per folder (:func:`lock_folder`); the manifest (:func:`write_manifest`) records every invocation with
+the git state of the code (:func:`git_state`). A folder may come from anyone: no link in it is followed
+(:func:`refuse_link`, :func:`read_plain_file`), no file is read beyond :data:`MAX_FILE_BYTES`, names read from
+it are checked before they become file names (:func:`path_in`) or terminal text (:func:`terminal_text`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import csv
+import functools
+import gzip
+import hashlib
+import io
+import json
+import logging
+import os
+import platform
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+import pebench
+from pebench.registry import plugin_records
+from pebench.schema import (
+    BASE_VARIANT,
+    CELL_COLUMNS,
+    CHECKSUM_COLUMN,
+    CONFIG_COLUMNS,
+    IDENTITY_COLUMNS,
+    METRIC_COLUMNS,
+    NAME_COLUMNS,
+    STATUSES,
+    TEXT_COLUMNS,
+    completed,
+    variant_labels,
+)
+
+log = logging.getLogger("pebench")
+
+
+#: how many cells of mixed configurations a one-line error names before it says how many more there are (bad
+#: files are all named)
+NAMED_CELLS = 3
+
+#: a file name a command builds from names read from a folder: one plain path component
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+#: the most bytes one file of a results folder (a run file, decompressed, or a manifest) may hold: 64 MiB, 1500
+#: times the largest committed run file (43 kB decompressed); a folder may come from anyone, and a small gzip
+#: file can expand to gigabytes
+MAX_FILE_BYTES = 64 * 2**20
+
+
+class ResultsError(ValueError):
+    """A results file or folder that does not follow the schema."""
+
+
+
+class FolderLockError(RuntimeError):
+    """A results folder that another sweep holds, or whose lock file is a link or not a plain file."""
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def validate_frame(frame: pd.DataFrame, source: str | Path = "<frame>") -> pd.DataFrame:
+    """Check that ``frame`` follows the result schema; return it unchanged.
+
+    Raises:
+        ResultsError: naming ``source`` and what is wrong (missing columns,
+            unknown status, metrics out of range).
+    """
+    _check_columns(frame, source)
+    _check_values(frame, source)
+    return frame
+
+
+def _check_columns(frame: pd.DataFrame, source: str | Path) -> None:
+    if frame.empty:
+        raise ResultsError(f"{source}: no rows")
+    missing = [c for c in IDENTITY_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ResultsError(f"{source}: not a pebench result file, missing column(s) {', '.join(missing)}")
+    bad_status = sorted(set(frame["status"]) - set(STATUSES), key=str)
+    if bad_status:
+        raise ResultsError(f"{source}: unknown status value(s) {bad_status}; valid: {', '.join(STATUSES)}")
+    if completed(frame).any():
+        missing = [c for c in METRIC_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ResultsError(f"{source}: completed run without metric column(s) {', '.join(missing)}")
+
+
+def _check_values(frame: pd.DataFrame, source: str | Path) -> None:
+    evaluated = frame[completed(frame)]
+    if evaluated.empty:
+        return
+    for column in ("token_acc", "seq_acc"):
+        values = pd.to_numeric(evaluated[column], errors="coerce")
+        if values.isna().any() or ((values < 0) | (values > 1)).any():
+            raise ResultsError(f"{source}: {column} must be a number in [0, 1]")
+    for column in ("eval_len", "train_max_len", "loss"):
+        if pd.to_numeric(evaluated[column], errors="coerce").isna().any():
+            raise ResultsError(f"{source}: {column} must be a number in every row of a completed run")
+
+
+def read_run_csv(path: str | Path | io.StringIO) -> pd.DataFrame:
+    """Read one run CSV with :data:`pebench.schema.TEXT_COLUMNS` as text (not validated; see :func:`read_run_file`)."""
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str))
+
+
+def rows_checksum(records: Sequence[Sequence[str]]) -> str:
+    """SHA-256 (hex) of a run file's header and rows, each a list of the fields as written, without the
+    :data:`pebench.schema.CHECKSUM_COLUMN` field."""
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update("\x1f".join(record).encode())
+        digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+def run_file_text(rows: Sequence[dict]) -> str:
+    """The CSV text of a run file: ``rows`` with a last column :data:`~pebench.schema.CHECKSUM_COLUMN` (the
+    same value in every row) that lets :func:`read_run_file` verify the file on its own."""
+    records = list(csv.reader(io.StringIO(pd.DataFrame(rows).to_csv(index=False))))
+    checksum = rows_checksum(records)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*records[0], CHECKSUM_COLUMN])
+    writer.writerows([*record, checksum] for record in records[1:])
+    return out.getvalue()
+
+
+RUN_FILE_SUFFIX = ".csv.gz"
+"""The name ending of the run files the runner writes: the CSV text of :func:`run_file_text`, gzip-compressed
+(about 15x smaller; the reference folders would not fit the 64 MiB a GPU machine is sent otherwise) with no
+time stamp, so the same rows always give the same bytes. ``zcat`` or ``pandas.read_csv`` read it."""
+RUN_FILE_SUFFIXES = (RUN_FILE_SUFFIX, ".csv")
+"""The name endings of run files that are read: gzip-compressed, and plain CSV (what pebench wrote before it
+compressed them, and files written by hand)."""
+
+
+def run_file_name(run_id: str) -> str:
+    """The name of the file the runner writes for ``run_id`` (``<run_id>.csv.gz``)."""
+    return f"{run_id}{RUN_FILE_SUFFIX}"
+
+
+def run_file_suffix(path: str | Path) -> str | None:
+    """Which of :data:`RUN_FILE_SUFFIXES` a run file's name ends in, or ``None`` when the name is not a run
+    file's: another ending, nothing before the ending, or hidden (a temporary file of a write in flight)."""
+    name = Path(path).name
+    if name.startswith("."):
+        return None
+    return next((suffix for suffix in RUN_FILE_SUFFIXES if name.endswith(suffix) and len(name) > len(suffix)),
+                None)
+
+
+def run_file_id(path: str | Path) -> str | None:
+    """The run id a run file's name gives (its name without :data:`RUN_FILE_SUFFIXES`), or ``None`` when
+    the name is not a run file's (:func:`run_file_suffix`)."""
+    suffix = run_file_suffix(path)
+    return None if suffix is None else Path(path).name[: -len(suffix)]
+
+
+def raw_files(folder: str | Path) -> list[Path]:
+    """The run files directly in ``folder`` (names :func:`run_file_id` accepts), sorted by name; empty when the
+    folder does not exist."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.iterdir() if run_file_id(path) is not None)
+
+
+def umask() -> int:
+    """This process's umask (read by setting it and setting it back; there is no other portable way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def refuse_link(path: str | Path) -> Path:
+    """``path``, unless it is a symbolic link: a results folder may come from anyone, and a link in it (its
+    ``raw/``, a run file, its manifest) would lead reads, writes and removals out of it.
+
+    Raises:
+        ResultsError: ``path`` is a symbolic link, on one line saying what to do.
+    """
+    path = Path(path)
+    if path.is_symlink():
+        raise ResultsError(f"{path} is a symbolic link; pebench never follows a link in a results folder: replace "
+                           "it with the folder or file itself")
+    return path
+
+
+def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
+    """The bytes of the regular file ``path``, opened without following a symbolic link (``O_NOFOLLOW``), at
+    most :data:`MAX_FILE_BYTES`.
+
+    Raises:
+        ResultsError: ``path``: a symbolic link, a folder, not a regular file (``what`` names what was
+            expected) or larger than :data:`MAX_FILE_BYTES`, on one line.
+    """
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        handle = os.open(path, flags)
+    except OSError:
+        if path.is_symlink():
+            raise ResultsError(f"{path}: a symbolic link, not a {what} (pebench never follows a link in a results "
+                               "folder); replace it with the file itself") from None
+        raise
+    with os.fdopen(handle, "rb") as stream:
+        mode = os.fstat(stream.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise ResultsError(f"{path}: a folder, not a {what}")
+        if not stat.S_ISREG(mode):
+            raise ResultsError(f"{path}: not a regular file, not a {what}")
+        return _bounded(stream, path, what)
+
+
+def _bounded(stream: io.BufferedIOBase, path: Path, what: str) -> bytes:
+    """At most :data:`MAX_FILE_BYTES` of ``stream`` (a file, or a gzip stream decompressing one)."""
+    data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ResultsError(f"{path}: more than the {MAX_FILE_BYTES / 2**20:g} MiB a {what} may hold"
+                           f"{' decompressed' if path.name.endswith('.gz') else ''} (pebench writes files of a "
+                           "few kB); move it away")
+    return data
+
+
+def read_run_text(path: str | Path) -> str:
+    """The CSV text of a run file, decompressed when its name ends in ``.gz``; a symbolic link is refused
+    (:func:`read_plain_file`).
+
+    Raises:
+        ResultsError: ``path``: not a text file, a folder, a link, or a damaged or truncated gzip stream, on one
+            line.
+    """
+    path = Path(path)
+    data = read_plain_file(path)
+    if path.name.endswith(".gz"):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:  # read in bounded steps: never a zip bomb
+                data = _bounded(stream, path, "run file")
+        except EOFError:
+            raise ResultsError(f"{path}: truncated (its gzip stream ends early)") from None
+        except (gzip.BadGzipFile, zlib.error) as exc:
+            raise ResultsError(f"{path}: not a readable gzip file ({exc})") from None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a text file") from None
+
+
+def run_file_bytes(rows: Sequence[dict], name: str) -> bytes:
+    """The bytes of a run file named ``name`` holding ``rows``: :func:`run_file_text`, gzip-compressed
+    without a time stamp when ``name`` ends in ``.gz``."""
+    data = run_file_text(rows).encode()
+    return gzip.compress(data, mtime=0) if name.endswith(".gz") else data
+
+
+def read_run_file(path: str | Path) -> pd.DataFrame:
+    """Read one run file (``.csv.gz`` or ``.csv``, :func:`read_run_text`) and verify it is complete and
+    unedited, on its own; return its rows.
+
+    Checks: the file ends with a newline; every row has as many fields as the
+    header; the checksum column (files written since pebench has it) matches;
+    the schema (:func:`validate_frame`); every row belongs to the run the file
+    has, with one configuration and status; and the rows are exactly
+    the evaluation lengths x conditions x variants of its ``eval_*`` columns
+    (files without those columns: not checked), or one row for a failed run.
+
+    Raises:
+        ResultsError: ``path``: what is wrong, on one line.
+    """
+    path = Path(path)
+    text = read_run_text(path)
+    if not text.strip():
+        raise ResultsError(f"{path}: empty file")
+    if not text.endswith("\n"):
+        raise ResultsError(f"{path}: truncated (its last line is incomplete)")
+    try:
+        records = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise ResultsError(f"{path}: unreadable CSV ({exc})") from None
+    header = records[0]
+    for number, record in enumerate(records[1:], start=2):
+        if len(record) != len(header):
+            raise ResultsError(f"{path}: truncated or edited (row {number - 1} has {len(record)} of the header's "
+                               f"{len(header)} fields)")
+    if header[-1] == CHECKSUM_COLUMN:
+        written = {record[-1] for record in records[1:]}
+        if written != {rows_checksum([record[:-1] for record in records])}:
+            raise ResultsError(f"{path}: edited or damaged (its {CHECKSUM_COLUMN} does not match its rows)")
+    try:
+        frame = read_run_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
+    validate_frame(frame, path)
+    # on the fields as written (one set per column), not pandas' nunique per column: this runs for every file
+    # of a folder and was most of `pebench show`'s time after parsing
+    same = {name: len({record[k] for record in records[1:]}) == 1 for k, name in enumerate(header)}
+    varying = [c for c in (*IDENTITY_COLUMNS, *CONFIG_COLUMNS) if c in frame and not same[c]]
+    if varying:
+        raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
+    _check_names(frame.iloc[0], path)
+    _check_rows(frame, path)
+    return frame
+
+
+def _check_names(first: pd.Series, path: Path) -> None:
+    """Refuse a run file whose names (:data:`pebench.schema.NAME_COLUMNS`) are not of the form pebench
+    writes: they become file names and terminal text, and a folder may come from anyone."""
+    for column, pattern in NAME_COLUMNS.items():
+        value = str(first[column])
+        if not pattern.fullmatch(value):
+            what = "16 lowercase hex digits" if column == "run_id" else "letters, digits, '_', '-' and '.'"
+            raise ResultsError(f"{path}: its {column} {value!r} is not a name pebench writes ({what}); move the "
+                               "file away (it may have been crafted)")
+
+
+def path_in(folder: str | Path, name: str) -> Path:
+    """``folder / name`` for a file name built from names read from a results folder, checked to stay in
+    ``folder``: one plain component (:data:`FILE_NAME`: no separator, not hidden, no ``..``).
+
+    Raises:
+        ResultsError: ``name`` is not such a name, on one line.
+    """
+    if not FILE_NAME.fullmatch(name):
+        raise ResultsError(f"{name!r} is not a plain file name (letters, digits, '_', '-', '.'); it would be "
+                           f"written outside {folder}: check the names in the results folder")
+    return Path(folder) / name
+
+
+def expected_rows(first: pd.Series) -> set[tuple[int, str, str]] | None:
+    """The (eval_len, condition, variant) rows a completed run declares in its ``eval_*`` columns (``None``
+    when its file lacks them)."""
+    if not all(c in first.index for c in ("eval_lengths", "eval_conditions")):
+        return None
+    try:
+        lengths, conditions = json.loads(first["eval_lengths"]), json.loads(first["eval_conditions"])
+    except (TypeError, ValueError):
+        return None
+    variants = variant_labels(first.get("eval_variants"))
+    return {(int(length), str(c), str(v)) for length in lengths for c in conditions for v in variants}
+
+
+def _check_rows(frame: pd.DataFrame, path: Path) -> None:
+    if not completed(frame).any():
+        if len(frame) != 1:
+            raise ResultsError(f"{path}: a failed run has one row, this file has {len(frame)}")
+        return
+    expected = expected_rows(frame.iloc[0])
+    if expected is None:
+        return
+    variant = frame["variant"].fillna(BASE_VARIANT) if "variant" in frame else pd.Series(BASE_VARIANT, frame.index)
+    condition = frame["condition"] if "condition" in frame else pd.Series("original", frame.index)
+    found = list(zip(pd.to_numeric(frame["eval_len"]).astype(int), condition, variant, strict=True))
+    if len(found) != len(expected) or set(found) != expected:
+        raise ResultsError(f"{path}: incomplete or edited ({len(set(found) & expected)} of the {len(expected)} rows "
+                           "its eval_lengths x eval_conditions x eval_variants declare)")
+
+
+def _normalized(value: object) -> str:
+    """A config value as text that is equal for equal values however they were read (30, 30.0, "30")."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return repr(float(value))
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def mixed_configurations(data: pd.DataFrame) -> list[str]:
+    """Where runs that would be pooled as seeds of one cell differ in anything but the seed.
+
+    ``data``: result rows (or one row per run). Returns one phrase per such
+    cell (``experiment/task/encoding/arch: steps 30 and 3000``), and one for
+    runs of more than one suite; empty when the runs form one suite and
+    protocol.
+    """
+    runs = data.drop_duplicates("run_id") if "run_id" in data else data
+    problems = []
+    if "suite" in runs and runs["suite"].nunique() > 1:
+        problems.append(f"runs of suites {' and '.join(sorted(map(str, runs['suite'].unique())))}")
+    columns = [c for c in CONFIG_COLUMNS if c in runs]
+    cell = [c for c in CELL_COLUMNS if c in runs and c != "variant"]
+    normalized = runs[columns].map(_normalized)
+    groups = normalized.groupby([runs[c].map(_normalized) for c in cell], sort=False)
+    counts = groups.nunique().to_numpy()  # (cells, columns), in the order of the groups: one vectorised pass
+    for (_cell, rows), n_values in zip(groups, counts, strict=True):
+        differ = [c for c, n in zip(columns, n_values, strict=True) if n > 1]
+        if differ:
+            first = runs.loc[rows.index[0]]
+            name = "/".join(str(first[c]) for c in ("experiment", "task", "encoding", "arch") if c in first)
+            values = [f"{c} {' and '.join(sorted(map(str, runs.loc[rows.index, c].unique())))}" for c in differ]
+            problems.append(f"{name}: {', '.join(values)}")
+    return problems
+
+
+def read_manifest(folder: str | Path) -> dict | None:
+    """The ``manifest.json`` of a results folder (``None`` when it has none), read without following a link.
+
+    Raises:
+        ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a text ``suite``,
+            a list of ``invocations``, an object ``latest`` if any, and if combined, a list of ``sources``
+            objects whose ``manifest`` is an object or null), on one line.
+    """
+    path = Path(folder) / "manifest.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        manifest = json.loads(read_plain_file(path, "manifest"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
+            and isinstance(manifest.get("invocations", []), list)
+            and isinstance(manifest.get("latest") or {}, dict) and _combined_shape(manifest.get("combined"))):
+        raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
+                           "'invocations'); move it away to continue")
+    return manifest
+
+
+def _combined_shape(combined: object) -> bool:
+    """Whether a manifest's ``combined`` entry (:mod:`pebench.combine`) is absent or of its shape."""
+    if combined is None:
+        return True
+    sources = combined.get("sources") if isinstance(combined, dict) else None
+    return isinstance(sources, list) and all(
+        isinstance(source, dict) and isinstance(source.get("manifest") or {}, dict) for source in sources)
+
+
+def named(problems: Sequence[str], limit: int = NAMED_CELLS) -> str:
+    """``problems`` joined on one line, the first ``limit`` of them and how many more."""
+    shown = "; ".join(problems[:limit])
+    return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
+
+
+def run_files(directory: str | Path) -> list[Path]:
+    """The run files of a results folder (its ``raw/``, or the folder itself when it has none), sorted
+    (:func:`raw_files`).
+
+    Raises:
+        ResultsError: the folder does not exist or holds no run files.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ResultsError(f"{directory}: no such results folder")
+    folder = directory / "raw" if refuse_link(directory / "raw").is_dir() else directory
+    paths = raw_files(folder)
+    if not paths:
+        raise ResultsError(f"{folder}: no run files (.csv.gz or .csv) found; run `pebench run` first")
+    return paths
+
+
+def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
+    """Load every run file of a suite folder (or of its ``raw/`` folder) into one DataFrame.
+
+    Every file is verified on its own (:func:`read_run_file`) and the runs must
+    form one suite and protocol (:func:`mixed_configurations`). A process that loads one folder again
+    (a docs build reads each several times) gets a copy of the first load's rows as long as the folder holds the
+    same files, none replaced or written since (:func:`files_fingerprint`); otherwise the files are read and
+    verified again.
+
+    Args:
+        directory: a suite folder (containing ``raw/``) or a folder of run files.
+        include_failed: keep rows of failed runs (they have no metrics).
+
+    Raises:
+        ResultsError: the folder has no run files, files are malformed or incomplete
+            (the one-line message names every one), or
+            runs of one cell differ in their configuration.
+    """
+    paths = run_files(directory)
+    key = files_fingerprint(paths)
+    data = _LOADED.get(key)
+    if data is None:
+        data = _load_files(paths)
+        _LOADED[key] = data
+        while len(_LOADED) > _LOADED_FOLDERS:
+            _LOADED.popitem(last=False)
+    else:
+        _LOADED.move_to_end(key)
+    data = data.copy()
+    if not include_failed:
+        data = data[completed(data)].reset_index(drop=True)
+    return data
+
+
+def files_fingerprint(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, int], ...]:
+    """(absolute path, inode, size, modification and change time in ns) of each file: equal only for the same
+    files, neither replaced (a new inode) nor written (new times) in between."""
+    stats = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:  # gone since it was listed: reading it names it
+            stats.append((str(path.resolve()), -1, -1, -1, -1))
+            continue
+        stats.append((str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+    return tuple(stats)
+
+
+#: the rows of the folders :func:`load` read last, by the :func:`files_fingerprint` of their files; never changed
+#: in place (``load`` returns copies)
+_LOADED: collections.OrderedDict[tuple, pd.DataFrame] = collections.OrderedDict()
+_LOADED_FOLDERS = 8
+
+
+def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
+    """The verified rows of the run files ``paths`` (:func:`load` without its cache); errors are raised, never
+    kept."""
+    frames, bad, files = [], [], {}
+    for path in paths:
+        try:
+            frame = read_run_file(path)
+        except ResultsError as exc:
+            bad.append(str(exc).splitlines()[0])
+            continue
+        run_id = frame["run_id"].iloc[0]
+        if run_id in files:  # a copy under another name would count one run twice
+            bad.append(f"{path}: run {run_id} again (also in {files[run_id].name})")
+            continue
+        files[run_id] = path
+        frames.append(frame)
+    if bad:
+        raise ResultsError(f"{len(bad)} bad result file(s), never counted; move them away (pebench run reruns "
+                           f"their runs): {'; '.join(bad)}")
+    data = pd.concat(frames, ignore_index=True, sort=False)
+    mixed = mixed_configurations(data)
+    if mixed:
+        raise ResultsError(f"{paths[0].parent}: runs of one cell differ in more than the seed ({named(mixed)}); a "
+                           "results folder holds one suite and protocol: move one configuration's runs to another "
+                           "folder")
+    return data
+
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (an escape sequence's ESC,
+    other control characters) is shown escaped, as Python writes it (``\\x1b``); line breaks are kept. Text
+    read from a results folder may come from anyone."""
+    return "".join(ch if ch.isprintable() or ch == "\n" else ch.encode("unicode_escape").decode("ascii")
+                   for ch in str(text))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def raw_dir(out: Path) -> Path:
+    """Folder of the per-run CSVs of a suite folder."""
+    return Path(out) / "raw"
+
+
+#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file: ``.<run file name>.<random>.tmp``
+RUN_TEMP_FILE = re.compile(r"\.[0-9a-f]{16}\.csv(\.gz)?\.[A-Za-z0-9_]+\.tmp")
+
+
+#: the name of a temporary copy :func:`write_text_atomic` makes of a manifest (``tempfile.mkstemp``'s 8 random
+#: characters): ``.manifest.json.<random>.tmp``
+MANIFEST_TEMP_FILE = re.compile(r"\.manifest\.json\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_manifest_copies(out: Path) -> None:
+    """Remove the temporary copies of ``out/manifest.json`` that a sweep killed while writing it left behind
+    (named :data:`MANIFEST_TEMP_FILE`; call it only while holding :func:`lock_folder`: they may be another
+    sweep's copies in flight otherwise). Every other file is left untouched."""
+    for tmp in Path(out).glob(".manifest.json.*.tmp"):
+        if MANIFEST_TEMP_FILE.fullmatch(tmp.name) and tmp.is_file() and not tmp.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder,
+    fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file gets the
+    mode any new file gets (``0o666`` less the umask), not the temporary file's private ``0o600``."""
+    path = Path(path)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(handle, 0o666 & ~umask())
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode())
+
+
+def write_rows_atomic(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write ``rows`` as a run file (CSV with its checksum column, gzip-compressed when ``path`` ends in
+    ``.gz``: :func:`run_file_bytes`) to ``path`` atomically (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, run_file_bytes(rows, Path(path).name))
+
+
+def copy_run_file(path: Path, folder: Path, run_id: str) -> Path:
+    """Copy the run file ``path``, its bytes as they are (compressed or not), into ``folder`` as run ``run_id``'s
+    file with ``path``'s ending (checked to stay in ``folder``: :func:`path_in`); return the copy's path."""
+    target = path_in(folder, f"{run_id}{run_file_suffix(path)}")
+    shutil.copyfile(path, target)
+    return target
+
+
+@dataclass
+class ExistingResults:
+    """What an output folder already holds."""
+
+    complete: set[str]  # run ids with a valid run file to keep
+    retry: set[str]  # run ids recorded as failed
+    bad: dict[str, str]  # file name -> why it is malformed or foreign
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> first row of every valid file
+    doubled: list[tuple[str, str]] = field(default_factory=list)  # (first, second) file names of one run
+
+
+def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
+    """Classify the files in ``out/raw`` against the expected run ids (each run file verified on its own by
+    :func:`read_run_file`). A second file of one run (``<id>.csv`` beside ``<id>.csv.gz``) is bad: it would
+    count the run twice (``doubled`` names both; :func:`pebench.runner.run_sweep` refuses the folder).
+
+    Leftover temporary files of a killed sweep (named as :func:`write_bytes_atomic` names those of run files,
+    :data:`RUN_TEMP_FILE`) are removed (call it only while holding :func:`lock_folder`, as
+    :func:`pebench.runner.run_sweep` does: they may be another sweep's files in flight otherwise); every other
+    file is left untouched.
+    """
+    expected = set(expected)
+    found = ExistingResults(complete=set(), retry=set(), bad={})
+    names: dict[str, str] = {}  # run id -> the name of its valid file
+    folder = refuse_link(raw_dir(out))
+    if not folder.is_dir():
+        return found
+    for tmp in folder.glob(".*.tmp"):
+        if RUN_TEMP_FILE.fullmatch(tmp.name) and not tmp.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith("."):
+            continue
+        if path.is_dir():
+            found.bad[path.name] = "a folder, not a run file"
+            continue
+        run_id = run_file_id(path)
+        if run_id is None:
+            found.bad[path.name] = "not a run file (.csv.gz or .csv)"
+            continue
+        try:
+            frame = read_run_file(path)
+        except (ResultsError, OSError) as exc:
+            found.bad[path.name] = str(exc).splitlines()[0].removeprefix(f"{path}: ")
+            continue
+        if frame["run_id"].iloc[0] != run_id:
+            found.bad[path.name] = f"its run_id {frame['run_id'].iloc[0]} does not match the file name"
+            continue
+        if run_id in found.configs:
+            found.bad[path.name] = f"a second file of run {run_id}"
+            found.doubled.append((names[run_id], path.name))
+            continue
+        found.configs[run_id] = frame.iloc[0].to_dict()
+        names[run_id] = path.name
+        if run_id not in expected:
+            continue  # a valid run of another configuration: kept, not part of this sweep
+        if not completed(frame).all():
+            found.retry.add(run_id)
+        else:
+            found.complete.add(run_id)
+    return found
+
+
+def check_same_plugins(out: Path) -> None:
+    """Refuse to add runs to ``out`` with a plugin whose file differs from the one an earlier sweep there loaded
+    (by the SHA-256 its manifest recorded): the folder's runs would be made by two versions of that code.
+
+    Raises:
+        ResultsError: one line naming the plugin and what to do.
+    """
+    manifest = read_manifest(out) or {}
+    now = {record["plugin"]: record["sha256"] for record in plugin_records() if record["sha256"]}
+    for invocation in manifest.get("invocations", []):
+        records = invocation.get("plugins") if isinstance(invocation, dict) else None
+        for record in records if isinstance(records, list) else []:
+            key, then = (record.get("plugin"), record.get("sha256")) if isinstance(record, dict) else (None, None)
+            if isinstance(key, str) and key in now and isinstance(then, str) and then != now[key]:
+                raise ResultsError(f"plugin {key} changed since an earlier sweep in {out} loaded it (SHA-256 "
+                                   f"{then[:12]} then, {now[key][:12]} now): restore that version to "
+                                   "resume, or choose another --out")
+
+
+@contextlib.contextmanager
+def lock_folder(out: Path) -> Iterator[None]:
+    """Hold an exclusive OS lock (``flock``) on ``<out>/.lock`` for the duration: one sweep at a time per
+    results folder. The lock is released when the process ends, however it ends. The lock file is opened
+    without following a symbolic link (``O_NOFOLLOW``): a link there would make the sweep truncate its target.
+
+    Raises:
+        FolderLockError: another process holds it (the message names it), or ``.lock`` is a link or not a file.
+    """
+    import fcntl
+
+    path = Path(out) / ".lock"
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError:
+        if path.is_symlink():
+            raise FolderLockError(f"{path} is a symbolic link; pebench never follows a link in a results folder: "
+                                  "remove it and run again") from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise FolderLockError(f"{path} is not a plain file; move it away and run again")
+    with open(descriptor, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise FolderLockError(f"{out} is in use by another pebench run ({holder}); wait for it to finish, "
+                                  "or choose another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {platform.node()}, since "
+                     f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def git_state(root: Path | None = None) -> dict[str, Any]:
+    """Git sha and dirty flag of the source checkout (``root``, default the one that holds this
+    package; ``None`` values outside git), and which files differ
+    from the commit (``git_dirty_files``), so a reader can see whether the code that made the rows
+    (``pebench/``, ``experiments/``) was among them.
+
+    Dirty means a tracked file differs from the commit or an untracked, unignored code file exists
+    (a ``.py`` file anywhere, or anything under ``pebench/`` or ``experiments/``): a new encoding
+    file that the runs import is code the commit does not hold. Results (anything under ``results/``
+    that is not code), tracked or not, are what runs write, not what they run, and do not count: a
+    resumed sweep's own manifest, changed by its previous invocation, does not make it dirty.
+    """
+    root = root or Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        files = sorted(line[3:] for line in status.splitlines()
+                       if line.strip() and (_is_code(line[3:]) or not line.startswith("??")
+                                            and not line[3:].startswith("results/")))
+        return {"git_sha": sha, "git_dirty": bool(files), "git_dirty_files": files}
+    except (OSError, subprocess.CalledProcessError):
+        return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), for the manifest:
+    two machines give bit-identical rows only with the same CPU kernels, which "same machine" means."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _is_code(path: str) -> bool:
+    """Whether an untracked ``path`` (relative to the checkout) could change what a run computes."""
+    return path.endswith(".py") or path.startswith(("pebench/", "experiments/"))
+
+
+def write_manifest(
+    out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False,
+    threads: int | None = None, experiments: Sequence[str] = (), to_make: int | None = None,
+) -> dict[str, Any]:
+    """Record this invocation in ``out/manifest.json`` (earlier invocations are kept); call it while holding
+    :func:`lock_folder`. A manifest missing from a folder that already holds runs is recreated with a
+    warning and ``"recreated": true`` (what made the earlier runs is then unknown).
+
+    ``experiments``: the experiments whose runs the invocation was given; ``to_make``: how many of its
+    ``n_runs`` were not in the folder yet. :func:`finish_manifest` adds how it ended."""
+    path = Path(out) / "manifest.json"
+    manifest = read_manifest(out)
+    if manifest is None:
+        manifest = {"suite": suite, "invocations": []}
+        held = raw_files(raw_dir(out))
+        if held:
+            log.warning("%s is missing but %s already holds %d run files; a new manifest records this invocation "
+                        "only (the software that made the earlier runs is unknown)", path, raw_dir(out), len(held))
+            manifest["recreated"] = True
+    entry = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **git_state(),
+        "pebench_version": pebench.__version__,
+        "torch_version": torch.__version__,
+        "numpy_version": np.__version__,  # the statistics and reports are computed with these two
+        "pandas_version": pd.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        # the SIMD kernels torch dispatches to (e.g. AVX2, AVX512): float results can differ between them
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_count": os.cpu_count(),
+        "device": device,
+        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "executor": executor,
+        "workers": workers,
+        "compile": compile,
+        "torch_threads": threads if threads is not None else torch.get_num_threads(),
+        "n_runs": n_runs,
+        "experiments": sorted(set(experiments)),
+        "runs_to_make": n_runs if to_make is None else to_make,
+        "plugins": plugin_records(),  # each --plugin / entry-point plugin: path and SHA-256 as loaded
+    }
+    manifest["suite"] = suite
+    manifest.setdefault("invocations", []).append(entry)
+    manifest["latest"] = entry
+    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
+    return entry
+
+
+def finish_manifest(out: Path, entry: dict[str, Any], ended: Mapping[str, Any]) -> None:
+    """Add to the manifest's record of this invocation (``entry``, the last one, written by
+    :func:`write_manifest` under the same lock) how it ended: ``ended``, the fields the runner adds
+    (:func:`pebench.runner.run_sweep`: its wall time, the runs it wrote, ``complete``, ``interrupted`` or
+    ``error``, and how many of its runs it planned to train seed-batched), in their order. The
+    Replications page reports them as compute."""
+    path = Path(out) / "manifest.json"
+    manifest = read_manifest(out)
+    if manifest is None or not manifest.get("invocations") or manifest["invocations"][-1] != entry:
+        log.warning("%s changed during the sweep; its wall time is not recorded", path)
+        return
+    entry = {**entry, **ended}
+    manifest["invocations"][-1] = entry
+    manifest["latest"] = entry
+    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
+
+
+@functools.lru_cache(maxsize=1)
+def code_commit() -> str:
+    """The commit of the code that makes this process's rows (their ``commit`` column): the checkout's git sha,
+    with ``+dirty`` when code differs from it (:func:`git_state`), ``unknown`` outside a git checkout (an
+    installed package). Read once per process, when its first run is recorded."""
+    state = git_state()
+    if not state["git_sha"]:
+        return "unknown"
+    return state["git_sha"] + ("+dirty" if state["git_dirty"] else "")
