@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import leaderboard, published, replication, tasks
+from pebench import published, replication, tasks
 from pebench.experiment import Experiment, ReportSpec, register_experiment
 from pebench.protocol import SCALES, SEEDS, SUITE_ENCODINGS
+from pebench.schema import fitted
 
 SUITE = "replication"
 NAME = "kazemnejad2023"
@@ -108,8 +109,7 @@ def fit_reading(runs: pd.DataFrame) -> str:
     """What the ranking of the paper's five encodings rests on: the tasks none of them fitted (they tie there),
     and how many runs each fitted, from the runs."""
     runs = runs[runs["encoding"].isin(PAPER_ENCODINGS)]
-    fitted = runs.assign(fit=leaderboard.fitted_runs(runs))
-    by_task = fitted.groupby("task", sort=False)["fit"].any()
+    by_task = runs.assign(fit=fitted(runs)).groupby("task", sort=False)["fit"].any()
     none_fit = [task for task in TASKS if task in by_task.index and not by_task[task]]
     counts = replication.fit_counts(runs, PAPER_ENCODINGS)
     ranked = by_task.size - len(none_fit)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from pebench import leaderboard, replication
 from pebench.experiment import Experiment, ReportSpec, register_experiment, suite_runs
+from pebench.schema import fitted
 
 SUITE = "replication"
 #: the replication this check belongs to (the Replications page shows it in that section)
@@ -96,7 +97,7 @@ def scale_summary(folder: Path):
     held = runs.groupby("experiment").size()
     cells, taus = [], {}
     for size, at in runs.groupby("size", sort=False):
-        scored = at.assign(score=leaderboard.run_scores(at, module.METRIC), fit=leaderboard.fitted_runs(at))
+        scored = at.assign(score=leaderboard.run_scores(at, module.METRIC), fit=fitted(at))
         by = scored.groupby("encoding", sort=False).agg(fitted=("fit", "sum"), n=("fit", "size"),
                                                         id_seq=("id_seq_acc", "mean"), ood=("score", "mean"))
         order = [e for e in module.PAPER_ENCODINGS if e in by.index]

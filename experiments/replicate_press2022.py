@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import published, replication, results
-from pebench.experiment import BASE_VARIANT, Experiment, ReportSpec, register_experiment
+from pebench import published, replication, store
+from pebench.experiment import Experiment, ReportSpec, register_experiment
 from pebench.protocol import SCALES, SUITE_ENCODINGS
+from pebench.schema import BASE_VARIANT
 from pebench.tasks.charlm import EVAL_SPAN
 
 SUITE = "replication"
@@ -106,7 +107,7 @@ def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score |
     if data is None:
         if not (folder / "raw").is_dir():
             return None
-        data = results.load(folder)
+        data = store.load(folder)
     rows = data[(data["experiment"] == NAME) & (data["variant"] == BASE_VARIANT)]
     if rows.empty:
         return None

@@ -38,6 +38,7 @@ import pandas as pd
 
 from pebench import leaderboard, replication
 from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.schema import fitted
 
 SUITE = "replication"
 #: the replication this check belongs to (the Replications page shows it in that section)
@@ -117,7 +118,7 @@ def check_summary(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     module = _replication()
     cells, gains = [], []
     for arm, runs in arms.items():
-        scored = runs.assign(score=leaderboard.run_scores(runs, module.METRIC), fit=leaderboard.fitted_runs(runs))
+        scored = runs.assign(score=leaderboard.run_scores(runs, module.METRIC), fit=fitted(runs))
         mine = scored if arm == "replication" else scored[scored["experiment"] == arm]  # not the borrowed bases
         mine = mine.assign(ood_fitted=mine[module.METRIC].where(mine["fit"]))
         by = mine.groupby("encoding", sort=False).agg(

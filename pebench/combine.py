@@ -7,8 +7,8 @@ results/local/mine``) reports them beside every baseline by combining that folde
     pebench --plugin mine.py report results/local/mine_with_reference
 
 Each source folder is left as it is. Every run file is verified on its own
-(:func:`pebench.results.read_run_file`); the runs must form one suite and protocol
-(:func:`pebench.results.mixed_configurations`). A run id present in two folders is the same configuration
+(:func:`pebench.store.read_run_file`); the runs must form one suite and protocol
+(:func:`pebench.store.mixed_configurations`). A run id present in two folders is the same configuration
 run twice (e.g. a rerun and the reference): that is an error unless their rows are identical, because
 keeping either silently would credit one machine's numbers to the other; rows are compared on what a run
 is and computed, not on how long it took (:data:`NOT_COMPARED`). The new folder's ``manifest.json`` names
@@ -30,8 +30,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import results
-from pebench.results import ResultsError
+from pebench import store
+from pebench.schema import CHECKSUM_COLUMN
+from pebench.store import ResultsError
 
 
 @dataclass
@@ -51,7 +52,7 @@ class CombineSummary:
 
 #: columns that say how a run was made, not what it is or computed: the same configuration run twice (two
 #: sweeps, two machines) differs in them and is still the same run when every other column agrees
-NOT_COMPARED = ("train_seconds", results.CHECKSUM_COLUMN, "pebench_version", "commit", "device", "compiled",
+NOT_COMPARED = ("train_seconds", CHECKSUM_COLUMN, "pebench_version", "commit", "device", "compiled",
                 "torch_threads")
 
 
@@ -108,9 +109,9 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     bad, conflicts = [], []
     for folder in folders:
         summary.runs[str(folder)] = 0
-        for path in results.run_files(folder):
+        for path in store.run_files(folder):
             try:
-                frame = results.read_run_file(path)
+                frame = store.read_run_file(path)
             except ResultsError as exc:
                 bad.append(str(exc).splitlines()[0])
                 continue
@@ -134,11 +135,11 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
             "These are the same configuration run twice (e.g. your rerun and the reference); keep the one you "
             "mean (move the other file out of its folder) or check them with `pebench compare`")
     data = pd.concat([frame for _, frame in taken.values()], ignore_index=True, sort=False)
-    mixed = results.mixed_configurations(data)
+    mixed = store.mixed_configurations(data)
     if mixed:
-        raise ResultsError(f"these folders do not hold one suite and protocol ({results.named(mixed)}); "
+        raise ResultsError(f"these folders do not hold one suite and protocol ({store.named(mixed)}); "
                            "combine folders of the same suite")
-    manifests = {folder: results.read_manifest(folder) for folder in folders}
+    manifests = {folder: store.read_manifest(folder) for folder in folders}
     _write(out, folders, manifests, taken, summary)
     return summary
 
@@ -151,11 +152,11 @@ def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.combine-", dir=out.parent))
     try:
-        staging.chmod(0o777 & ~results.umask())  # a folder like any other, not mkdtemp's private 0700
+        staging.chmod(0o777 & ~store.umask())  # a folder like any other, not mkdtemp's private 0700
         (staging / "raw").mkdir()
         for run_id, (path, _frame) in taken.items():
             # the bytes as they are, compressed or not
-            shutil.copyfile(path, results.path_in(staging / "raw", f"{run_id}{results.run_file_suffix(path)}"))
+            store.copy_run_file(path, staging / "raw", run_id)
         suites = sorted({str(frame["suite"].iloc[0]) for _, frame in taken.values()})
         manifest = {
             "suite": suites[0] if len(suites) == 1 else "/".join(suites),
@@ -167,7 +168,7 @@ def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
                 "shared_identical_runs": len(summary.shared),
             },
         }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        store.write_text_atomic(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         os.replace(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -47,9 +47,6 @@ from pebench.protocol import (
 from pebench.registry import Registry
 from pebench.train import TrainConfig, check_int, check_seed
 
-#: the variant label of the trained model evaluated as it is (evaluation variants have their own labels)
-BASE_VARIANT = "trained"
-
 
 @dataclass(frozen=True)
 class EvalConfig:

@@ -18,9 +18,9 @@ metrics, and ``fitted`` when known):
   :func:`capability_table`, :func:`extrapolation_table`, :func:`harm_table` —
   each as a :class:`pebench.tables.Table`, rendered by :mod:`pebench.tables`.
 
-A "task" here is one group of :data:`pebench.results.GROUP_COLUMNS` (an
+A "task" here is one group of :data:`pebench.schema.GROUP_COLUMNS` (an
 experiment's task at one training length, per arch); only the trained models
-(:data:`pebench.experiment.BASE_VARIANT`) are ranked, and a task with fewer
+(:data:`pebench.schema.BASE_VARIANT`) are ranked, and a task with fewer
 than two encodings is left out (nothing to rank). Failed runs have no numbers:
 they are counted (``runs_failed``), never scored. Metric directions come from
 :mod:`pebench.metrics`; a metric without a direction cannot be ranked.
@@ -36,8 +36,8 @@ import pandas as pd
 
 from pebench import encodings
 from pebench import metrics as metric_registry
-from pebench.experiment import BASE_VARIANT
-from pebench.results import GROUP_COLUMNS, encoding_label, encoding_rank, holm
+from pebench.results import holm
+from pebench.schema import BASE_VARIANT, GROUP_COLUMNS, completed, encoding_label, encoding_rank, fitted
 from pebench.tables import Cell, Column, Table
 
 #: significance level of the pairwise verdicts (after Holm correction)
@@ -68,19 +68,9 @@ def run_scores(runs: pd.DataFrame, metric: str) -> pd.Series:
     runs whose metric is undefined) score NaN and are left out of the means.
     """
     values = runs[metric].astype(float)
-    fitted = fitted_runs(runs)
     worst = 0.0 if higher_is_better(metric) else np.inf
-    scores = values.where(fitted | values.isna(), worst)
-    if "status" in runs:
-        scores = scores.where(runs["status"] != "failed")
-    return scores.rename("score")
-
-
-def fitted_runs(runs: pd.DataFrame) -> pd.Series:
-    """The ``fitted`` column as booleans; absent or NaN (a run without a fit criterion) counts as fitted."""
-    if "fitted" not in runs:
-        return pd.Series(True, index=runs.index)
-    return runs["fitted"].astype(float).fillna(1.0) > 0
+    scores = values.where(fitted(runs) | values.isna(), worst)
+    return scores.where(completed(runs)).rename("score")
 
 
 def trained_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -92,7 +82,7 @@ def _scored(runs: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
     """Scored base-variant runs (``score``, ``fitted``) of tasks with >= 2 encodings, and the task columns."""
     runs = trained_runs(runs)
     task = [c for c in GROUP_COLUMNS if c in runs]
-    frame = runs.assign(score=run_scores(runs, metric), fitted=fitted_runs(runs))
+    frame = runs.assign(score=run_scores(runs, metric), fitted=fitted(runs))
     frame = frame[frame["score"].notna()]
     n_encodings = frame.groupby(task, sort=False, dropna=False)["encoding"].transform("nunique")
     frame = frame[n_encodings >= 2]
@@ -179,7 +169,7 @@ def leaderboard(runs: pd.DataFrame, metric: str, *, n_boot: int = 1000, seed: in
     fit = frame.groupby(["arch", "encoding"]).agg(runs=("fitted", "size"), fitted=("fitted", "mean"))
     all_fitted = cells["fitted"].all().groupby(["arch", "encoding"]).sum()
     trained = trained_runs(runs)
-    failed = trained[trained["status"] == "failed"] if "status" in trained else trained.iloc[:0]
+    failed = trained[~completed(trained)]
     n_failed = failed.groupby(["arch", "encoding"]).size() if not failed.empty else pd.Series(dtype=int)
     records = []
     for arch in sorted(set(arch_of_block)):
@@ -239,7 +229,7 @@ def capability(runs: pd.DataFrame) -> pd.DataFrame:
     runs = trained_runs(runs)
     if "fitted" not in runs or runs["fitted"].isna().all():
         return pd.DataFrame(columns=columns)
-    runs = runs[runs["fitted"].notna()].assign(fit=fitted_runs, dependent=lambda r: r["order_dependent"] == True)  # noqa: E712
+    runs = runs[runs["fitted"].notna()].assign(fit=fitted, dependent=lambda r: r["order_dependent"] == True)  # noqa: E712
     records = []
     for (arch, encoding), part in runs.groupby(["arch", "encoding"], sort=False):
         dependent, control = part[part["dependent"]], part[~part["dependent"]]
@@ -312,8 +302,8 @@ def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_bo
         return pd.DataFrame(columns=columns)
     higher = higher_is_better(metric)
     dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
-    dependent = dependent[dependent["status"] != "failed"] if "status" in dependent else dependent
-    dependent = dependent.assign(fit=fitted_runs)
+    dependent = dependent[completed(dependent)]
+    dependent = dependent.assign(fit=fitted)
     records = []
     for arch, part in dependent.groupby("arch", sort=True):
         rates = part.groupby("encoding")["fit"].mean()
@@ -376,7 +366,7 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     records = []
     for arch, part in controls.groupby("arch", sort=True):
         wide = part.pivot_table(index=["task", "seed"], columns="encoding", values="ood_token_acc", aggfunc="first")
-        fit = part.assign(fit=fitted_runs).groupby("encoding")["fit"].mean() if "fitted" in part else None
+        fit = part.assign(fit=fitted).groupby("encoding")["fit"].mean() if "fitted" in part else None
         for encoding in sorted(wide.columns, key=encoding_rank):
             own = wide[encoding].dropna()
             tables = [group.to_numpy(float)[:, None] for _, group in own.groupby(level="task", sort=True)]
@@ -647,7 +637,7 @@ def fit_fractions(runs: pd.DataFrame) -> pd.DataFrame:
     if "fitted" not in runs:
         return pd.DataFrame(columns=["arch", "encoding", "task", "fitted", "seeds", "fraction"])
     runs = trained_runs(runs)
-    runs = runs[runs["fitted"].notna()].assign(fit=fitted_runs)
+    runs = runs[runs["fitted"].notna()].assign(fit=fitted)
     table = (runs.groupby(["arch", "encoding", "task"], sort=False)["fit"].agg(fitted="sum", seeds="size")
              .reset_index())
     table["fitted"] = table["fitted"].astype(int)

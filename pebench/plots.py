@@ -1,5 +1,5 @@
 """Result figures. Each function takes the raw results DataFrame (as returned by
-:func:`pebench.results.load`), aggregates it with :mod:`pebench.results` and
+:func:`pebench.store.load`), aggregates it with :mod:`pebench.results` and
 returns a :class:`matplotlib.figure.Figure`.
 
 Figures are built on :class:`~matplotlib.figure.Figure` directly, without
@@ -30,9 +30,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFo
 from pebench import encodings, results
 from pebench import metrics as metric_registry
 from pebench.evaluate import CONDITIONS
-from pebench.experiment import BASE_VARIANT
 from pebench.model import ARCHS
 from pebench.protocol import COMPARED_ENCODINGS
+from pebench.schema import BASE_VARIANT, completed, encoding_label, encoding_rank, order_dependent, sort_key
 
 #: line colours: tab10 without its grey (C7), which is close to the training-range shading
 PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
@@ -77,8 +77,8 @@ def encoding_style(encoding: str) -> dict[str, str]:
 
 def label(encoding: str, encoding_options: str = "{}") -> str:
     """Display name of an encoding with its options (``rope``, ``rope {"layout":"half"}``): its registered
-    label (:func:`pebench.results.encoding_label`), so the baseline registered as ``none`` reads as its label."""
-    name = results.encoding_label(encoding)
+    label (:func:`pebench.schema.encoding_label`), so the baseline registered as ``none`` reads as its label."""
+    name = encoding_label(encoding)
     return name if encoding_options in ("{}", "", None) or pd.isna(encoding_options) else \
         f"{name} {encoding_options}"
 
@@ -233,7 +233,7 @@ def accuracy_vs_length(
     """
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
-    rows = rows[(rows["arch"] == arch) & (rows["status"] != "failed")]
+    rows = rows[(rows["arch"] == arch) & completed(rows)]
     frame = _labelled_curves(rows)
     frame = frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)]
     kind = metric_registry.get(metric, "length").axis_label
@@ -246,9 +246,9 @@ def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluat
     """One trained model evaluated as trained and under each evaluation variant (e.g. RoPE scalings):
     accuracy vs length, one line per variant, in the order the experiment declares them."""
     rows = _select(data, experiment)
-    frame = _labelled_curves(rows[rows["status"] != "failed"])
+    frame = _labelled_curves(rows[completed(rows)])
     frame = frame[frame["condition"] == ORIGINAL]
-    variants = list(dict.fromkeys(frame.sort_values("variant", key=results.sort_key, kind="stable")["variant"]))
+    variants = list(dict.fromkeys(frame.sort_values("variant", key=sort_key, kind="stable")["variant"]))
     return _curve_panels(frame, "variant", {v: style(i) for i, v in enumerate(variants)}, metric,
                          metric_registry.get(metric, "length").axis_label,
                          f"{experiment}: {title}\nmean and 95% CI over fitted seeds")
@@ -257,7 +257,7 @@ def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluat
 def perplexity_vs_length(data: pd.DataFrame, experiment: str) -> Figure:
     """Character-LM perplexity vs evaluation length (log scale), one line per encoding."""
     rows = _select(data, experiment)
-    frame = _labelled_curves(rows[rows["status"] != "failed"])
+    frame = _labelled_curves(rows[completed(rows)])
     frame = frame[(frame["condition"] == ORIGINAL) & (frame["variant"] == BASE_VARIANT)]
     return _curve_panels(frame, "label", _encoding_styles(frame), "perplexity", "perplexity (log scale)",
                          f"{experiment}: perplexity vs context length\nmean and 95% CI over seeds", log_y=True,
@@ -279,7 +279,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     for ax, arch in zip(axes, archs, strict=True):
         part = cells[cells["arch"] == arch].copy()
         part["label"] = [label(e, o) for e, o in zip(part["encoding"], part["encoding_options"], strict=True)]
-        order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(results.encoding_rank))["label"]))
+        order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(encoding_rank))["label"]))
         table = part.pivot_table(index="label", columns="task", values=f"{metric}_mean", sort=False)
         table = table.reindex(index=order, columns=tasks)
         judged = part.pivot_table(index="label", columns="task", values="judged", aggfunc="all", sort=False)
@@ -321,8 +321,8 @@ CONTROL_GREYS = ("0.3", "0.5", "0.65", "0.8", "0.9")
 def _task_colors(tasks: Sequence[str]) -> dict[str, str]:
     """A distinct colour per order-dependent task and a distinct grey per control, in the order given
     (colours repeat only beyond :data:`TASK_COLORS` and :data:`CONTROL_GREYS`)."""
-    dependent = [t for t in tasks if results.order_dependent(t)]
-    controls = [t for t in tasks if not results.order_dependent(t)]
+    dependent = [t for t in tasks if order_dependent(t)]
+    controls = [t for t in tasks if not order_dependent(t)]
     colors = {t: TASK_COLORS[i % len(TASK_COLORS)] for i, t in enumerate(dependent)}
     colors.update({t: CONTROL_GREYS[i % len(CONTROL_GREYS)] for i, t in enumerate(controls)})
     return colors
@@ -347,12 +347,12 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
         cells[f"order_effect_{stat}"] = cells[f"order_reliance_{stat}"].fillna(cells[f"invariance_gap_{stat}"])
     if cells["order_effect_mean"].isna().all():
         raise ValueError(f"no run of experiment {experiment!r} was evaluated on shuffled inputs")
-    cells["order_dependent"] = cells["task"].map(results.order_dependent)
+    cells["order_dependent"] = cells["task"].map(order_dependent)
     archs = _archs(cells)
     tasks = (
         cells.drop_duplicates("task").sort_values("order_dependent", ascending=False, kind="stable")["task"].tolist()
     )
-    per_arch = {arch: sorted(cells.loc[cells["arch"] == arch, "encoding"].unique(), key=results.encoding_rank)
+    per_arch = {arch: sorted(cells.loc[cells["arch"] == arch, "encoding"].unique(), key=encoding_rank)
                 for arch in archs}
     widths = [max(4, len(names)) for names in per_arch.values()]
     legend_rows = -(-(len(tasks) + 1) // 4)  # the legend below the panels: 4 entries a row
@@ -368,7 +368,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
         names = per_arch[arch]
         for k, task in enumerate(tasks):
             bars = part[part["task"] == task].set_index("encoding").reindex(names)
-            dependent = bool(results.order_dependent(task))
+            dependent = bool(order_dependent(task))
             kind = "order-dependent" if dependent else "control"
             look = {"facecolor": colors[task], "hatch": None if dependent else "//",
                     "edgecolor": "white" if dependent else "0.2", "linewidth": 0.5}
@@ -384,7 +384,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
                     patch.set(**NOT_FITTED_BAR)
         ax.axhline(0.0, color="k", linewidth=0.8)
         ax.set_ylim(min(-0.1, ax.get_ylim()[0]), max(0.5, ax.get_ylim()[1]))  # keep small effects looking small
-        ax.set_xticks(range(len(names)), [results.encoding_label(n) for n in names], rotation=35, ha="right")
+        ax.set_xticks(range(len(names)), [encoding_label(n) for n in names], rotation=35, ha="right")
         ax.set_title(arch)
         ax.set_ylabel("original − shuffled token accuracy")
     if unfitted_any:

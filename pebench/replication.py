@@ -26,7 +26,8 @@ import pandas as pd
 
 from pebench import leaderboard
 from pebench.registry import Registry
-from pebench.results import encoding_label, holm, t_interval
+from pebench.results import holm, t_interval
+from pebench.schema import GROUP_COLUMNS, encoding_label, fitted
 
 #: how a claim is read from pebench's verdict on it
 AGREES, CONTRADICTS, UNRESOLVED = "agrees", "contradicts", "unresolved"
@@ -97,7 +98,7 @@ def _bootstrap_taus(runs: pd.DataFrame, metric: str, published: pd.Series, n_boo
 
     Each replicate draws, for every (task, encoding) group of ``runs`` in sorted order, as many rows with
     replacement as the group has, and ranks the copy exactly as :func:`mrr` ranks a frame: base-variant runs
-    only, failed runs left out, cells of :data:`pebench.results.GROUP_COLUMNS` and encoding, tasks with
+    only, failed runs left out, cells of :data:`pebench.schema.GROUP_COLUMNS` and encoding, tasks with
     fewer than two encodings dropped. The copy's ranks are computed on integer cell codes instead of a
     new frame (a pandas ``groupby`` per replicate took minutes per site build).
     """
@@ -105,7 +106,7 @@ def _bootstrap_taus(runs: pd.DataFrame, metric: str, published: pd.Series, n_boo
     groups = [group.index.to_numpy() for _, group in runs.groupby(["task", "encoding"], sort=True)]
     scores = leaderboard.run_scores(runs, metric).to_numpy(float)
     kept = ~np.isnan(scores) & runs.index.isin(leaderboard.trained_runs(runs).index)  # what mrr would score
-    task_columns = [c for c in leaderboard.GROUP_COLUMNS if c in runs]
+    task_columns = [c for c in GROUP_COLUMNS if c in runs]
     task_code = runs.groupby(task_columns, sort=True, dropna=False).ngroup().to_numpy()
     encoding_code, encodings = pd.factorize(runs["encoding"], sort=True)
     n_tasks, n_encodings = task_code.max() + 1, len(encodings)
@@ -153,7 +154,7 @@ def regime_agreement(
     ``mean_diff``, ...) plus ``raw_gain`` / ``raw_pairs``: the mean difference of the raw metric over every
     pair, fitted or not (what an ungated reading would report, shown beside the gated one), and ``reading``.
     """
-    fit = leaderboard.fitted_runs(runs)
+    fit = fitted(runs)
     keys = ["arch", "task", "seed"]
     gated, raw = [], {}
     for a, b in claims:
@@ -196,7 +197,7 @@ def growth(rows: pd.DataFrame) -> pd.DataFrame:
     """Perplexity growth of every language-model run: its perplexity at the longest evaluated context over
     its perplexity at the training context (``exp`` of the losses; 1 = no degradation).
 
-    ``rows``: length-level rows (:func:`pebench.results.load`) with ``run_id``, ``encoding``, ``seed``,
+    ``rows``: length-level rows (:func:`pebench.store.load`) with ``run_id``, ``encoding``, ``seed``,
     ``eval_len``, ``train_max_len`` and ``loss``. Returns one row per run: ``encoding``, ``seed``, ``growth``.
     """
     rows = rows[rows["status"] == "ok"] if "status" in rows else rows
@@ -298,10 +299,10 @@ def task_table(runs: pd.DataFrame, metric: str, statistic: str = "mean") -> pd.D
     the seeds run, summed over tasks (``"k/n"``)."""
     if statistic not in ("mean", "max"):
         raise ValueError(f"statistic must be 'mean' or 'max', not {statistic!r}")
-    scored = runs.assign(score=leaderboard.run_scores(runs, metric), fitted_=leaderboard.fitted_runs(runs))
+    scored = runs.assign(score=leaderboard.run_scores(runs, metric), fitted_=fitted(runs))
     table = scored.pivot_table(index="encoding", columns="task", values="score", aggfunc=statistic, sort=False)
-    fitted = scored.groupby("encoding", sort=False)["fitted_"].agg(["sum", "size"])
-    table["fitted"] = [f"{int(k)}/{n}" for k, n in zip(fitted["sum"], fitted["size"], strict=True)]
+    fit = scored.groupby("encoding", sort=False)["fitted_"].agg(["sum", "size"])
+    table["fitted"] = [f"{int(k)}/{n}" for k, n in zip(fit["sum"], fit["size"], strict=True)]
     return table
 
 
@@ -318,9 +319,9 @@ def experiment_runs(folder: Path, experiment: str) -> pd.DataFrame | None:
 
 def fit_counts(runs: pd.DataFrame, encodings: Sequence[str]) -> str:
     """Runs fitted over runs made, per encoding of ``encodings`` that has runs, as ``NoPE 3/18, ALiBi 6/18``."""
-    fitted = runs.assign(fit=leaderboard.fitted_runs(runs)).groupby("encoding")["fit"].agg(["sum", "size"])
-    return ", ".join(f"{encoding_label(e)} {int(fitted.loc[e, 'sum'])}/{int(fitted.loc[e, 'size'])}"
-                     for e in encodings if e in fitted.index)
+    fit = runs.assign(fit=fitted(runs)).groupby("encoding")["fit"].agg(["sum", "size"])
+    return ", ".join(f"{encoding_label(e)} {int(fit.loc[e, 'sum'])}/{int(fit.loc[e, 'size'])}"
+                     for e in encodings if e in fit.index)
 
 
 class Declared(Protocol):

@@ -1,9 +1,9 @@
 """Execute runs: in-process, on a local process pool, or on a Dask cluster; resumable.
 
 Each run trains one model and evaluates it; its rows are written to
-``<out>/raw/<run_id>.csv.gz`` (:data:`pebench.results.RUN_FILE_SUFFIX`) the moment it finishes, atomically (a temporary
-file with a unique name in the same folder, then ``os.replace``), with a
-checksum column (:func:`pebench.results.run_file_text`), so a killed sweep —
+``<out>/raw/<run_id>.csv.gz`` (:data:`pebench.store.RUN_FILE_SUFFIX`) the moment it finishes, atomically (a temporary
+file with a unique name in the same folder, then ``os.replace``: :func:`pebench.store.write_rows_atomic`), with a
+checksum column (:func:`pebench.store.run_file_text`), so a killed sweep —
 even ``kill -9`` — loses at most the runs in flight and never leaves a file
 that counts as complete without being so. On restart, runs whose file exists
 and verifies are skipped; runs recorded as ``failed`` (an exception, possibly
@@ -21,11 +21,11 @@ What a sweep guarantees (docs: distributed):
   records its runs as failed and is replaced. On Dask the scheduler retries
   a run whose worker died, and records it as failed when it has given up.
 * One sweep at a time per folder: an OS file lock on ``<out>/.lock``
-  (:func:`lock_folder`); the manifest is updated under it.
+  (:func:`pebench.store.lock_folder`); the manifest is updated under it.
 * A folder holds one suite and protocol: a sweep whose runs would share a
   cell with runs of another configuration there, or of another suite, is
   refused before anything is written (:func:`check_same_protocol`); so is a sweep with a plugin whose file
-  changed since an earlier sweep there loaded it (:func:`check_same_plugins`).
+  changed since an earlier sweep there loaded it (:func:`pebench.store.check_same_plugins`).
 * Every run uses ``threads`` torch threads (default 1) on every executor, so
   the same runs give the same rows serially, on a pool and on Dask.
 
@@ -37,31 +37,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import logging
 import multiprocessing
 import os
-import platform
-import re
 import signal
-import stat
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.connection import wait as wait_any
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -72,20 +64,26 @@ from pebench.evaluate import equivariance_gap, evaluate
 from pebench.experiment import RunSpec
 from pebench.model import ModelConfig, Transformer, build_model, default_device
 from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records
-from pebench.results import (
+from pebench.store import (
     RUN_FILE_SUFFIX,
     RUN_FILE_SUFFIXES,
+    ExistingResults,
     ResultsError,
+    check_same_plugins,
+    code_commit,
+    finish_manifest,
+    lock_folder,
     mixed_configurations,
     named,
-    raw_files,
+    raw_dir,
     read_manifest,
-    read_run_file,
     refuse_link,
-    run_file_bytes,
+    remove_manifest_copies,
     run_file_id,
     run_file_name,
-    umask,
+    scan,
+    write_manifest,
+    write_rows_atomic,
 )
 from pebench.train import TrainResult, train
 
@@ -99,7 +97,8 @@ STOP_GRACE_SECONDS = 3
 
 
 class RunnerError(RuntimeError):
-    """A sweep that cannot start (folder in use, unreachable scheduler); one line saying what to do."""
+    """A sweep that cannot start (an unreachable scheduler, no Dask installed); one line saying what to do. A
+    folder in use is a :class:`pebench.store.FolderLockError`."""
 
 
 # --------------------------------------------------------------------------- one run
@@ -198,16 +197,6 @@ def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:
 def _identity(spec: RunSpec) -> dict[str, Any]:
     return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__, "commit": code_commit()}
 
-
-@functools.lru_cache(maxsize=1)
-def code_commit() -> str:
-    """The commit of the code that makes this process's rows (their ``commit`` column): the checkout's git sha,
-    with ``+dirty`` when code differs from it (:func:`git_state`), ``unknown`` outside a git checkout (an
-    installed package). Read once per process, when its first run is recorded."""
-    state = git_state()
-    if not state["git_sha"]:
-        return "unknown"
-    return state["git_sha"] + ("+dirty" if state["git_dirty"] else "")
 
 
 def _failed(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[str, Any]]:
@@ -484,123 +473,7 @@ def _torch_device(device: str | None) -> torch.device:
     return torch.device(device) if device else default_device()
 
 
-# --------------------------------------------------------------------------- files
-
-
-def raw_dir(out: Path) -> Path:
-    """Folder of the per-run CSVs of a suite folder."""
-    return Path(out) / "raw"
-
-
-#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file: ``.<run file name>.<random>.tmp``
-RUN_TEMP_FILE = re.compile(r"\.[0-9a-f]{16}\.csv(\.gz)?\.[A-Za-z0-9_]+\.tmp")
-
-
-#: the name of a temporary copy :func:`write_text_atomic` makes of a manifest (``tempfile.mkstemp``'s 8 random
-#: characters): ``.manifest.json.<random>.tmp``
-MANIFEST_TEMP_FILE = re.compile(r"\.manifest\.json\.[a-z0-9_]{8}\.tmp")
-
-
-def remove_manifest_copies(out: Path) -> None:
-    """Remove the temporary copies of ``out/manifest.json`` that a sweep killed while writing it left behind
-    (named :data:`MANIFEST_TEMP_FILE`; call it only while holding :func:`lock_folder`: they may be another
-    sweep's copies in flight otherwise). Every other file is left untouched."""
-    for tmp in Path(out).glob(".manifest.json.*.tmp"):
-        if MANIFEST_TEMP_FILE.fullmatch(tmp.name) and tmp.is_file() and not tmp.is_symlink():
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder,
-    fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file gets the
-    mode any new file gets (``0o666`` less the umask), not the temporary file's private ``0o600``."""
-    path = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(handle, 0o666 & ~umask())
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`write_bytes_atomic`)."""
-    write_bytes_atomic(path, text.encode())
-
-
-def write_rows_atomic(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write ``rows`` as a run file (CSV with its checksum column, gzip-compressed when ``path`` ends in
-    ``.gz``: :func:`pebench.results.run_file_bytes`) to ``path`` atomically (:func:`write_bytes_atomic`)."""
-    write_bytes_atomic(path, run_file_bytes(rows, Path(path).name))
-
-
-@dataclass
-class ExistingResults:
-    """What an output folder already holds."""
-
-    complete: set[str]  # run ids with a valid run file to keep
-    retry: set[str]  # run ids recorded as failed
-    bad: dict[str, str]  # file name -> why it is malformed or foreign
-    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> first row of every valid file
-    doubled: list[tuple[str, str]] = field(default_factory=list)  # (first, second) file names of one run
-
-
-def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
-    """Classify the files in ``out/raw`` against the expected run ids (each run file verified on its own by
-    :func:`pebench.results.read_run_file`). A second file of one run (``<id>.csv`` beside ``<id>.csv.gz``)
-    is bad: it would count the run twice (``doubled`` names both; :func:`run_sweep` refuses the folder).
-
-    Leftover temporary files of a killed sweep (named as :func:`write_bytes_atomic` names those of run files,
-    :data:`RUN_TEMP_FILE`) are removed (call it only while holding :func:`lock_folder`, as :func:`run_sweep`
-    does: they may be another sweep's files in flight otherwise); every other file is left untouched.
-    """
-    expected = set(expected)
-    found = ExistingResults(complete=set(), retry=set(), bad={})
-    names: dict[str, str] = {}  # run id -> the name of its valid file
-    folder = refuse_link(raw_dir(out))
-    if not folder.is_dir():
-        return found
-    for tmp in folder.glob(".*.tmp"):
-        if RUN_TEMP_FILE.fullmatch(tmp.name) and not tmp.is_symlink():
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith("."):
-            continue
-        if path.is_dir():
-            found.bad[path.name] = "a folder, not a run file"
-            continue
-        run_id = run_file_id(path)
-        if run_id is None:
-            found.bad[path.name] = "not a run file (.csv.gz or .csv)"
-            continue
-        try:
-            frame = read_run_file(path)
-        except (ResultsError, OSError) as exc:
-            found.bad[path.name] = str(exc).splitlines()[0].removeprefix(f"{path}: ")
-            continue
-        if frame["run_id"].iloc[0] != run_id:
-            found.bad[path.name] = f"its run_id {frame['run_id'].iloc[0]} does not match the file name"
-            continue
-        if run_id in found.configs:
-            found.bad[path.name] = f"a second file of run {run_id}"
-            found.doubled.append((names[run_id], path.name))
-            continue
-        found.configs[run_id] = frame.iloc[0].to_dict()
-        names[run_id] = path.name
-        if run_id not in expected:
-            continue  # a valid run of another configuration: kept, not part of this sweep
-        if (frame["status"] == "failed").any():
-            found.retry.add(run_id)
-        else:
-            found.complete.add(run_id)
-    return found
+# --------------------------------------------------------------------------- protocol checks
 
 
 def check_same_protocol(out: Path, specs: Sequence[RunSpec], existing: ExistingResults) -> None:
@@ -627,185 +500,7 @@ def check_same_protocol(out: Path, specs: Sequence[RunSpec], existing: ExistingR
                            "pooled as seeds: choose another --out, or move the runs of the other protocol away")
 
 
-def check_same_plugins(out: Path) -> None:
-    """Refuse to add runs to ``out`` with a plugin whose file differs from the one an earlier sweep there loaded
-    (by the SHA-256 its manifest recorded): the folder's runs would be made by two versions of that code.
-
-    Raises:
-        ResultsError: one line naming the plugin and what to do.
-    """
-    manifest = read_manifest(out) or {}
-    now = {record["plugin"]: record["sha256"] for record in plugin_records() if record["sha256"]}
-    for invocation in manifest.get("invocations", []):
-        records = invocation.get("plugins") if isinstance(invocation, dict) else None
-        for record in records if isinstance(records, list) else []:
-            key, then = (record.get("plugin"), record.get("sha256")) if isinstance(record, dict) else (None, None)
-            if isinstance(key, str) and key in now and isinstance(then, str) and then != now[key]:
-                raise ResultsError(f"plugin {key} changed since an earlier sweep in {out} loaded it (SHA-256 "
-                                   f"{then[:12]} then, {now[key][:12]} now): restore that version to "
-                                   "resume, or choose another --out")
-
-
-@contextlib.contextmanager
-def lock_folder(out: Path) -> Iterator[None]:
-    """Hold an exclusive OS lock (``flock``) on ``<out>/.lock`` for the duration: one sweep at a time per
-    results folder. The lock is released when the process ends, however it ends. The lock file is opened
-    without following a symbolic link (``O_NOFOLLOW``): a link there would make the sweep truncate its target.
-
-    Raises:
-        RunnerError: another process holds it (the message names it), or ``.lock`` is a link or not a file.
-    """
-    import fcntl
-
-    path = Path(out) / ".lock"
-    try:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    except OSError:
-        if path.is_symlink():
-            raise RunnerError(f"{path} is a symbolic link; pebench never follows a link in a results folder: remove "
-                              "it and run again") from None
-        raise
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise RunnerError(f"{path} is not a plain file; move it away and run again")
-    with open(descriptor, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise RunnerError(f"{out} is in use by another pebench run ({holder}); wait for it to finish, "
-                              "or choose another --out") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {platform.node()}, since "
-                     f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.truncate(0)
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def git_state(root: Path | None = None) -> dict[str, Any]:
-    """Git sha and dirty flag of the source checkout (``root``, default the one that holds this
-    package; ``None`` values outside git), and which files differ
-    from the commit (``git_dirty_files``), so a reader can see whether the code that made the rows
-    (``pebench/``, ``experiments/``) was among them.
-
-    Dirty means a tracked file differs from the commit or an untracked, unignored code file exists
-    (a ``.py`` file anywhere, or anything under ``pebench/`` or ``experiments/``): a new encoding
-    file that the runs import is code the commit does not hold. Results (anything under ``results/``
-    that is not code), tracked or not, are what runs write, not what they run, and do not count: a
-    resumed sweep's own manifest, changed by its previous invocation, does not make it dirty.
-    """
-    root = root or Path(__file__).resolve().parent.parent
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        files = sorted(line[3:] for line in status.splitlines()
-                       if line.strip() and (_is_code(line[3:]) or not line.startswith("??")
-                                            and not line[3:].startswith("results/")))
-        return {"git_sha": sha, "git_dirty": bool(files), "git_dirty_files": files}
-    except (OSError, subprocess.CalledProcessError):
-        return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), for the manifest:
-    two machines give bit-identical rows only with the same CPU kernels, which "same machine" means."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _is_code(path: str) -> bool:
-    """Whether an untracked ``path`` (relative to the checkout) could change what a run computes."""
-    return path.endswith(".py") or path.startswith(("pebench/", "experiments/"))
-
-
-def write_manifest(
-    out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False,
-    threads: int | None = None, experiments: Sequence[str] = (), to_make: int | None = None,
-) -> dict[str, Any]:
-    """Record this invocation in ``out/manifest.json`` (earlier invocations are kept); call it while holding
-    :func:`lock_folder`. A manifest missing from a folder that already holds runs is recreated with a
-    warning and ``"recreated": true`` (what made the earlier runs is then unknown).
-
-    ``experiments``: the experiments whose runs the invocation was given; ``to_make``: how many of its
-    ``n_runs`` were not in the folder yet. :func:`finish_manifest` adds how it ended."""
-    path = Path(out) / "manifest.json"
-    manifest = read_manifest(out)
-    if manifest is None:
-        manifest = {"suite": suite, "invocations": []}
-        held = raw_files(raw_dir(out))
-        if held:
-            log.warning("%s is missing but %s already holds %d run files; a new manifest records this invocation "
-                        "only (the software that made the earlier runs is unknown)", path, raw_dir(out), len(held))
-            manifest["recreated"] = True
-    entry = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **git_state(),
-        "pebench_version": pebench.__version__,
-        "torch_version": torch.__version__,
-        "numpy_version": np.__version__,  # the statistics and reports are computed with these two
-        "pandas_version": pd.__version__,
-        "python_version": platform.python_version(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_model": cpu_model(),
-        # the SIMD kernels torch dispatches to (e.g. AVX2, AVX512): float results can differ between them
-        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "cpu_count": os.cpu_count(),
-        "device": device,
-        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "executor": executor,
-        "workers": workers,
-        "compile": compile,
-        "torch_threads": threads if threads is not None else torch.get_num_threads(),
-        "n_runs": n_runs,
-        "experiments": sorted(set(experiments)),
-        "runs_to_make": n_runs if to_make is None else to_make,
-        "plugins": plugin_records(),  # each --plugin / entry-point plugin: path and SHA-256 as loaded
-    }
-    manifest["suite"] = suite
-    manifest.setdefault("invocations", []).append(entry)
-    manifest["latest"] = entry
-    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
-    return entry
-
-
 # --------------------------------------------------------------------------- sweeps
-
-
-def finish_manifest(out: Path, entry: dict[str, Any], summary: SweepSummary, outcome: str) -> None:
-    """Add to the manifest's record of this invocation (``entry``, the last one, written by
-    :func:`write_manifest` under the same lock) its wall time, the runs it wrote and how it ended
-    (``complete``, ``interrupted`` or ``error``): what the Replications page reports as compute; and how
-    many of its runs it planned to train seed-batched (``seed_batched_runs``, :attr:`SweepSummary.seed_batched`)."""
-    path = Path(out) / "manifest.json"
-    manifest = read_manifest(out)
-    if manifest is None or not manifest.get("invocations") or manifest["invocations"][-1] != entry:
-        log.warning("%s changed during the sweep; its wall time is not recorded", path)
-        return
-    entry = {**entry, "wall_seconds": round(summary.seconds, 1), "runs_made": summary.done, "outcome": outcome,
-             "seed_batched_runs": summary.seed_batched}
-    manifest["invocations"][-1] = entry
-    manifest["latest"] = entry
-    write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
 
 
 @dataclass
@@ -1074,40 +769,20 @@ def run_sweep(
     together instead of one of them training the last long run alone.
 
     Raises:
-        RunnerError: another sweep holds the folder, or the Dask scheduler cannot be reached.
+        FolderLockError: another sweep holds the folder (:func:`pebench.store.lock_folder`).
+        RunnerError: the Dask scheduler cannot be reached.
         ResultsError: the folder holds another suite or protocol, or a malformed manifest.
         SweepInterrupted: Ctrl-C or SIGTERM; SweepError: an error in this process (both after stopping
             every worker, with the summary of what was saved).
     """
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
-    if compile and seed_batch:
-        raise ValueError("compile and seed_batch cannot be combined: seed-batched training runs eagerly")
-    if workers < 1 or threads < 1:
-        raise ValueError(f"workers and threads must be >= 1, got {workers} and {threads}")
+    _check_sweep_arguments(executor, workers, threads, compile, seed_batch)
     start = time.perf_counter()
     out = Path(out)
     remote = contextlib.ExitStack()  # a scheduler is reached before the folder is touched: if not, it is left as it was
     client = remote.enter_context(_dask_client(dask_address, workers)) if executor == "dask" and dask_address else None
     out.mkdir(parents=True, exist_ok=True)
     with remote, lock_folder(out):
-        refuse_link(raw_dir(out)).mkdir(exist_ok=True)
-        remove_manifest_copies(out)
-        by_id = {spec.run_id: spec for spec in specs}
-        existing = scan(out, by_id)
-        if existing.doubled:  # report, show and compare refuse such a folder: so does a sweep, before any work
-            pairs = "; ".join(f"{first} and {second}" for first, second in existing.doubled)
-            raise ResultsError(f"{raw_dir(out)} holds two files of one run ({pairs}), which would count it twice: "
-                               "keep one of each pair (move the other away) and run again")
-        check_same_protocol(out, specs, existing)
-        check_same_plugins(out)
-        named_bad = {run_file_id(name) for name in existing.bad}
-        blocked = sorted(run_id for run_id in by_id if run_id in named_bad and run_id not in existing.complete)
-        for name, why in sorted(existing.bad.items()):
-            log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
-        if blocked:
-            log.warning("%d run(s) of this sweep are blocked by the bad files above: move or delete those files and "
-                        "run the same command again to rerun them", len(blocked))
+        existing, blocked = _open_folder(out, specs)
         todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
         todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
         device_name = device or str(default_device())
@@ -1115,29 +790,12 @@ def run_sweep(
             seed_batch = torch.device(device_name).type == "cuda" and not compile
         units = group_runs(todo, seed_batch)
         local = executor == "processes" or (executor == "dask" and dask_address is None)
-        if local and units and workers > (os.cpu_count() or 1):
-            log.warning("%d workers on %d CPU cores: each is a process with its own copy of torch (a few hundred "
-                        "MB) and they share the cores; --workers %d is usually as fast", workers, os.cpu_count(),
-                        os.cpu_count() or 1)
+        _warn_if_oversubscribed(workers if local and units else 0)
         summary = SweepSummary(total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0,
                                blocked=blocked, seconds=0.0,
                                seed_batched=sum(len(unit) for unit in units if len(unit) > 1))
         callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
-
-        def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-            if spec.run_id in existing.retry:  # a failed run's record under another name would be a second file
-                for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
-                    with contextlib.suppress(FileNotFoundError):
-                        (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
-            write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
-            status = rows[0].get("status")
-            summary.done += 1
-            summary.failed += status == "failed"
-            summary.diverged += status == "diverged"
-            if status == "failed":
-                log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
-            callback(spec, rows)
-
+        finish = _run_file_writer(out, existing.retry, summary, callback)
         entry, outcome = None, "error"
         try:
             with _signals_interrupt(), contextlib.ExitStack() as stack:
@@ -1148,15 +806,7 @@ def run_sweep(
                     client = stack.enter_context(_dask_client(None, workers))
                 entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,
                                        workers, compile, threads, [spec.experiment for spec in specs], len(todo))
-                if executor == "serial" or not units:
-                    with _torch_threads(threads):
-                        for unit in units:
-                            for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
-                                finish(spec, rows)
-                elif executor == "processes":
-                    _run_pool(units, finish, workers, device, threads, compile)
-                else:
-                    _run_dask(client, units, finish, device, threads, compile)
+                _dispatch(units, finish, executor, client, workers, device, threads, compile)
             outcome = "complete"
         except _Terminated:
             outcome = "interrupted"
@@ -1170,12 +820,102 @@ def run_sweep(
             raise SweepError(summary, exc) from exc
         finally:
             summary.seconds = time.perf_counter() - start
-            if entry is not None:
-                try:
-                    finish_manifest(out, entry, summary, outcome)
-                except (OSError, ResultsError) as exc:  # never hides why the sweep stopped, nor loses its runs
-                    log.warning("could not record the sweep's wall time in the manifest: %s", exc)
+            _record_end(out, entry, summary, outcome)
     return summary
+
+
+def _check_sweep_arguments(executor: str, workers: int, threads: int, compile: bool, seed_batch: bool | None) -> None:
+    """Refuse arguments :func:`run_sweep` cannot honour, before anything is touched."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    if compile and seed_batch:
+        raise ValueError("compile and seed_batch cannot be combined: seed-batched training runs eagerly")
+    if workers < 1 or threads < 1:
+        raise ValueError(f"workers and threads must be >= 1, got {workers} and {threads}")
+
+
+def _open_folder(out: Path, specs: Sequence[RunSpec]) -> tuple[ExistingResults, list[str]]:
+    """What ``out`` (held by :func:`pebench.store.lock_folder`) already holds of ``specs``, and the run ids a
+    bad file there blocks (warned about, left untouched): ``raw/`` made, leftover manifest copies removed, the
+    folder refused when it holds two files of one run, another suite or protocol, or another plugin version."""
+    refuse_link(raw_dir(out)).mkdir(exist_ok=True)
+    remove_manifest_copies(out)
+    by_id = {spec.run_id: spec for spec in specs}
+    existing = scan(out, by_id)
+    if existing.doubled:  # report, show and compare refuse such a folder: so does a sweep, before any work
+        pairs = "; ".join(f"{first} and {second}" for first, second in existing.doubled)
+        raise ResultsError(f"{raw_dir(out)} holds two files of one run ({pairs}), which would count it twice: "
+                           "keep one of each pair (move the other away) and run again")
+    check_same_protocol(out, specs, existing)
+    check_same_plugins(out)
+    named_bad = {run_file_id(name) for name in existing.bad}
+    blocked = sorted(run_id for run_id in by_id if run_id in named_bad and run_id not in existing.complete)
+    for name, why in sorted(existing.bad.items()):
+        log.warning("ignoring %s in %s: %s (left untouched)", name, raw_dir(out), why)
+    if blocked:
+        log.warning("%d run(s) of this sweep are blocked by the bad files above: move or delete those files and "
+                    "run the same command again to rerun them", len(blocked))
+    return existing, blocked
+
+
+def _warn_if_oversubscribed(local_workers: int) -> None:
+    """Warn when more local worker processes (0: none) than CPU cores are about to start."""
+    if local_workers > (os.cpu_count() or 1):
+        log.warning("%d workers on %d CPU cores: each is a process with its own copy of torch (a few hundred "
+                    "MB) and they share the cores; --workers %d is usually as fast", local_workers, os.cpu_count(),
+                    os.cpu_count() or 1)
+
+
+def _run_file_writer(
+    out: Path, retry: set[str], summary: SweepSummary, callback: Callable[[RunSpec, list[dict[str, Any]]], None],
+) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
+    """What a sweep does with each finished run's rows: write its run file, count it in ``summary``, warn when it
+    failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name."""
+
+    def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
+        if spec.run_id in retry:  # a failed run's record under another name would be a second file
+            for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
+                with contextlib.suppress(FileNotFoundError):
+                    (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
+        write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
+        status = rows[0].get("status")
+        summary.done += 1
+        summary.failed += status == "failed"
+        summary.diverged += status == "diverged"
+        if status == "failed":
+            log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
+        callback(spec, rows)
+
+    return finish
+
+
+def _dispatch(
+    units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], executor: str,
+    client: Any, workers: int, device: str | None, threads: int, compile: bool,
+) -> None:
+    """Run ``units`` on ``executor`` (in this process when there is nothing to run), ``finish`` each run."""
+    if executor == "serial" or not units:
+        with _torch_threads(threads):
+            for unit in units:
+                for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
+                    finish(spec, rows)
+    elif executor == "processes":
+        _run_pool(units, finish, workers, device, threads, compile)
+    else:
+        _run_dask(client, units, finish, device, threads, compile)
+
+
+def _record_end(out: Path, entry: dict[str, Any] | None, summary: SweepSummary, outcome: str) -> None:
+    """Add how the sweep ended to its manifest entry (:func:`pebench.store.finish_manifest`; nothing when it
+    stopped before writing one); a failure to do so is warned about, never raised: it must not hide why the
+    sweep stopped, nor lose its runs."""
+    if entry is None:
+        return
+    try:
+        finish_manifest(out, entry, {"wall_seconds": round(summary.seconds, 1), "runs_made": summary.done,
+                                     "outcome": outcome, "seed_batched_runs": summary.seed_batched})
+    except (OSError, ResultsError) as exc:
+        log.warning("could not record the sweep's wall time in the manifest: %s", exc)
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ Writes are atomic (:func:`write_bytes_atomic`: a temporary file with a unique na
 a time per folder (:func:`lock_folder`); the manifest (:func:`write_manifest`) records every invocation with
 the git state of the code (:func:`git_state`). A folder may come from anyone: no link in it is followed
 (:func:`refuse_link`, :func:`read_plain_file`), no file is read beyond :data:`MAX_FILE_BYTES`, names read from
-it are checked before they become file names (:func:`path_in`) or terminal text (:func:`terminal_text`).
+it are checked before they become file names (:func:`path_in`).
 """
 
 from __future__ import annotations
@@ -563,14 +563,6 @@ def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
                            "folder")
     return data
 
-
-
-def terminal_text(text: str) -> str:
-    """``text`` safe to print on a terminal: every character that is not printable (an escape sequence's ESC,
-    other control characters) is shown escaped, as Python writes it (``\\x1b``); line breaks are kept. Text
-    read from a results folder may come from anyone."""
-    return "".join(ch if ch.isprintable() or ch == "\n" else ch.encode("unicode_escape").decode("ascii")
-                   for ch in str(text))
 
 
 # --------------------------------------------------------------------------- writing

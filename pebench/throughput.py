@@ -43,7 +43,7 @@ from pebench import encodings, tasks
 from pebench.batched import train_batched
 from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
-from pebench.results import raw_files
+from pebench.store import git_state, raw_files
 from pebench.tables import Cell, Column, Table, to_markdown
 from pebench.train import TrainConfig, make_optimizer, train
 
@@ -469,7 +469,6 @@ def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict
     if raw_files(raw):
         raise SystemExit(f"{out} already holds results, so a sweep would resume and time only part of {suite}; "
                          "choose an empty --suite-out folder")
-    from pebench.runner import git_state
 
     command = [sys.executable, "-m", "pebench.cli", "run", "--suite", suite, "--workers", str(workers),
                "--out", str(out)]

@@ -109,7 +109,7 @@ def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
     from task_pilots import made_by, reference_sha, shown
 
     from pebench.report.blocks import table, text
-    from pebench.results import encoding_label
+    from pebench.schema import encoding_label
 
     for needed, how in ((path, f"python {shown(Path(__file__))}"),
                         (reference, "python pilots/task_pilots.py --freeze-reference")):
@@ -136,7 +136,7 @@ def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
 
 def _named(part) -> str:
     """The runs of ``part`` in words (``decoder copy learned seed 1, ...``), or ``none``."""
-    from pebench.results import encoding_label
+    from pebench.schema import encoding_label
 
     return ", ".join(f"{r.arch} {r.task} {encoding_label(r.encoding)} seed {int(r.seed)}"
                      for r in part.itertuples()) or "none"

@@ -119,7 +119,7 @@ def fit_table(folder: Path = OUT):
     of the fitted ones; read from the pilot's run files of every depth (fitted flags and steps only)."""
     import pandas as pd
 
-    from pebench.results import load
+    from pebench.store import load
 
     folders = [depth_folder(depth, folder) for depth in DEPTHS if (depth_folder(depth, folder) / "raw").is_dir()]
     if not folders:

@@ -59,12 +59,13 @@ OUT = ROOT / "results" / "pilots" / "stop_rules.csv"
 def run_curves(folder: Path):
     """One row per run of ``folder`` that has a fit criterion: identity, recorded stop and ``curve`` (a list
     of ``(steps, accuracy)``)."""
-    from pebench import results
+    from pebench import store
+    from pebench.schema import completed
 
-    rows = results.load(folder)
+    rows = store.load(folder)
     if "fit_curve" not in rows.columns:
         raise SystemExit(f"{folder} has no fit_curve column: its runs predate the fit curve; regenerate them")
-    runs = rows[rows["status"] != "failed"].drop_duplicates("run_id")
+    runs = rows[completed(rows)].drop_duplicates("run_id")
     runs = runs[runs["fit_curve"].notna() & (runs["fit_curve"] != "[]")].copy()
     runs["curve"] = [[(int(s), float(a)) for s, a in json.loads(c)] for c in runs["fit_curve"]]
     return runs
@@ -171,7 +172,7 @@ def main(argv=None) -> None:
     import pandas as pd
 
     from pebench.report.blocks import write_blocks
-    from pebench.runner import read_manifest
+    from pebench.store import read_manifest
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["read"]:

@@ -95,7 +95,7 @@ def freeze_reference(reference: Path, out: Path = REFERENCE_RUNS) -> None:
     the pilots read against it keep their comparison once the reference is regenerated."""
     import json
 
-    from pebench.results import load
+    from pebench.store import load
 
     raw = load(Path(reference) / "raw")
     runs = raw[raw["experiment"] == "length_extrapolation"].drop_duplicates("run_id")
@@ -170,7 +170,7 @@ def run_pilots(function, specs, workers: int, out: Path) -> None:
     the pilots were started at (which made them), written to ``out``."""
     import pandas as pd
 
-    from pebench.runner import git_state
+    from pebench.store import git_state
 
     code = git_state()
     start = time.perf_counter()

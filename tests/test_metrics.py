@@ -10,18 +10,19 @@ import pandas as pd
 import pytest
 from test_results import write_synthetic_results
 
-from pebench import encodings, metrics, report, results, tasks
-from pebench.experiment import BASE_VARIANT, EXPERIMENTS, ReportSpec, load_experiments, suite_runs
+from pebench import encodings, metrics, report, results, store, tasks
+from pebench.experiment import EXPERIMENTS, ReportSpec, load_experiments, suite_runs
+from pebench.schema import BASE_VARIANT
 
 ROOT = Path(__file__).resolve().parent.parent
-ANALYSIS = ("results.py", "plots.py", "compare.py", "metrics.py")
+ANALYSIS = ("store.py", "results.py", "plots.py", "compare.py", "metrics.py")  # schema.py declares the variant
 #: the report package: every module of it
 ANALYSIS_PACKAGES = ("report",)
 
 
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory) -> pd.DataFrame:
-    return results.load(write_synthetic_results(tmp_path_factory.mktemp("synthetic")))
+    return store.load(write_synthetic_results(tmp_path_factory.mktemp("synthetic")))
 
 
 def test_every_metric_has_complete_metadata():

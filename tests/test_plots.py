@@ -11,12 +11,12 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from test_results import run_frame, write_synthetic_results
 
-from pebench import plots, results
+from pebench import plots, results, store
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    return results.load(write_synthetic_results(tmp_path_factory.mktemp("results")))
+    return store.load(write_synthetic_results(tmp_path_factory.mktemp("results")))
 
 
 def render(figure: Figure) -> bytes:

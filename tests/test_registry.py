@@ -104,7 +104,7 @@ def test_the_manifest_records_the_loaded_plugins(tmp_path, monkeypatch):
     import hashlib
     import json
 
-    from pebench.runner import write_manifest
+    from pebench.store import write_manifest
 
     plugin = tmp_path / "manifest_plugin.py"
     plugin.write_text("Z = 3\n")

@@ -24,11 +24,20 @@ from test_results import write_synthetic_results
 from test_runner import tiny_spec
 
 import pebench.runner as runner
-from pebench import results
+from pebench import schema, store
 from pebench.cli import main
 from pebench.experiment import suite_runs
-from pebench.results import ResultsError, load, read_run_file
-from pebench.runner import RunnerError, lock_folder, run_sweep, scan, write_manifest, write_rows_atomic
+from pebench.runner import run_sweep
+from pebench.store import (
+    FolderLockError,
+    ResultsError,
+    load,
+    lock_folder,
+    read_run_file,
+    scan,
+    write_manifest,
+    write_rows_atomic,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
@@ -74,14 +83,14 @@ def start_sweep(out: Path, argv: list[str] = SWEEP, files: int = 2) -> tuple[sub
     process = subprocess.Popen([sys.executable, "-m", "pebench.cli", *argv, "--out", str(out)], cwd=ROOT, env=ENV,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and len(results.raw_files(out / "raw")) < files:
+    while time.time() < deadline and len(store.raw_files(out / "raw")) < files:
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
     return process, descendants(process.pid)
 
 
 def assert_every_file_verifies(out: Path) -> list[Path]:
-    paths = results.raw_files(out / "raw")
+    paths = store.raw_files(out / "raw")
     for path in paths:
         read_run_file(path)
     assert not list((out / "raw").glob(".*")), "a temporary file was left behind"
@@ -225,7 +234,7 @@ def test_2_a_changed_protocol_is_refused_naming_the_difference(tmp_path):
     run_sweep([tiny_spec(seed=0)], tmp_path, on_done=quiet)
     with pytest.raises(ResultsError, match=r"test/copy/rope/decoder: steps 3 and 4"):
         run_sweep([tiny_spec(seed=1, steps=4)], tmp_path, on_done=quiet)
-    assert len(results.raw_files(tmp_path / "raw")) == 1
+    assert len(store.raw_files(tmp_path / "raw")) == 1
     run_sweep([tiny_spec(seed=1), tiny_spec(seed=0, encoding="alibi", steps=4)], tmp_path, on_done=quiet)  # fine
 
 
@@ -237,7 +246,7 @@ def test_2_report_show_and_compare_refuse_cells_that_mix_configurations(tmp_path
     run_sweep([tiny_spec(seed=0), tiny_spec(seed=1)], mixed, on_done=quiet)
     other = tmp_path / "other"
     run_sweep([tiny_spec(seed=2, steps=5)], other, on_done=quiet)
-    for path in results.raw_files(other / "raw"):
+    for path in store.raw_files(other / "raw"):
         path.rename(mixed / "raw" / path.name)
     with pytest.raises(ResultsError, match="runs of one cell differ in more than the seed .*steps 3 and 5"):
         load(mixed)
@@ -246,11 +255,11 @@ def test_2_report_show_and_compare_refuse_cells_that_mix_configurations(tmp_path
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "steps 3 and 5" in err
-    assert results.mixed_configurations(load(reference)) == []
+    assert store.mixed_configurations(load(reference)) == []
 
 
 def test_2_the_committed_reference_is_one_suite_and_protocol():
-    assert results.mixed_configurations(load(ROOT / "results" / "standard")) == []
+    assert store.mixed_configurations(load(ROOT / "results" / "standard")) == []
 
 
 # --------------------------------------------------------------------------- 3: every file verifiable on its own
@@ -258,7 +267,7 @@ def test_2_the_committed_reference_is_one_suite_and_protocol():
 
 def read_text(path: Path) -> str:
     """A run file's CSV text (decompressed)."""
-    return results.read_run_text(path)
+    return store.read_run_text(path)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -268,7 +277,7 @@ def write_text(path: Path, text: str) -> None:
 
 
 def raw_path(folder: Path, spec) -> Path:
-    return folder / "raw" / results.run_file_name(spec.run_id)
+    return folder / "raw" / store.run_file_name(spec.run_id)
 
 
 def cut(path: Path, keep: int) -> None:
@@ -310,14 +319,14 @@ def test_3_truncated_or_edited_files_are_detected_named_and_never_counted(tmp_pa
 def test_3_files_without_a_checksum_are_checked_against_their_declared_rows(tmp_path):
     """Files written before the checksum existed (a committed reference file with its checksum column
     removed): truncation is still detected from their eval_* columns."""
-    committed = max(results.raw_files(ROOT / "results" / "standard" / "raw"), key=lambda path: path.stat().st_size)
+    committed = max(store.raw_files(ROOT / "results" / "standard" / "raw"), key=lambda path: path.stat().st_size)
     (tmp_path / "raw").mkdir()
-    source = tmp_path / "raw" / f"{results.run_file_id(committed)}.csv"
+    source = tmp_path / "raw" / f"{store.run_file_id(committed)}.csv"
     lines = read_text(committed).splitlines()
-    assert lines[0].endswith("," + results.CHECKSUM_COLUMN)
+    assert lines[0].endswith("," + schema.CHECKSUM_COLUMN)
     source.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in lines))
     frame = read_run_file(source)
-    assert results.CHECKSUM_COLUMN not in frame and len(frame) == len(results.expected_rows(frame.iloc[0]))
+    assert schema.CHECKSUM_COLUMN not in frame and len(frame) == len(store.expected_rows(frame.iloc[0]))
     original = source.read_bytes()
     cut(source, 5)
     with pytest.raises(ResultsError, match=rf"{source.name}: incomplete or edited \(5 of the {len(frame)} rows"):
@@ -352,7 +361,7 @@ def test_5_a_second_sweep_on_a_folder_is_refused_with_a_clear_message(tmp_path):
         assert f"{out} is in use by another pebench run (pid {os.getpid()}" in done.stderr
         assert "wait for it to finish, or choose another --out" in done.stderr
         assert time.time() - started < 30
-    assert not results.raw_files(out / "raw") and not (out / "manifest.json").exists()
+    assert not store.raw_files(out / "raw") and not (out / "manifest.json").exists()
     run_sweep([tiny_spec()], out, on_done=quiet)  # released: the next sweep runs
 
 
@@ -363,7 +372,7 @@ def test_5_6_atomic_writes_use_unique_temporary_files(tmp_path):
     def write(n: int) -> None:
         try:
             for _ in range(20):
-                runner.write_text_atomic(tmp_path / "manifest.json", json.dumps({"n": n, "pad": "x" * 200_000}))
+                store.write_text_atomic(tmp_path / "manifest.json", json.dumps({"n": n, "pad": "x" * 200_000}))
         except OSError as exc:
             errors.append(exc)
 
@@ -383,7 +392,7 @@ def test_6_concurrent_invocations_are_all_recorded_in_the_manifest(tmp_path):
                 with lock_folder(tmp_path):
                     write_manifest(tmp_path, "smoke", 1, "cpu", "serial", 1)
                     return
-            except RunnerError:
+            except FolderLockError:
                 time.sleep(0.001)
 
     threads = [threading.Thread(target=invoke) for _ in range(6)]
@@ -588,7 +597,7 @@ def test_16_every_bad_file_is_named_and_the_blocked_warning_says_what_to_do(tmp_
         load(tmp_path)
     lines = str(error.value).splitlines()  # one line naming every bad file (the CLI prints the first line)
     assert lines[0].startswith("4 bad result file(s)") and "more" not in lines[0]
-    assert len(lines) == 1 and all(results.run_file_name(spec.run_id) in lines[0] for spec in specs[:4])
+    assert len(lines) == 1 and all(store.run_file_name(spec.run_id) in lines[0] for spec in specs[:4])
     run_sweep(specs, tmp_path, on_done=quiet)
     assert "4 run(s) of this sweep are blocked by the bad files above: move or delete those files" in caplog.text
 
@@ -613,5 +622,5 @@ def test_sweep_results_do_not_depend_on_a_second_file_write(tmp_path):
     rows = [{"a": 1, "b": "x, y"}, {"a": 2, "b": 'say "hi"'}]
     write_rows_atomic(tmp_path / "r.csv", rows)
     frame = pd.read_csv(tmp_path / "r.csv")
-    assert list(frame.columns) == ["a", "b", results.CHECKSUM_COLUMN]
+    assert list(frame.columns) == ["a", "b", schema.CHECKSUM_COLUMN]
     assert frame["b"].tolist() == ["x, y", 'say "hi"']

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pebench import results
+from pebench import results, store
 from pebench.experiment import report_declarations
-from pebench.results import ResultsError
+from pebench.store import ResultsError
 
 BASE = {
     "suite": "standard", "task_version": 1, "encoding_options": "{}", "d_model": 16, "n_layers": 1, "n_heads": 2,
@@ -249,7 +249,7 @@ def test_welch_with_zero_variance():
 
 
 def test_load_synthetic_folder(tmp_path):
-    data = results.load(write_synthetic_results(tmp_path))
+    data = store.load(write_synthetic_results(tmp_path))
     assert set(data["experiment"]) == {"length_extrapolation", "order_sensitivity", "rope_scaling", "lm_extrapolation"}
     runs = results.run_metrics(data)
     assert (runs["status"] == "failed").sum() == 1 and (runs["status"] == "diverged").sum() == 1
@@ -260,22 +260,22 @@ def test_malformed_csv_names_the_file(tmp_path):
     bad = folder / "raw" / "broken.csv"
     bad.write_text('suite,experiment\n"standard,unclosed\n')
     with pytest.raises(ResultsError, match="broken.csv"):
-        results.load(folder)
+        store.load(folder)
     bad.write_text("suite,experiment\nstandard,x\n")
     with pytest.raises(ResultsError, match=r"broken\.csv: not a pebench result file, missing column"):
-        results.load(folder)
+        store.load(folder)
     frame = curve_run(0, {8: 1.0})
     frame.loc[0, "token_acc"] = 1.7
     frame.to_csv(bad, index=False)
     with pytest.raises(ResultsError, match=r"broken\.csv: token_acc must be a number in \[0, 1\]"):
-        results.load(folder)
+        store.load(folder)
 
 
 def test_empty_folder_is_an_error(tmp_path):
     with pytest.raises(ResultsError, match="no run files"):
-        results.load(tmp_path)
+        store.load(tmp_path)
     with pytest.raises(ResultsError, match="no such results folder"):
-        results.load(tmp_path / "missing")
+        store.load(tmp_path / "missing")
 
 
 def test_numeric_looking_run_ids_stay_text(tmp_path):
@@ -283,40 +283,40 @@ def test_numeric_looking_run_ids_stay_text(tmp_path):
     frame["run_id"] = "3e69517866536022"  # pandas would read this as inf
     (tmp_path / "raw").mkdir()
     frame.to_csv(tmp_path / "raw" / "3e69517866536022.csv", index=False)
-    data = results.load(tmp_path)
+    data = store.load(tmp_path)
     assert data["run_id"].tolist() == ["3e69517866536022"]
-    assert results.read_run_csv(tmp_path / "raw" / "3e69517866536022.csv")["run_id"].iloc[0] == "3e69517866536022"
+    assert store.read_run_csv(tmp_path / "raw" / "3e69517866536022.csv")["run_id"].iloc[0] == "3e69517866536022"
 
 
 def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, monkeypatch):
     """``load`` keeps the rows of a folder it read, and gives a copy of them while no file changed; a file added,
     removed, rewritten or replaced is read (and verified) again."""
     folder = write_synthetic_results(tmp_path)  # with a failed run
-    first = results.load(folder)
+    first = store.load(folder)
     reads = []
-    read = results.read_run_file
-    monkeypatch.setattr(results, "read_run_file", lambda path: reads.append(path) or read(path))
-    again = results.load(folder)
+    read = store.read_run_file
+    monkeypatch.setattr(store, "read_run_file", lambda path: reads.append(path) or read(path))
+    again = store.load(folder)
     pd.testing.assert_frame_equal(again, first)
     assert reads == []  # nothing read again
     again.loc[0, "token_acc"] = -5.0  # a caller's change never reaches the next load
-    pd.testing.assert_frame_equal(results.load(folder), first)
-    assert len(results.load(folder, include_failed=False)) < len(first)
-    path = results.raw_files(folder / "raw")[0]
-    frame = results.read_run_file(path)
-    text = results.read_run_text(path)
+    pd.testing.assert_frame_equal(store.load(folder), first)
+    assert len(store.load(folder, include_failed=False)) < len(first)
+    path = store.raw_files(folder / "raw")[0]
+    frame = store.read_run_file(path)
+    text = store.read_run_text(path)
     reads.clear()
     path.write_text(text)  # the same bytes, written again: read again
-    pd.testing.assert_frame_equal(results.load(folder), first)
-    assert len(reads) == len(results.raw_files(folder / "raw"))
+    pd.testing.assert_frame_equal(store.load(folder), first)
+    assert len(reads) == len(store.raw_files(folder / "raw"))
     frame.to_csv(path, index=False)  # an edited file is named, though the folder was read before
     path.write_text(path.read_text().replace(",0.", ",1.", 1))
     with pytest.raises(ResultsError, match=path.name):
-        results.load(folder)
+        store.load(folder)
     path.write_text(text)
     extra = folder / "raw" / "copy.csv"
     extra.write_text(text)  # a second file of one run, added after a load
     with pytest.raises(ResultsError, match="again"):
-        results.load(folder)
+        store.load(folder)
     extra.unlink()
-    pd.testing.assert_frame_equal(results.load(folder), first)
+    pd.testing.assert_frame_equal(store.load(folder), first)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pebench.experiment import suite_runs
-from pebench.results import raw_files, read_run_file, run_file_id, run_file_name
+from pebench.store import raw_files, read_run_file, run_file_id, run_file_name
 
 RAW = Path(__file__).resolve().parent.parent / "results" / "standard" / "raw"
 

@@ -22,7 +22,8 @@ import torch
 from pebench.cli import main
 from pebench.experiment import make_spec, suite_runs
 from pebench.protocol import COMPARED_ENCODINGS, PROTOCOL
-from pebench.results import (
+from pebench.runner import group_runs, run_sweep
+from pebench.store import (
     ResultsError,
     load,
     raw_files,
@@ -32,8 +33,9 @@ from pebench.results import (
     run_file_name,
     run_file_suffix,
     run_file_text,
+    scan,
+    write_rows_atomic,
 )
-from pebench.runner import group_runs, run_sweep, scan, write_rows_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING_COLUMNS = ["train_seconds", "rows_sha256"]  # the checksum covers the timing
@@ -501,7 +503,7 @@ def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
     """A new encoding file the runs import makes the checkout dirty; a results folder does not."""
     import subprocess
 
-    from pebench.runner import git_state
+    from pebench.store import git_state
 
     def git(*args):
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)

@@ -19,8 +19,8 @@ from test_untrusted_folders import small_results
 
 from pebench import encodings, registry
 from pebench.cli import main
-from pebench.results import read_run_file, run_file_name
 from pebench.runner import run_sweep
+from pebench.store import read_run_file, run_file_name
 
 #: an encoding whose every use kills the process that trains with it, as the kernel kills a worker out of memory
 KILLER = '''import os

@@ -115,7 +115,7 @@ def test_compare_checks_a_key_metric_of_every_comparable_format(synthetic, monke
 
 def test_compare_refuses_a_machine_dependent_key_metric_by_name(synthetic, monkeypatch):
     from pebench import compare as compare_module
-    from pebench.results import ResultsError
+    from pebench.store import ResultsError
 
     monkeypatch.setattr(compare_module, "key_metrics",
                         lambda experiments, *args, **kwargs: {e: ["train_seconds"] for e in experiments})

@@ -139,7 +139,7 @@ def test_an_experiment_name_from_a_run_file_never_writes_outside_the_report(tmp_
 
 def test_a_crafted_report_name_is_refused_by_the_writer_itself(tmp_path):
     from pebench.report import _save_table
-    from pebench.results import ResultsError
+    from pebench.store import ResultsError
     from pebench.tables import Cell, Column, Table
 
     table = Table("../escape", "t", "c", [Column("a")], [[Cell("1", 1)]], data=pd.DataFrame({"a": [1]}))
@@ -153,7 +153,7 @@ def test_a_crafted_report_name_is_refused_by_the_writer_itself(tmp_path):
     ("suite", "standard smoke"),
 ])
 def test_names_in_run_files_must_be_of_the_form_pebench_writes(tmp_path, column, value):
-    from pebench.results import ResultsError, read_run_file
+    from pebench.store import ResultsError, read_run_file
 
     path = crafted_run(tmp_path, **{column: value})
     with pytest.raises(ResultsError, match=f"its {column} .* is not a name pebench writes") as error:
@@ -178,14 +178,15 @@ def test_combine_never_names_a_copied_file_after_a_crafted_run_id(tmp_path, caps
 def test_a_linked_lock_file_is_refused_and_its_target_left_as_it_was(tmp_path):
     from test_runner import tiny_spec
 
-    from pebench.runner import RunnerError, run_sweep
+    from pebench.runner import run_sweep
+    from pebench.store import FolderLockError
 
     target = tmp_path / "precious.txt"
     target.write_text("keep me\n")
     out = tmp_path / "out"
     out.mkdir()
     (out / ".lock").symlink_to(target)
-    with pytest.raises(RunnerError, match=r"\.lock is a symbolic link"):
+    with pytest.raises(FolderLockError, match=r"\.lock is a symbolic link"):
         run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
     assert target.read_text() == "keep me\n"
     assert [p.name for p in out.iterdir()] == [".lock"]  # the folder as it was: raw/ is made under the lock
@@ -206,7 +207,7 @@ def test_a_linked_raw_folder_is_refused_and_nothing_in_its_target_is_removed(tmp
 
 
 def test_a_linked_run_file_or_raw_folder_is_never_read(tmp_path, capsys):
-    from pebench.results import ResultsError, load
+    from pebench.store import ResultsError, load
 
     secret = small_results(tmp_path / "private")
     folder = small_results(tmp_path / "shared", seeds=(0,))
@@ -223,7 +224,7 @@ def test_a_linked_run_file_or_raw_folder_is_never_read(tmp_path, capsys):
 
 
 def test_a_linked_manifest_is_refused(tmp_path):
-    from pebench.results import ResultsError, read_manifest
+    from pebench.store import ResultsError, read_manifest
 
     target = tmp_path / "elsewhere.json"
     target.write_text('{"suite": "standard", "invocations": []}')
@@ -238,9 +239,9 @@ def test_a_linked_manifest_is_refused(tmp_path):
 def test_a_run_file_that_expands_beyond_the_limit_is_refused_naming_it(tmp_path, monkeypatch, capsys):
     import gzip
 
-    from pebench import results
+    from pebench import store
 
-    monkeypatch.setattr(results, "MAX_FILE_BYTES", 64 * 1024)
+    monkeypatch.setattr(store, "MAX_FILE_BYTES", 64 * 1024)
     folder = small_results(tmp_path / "results", seeds=(0,))
     bomb = folder / "raw" / "00000000000000ff.csv.gz"
     bomb.write_bytes(gzip.compress(b"suite," + b"0" * (4 * 2**20), mtime=0))  # 4 MiB of text in about 4 kB
@@ -250,18 +251,18 @@ def test_a_run_file_that_expands_beyond_the_limit_is_refused_naming_it(tmp_path,
     assert err.count("\n") == 1 and f"{bomb}: more than the 0.0625 MiB a run file may hold decompressed" in err, err
     plain = folder / "raw" / "00000000000000fe.csv"
     plain.write_bytes(b"0" * (64 * 1024 + 1))
-    with pytest.raises(results.ResultsError, match="a run file may hold \\("):
-        results.read_run_text(plain)
+    with pytest.raises(store.ResultsError, match="a run file may hold \\("):
+        store.read_run_text(plain)
 
 
 def test_the_limit_is_far_above_every_committed_run_file():
-    from pebench import results
+    from pebench import store
 
     root = Path(__file__).resolve().parent.parent / "results"
     largest = sorted(root.glob("*/raw/*.csv.gz"), key=lambda p: p.stat().st_size)[-20:]
     if not largest:
         pytest.skip("no committed results in this checkout")
-    assert max(len(results.read_run_text(path)) for path in largest) * 100 < results.MAX_FILE_BYTES
+    assert max(len(store.read_run_text(path)) for path in largest) * 100 < store.MAX_FILE_BYTES
 
 
 # --------------------------------------------------------------------------- 5: no raw escape sequences
@@ -277,7 +278,7 @@ def test_show_prints_escape_sequences_of_run_files_escaped(tmp_path, capsys):
 
 
 def test_printable_text_is_shown_as_it_is():
-    from pebench.results import terminal_text
+    from pebench.tables import terminal_text
 
     assert terminal_text("NoPE ± 0.01 — †\nnext") == "NoPE ± 0.01 — †\nnext"
     assert terminal_text("a\x1b[31mb\tc\x00") == "a\\x1b[31mb\\tc\\x00"
@@ -330,11 +331,11 @@ def test_an_interrupted_combine_leaves_no_folder_that_show_or_report_accept(tmp_
 def rewrite_with_timing(folder: Path, seconds: float) -> None:
     """Rewrite every run file of ``folder`` as another sweep of the same runs would: another wall time, and
     hence another checksum."""
-    from pebench import results
+    from pebench import store
 
     for path in sorted((folder / "raw").iterdir()):
-        frame = results.read_run_file(path).assign(train_seconds=seconds)
-        path.write_text(results.run_file_text(frame.to_dict("records")))
+        frame = store.read_run_file(path).assign(train_seconds=seconds)
+        path.write_text(store.run_file_text(frame.to_dict("records")))
 
 
 def test_combine_takes_two_sweeps_of_identical_runs_as_the_same_runs(tmp_path, capsys):
@@ -351,11 +352,11 @@ def test_combine_takes_two_sweeps_of_identical_runs_as_the_same_runs(tmp_path, c
 
 def small_results_with_other_accuracy(folder: Path) -> str:
     """The text of the first run file of :func:`small_results` with its token accuracy changed."""
-    from pebench import results
+    from pebench import store
 
     path = sorted((small_results(folder) / "raw").iterdir())[0]
-    frame = results.read_run_file(path)
-    return results.run_file_text(frame.assign(token_acc=frame["token_acc"] / 2).to_dict("records"))
+    frame = store.read_run_file(path)
+    return store.run_file_text(frame.assign(token_acc=frame["token_acc"] / 2).to_dict("records"))
 
 
 def test_combine_refuses_one_folder_given_twice(tmp_path, capsys):
@@ -383,13 +384,13 @@ def test_combine_never_writes_over_an_existing_manifest(tmp_path, capsys):
 def test_run_and_report_both_refuse_two_files_of_one_run(tmp_path, capsys):
     from test_runner import tiny_spec
 
-    from pebench import results
+    from pebench import store
     from pebench.runner import run_sweep
 
     spec = tiny_spec()
     run_sweep([spec], tmp_path, on_done=lambda s, r: None)
-    compressed = tmp_path / "raw" / results.run_file_name(spec.run_id)
-    (tmp_path / "raw" / f"{spec.run_id}.csv").write_text(results.read_run_text(compressed))
+    compressed = tmp_path / "raw" / store.run_file_name(spec.run_id)
+    (tmp_path / "raw" / f"{spec.run_id}.csv").write_text(store.read_run_text(compressed))
     assert main(["report", str(tmp_path)]) == 2
     assert f"run {spec.run_id} again" in capsys.readouterr().err
     assert main(["run", "--suite", "smoke", "--experiment", "rope_scaling", "--out", str(tmp_path)]) == 2
@@ -477,7 +478,8 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
 
     from test_runner import tiny_spec
 
-    from pebench.runner import RUN_TEMP_FILE, run_sweep
+    from pebench.runner import run_sweep
+    from pebench.store import RUN_TEMP_FILE
 
     spec = tiny_spec()
     raw = tmp_path / "raw"
@@ -498,7 +500,7 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
 
 def test_write_report_itself_never_writes_through_a_linked_folder(tmp_path):
     from pebench.report import write_report
-    from pebench.results import ResultsError
+    from pebench.store import ResultsError
 
     folder = small_results(tmp_path / "results")
     elsewhere = tmp_path / "elsewhere"

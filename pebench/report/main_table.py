@@ -19,7 +19,7 @@ import pandas as pd
 from pebench import encodings, leaderboard
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
-from pebench.results import encoding_label
+from pebench.schema import encoding_label
 from pebench.tables import Cell, Column, Style, Table
 
 #: the file stem of a suite's main table (``tables/main.tex``)

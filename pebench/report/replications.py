@@ -30,7 +30,8 @@ from pebench.replication import (
     task_table,
 )
 from pebench.report.blocks import Block, bullet_list, code, heading, table, text
-from pebench.results import BASE_VARIANT, encoding_label, load, raw_files, run_file_id
+from pebench.schema import BASE_VARIANT, encoding_label
+from pebench.store import load, raw_files, run_file_id
 from pebench.tasks.charlm import EVAL_SPAN
 
 #: how a scale check's declared verdict on a size (:meth:`ScaleCheck.size_verdicts`) reads against the standard size

@@ -1,0 +1,79 @@
+"""pebench.store: the one reader and writer of a results folder, below the analysis and the plan.
+
+Reading and verifying run files, scans, loads and their cache are tested in test_results, test_reliability
+and test_untrusted_folders; this file tests what the store adds as a module of its own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pebench import store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("module, never", [
+    ("pebench.store", ("pebench.results", "pebench.experiment", "pebench.runner", "pebench.report", "scipy")),
+    ("pebench.runner", ("pebench.results", "pebench.leaderboard", "pebench.report", "pebench.metrics", "scipy")),
+])
+def test_writing_and_reading_a_folder_needs_no_analysis(module, never):
+    """The runner writes its files through the store, which imports neither the statistics nor the plan."""
+    code = f"import sys, {module}; print(sorted(m for m in {never!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert loaded.stdout.strip() == "[]", f"importing {module} loads {loaded.stdout.strip()}"
+
+
+def test_a_second_holder_of_a_folder_is_refused_with_the_first_named(tmp_path):
+    with store.lock_folder(tmp_path):
+        with pytest.raises(store.FolderLockError, match=r"in use by another pebench run \(pid \d+ on "):
+            with store.lock_folder(tmp_path):
+                pass
+    with store.lock_folder(tmp_path):  # released: the next sweep gets it
+        assert (tmp_path / ".lock").read_text().startswith("pid ")
+
+
+def test_finishing_a_manifest_adds_how_the_invocation_ended_in_order(tmp_path):
+    with store.lock_folder(tmp_path):
+        entry = store.write_manifest(tmp_path, "smoke", n_runs=2, device="cpu", executor="serial", workers=1)
+        store.finish_manifest(tmp_path, entry, {"wall_seconds": 1.5, "runs_made": 2, "outcome": "complete"})
+    manifest = store.read_manifest(tmp_path)
+    latest = manifest["latest"]
+    assert manifest["invocations"] == [latest] and latest["git_sha"] == entry["git_sha"]
+    assert list(latest)[-3:] == ["wall_seconds", "runs_made", "outcome"] and latest["outcome"] == "complete"
+
+
+def test_a_manifest_changed_during_the_sweep_is_left_as_it_is(tmp_path, caplog):
+    entry = store.write_manifest(tmp_path, "smoke", n_runs=1, device="cpu", executor="serial", workers=1)
+    store.write_manifest(tmp_path, "smoke", n_runs=2, device="cpu", executor="serial", workers=1)  # another one
+    before = (tmp_path / "manifest.json").read_text()
+    store.finish_manifest(tmp_path, entry, {"outcome": "complete"})
+    assert (tmp_path / "manifest.json").read_text() == before
+    assert "changed during the sweep" in caplog.text
+
+
+def test_a_run_file_is_copied_as_it_is_under_its_run_id(tmp_path):
+    source = store.raw_files(ROOT / "results" / "standard" / "raw")[0]
+    run_id = store.run_file_id(source)
+    copy = store.copy_run_file(source, tmp_path, run_id)
+    assert copy == tmp_path / source.name and copy.read_bytes() == source.read_bytes()
+    with pytest.raises(store.ResultsError, match="not a plain file name"):
+        store.copy_run_file(source, tmp_path, "../escaped")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [source.name]
+
+
+def test_a_combined_folder_gets_its_manifest_through_the_store(tmp_path):
+    from test_untrusted_folders import small_results
+
+    from pebench.combine import combine
+
+    first, second = small_results(tmp_path / "a", seeds=(0,)), small_results(tmp_path / "b", seeds=(1,))
+    summary = combine([first, second], tmp_path / "both")
+    manifest = store.read_manifest(tmp_path / "both")
+    assert summary.total == len(store.run_files(tmp_path / "both"))
+    assert [source["folder"] for source in manifest["combined"]["sources"]] == [str(first), str(second)]
+    assert json.loads((tmp_path / "both" / "manifest.json").read_text()) == manifest
