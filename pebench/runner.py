@@ -61,7 +61,7 @@ import pebench
 from pebench import tasks
 from pebench.batched import train_batched
 from pebench.evaluate import equivariance_gap, evaluate
-from pebench.experiment import RunSpec
+from pebench.experiment import RunSpec, report_declarations
 from pebench.model import ModelConfig, Transformer, build_model, default_device
 from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records
 from pebench.store import (
@@ -804,8 +804,10 @@ def run_sweep(
                           file=sys.stderr, flush=True)
                 if executor == "dask" and units and client is None:
                     client = stack.enter_context(_dask_client(None, workers))
+                experiments = [spec.experiment for spec in specs]
                 entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,
-                                       workers, compile, threads, [spec.experiment for spec in specs], len(todo))
+                                       workers, compile, threads, experiments, len(todo),
+                                       report_declarations=report_declarations(experiments))
                 _dispatch(units, finish, executor, client, workers, device, threads, compile)
             outcome = "complete"
         except _Terminated:

@@ -806,13 +806,17 @@ def _is_code(path: str) -> bool:
 def write_manifest(
     out: Path, suite: str, n_runs: int, device: str, executor: str, workers: int, compile: bool = False,
     threads: int | None = None, experiments: Sequence[str] = (), to_make: int | None = None,
+    report_declarations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Record this invocation in ``out/manifest.json`` (earlier invocations are kept); call it while holding
     :func:`lock_folder`. A manifest missing from a folder that already holds runs is recreated with a
     warning and ``"recreated": true`` (what made the earlier runs is then unknown).
 
     ``experiments``: the experiments whose runs the invocation was given; ``to_make``: how many of its
-    ``n_runs`` were not in the folder yet. :func:`finish_manifest` adds how it ended."""
+    ``n_runs`` were not in the folder yet; ``report_declarations``: how each experiment's results are reported
+    (:func:`pebench.experiment.report_declarations`), kept per experiment under the manifest's
+    ``report_declarations`` so that a report of the folder needs no experiment script (the latest sweep's
+    declaration of an experiment replaces an earlier one). :func:`finish_manifest` adds how it ended."""
     path = Path(out) / "manifest.json"
     manifest = read_manifest(out)
     if manifest is None:
@@ -848,6 +852,10 @@ def write_manifest(
         "plugins": plugin_records(),  # each --plugin / entry-point plugin: path and SHA-256 as loaded
     }
     manifest["suite"] = suite
+    if report_declarations:
+        recorded = manifest.get("report_declarations")
+        manifest["report_declarations"] = {**(recorded if isinstance(recorded, dict) else {}),
+                                           **{name: dict(record) for name, record in report_declarations.items()}}
     manifest.setdefault("invocations", []).append(entry)
     manifest["latest"] = entry
     write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")

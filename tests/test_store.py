@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from pebench import store
+from pebench.experiment import load_experiments, make_spec, report_declarations, suite_runs
+from pebench.runner import run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,3 +79,17 @@ def test_a_combined_folder_gets_its_manifest_through_the_store(tmp_path):
     assert summary.total == len(store.run_files(tmp_path / "both"))
     assert [source["folder"] for source in manifest["combined"]["sources"]] == [str(first), str(second)]
     assert json.loads((tmp_path / "both" / "manifest.json").read_text()) == manifest
+
+
+def test_a_sweep_records_its_experiments_report_declarations_in_the_manifest(tmp_path):
+    load_experiments()
+    experiment = suite_runs("smoke")[0].experiment  # a registered experiment, with a report declaration
+    spec = make_spec("smoke", experiment, {
+        "task": "copy", "encoding": "rope", "arch": "decoder", "seed": 0, "d_model": 16, "n_layers": 1,
+        "n_heads": 2, "steps": 3, "batch_size": 4, "warmup_steps": 1, "train_max_len": 4,
+        "eval_lengths": [2, 6], "eval_n_examples": 8,
+    })
+    run_sweep([spec], tmp_path, on_done=lambda s, r: None)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["report_declarations"] == json.loads(json.dumps(report_declarations([experiment])))
+    assert manifest["report_declarations"][experiment]  # not an empty record
