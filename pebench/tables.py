@@ -166,7 +166,7 @@ class Style:
     environment: str = "table"
 
 
-#: per-cell tables of results (the report's layouts)
+# per-cell tables of results (the report's layouts)
 RESULTS_STYLE = Style(comment=True, font=r"\small", title_in_caption=True, caption_gap=1)
 #: boards and summaries (leaderboards, pairwise comparisons, the site's tables)
 BOARD_STYLE = Style()

@@ -30,7 +30,8 @@ from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding
 
 
-@register("kills_its_worker", kind="input", paper="", has_parameters=False, summary="Kills its process.")
+@register("kills_its_worker", kind="input", paper="A test of pebench (no paper)", has_parameters=False,
+          summary="Kills its process.")
 class KillsItsWorker(PositionalEncoding):
     def embed(self, x, pos):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -5,6 +5,7 @@ what a plugin registers never replaces what is registered already."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,8 +95,14 @@ def test_every_script_the_experiments_loader_imports_is_an_experiment():
     assert [path.name for path in scripts if path.resolve() not in registered and not _inert(path)] == []
     pilots = {path.resolve() for path in (ROOT / "pilots").glob("*.py")}
     assert pilots and not pilots & registered
-    loaded = {Path(module.__file__).resolve() for module in list(sys.modules.values())
-              if getattr(module, "__file__", None)}
+    # what loading the experiments imports, in a fresh interpreter (in this one another test may have
+    # imported a pilot on purpose, e.g. to read its results)
+    probe = ("import sys; from pebench import experiment; experiment.load_experiments(); "
+             "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = {Path(line).resolve() for line in done.stdout.splitlines() if line}
     assert not pilots & loaded
 
 

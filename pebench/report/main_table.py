@@ -24,7 +24,7 @@ from pebench.tables import Cell, Column, Style, Table
 
 #: the file stem of a suite's main table (``tables/main.tex``)
 MAIN_TABLE = "main"
-#: a float spanning both columns of a two-column paper, in ``\small``
+# a float spanning both columns of a two-column paper, in ``\small``
 MAIN_STYLE = Style(comment=True, font=r"\small", title_in_caption=True, caption_gap=1, environment="table*")
 
 
