@@ -86,19 +86,11 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
 #: arrows that other steps of issue 38 (still in progress) remove, each with the step; the checks ignore these
 #: arrows and nothing else
 KNOWN: dict[tuple[str, str], str] = {
-    ("pebench.compare", "pebench.report"): "compare reads the recorded report declarations (items 5, 7)",
-    ("pebench.results", "pebench.tasks"): "the row contract moves to pebench.schema (item 2)",
-    ("pebench.results", "pebench.encodings"): "the row contract moves to pebench.schema (item 2)",
-    ("pebench.results", "pebench.protocol"): "the row contract moves to pebench.schema (item 2)",
-    ("pebench.results", "pebench.experiment"): "BASE_VARIANT and the config keys move to pebench.schema (item 2)",
-    ("pebench.compare", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema (item 2)",
-    ("pebench.leaderboard", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema (item 2)",
-    ("pebench.plots", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema (item 2)",
-    ("pebench.report", "pebench.experiment"): "BASE_VARIANT moves to pebench.schema, report_spec to the recorded "
-                                              "declarations (items 2, 7)",
-    ("pebench.runner", "pebench.results"): "run files are read and written by pebench.store (item 1)",
-    ("pebench.throughput", "pebench.results"): "raw_files moves to pebench.store (item 1)",
-    ("pebench.throughput", "pebench.runner"): "git_state moves to pebench.store (item 1)",
+    ("pebench.compare", "pebench.report"): "compare reads the recorded report declarations from "
+                                           "pebench.report.declarations, and report.reruns compares through "
+                                           "compare: declarations belong below both (item 9)",
+    ("pebench.report", "pebench.experiment"): "layout_of falls back on the registered declaration "
+                                              "(experiment.report_spec) when a caller gives none (item 7)",
 }
 
 
