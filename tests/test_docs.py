@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
+import pkgutil
 import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from test_registry import cited_plugins  # noqa: F401  (a fixture: plugin encodings cited by DOI, text)
@@ -22,11 +24,16 @@ EXAMPLE = DOCS / "examples" / "scaled_sinusoidal.py"
 TASK_EXAMPLE = DOCS / "examples" / "rotate_task.py"
 
 
-def load_generators():
-    spec = importlib.util.spec_from_file_location("pebench_docs", DOCS / "_ext" / "pebench_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_generators() -> SimpleNamespace:
+    """The names of every page module of the docs extension (``docs/_ext/pebench_docs/``), as one namespace."""
+    if str(DOCS / "_ext") not in sys.path:
+        sys.path.insert(0, str(DOCS / "_ext"))
+    package = importlib.import_module("pebench_docs")
+    names = {}
+    for info in pkgutil.iter_modules(package.__path__, "pebench_docs."):
+        names.update(vars(importlib.import_module(info.name)))
+    names.update(vars(package))
+    return SimpleNamespace(**names)
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ def test_an_incomplete_reference_says_so_on_the_site(specs):
     import sys
 
     sys.path.insert(0, str(RAW.parent.parent.parent / "docs" / "_ext"))
-    from pebench_docs import completeness
+    from pebench_docs.results_pages import completeness
 
     missing = {spec.run_id for spec in specs} - {run_file_id(path) for path in raw_files(RAW)}
     status = completeness(RAW.parent)

@@ -1,0 +1,206 @@
+"""The leaderboard page, the headline findings, the fit, floor and fit-resolution tables of the protocol
+page and the reference's history, from the committed reports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from .common import (
+    DOCS,
+    REFERENCE_SUITE,
+    ROOT,
+    TABLE_DOWNLOADS,
+    _count_runs,
+    _filled,
+    _has_results,
+    markdown_table,
+    not_in_results,
+    report_index,
+    shown,
+    source_path,
+    suite_folders,
+    tables_text,
+)
+from .results_pages import completeness
+
+
+def fit_table(folder: Path) -> str:
+    """Per experiment with a fit criterion: for every encoding and architecture, the seeds that met the fit
+    criterion, the median steps they needed and how the others stopped, as the folder's report says
+    (:func:`pebench.report.fit.fit_table`)."""
+    if not _has_results(folder):
+        return not_in_results("Fit of the training distribution", f"no results in `{shown(folder)}`")
+    return tables_text(report_index(folder)["fit_table"], folder)
+
+
+def floors_table(folder: Path) -> str:
+    """Per experiment, task and architecture: chance and the position-free floor of token accuracy, as the
+    folder's report says (:func:`pebench.report.fit.floors_table`)."""
+    if not _has_results(folder):
+        return not_in_results("Position-free floors", f"no results in `{shown(folder)}`")
+    return tables_text(report_index(folder)["floors_table"], folder)
+
+
+def fit_resolution(folders: Iterable[Path]) -> str:
+    """How finely the fit criterion resolves accuracy, and how the fitted runs of each of ``folders`` score at the
+    longest training length, as their reports say (:func:`pebench.report.fit.fit_resolution`)."""
+    parts = [(folder, report_index(folder)["fit_resolution"]) for folder in folders if _has_results(folder)]
+    rows = [[_filled(cell, folder) for cell in row] for folder, part in parts for row in part["rows"]]
+    if not rows:
+        return not_in_results("Resolution of the fit criterion", "no committed run has a fit criterion")
+    first = parts[0][1]
+    return "\n".join([first["lead"], "", markdown_table(first["header"], rows), "", first["closing"]])
+
+
+def _leaderboard_tables(folder: Path, kind: str) -> list[Path]:
+    return sorted((folder / "tables").glob(f"{kind}_*.md"))
+
+
+def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -> list[str]:
+    """A committed report table (``tables/<name>.md``, its caption below it) with links to copies of its
+    ``.tex`` and ``.csv`` files under ``out`` (a copied ``.md`` would be read as a page of the site)."""
+    downloads = []
+    for ext in TABLE_DOWNLOADS:
+        source = path.with_suffix(f".{ext}")
+        if source.exists():
+            copy = out / source.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, copy)
+            downloads.append(f"{{download}}`{ext.upper()} <{source_path(copy, srcdir)}>`")
+    return [f"### {title}", "", lead, "", path.read_text().strip(), "", "Download: " + ", ".join(downloads), ""]
+
+
+def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
+    """The leaderboard page's body: per suite folder, every ``tables/leaderboard_*.md`` and
+    ``tables/pairwise_*.md`` written by ``pebench report`` (copies of their files linked), and the fit table."""
+    folders = suite_folders(results)
+    if not folders:
+        return not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
+    lines = []
+    for folder in sorted(folders, key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
+        lines += [f"## `{folder.name}` suite", "",
+                  f"From `{shown(folder)}/tables/`, written by `pebench report` from the "
+                  f"{_count_runs(folder)} run files of {{doc}}`the {folder.name} results "
+                  f"</_generated/results/{folder.name}>`.", ""]
+        lines += _v3_boards(folder, out, srcdir)
+        boards = _leaderboard_tables(folder, "leaderboard")
+        if not boards:
+            lines.append(not_in_results("Leaderboard", f"`{shown(folder)}/tables/` has no `leaderboard_*.md`: the "
+                                        "folder was reported before the leaderboard existed"))
+        for path in boards:
+            experiment = path.stem.removeprefix("leaderboard_")
+            ranks = path.with_name(f"task_ranks_{experiment}.csv")
+            lead = (f"The ranking of protocol v2, kept beside the boards above: encodings ranked on every task of "
+                    f"`{experiment}`, per architecture, by mean reciprocal rank. An unfitted run scores 0 here, so "
+                    "this order mixes fit rates with extrapolation (the reason protocol v3 ranks jointly fitted "
+                    "runs instead); encodings whose intervals overlap are not ranked apart by these seeds.")
+            lines += _table_section(path, f"Mean reciprocal rank (protocol v2): `{experiment}`", lead,
+                                    out / folder.name, srcdir)
+            edges = report_index(folder)["interval_edges"].get(path.stem)
+            if edges:
+                lines += [edges, ""]
+            if ranks.exists():
+                copy = out / folder.name / ranks.name
+                shutil.copyfile(ranks, copy)
+                lines += [f"Every task's ranks: {{download}}`{ranks.name} <{source_path(copy, srcdir)}>`.", ""]
+        for path in _leaderboard_tables(folder, "pairwise"):
+            experiment = path.stem.removeprefix("pairwise_")
+            lead = ("The comparisons declared before the results were made (`ReportSpec.comparisons` of "
+                    f"`{experiment}`). Look at the verdict and the Holm-corrected p: a difference whose interval "
+                    "contains 0 is no finding.")
+            lines += _table_section(path, f"Declared comparisons: `{experiment}`", lead, out / folder.name, srcdir)
+        for path in _leaderboard_tables(folder, "fit"):
+            experiment = path.stem.removeprefix("fit_")
+            lead = (f"Seeds that fitted each task of `{experiment}` (the per-task view of the summary below). Look "
+                    "for capable encodings with unfitted tasks: those cells are shown but never judged.")
+            lines += _table_section(path, f"Seeds fitted per task: `{experiment}`", lead, out / folder.name, srcdir)
+        lines += ["### Fit of the training distribution", "",
+                  "The share of seeds that met the fit criterion (see {doc}`protocol`) per encoding and "
+                  "architecture, over every task; look for encodings that rank high only because others did "
+                  "not fit.", "", fit_table(folder), ""]
+    from pebench.protocol import SUITES
+
+    absent = [s for s in SUITES if s != "smoke" and s not in {f.name for f in folders}]
+    if absent:
+        lines += [f"No results of the {' and '.join(f'`{s}`' for s in absent)} suite"
+                  f"{'s' if len(absent) > 1 else ''} are committed, so {'they are' if len(absent) > 1 else 'it is'} "
+                  "not ranked here.", ""]
+    return "\n".join(lines)
+
+
+#: the boards of protocol v3 (``pebench report``: :func:`pebench.report.board_artifacts`), in the order shown
+V3_BOARDS = (
+    ("extrapolation", "Extrapolation tiers",
+     "Floor-normalised OOD token accuracy of the encodings that fit at least half of their order-dependent runs, on "
+     "the task-seed pairs where every one of them fitted, as tiers. Look at the tier column: encodings in one "
+     "tier are not ranked apart; P(first) says how often each comes first when tasks and seeds are resampled."),
+    ("capability", "Capability",
+     "How many runs met the fit criterion. Look for encodings that do not fit what they can represent: they are "
+     "not ranked on the extrapolation board, and their out-of-distribution numbers are not judged."),
+    ("harm", "Harm on the order-free controls",
+     "Controls need no order: look for encodings whose accuracy there falls below the position-free baseline's "
+     "(harms = yes)."),
+)
+
+
+def _v3_boards(folder: Path, out: Path, srcdir: Path) -> list[str]:
+    """The protocol v3 boards of a suite folder (``tables/extrapolation_*``, ``capability_*``, ``harm_*``),
+    each with its lead and downloads; nothing when the folder was reported before they existed."""
+    lines = []
+    for kind, title, lead in V3_BOARDS:
+        for path in _leaderboard_tables(folder, kind):
+            experiment = path.stem.removeprefix(f"{kind}_")
+            lines += _table_section(path, f"{title}: `{experiment}`", lead, out / folder.name, srcdir)
+    return lines
+
+
+def headline_findings(results: Path) -> str:
+    """The headline findings of the reference's report (:func:`pebench.report.findings.headline`: the ranking
+    findings of every experiment with a primary metric, else its first three findings)."""
+    folder = results / REFERENCE_SUITE
+    path = folder / "report.json"
+    if not _has_results(folder):
+        return not_in_results("Headline findings", f"no `{shown(path)}`")
+    headline = report_index(folder)["headline"]
+    if not headline:
+        return not_in_results("Headline findings", f"`{shown(path)}` has no findings")
+    status = completeness(folder)
+    caveat = f"{status}\n\n" if "Incomplete" in status else ""
+    return caveat + "\n".join(f"- {f}" for f in headline) + (
+        f"\n\nFrom `{shown(path)}`, written by `pebench report`; every finding with its tables and figures is on "
+        f"{{doc}}`the {REFERENCE_SUITE} results page </_generated/results/{REFERENCE_SUITE}>`.\n")
+
+
+def reference_history(results: Path) -> str:
+    """The commits that changed ``results/standard`` (``git log`` of its manifest), each with the code
+    commit its latest invocation recorded, and whether the committed results carry the fit criterion."""
+    manifest = Path("results") / REFERENCE_SUITE / "manifest.json"
+    try:
+        log = subprocess.run(["git", "log", "--format=%h%x09%cs%x09%s", "--", manifest.as_posix()], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        log = []
+    rows = []
+    for line in log:
+        commit, date, subject = line.split("\t", 2)
+        try:
+            recorded = json.loads(subprocess.run(["git", "show", f"{commit}:{manifest.as_posix()}"], cwd=ROOT,
+                                                 capture_output=True, text=True, check=True).stdout)
+            code = (recorded.get("latest") or (recorded.get("invocations") or [{}])[-1]).get("git_sha", "")
+        except (OSError, subprocess.CalledProcessError, ValueError):
+            code = ""
+        rows.append([f"`{commit}`", date, f"`{code[:7]}`" if code else "—", subject.split(": ")[0][:120]])
+    lines = [markdown_table(["commit", "date", "made with code at", "commit message"], rows) if rows else
+             not_in_results("History of the reference", "no git history of `results/standard/manifest.json`")]
+    runs = results / REFERENCE_SUITE / "summary" / "runs.csv"
+    if runs.exists():
+        header = runs.read_text().split("\n", 1)[0].split(",")
+        lines.append(f"The results this site was built from (`{shown(runs)}`) "
+                     + ("record the fit criterion (`fitted`, `steps_to_fit`) and the position-free floors."
+                        if {"fitted", "id_floor_token_acc"} <= set(header) else
+                        "predate this protocol: they have no `fitted` or floor columns."))
+    return "\n".join(lines) + "\n"

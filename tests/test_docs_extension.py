@@ -1,0 +1,84 @@
+"""The docs extension renders and does not analyse (issue 38, 8): what its page modules may import.
+
+Every module of ``docs/_ext`` (the ``pebench_docs`` package and ``mathml.py``) is parsed with :mod:`ast`, and
+every ``import`` and ``from ... import`` in it, at module level or inside a function, is checked:
+
+* ``pandas`` and ``scipy`` (and their submodules) are never imported: the extension reads ``report.json``,
+  the registries and small files as they are, and computes no statistics.
+* The analysis modules are never imported: ``pebench.results``, ``pebench.leaderboard``,
+  ``pebench.replication``, ``pebench.plots``, ``pebench.compare``, ``pebench.combine`` and ``pebench.report``
+  with every submodule, so a number the site shows is one ``pebench report`` wrote.
+* Exceptions, each a ``from pebench.report.<module> import <name>`` of exactly the names in :data:`ALLOWED`:
+  ``pebench.report.freshness`` reads a folder's ``report.json`` and checks it against the digest of the run
+  files beside it (reading, not analysing; a build stops on a stale report);
+  ``pebench.report.fit.FOLDER`` and ``pebench.report.reruns.REFERENCE`` are the placeholders that
+  ``report.json``'s sentences carry for the folders' paths, which a page replaces;
+  ``pebench.report.fit_criterion.fit_criterion_blocks`` states protocol v3's fit criterion from the code's
+  declarations (protocol constants and task definitions, no results).
+* Relative imports (between the extension's own modules) are not checked. The API pages import every
+  ``pebench`` module by name (``importlib.import_module``) for autodoc; that is no import of this rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
+FORBIDDEN_PACKAGES = ("pandas", "scipy")
+ANALYSIS = ("pebench.results", "pebench.leaderboard", "pebench.replication", "pebench.plots", "pebench.compare",
+            "pebench.combine", "pebench.report")
+#: the only names of analysis modules the extension may import, by module (the reasons are in the docstring)
+ALLOWED = {
+    "pebench.report.freshness": {"DIGEST_KEY", "StaleReport", "current_report", "raw_digest"},
+    "pebench.report.fit": {"FOLDER"},
+    "pebench.report.reruns": {"REFERENCE"},
+    "pebench.report.fit_criterion": {"fit_criterion_blocks"},
+}
+MODULES = sorted(EXT.rglob("*.py"))
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    """Whether ``module`` is one of ``packages`` or a submodule of one."""
+    return any(module == package or module.startswith(f"{package}.") for package in packages)
+
+
+def forbidden_imports(tree: ast.AST) -> list[str]:
+    """Each import of ``tree`` that the rule of this module forbids, as ``line: what``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {alias.name}" for alias in node.names
+                      if within(alias.name, FORBIDDEN_PACKAGES + ANALYSIS)]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            module, names = node.module, {alias.name for alias in node.names}
+            if within(module, FORBIDDEN_PACKAGES):
+                found.append(f"{node.lineno}: from {module} import {', '.join(sorted(names))}")
+            elif within(module, ANALYSIS) and not names <= ALLOWED.get(module, set()):
+                found.append(f"{node.lineno}: from {module} import {', '.join(sorted(names))}")
+            elif module == "pebench":  # from pebench import results, leaderboard, ...
+                found += [f"{node.lineno}: from pebench import {name}" for name in sorted(names)
+                          if within(f"pebench.{name}", ANALYSIS)]
+    return found
+
+
+def test_the_extension_has_modules_to_check():
+    assert EXT / "pebench_docs" / "__init__.py" in MODULES and len(MODULES) > 2
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: path.relative_to(EXT).as_posix())
+def test_the_extension_imports_neither_pandas_scipy_nor_the_analysis(path):
+    found = forbidden_imports(ast.parse(path.read_text(), filename=str(path)))
+    assert not found, (f"{path.relative_to(EXT.parent.parent)} imports what the site may not compute with "
+                       f"(tests/test_docs_extension.py says why): {found}; put the computation into pebench report "
+                       "(report.json) or the library and render its result")
+
+
+def test_the_rule_catches_each_kind_of_forbidden_import():
+    source = ("import pandas as pd\nfrom scipy import stats\nfrom pebench import leaderboard\n"
+              "def f():\n    from pebench.report.findings import headline\n"
+              "    from pebench.report.freshness import current_report, write_report\n"
+              "from pebench.report.fit import FOLDER\nfrom pebench import tasks\nfrom .common import shown\n")
+    assert sorted(int(line.split(":")[0]) for line in forbidden_imports(ast.parse(source))) == [1, 2, 3, 5, 6]
