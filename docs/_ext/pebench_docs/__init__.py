@@ -221,6 +221,7 @@ def _mark_number_cells(app, doctree) -> None:
 
 
 def setup(app) -> dict[str, Any]:
+    """Register the build hooks: generate the pages, fill the performance toctree, mark number cells."""
     app.connect("builder-inited", _on_builder_inited, priority=400)  # before MyST reads its configuration
     app.connect("source-read", _on_source_read)
     app.connect("doctree-read", _mark_number_cells)

@@ -61,6 +61,7 @@ def markdown_table(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
 
 
 def save_figure(fig, stem: Path, formats: Iterable[str] = ("svg",)) -> None:
+    """Save the matplotlib figure ``fig`` as ``stem.<ext>`` for each of ``formats``."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     for ext in formats:
         fig.savefig(stem.with_suffix(f".{ext}"), bbox_inches="tight", dpi=110)
@@ -80,8 +81,7 @@ def suite_folders(results: Path) -> list[Path]:
     """Reference suite folders in ``results/`` (those with run files or a manifest)."""
     if not results.is_dir():
         return []
-    return sorted(p for p in results.iterdir() if p.is_dir() and p.name not in NOT_SUITES
-                  and ((p / "raw").is_dir() or (p / "manifest.json").exists()))
+    return sorted(p for p in results.iterdir() if p.is_dir() and p.name not in NOT_SUITES and _has_results(p))
 
 
 def _count_runs(folder: Path) -> int:

@@ -48,6 +48,7 @@ def _steps(specs) -> str:
 
 
 def experiments_tables() -> str:
+    """The scale of each suite, then per registered experiment its standard-suite settings."""
     from pebench.cli import describe_run_seeds
     from pebench.experiment import load_experiments, suite_runs
     from pebench.protocol import SCALES, SUITES

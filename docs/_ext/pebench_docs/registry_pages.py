@@ -29,10 +29,6 @@ KIND_SLOTS = {
 }
 
 
-def doc_title(text: str) -> str:
-    return text.replace("`", "")
-
-
 def cited(citation: Citation) -> str:
     """What an encoding cites, in MyST: a citation of the bibliography, a DOI's link, or the citation as written
     (a plugin's paper that pebench's bibliography does not hold)."""
@@ -148,6 +144,7 @@ def _token_text(task: tasks.Task, token: int) -> str:
 
 
 def rendered_table(task: tasks.Task, batch: tasks.Batch, arch: str) -> str:
+    """The first example of ``batch`` as the ``arch`` model sees it: tokens and labels per position."""
     tokens, labels = tasks.render(task, batch, arch)
     rows = [["token", *(_token_text(task, int(t)) for t in tokens[0])],
             ["label", *(_token_text(task, int(t)) for t in labels[0])]]
@@ -155,6 +152,7 @@ def rendered_table(task: tasks.Task, batch: tasks.Batch, arch: str) -> str:
 
 
 def task_page(name: str) -> str:
+    """The page of task ``name``: its facts, two examples (seed 0) and how each architecture sees one."""
     task = tasks.get(name)
     meta = tasks.TASKS.meta(name)
     length = _example_length(task)
@@ -201,6 +199,7 @@ def task_page(name: str) -> str:
 
 
 def tasks_table() -> str:
+    """Every registered task: whether order matters, its symbols, version and definition."""
     rows = []
     for name in tasks.names():
         task = tasks.get(name)
@@ -236,9 +235,10 @@ def api_modules() -> list[str]:
 
 
 def api_page(module: str) -> str:
+    """The autodoc page of ``module`` (its first docstring line kept as a comment)."""
     doc = (inspect.getdoc(importlib.import_module(module)) or "").split("\n")[0]
     return "\n".join([f"# `{module}`", "", "```{eval-rst}", f".. automodule:: {module}", "   :members:",
-                      "   :ignore-module-all:", "```", "", f"<!-- {doc_title(doc)} -->", ""])
+                      "   :ignore-module-all:", "```", "", f"<!-- {doc.replace('`', '')} -->", ""])
 
 
 def generate_figures(out: Path) -> dict[str, str]:
@@ -310,6 +310,7 @@ def bib_entries(bib: Path = DOCS / "references.bib") -> dict[str, str]:
 
 
 def cite_include() -> str:
+    """The BibTeX of pebench, of each encoding's papers and of the tasks' sources."""
     entries = bib_entries()
     lines = ["### pebench", "", "```bibtex", suite_bibtex(), "```", ""]
     seen: set[str] = set()

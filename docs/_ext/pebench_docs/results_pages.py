@@ -178,6 +178,7 @@ def cite_box(report: ShownReport, suite: str, srcdir: Path) -> list[str]:
 
 
 def missing_results_page(suite: str) -> str:
+    """The page of a suite without committed results: how to make them."""
     return "\n".join([
         f"# Results: `{suite}` suite",
         "",
