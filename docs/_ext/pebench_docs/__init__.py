@@ -15,6 +15,13 @@ Everything under ``docs/_generated/`` is written here when the builder starts
 The hand-written pages never name a generated file that might be missing:
 they use glob toctrees, includes of files that are always written, and
 substitutions (``generate`` returns their values).
+
+This module holds the build hooks and :func:`generate`; the pages are written by the page modules:
+``registry_pages`` (encodings, tasks, metrics, API, figures, citations), ``protocol_pages`` (the protocol's
+numbers from the code), ``results_pages`` (suites and reruns), ``leaderboard_pages`` (leaderboard, headline
+findings, fit tables, the reference's history) and ``replication_pages`` (replications, pilots), over
+``common``. They render ``report.json``, the registries and files as written; they compute no results
+(``tests/test_docs_extension.py`` holds them to it).
 """
 
 from __future__ import annotations

@@ -32,17 +32,20 @@ def fit_table(folder: Path) -> str:
     """Per experiment with a fit criterion: for every encoding and architecture, the seeds that met the fit
     criterion, the median steps they needed and how the others stopped, as the folder's report says
     (:func:`pebench.report.fit.fit_table`)."""
-    if not _has_results(folder):
-        return not_in_results("Fit of the training distribution", f"no results in `{shown(folder)}`")
-    return tables_text(report_index(folder)["fit_table"], folder)
+    return _report_tables(folder, "fit_table", "Fit of the training distribution")
 
 
 def floors_table(folder: Path) -> str:
     """Per experiment, task and architecture: chance and the position-free floor of token accuracy, as the
     folder's report says (:func:`pebench.report.fit.floors_table`)."""
+    return _report_tables(folder, "floors_table", "Position-free floors")
+
+
+def _report_tables(folder: Path, key: str, what: str) -> str:
+    """The tables ``key`` of the report of ``folder`` (:func:`tables_text`), or the line saying it has none."""
     if not _has_results(folder):
-        return not_in_results("Position-free floors", f"no results in `{shown(folder)}`")
-    return tables_text(report_index(folder)["floors_table"], folder)
+        return not_in_results(what, f"no results in `{shown(folder)}`")
+    return tables_text(report_index(folder)[key], folder)
 
 
 def fit_resolution(folders: Iterable[Path]) -> str:
