@@ -385,7 +385,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def declared_reports() -> dict:
     """The report declarations of the experiments registered in this installation (none where the experiment
-    scripts are not installed: a folder's recorded ones then apply, :mod:`pebench.report.declarations`)."""
+    scripts are not installed: a folder's recorded ones then apply, :mod:`pebench.declarations`)."""
     from pebench.experiment import registered_report_specs
 
     return registered_report_specs()

@@ -4,7 +4,7 @@ Cells are experiment x task x encoding x architecture x evaluation variant
 (:data:`pebench.schema.CELL_COLUMNS`). Two folders whose shared cells were run under different
 configurations (evaluation lengths, steps, any config column but the seed) are refused, never compared
 (:func:`protocol_differences`). Per cell the key metrics its
-experiment declares are compared (:func:`pebench.report.key_metrics`): ID and
+experiment declares are compared (:func:`pebench.declarations.key_metrics`): ID and
 OOD token accuracy and shuffled-input accuracy where a cell has it, and, for
 language modelling, ID and OOD loss — the log of the perplexity, so the
 tolerance is relative (0.02 nats ~ 2%).
@@ -31,7 +31,7 @@ On one machine a rerun is exact (every ``d_s`` is 0); across machines training
 differs at float level, and a seed whose training is on a knife edge may land
 elsewhere: it is flagged by name, never averaged away. A cell reproduces when
 all its key metrics do (those its experiment declares,
-:func:`pebench.report.key_metrics`); a metric missing on both sides is skipped.
+:func:`pebench.declarations.key_metrics`); a metric missing on both sides is skipped.
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pebench import declarations, results, store
 from pebench import metrics as metric_registry
-from pebench import results, store
 from pebench.experiment import ReportSpec
-from pebench.report.declarations import resolve_report_specs
 from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, sort_key
 from pebench.store import ResultsError
 
@@ -217,12 +216,10 @@ def margins(metric: str, reference_mean: float = float("nan")) -> tuple[float, f
 
 def key_metrics(experiments: Sequence[str], *folders: str | Path, declared: Mapping[str, ReportSpec] | None = None
                 ) -> dict[str, list[str]]:
-    """Metrics compared per experiment, as each declares them (:func:`pebench.report.key_metrics`): ``declared``,
-    else as ``folders`` record it (:func:`pebench.report.declarations.resolve_report_specs`)."""
-    from pebench import report
-
-    specs, _ = resolve_report_specs(experiments, *folders, declared=declared)
-    return {experiment: list(report.key_metrics(experiment, specs[experiment])) for experiment in specs}
+    """Metrics compared per experiment, as each declares them (:func:`pebench.declarations.key_metrics`):
+    ``declared``, else as ``folders`` record it (:func:`pebench.declarations.resolve_report_specs`)."""
+    specs, _ = declarations.resolve_report_specs(experiments, *folders, declared=declared)
+    return {experiment: list(declarations.key_metrics(specs[experiment])) for experiment in specs}
 
 
 def _mean(values: pd.Series) -> float:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pebench import store
 from pebench.experiment import ReportSpec, report_spec_from_record
+from pebench.metrics import LAYOUT_KEY_METRICS
 
 #: the manifest key the runner records the declarations under (:func:`pebench.experiment.report_declarations`)
 MANIFEST_KEY = "report_declarations"
@@ -82,3 +83,18 @@ def resolve_report_specs(experiments: Iterable[str], *folders: str | Path,
                          "records none), so it is shown with the default layout")
         specs[name] = recorded.get(name, ReportSpec())
     return specs, notes
+
+
+def key_metrics(spec: ReportSpec) -> tuple[str, ...]:
+    """The run metrics ``pebench compare`` checks for an experiment reported as ``spec`` declares: its own
+    ``key_metrics``, else its layout's (:data:`pebench.metrics.LAYOUT_KEY_METRICS`).
+
+    Raises:
+        ResultsError: the layout has no key metrics registered (a plugin's layout must add its entry).
+    """
+    if spec.key_metrics:
+        return tuple(spec.key_metrics)
+    if spec.layout not in LAYOUT_KEY_METRICS:
+        raise store.ResultsError(f"report layout {spec.layout!r} has no key metrics: add them to "
+                                 "pebench.metrics.LAYOUT_KEY_METRICS or declare the experiment's key_metrics")
+    return LAYOUT_KEY_METRICS[spec.layout]

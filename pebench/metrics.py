@@ -88,6 +88,15 @@ LENGTH_METRICS: Registry[Metric] = Registry("length metric", base=Metric)
 #: the run metrics each report layout's tables show as columns, in order (:mod:`pebench.report` builds its
 #: columns from them); a metric registered with ``tables=(layout, ...)`` joins the end of those layouts' columns
 TABLE_COLUMNS: dict[str, list[str]] = {}
+#: the run metrics ``pebench compare`` checks cell by cell for each report layout (``pebench.report.LAYOUTS``)
+#: unless an experiment declares its own (``ReportSpec.key_metrics``); a plugin's layout adds its entry here.
+#: Language modelling compares losses: the log of the perplexity, so a tolerance on them is relative.
+LAYOUT_KEY_METRICS: dict[str, tuple[str, ...]] = {
+    "extrapolation": ("id_token_acc", "ood_token_acc", "shuffled_token_acc"),
+    "order": ("id_token_acc", "ood_token_acc", "shuffled_token_acc"),
+    "variants": ("id_token_acc", "ood_token_acc", "shuffled_token_acc"),
+    "perplexity": ("id_loss", "ood_loss"),
+}
 
 
 def register_metric(

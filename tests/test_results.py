@@ -100,7 +100,7 @@ def write_synthetic_results(folder: Path, seeds: tuple[int, ...] = (0, 1, 2)) ->
     raw.mkdir(parents=True, exist_ok=True)
     for frame in frames:
         frame.to_csv(raw / f"{frame['run_id'].iloc[0]}.csv", index=False)
-    # as the runner records them: each experiment's report declaration (pebench.report.declarations)
+    # as the runner records them: each experiment's report declaration (pebench.declarations)
     experiments = sorted({str(frame["experiment"].iloc[0]) for frame in frames})
     (folder / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [],
                                                       "report_declarations": report_declarations(experiments)}))

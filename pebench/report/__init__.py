@@ -38,12 +38,11 @@ import numpy as np
 import pandas as pd
 
 import pebench
-from pebench import encodings, leaderboard, plots, results, schema, store
+from pebench import declarations, encodings, leaderboard, plots, results, schema, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec, report_spec
 from pebench.model import ARCHS
 from pebench.registry import Registry
-from pebench.report.declarations import resolve_report_specs
 from pebench.report.findings import people_words
 from pebench.report.index import sections as index_sections
 from pebench.report.main_table import lead_experiment, main_table
@@ -628,22 +627,20 @@ FigureSpec = tuple[str, str, str, Callable[[], object]]
 
 @dataclass(frozen=True)
 class Layout:
-    """How the report shows an experiment: its tables, figures and findings, and the metrics ``pebench compare``
-    checks. An experiment names its layout in its :class:`~pebench.experiment.ReportSpec`; a plugin can
-    register a new one in :data:`LAYOUTS`.
+    """How the report shows an experiment: its tables, figures and findings (the metrics ``pebench compare``
+    checks are the layout's entry in :data:`pebench.metrics.LAYOUT_KEY_METRICS`). An experiment names its
+    layout in its :class:`~pebench.experiment.ReportSpec`; a plugin can register a new one in :data:`LAYOUTS`
+    (and its key metrics in :data:`pebench.metrics.LAYOUT_KEY_METRICS`).
 
     Attributes:
         tables: ``(runs, cells, experiment, protocol, spec) -> list[Table]``.
         figures: ``(data, experiment, spec) -> list[FigureSpec]`` (made lazily; a ``ValueError`` skips one).
         findings: ``(runs, cells, experiment, spec) -> list[str]``, one sentence each.
-        key_metrics: run metrics compared cell by cell by :func:`pebench.compare.compare` (a metric missing on
-            both sides of a cell is skipped).
     """
 
     tables: Callable[..., list[Table]]
     figures: Callable[..., list[FigureSpec]]
     findings: Callable[..., list[str]]
-    key_metrics: tuple[str, ...]
 
 
 LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
@@ -651,7 +648,7 @@ LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
 
 def layout_of(experiment: str, spec: ReportSpec | None = None) -> tuple[Layout, ReportSpec]:
     """The layout and report declaration of ``experiment``: ``spec`` when given (a declaration a results folder
-    records, :mod:`pebench.report.declarations`), else the registered one (:func:`pebench.experiment.report_spec`)."""
+    records, :mod:`pebench.declarations`), else the registered one (:func:`pebench.experiment.report_spec`)."""
     spec = spec if spec is not None else report_spec(experiment)
     return LAYOUTS.get(spec.layout), spec
 
@@ -659,8 +656,7 @@ def layout_of(experiment: str, spec: ReportSpec | None = None) -> tuple[Layout, 
 def key_metrics(experiment: str, spec: ReportSpec | None = None) -> tuple[str, ...]:
     """The metrics ``pebench compare`` checks for ``experiment`` (declared by ``spec`` when given, as in
     :func:`layout_of`): its declaration's, else its layout's."""
-    layout, spec = layout_of(experiment, spec)
-    return spec.key_metrics or layout.key_metrics
+    return declarations.key_metrics(layout_of(experiment, spec)[1])
 
 
 def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
@@ -718,13 +714,10 @@ def perplexity_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) ->
              lambda: plots.perplexity_vs_length(data, experiment))]
 
 
-_ACCURACY_KEYS = ("id_token_acc", "ood_token_acc", "shuffled_token_acc")
-LAYOUTS.register("extrapolation")(Layout(extrapolation_tables, extrapolation_figures, findings_length, _ACCURACY_KEYS))
-LAYOUTS.register("order")(Layout(order_tables, order_figures, findings_order, _ACCURACY_KEYS))
-LAYOUTS.register("variants")(Layout(variant_tables, variant_figures, findings_variants, _ACCURACY_KEYS))
-# losses for language modelling: the log of the perplexity, so a tolerance on them is relative
-LAYOUTS.register("perplexity")(Layout(perplexity_tables, perplexity_figures, findings_perplexity,
-                                      ("id_loss", "ood_loss")))
+LAYOUTS.register("extrapolation")(Layout(extrapolation_tables, extrapolation_figures, findings_length))
+LAYOUTS.register("order")(Layout(order_tables, order_figures, findings_order))
+LAYOUTS.register("variants")(Layout(variant_tables, variant_figures, findings_variants))
+LAYOUTS.register("perplexity")(Layout(perplexity_tables, perplexity_figures, findings_perplexity))
 
 
 def _experiments_in_order(experiments: Sequence[str], specs: Mapping[str, ReportSpec]
@@ -747,7 +740,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
 
     Each experiment reports as ``declared`` (``pebench report`` passes the declarations of the experiments
-    registered in this installation), else as the folder records it (:mod:`pebench.report.declarations`).
+    registered in this installation), else as the folder records it (:mod:`pebench.declarations`).
     ``suite_run_ids``: the run ids of the folder's suite as this installation defines it, to say in
     ``report.json`` whether the folder holds them all (none: not said).
 
@@ -784,7 +777,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     suite = _values(data["suite"]) if "suite" in data else results_dir.name
     version = results.results_version(data)
     stamp = f"{suite} {version}"  # under every table: the results it was made from
-    specs, undeclared = resolve_report_specs(runs["experiment"], results_dir, declared=declared)
+    specs, undeclared = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
     experiments = _experiments_in_order(runs["experiment"], specs)
     protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
     figures, tables, findings, skipped = [], [], [], list(undeclared)
@@ -1097,7 +1090,7 @@ def tables_for(results_dir: str | Path, experiments: Sequence[str] = (), *,
         data = data[data["experiment"].isin(experiments)]
     runs = results.run_metrics(data)
     cells = results.aggregate(runs)
-    specs, _ = resolve_report_specs(runs["experiment"], results_dir, declared=declared)
+    specs, _ = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
     tables = []
     for experiment, layout, spec in _experiments_in_order(runs["experiment"], specs):
         part_runs = runs[runs["experiment"] == experiment]

@@ -1,6 +1,6 @@
 """What ``report.json`` holds beside the artifacts: every number and sentence a results page shows
 (:mod:`pebench.report.findings`, :mod:`pebench.report.fit`, :mod:`pebench.report.reruns`), the report
-declarations the folder was reported with (:mod:`pebench.report.declarations`) and the digest of the run files
+declarations the folder was reported with (:mod:`pebench.declarations`) and the digest of the run files
 (:mod:`pebench.report.freshness`)."""
 
 from __future__ import annotations
