@@ -1,6 +1,7 @@
 """pebench from Python: build a model with an encoding, train and evaluate one run, read a results folder.
 
-Run it from a source checkout (``python docs/examples/python_api.py``); it takes a few seconds on a CPU.
+Run it from a source checkout (``python docs/examples/python_api.py``): steps 1 and 2 take seconds on a CPU,
+step 3 (reading the 606 run files of the committed reference) about half a minute.
 """
 
 import sys
