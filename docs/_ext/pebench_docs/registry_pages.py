@@ -55,6 +55,11 @@ def results_links(column: str, name: str, results: Path = ROOT / "results") -> l
     return ["## In the results", "", *found, ""]
 
 
+def autoclass_block(cls: type) -> list[str]:
+    """The MyST lines that render ``cls``'s docstring (its formula or definition) on a page, unindexed."""
+    return ["```{eval-rst}", f".. autoclass:: {cls.__module__}.{cls.__qualname__}", "   :no-index:", "```", ""]
+
+
 def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
     meta = encodings.meta(name)
@@ -108,11 +113,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
         "The class docstring, which states the formula, the convention and the reference code it was checked "
         "against:",
         "",
-        "```{eval-rst}",
-        f".. autoclass:: {cls.__module__}.{cls.__qualname__}",
-        "   :no-index:",
-        "```",
-        "",
+        *autoclass_block(cls),
     ]
     return "\n".join(lines)
 
@@ -189,11 +190,7 @@ def task_page(name: str) -> str:
         "",
         "## Definition",
         "",
-        "```{eval-rst}",
-        f".. autoclass:: {type(task).__module__}.{type(task).__qualname__}",
-        "   :no-index:",
-        "```",
-        "",
+        *autoclass_block(type(task)),
     ]
     return "\n".join(lines)
 
