@@ -6,8 +6,14 @@ Figures are built on :class:`~matplotlib.figure.Figure` directly, without
 pyplot: no global state, no GUI backend, nothing is shown. Save them with
 ``figure.savefig(path)``. Every encoding keeps the same colour in every
 figure, and its line style: colour, marker and dash come from the encoding's place in the
-canonical order (:func:`encoding_style`), distinguishable for 27 encodings, and never the grey of
-the training-range shading.
+canonical order (:func:`encoding_style`); no two encodings of a figure share a colour
+(:func:`encoding_styles`), a plugin's included, and none is drawn in black (chance) or grey (floor,
+training-range shading).
+
+Figures are sized for the page that shows them: at most :data:`PAGE_WIDTH` inches wide, so that
+the site's content column (about 820 px at a 1366 px window) shows them at their own size, where
+matplotlib's 10 pt text is 13 px; a figure never holds more than :data:`MAX_PANELS` panels
+(:func:`task_parts` splits a battery of tasks). The PDF copies are vector graphics for a paper.
 
 Reference levels and the fit criterion are drawn the same way everywhere: chance is a dashed black line,
 the position-free floor (the best accuracy without position information, :mod:`pebench.tasks.floors`) a
@@ -19,11 +25,12 @@ dashed bar, a hatched heatmap cell with a dagger.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFormatter
 
@@ -34,11 +41,24 @@ from pebench.model import ARCHS
 from pebench.protocol import COMPARED_ENCODINGS
 from pebench.schema import BASE_VARIANT, completed, encoding_label, encoding_rank, order_dependent, sort_key
 
-#: line colours: tab10 without its grey (C7), which is close to the training-range shading
-PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
-#: dash patterns cycled once the palette is used up, so that 27 styles differ in colour or dash
-DASHES = ("-", "--", ":")
+#: line colours, one per encoding. The first :data:`SAFE_COLOURS` (the compared encodings', in canonical order)
+#: are Okabe and Ito's colour-blind-safe set without its black (chance) and yellow (too light on white), then
+#: Paul Tol's purple, olive and brown: any two are at least 17 CIELAB units apart in normal vision and under
+#: simulated deuteranopia and protanopia (Machado et al. 2009). The others extend it for further encodings (the
+#: extended suite, plugins), each at least 23 units from every colour before it, and are drawn dashed, so that
+#: colour is never the only cue.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#AA3377", "#666633", "#663333",
+           "#332288", "#999933", "#228833", "#D62728", "#17BECF", "#9467BD", "#A6761D", "#E7298A", "#225555",
+           "#EE8866", "#66A61E", "#C5B0D5", "#C49C94", "#EE6677", "#225522")
+SAFE_COLOURS = 9
+#: line dashes: solid for the colour-blind-safe colours, then dashed, then dash-dot-dot once the palette is
+#: used up (never dotted, which marks a cell with no fitted seed, nor dash-dotted, the floor's)
+DASHES = ("-", "--", (0, (6, 1.5, 1, 1.5, 1, 1.5)))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
+#: widest figure, in inches: the site's content column at a 1366 px window (823 px at 96 dpi) shows it whole
+PAGE_WIDTH = 8.5
+#: most panels in one figure (three rows of three): more tasks are split over several figures (:func:`task_parts`)
+MAX_PANELS = 9
 TRAIN_SHADE = {"color": "0.9", "zorder": 0}
 ORIGINAL = CONDITIONS[0]  # the unshuffled inputs
 CHANCE = {"color": "k", "linestyle": "--", "linewidth": 1, "label": "chance"}
@@ -46,6 +66,8 @@ FLOOR = {"color": "0.4", "linestyle": "-.", "linewidth": 1.2, "label": "floor (n
 #: a line of a cell with no fitted seed: thin, dotted and faint, in its encoding's colour and marker
 NOT_FITTED_LINE = {"linestyle": ":", "linewidth": 0.9, "alpha": 0.5}
 NOT_FITTED_LABEL = " (not fitted)"
+#: the legend's one entry for every line of a cell with no fitted seed
+NOT_FITTED_KEY = "not fitted: no seed met the fit criterion"
 #: a bar of a cell with no fitted seed: hollow, with a dashed outline in the bar's colour
 NOT_FITTED_BAR = {"linestyle": "--", "linewidth": 1.0}
 #: a hollow patch (matplotlib's facecolor "none", as RGBA)
@@ -54,25 +76,51 @@ TRANSPARENT = (0.0, 0.0, 0.0, 0.0)
 NOT_FITTED_HATCH = "////"
 
 
-def style(index: int) -> dict[str, str]:
-    """Colour, marker and dash of the ``index``-th line of a canonical order (see :func:`encoding_style`)."""
-    return {"color": PALETTE[index % len(PALETTE)], "marker": MARKERS[(index + index // len(PALETTE)) % len(MARKERS)],
-            "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)]}
+def style(index: int) -> dict[str, object]:
+    """Colour, marker and dash of the ``index``-th line of a canonical order (see :func:`encoding_style`): the
+    first ``len(PALETTE)`` each have their own colour; past it the colours repeat with another dash and marker."""
+    cycle, place = divmod(index, len(PALETTE))
+    dash = DASHES[(cycle + (place >= SAFE_COLOURS)) % len(DASHES)]
+    return {"color": PALETTE[place], "marker": MARKERS[(index + cycle) % len(MARKERS)], "linestyle": dash}
 
 
 def encoding_order() -> list[str]:
-    """The canonical order of encodings: the compared ones as declared, then every other registered name."""
-    return list(dict.fromkeys([*COMPARED_ENCODINGS, *encodings.names()]))
+    """The canonical order of encodings: the compared ones as declared, then every other registered name in the
+    order registered (pebench's own when it is imported, then plugins as they are loaded), so that loading a
+    plugin never changes a built-in encoding's colour."""
+    return list(dict.fromkeys([*COMPARED_ENCODINGS, *encodings.ENCODINGS.in_order()]))
 
 
-def encoding_style(encoding: str) -> dict[str, str]:
-    """The line style of ``encoding``, the same in every figure: from its place in :func:`encoding_order`;
-    an encoding outside it (e.g. a wrapper around another base) gets one from a hash of its name."""
-    order = encoding_order()
+def _style_index(encoding: str, order: Sequence[str]) -> int:
+    """Place of ``encoding`` in ``order``; a name outside it (e.g. a wrapper around another base) gets one past
+    it from a hash of its name, the same in every process."""
     if encoding in order:
-        return style(order.index(encoding))
+        return order.index(encoding)
     digest = int(hashlib.sha256(encoding.encode()).hexdigest(), 16)
-    return style(len(order) + digest % (len(PALETTE) * len(DASHES)))
+    return len(order) + digest % len(PALETTE)
+
+
+def encoding_style(encoding: str) -> dict[str, object]:
+    """The line style of ``encoding``, the same in every figure: from its place in :func:`encoding_order`
+    (:func:`style`). A figure draws with :func:`encoding_styles`, which keeps these colours and only moves a
+    name whose colour an encoding earlier in the order already took in that figure."""
+    return style(_style_index(encoding, encoding_order()))
+
+
+def encoding_styles(names: Iterable[str]) -> dict[str, dict[str, object]]:
+    """The style of each encoding drawn in one figure: its own (:func:`encoding_style`), unless that colour is
+    taken by an encoding earlier in the canonical order (possible only past the palette: a hashed wrapper name,
+    or more than ``len(PALETTE)`` encodings); then the next style whose colour is still free in the figure."""
+    order = encoding_order()
+    styles: dict[str, dict[str, object]] = {}
+    taken: set[object] = set()
+    for name in sorted(dict.fromkeys(names), key=lambda name: (_style_index(name, order), name)):
+        index = _style_index(name, order)
+        while style(index)["color"] in taken and len(taken) < len(PALETTE):
+            index += 1
+        styles[name] = style(index)
+        taken.add(styles[name]["color"])
+    return styles
 
 
 def label(encoding: str, encoding_options: str = "{}") -> str:
@@ -95,16 +143,37 @@ def _select(data: pd.DataFrame, experiment: str, **equal: object) -> pd.DataFram
     return rows
 
 
-def _grid(n: int, ncols: int = 3, width: float = 2.8, height: float = 2.3) -> tuple[Figure, np.ndarray]:
-    """``n`` panels, ``ncols`` a row. Sized so that at a laptop's content width (about 8.5 inches at 96 dpi)
-    the figure is shown close to its own size and its labels stay readable; the legend goes below."""
+def _grid(n: int, ncols: int = 3, height: float = 2.3) -> tuple[Figure, np.ndarray]:
+    """``n`` panels, ``ncols`` a row, at most :data:`PAGE_WIDTH` wide (the page shows it at its own size, where
+    its labels stay readable); the legend goes below."""
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    figure = Figure(figsize=(max(6.4, width * ncols + 0.4), height * nrows + 1.6), layout="constrained")
+    figure = Figure(figsize=(min(PAGE_WIDTH, max(6.4, 2.7 * ncols + 0.4)), height * nrows + 1.6),
+                    layout="constrained")
     axes = np.atleast_1d(figure.subplots(nrows, ncols, squeeze=False).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
     return figure, axes[:n]
+
+
+def tasks_in_order(tasks: Iterable[str]) -> list[str]:
+    """``tasks`` once each, in the tables' order (:func:`pebench.schema.sort_key`: order-dependent tasks, then
+    the controls, each by name)."""
+    names = pd.Series(list(dict.fromkeys(tasks)), name="task", dtype=object)
+    return names.sort_values(key=sort_key, kind="stable").tolist()
+
+
+def task_parts(data: pd.DataFrame, experiment: str, *, arch: str | None = None) -> list[list[str]]:
+    """The tasks of each accuracy-vs-length figure of ``experiment`` (``arch``; ``None``: the first present), in
+    :func:`tasks_in_order`: one figure, or as few as hold at most :data:`MAX_PANELS` panels each, balanced (19
+    tasks: 6, 7 and 6), so that no figure is a wall of small panels. ``accuracy_vs_length(..., part=k)`` draws
+    the ``k``-th (from 1)."""
+    rows = _select(data, experiment, arch=arch)
+    arch = arch or sorted(rows["arch"].unique())[0]
+    tasks = tasks_in_order(rows.loc[(rows["arch"] == arch) & completed(rows), "task"])
+    count = max(1, -(-len(tasks) // MAX_PANELS))
+    bounds = [round(i * len(tasks) / count) for i in range(count + 1)]
+    return [tasks[bounds[i]:bounds[i + 1]] for i in range(count)]
 
 
 def length_ticks(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -144,7 +213,7 @@ def _curve_panels(
     and its position-free floor (column ``floor_<metric>`` of :func:`pebench.results.curves`). A line of
     a cell without a fitted seed (``judged`` False) is drawn in :data:`NOT_FITTED_LINE`.
     """
-    tasks = list(dict.fromkeys(curves["task"]))
+    tasks = tasks_in_order(curves["task"])
     chance = metric_registry.get(metric, "length").reference
     figure, axes = _grid(len(tasks))
     for ax, task in zip(axes, tasks, strict=True):
@@ -177,24 +246,30 @@ def _curve_panels(
         ax.set_title(task)
         ax.set_ylabel(ylabel)
     _label_outer(axes)
-    handles, labels = axes[0].get_legend_handles_labels()
-    for ax in axes[1:]:  # panels can differ in which lines they have
-        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
-            if text not in labels:
-                handles.append(handle)
-                labels.append(text)
-    order = {name: index for index, name in enumerate(styles)}  # encodings (or variants) first, in their order
-
-    def position(text: str) -> tuple[int, int]:
-        base = text.removesuffix(NOT_FITTED_LABEL)
-        return (order.get(base, len(order)), base != text)
-
-    handles, labels = zip(*sorted(zip(handles, labels, strict=True), key=lambda pair: position(pair[1])),
-                          strict=True) if labels else ((), ())
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize="small",
+    figure.legend(*_curve_legend(axes, styles), loc="outside lower center", ncols=4, fontsize="small",
                   frameon=False)
     figure.suptitle(title, fontsize="medium")
     return figure
+
+
+def _curve_legend(axes: np.ndarray, styles: dict[str, dict[str, object]]) -> tuple[list, list[str]]:
+    """Handles and labels of a curve figure's legend: each line drawn (in ``styles``' order) once in its fitted
+    look, then the reference lines and shading, then one key for every "(not fitted)" line (their colour
+    already names the encoding), instead of a second entry per encoding."""
+    drawn: dict[str, object] = {}
+    for ax in axes:  # panels can differ in which lines they have
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            drawn.setdefault(text, handle)
+    names = {text.removesuffix(NOT_FITTED_LABEL) for text in drawn}
+    handles = [Line2D([], [], markersize=3, **look) for name, look in styles.items() if name in names]
+    labels = [name for name in styles if name in names]
+    references = [(h, t) for t, h in drawn.items() if t.removesuffix(NOT_FITTED_LABEL) not in styles]
+    handles += [h for h, _ in references]
+    labels += [t for _, t in references]
+    if any(text.endswith(NOT_FITTED_LABEL) for text in drawn):
+        handles.append(Line2D([], [], color="0.3", marker="o", markersize=2, **NOT_FITTED_LINE))
+        labels.append(NOT_FITTED_KEY)
+    return handles, labels
 
 
 def _label_outer(axes: np.ndarray) -> None:
@@ -214,31 +289,53 @@ def _labelled_curves(data: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _encoding_styles(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """Line label -> style of each encoding (with its options) in ``frame``."""
-    return {label(e, o): encoding_style(e) for e, o in zip(frame["encoding"], frame["encoding_options"], strict=True)}
+def _encoding_styles(frame: pd.DataFrame) -> dict[str, dict[str, object]]:
+    """Line label -> style of each encoding (with its options) in ``frame``, in canonical order: the encoding's
+    colour in this figure (:func:`encoding_styles`); a second set of options of one encoding keeps its colour
+    with the next dash and marker."""
+    lines = sorted(dict.fromkeys(zip(frame["encoding"], frame["label"], strict=True)),
+                   key=lambda line: (encoding_rank(line[0]), line[1]))
+    per_encoding = encoding_styles(encoding for encoding, _ in lines)
+    styles: dict[str, dict[str, object]] = {}
+    drawn: dict[str, int] = {}
+    for encoding, text in lines:
+        look, k = per_encoding[encoding], drawn.get(encoding, 0)
+        drawn[encoding] = k + 1
+        styles[text] = look if not k else {
+            **look, "linestyle": DASHES[(DASHES.index(look["linestyle"]) + k) % len(DASHES)],
+            "marker": MARKERS[(MARKERS.index(look["marker"]) + k) % len(MARKERS)]}
+    return styles
 
 
 def accuracy_vs_length(
     data: pd.DataFrame, experiment: str, *, arch: str | None = None, metric: str = "token_acc",
-    condition: str = ORIGINAL,
+    condition: str = ORIGINAL, part: int | None = None,
 ) -> Figure:
     """Accuracy vs evaluation length, one panel per task and one line per encoding.
 
     Lines are means over the fitted seeds, bands 95% t-intervals; the grey area
     is the training range, the dashed line chance level and the dash-dotted
     grey one the position-free floor; a cell with no fitted seed is a thin
-    dotted line labelled "(not fitted)". ``arch=None`` takes the first
-    architecture present.
+    dotted line (one legend key says so). ``arch=None`` takes the first
+    architecture present; ``part`` (from 1) draws only the tasks of that part of
+    :func:`task_parts`, ``None`` every task.
     """
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
     rows = rows[(rows["arch"] == arch) & completed(rows)]
+    where = arch
+    if part is not None:
+        parts = task_parts(data, experiment, arch=arch)
+        if not 1 <= part <= len(parts):
+            raise ValueError(f"part {part} of {experiment!r} ({arch}) does not exist: its tasks make "
+                             f"{len(parts)} figure(s), parts 1 to {len(parts)}")
+        rows = rows[rows["task"].isin(parts[part - 1])]
+        where = f"{arch}, part {part} of {len(parts)}" if len(parts) > 1 else arch
     frame = _labelled_curves(rows)
     frame = frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)]
     kind = metric_registry.get(metric, "length").axis_label
     return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
-                         f"{experiment}: {kind} vs length ({arch})\nmean and 95% CI over fitted seeds")
+                         f"{experiment}: {kind} vs length ({where})\nmean and 95% CI over fitted seeds")
 
 
 def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluation variants",
@@ -266,17 +363,25 @@ def perplexity_vs_length(data: pd.DataFrame, experiment: str) -> Figure:
 
 def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc") -> Figure:
     """Mean ``metric`` (default OOD token accuracy) over fitted seeds, encodings x tasks; one panel per
-    architecture. A cell with no fitted seed is hatched and its number carries the tables' dagger."""
+    architecture, stacked on the same task columns (labelled under the last). A cell with no fitted seed is
+    hatched and its number carries the tables' dagger."""
     rows = _select(data, experiment)
     cells = results.aggregate(results.run_metrics(rows))
     cells = cells[cells["variant"] == BASE_VARIANT]
     archs = _archs(cells)
-    tasks = list(dict.fromkeys(cells["task"]))
-    figure = Figure(figsize=(max(5.0, 1.0 * len(tasks) * len(archs) + 3.0), 0.42 * cells["encoding"].nunique() + 1.8),
+    tasks = tasks_in_order(cells["task"])
+    panel_rows = [cells.loc[cells["arch"] == arch, ["encoding", "encoding_options"]].drop_duplicates().shape[0]
+                  for arch in archs]
+    # one panel per architecture, stacked, on the tasks' common columns: the page width holds every column
+    width = min(PAGE_WIDTH, 2.8 + 0.6 * len(tasks))
+    cell_width = (width - 2.6) / len(tasks)  # inches, less the encoding labels and the colour bar
+    label_height = 0.075 * max(len(task) for task in tasks)  # task names at 45 degrees, under the last panel
+    figure = Figure(figsize=(width, 0.3 * sum(panel_rows) + 0.45 * len(archs) + label_height + 1.1),
                     layout="constrained")
-    axes = np.atleast_1d(figure.subplots(1, len(archs), squeeze=False).ravel())
+    axes = np.atleast_1d(figure.subplots(len(archs), 1, squeeze=False,
+                                         gridspec_kw={"height_ratios": panel_rows}).ravel())
     image, unfitted_any = None, False
-    for ax, arch in zip(axes, archs, strict=True):
+    for index, (ax, arch) in enumerate(zip(axes, archs, strict=True)):
         part = cells[cells["arch"] == arch].copy()
         part["label"] = [label(e, o) for e, o in zip(part["encoding"], part["encoding_options"], strict=True)]
         order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(encoding_rank))["label"]))
@@ -292,13 +397,14 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=NOT_FITTED_HATCH,
                                        edgecolor="0.75", linewidth=0))
             if np.isfinite(value):
-                ax.text(j, i, f"{value:.2f}" + ("" if fitted else "†"), ha="center", va="center", fontsize=8,
-                        color="black" if value > 0.6 else "white")
-        ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+                ax.text(j, i, f"{value:.2f}" + ("" if fitted else "†"), ha="center", va="center",
+                        fontsize=8 if cell_width >= 0.42 else 7, color="black" if value > 0.6 else "white")
+        last = index == len(archs) - 1
+        ax.set_xticks(range(len(tasks)), tasks if last else [], rotation=45, ha="right", rotation_mode="anchor")
         ax.set_yticks(range(len(order)), order)
         ax.set_title(arch)
     name = metric_registry.get(metric).axis_label
-    figure.colorbar(image, ax=list(axes), label=f"{name} (mean over fitted seeds)", shrink=0.9)
+    figure.colorbar(image, ax=list(axes), label=f"{name} (mean over fitted seeds)", shrink=0.9, aspect=30)
     if unfitted_any:
         figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
@@ -328,9 +434,15 @@ def _task_colors(tasks: Sequence[str]) -> dict[str, str]:
     return colors
 
 
+def _legend_columns(labels: Iterable[str], width: float, most: int = 4) -> int:
+    """Columns of a legend of ``labels`` in small type that fit a figure ``width`` inches wide (at most ``most``)."""
+    longest = max((len(text) for text in labels), default=1)
+    return max(1, min(most, int(width * 72 / ((longest + 5) * 4.8))))  # 4.8 pt: a character of small type
+
+
 def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     """Original minus shuffled token accuracy per encoding and task; one panel per architecture present
-    (encoder and decoder side by side), each with the encodings that architecture was run with.
+    (encoder above decoder), each with the encodings that architecture was run with.
 
     On order-dependent tasks (solid bars) this is the order reliance — high
     is good; on order-invariant controls (hatched) it is the invariance gap —
@@ -354,12 +466,11 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     )
     per_arch = {arch: sorted(cells.loc[cells["arch"] == arch, "encoding"].unique(), key=encoding_rank)
                 for arch in archs}
-    widths = [max(4, len(names)) for names in per_arch.values()]
-    legend_rows = -(-(len(tasks) + 1) // 4)  # the legend below the panels: 4 entries a row
-    figure = Figure(figsize=(max(5.0, 0.75 * sum(widths) + 1.2 * len(archs)), 3.8 + 0.2 * legend_rows),
-                    layout="constrained")
-    axes = np.atleast_1d(figure.subplots(1, len(archs), sharey=True, squeeze=False,
-                                         gridspec_kw={"width_ratios": widths}).ravel())
+    # one panel per architecture, stacked, each the page's width: a battery's bars stay wide enough to tell apart
+    width = max(5.0, min(PAGE_WIDTH, 2.0 + 0.06 * len(tasks) * max(map(len, per_arch.values()))))
+    legend_rows = -(-(len(tasks) + 1) // _legend_columns([f"{t} (control)" for t in tasks], width))
+    figure = Figure(figsize=(width, 3.2 * len(archs) + 0.9 + 0.2 * legend_rows), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(len(archs), 1, sharey=True, squeeze=False).ravel())
     width = 0.8 / max(1, len(tasks))
     colors = _task_colors(tasks)
     unfitted_any, legend = False, {}  # legend handles drawn as fitted bars, whichever bar comes first
@@ -375,7 +486,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
             drawn = ax.bar(np.arange(len(names)) + (k - (len(tasks) - 1) / 2) * width, bars["order_effect_mean"],
                            width, yerr=bars["order_effect_ci95"].fillna(0.0), **look,
                            error_kw={"elinewidth": 0.8, "capsize": 1.5}, label=f"{task} ({kind})")
-            legend.setdefault(f"{task} ({kind})", Patch(**look))
+            legend.setdefault(task if dependent else f"{task} (control)", Patch(**look))  # solid: order-dependent
             for patch, judged in zip(drawn.patches, bars["judged"].fillna(True), strict=True):
                 if not judged:
                     unfitted_any = True
@@ -390,8 +501,8 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     if unfitted_any:
         legend["no seed fitted (mean over all seeds)"] = Patch(facecolor=TRANSPARENT, edgecolor="0.3", **NOT_FITTED_BAR)
     # below the panels, never over the bars of the first one (a battery has a dozen tasks)
-    figure.legend(list(legend.values()), list(legend), loc="outside lower center", ncols=min(4, len(legend)),
-                  fontsize="small", frameon=False)
+    figure.legend(list(legend.values()), list(legend), loc="outside lower center",
+                  ncols=_legend_columns(legend, figure.get_figwidth()), fontsize="small", frameon=False)
     figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good)\nvs "
                     "invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds", fontsize="medium")
     return figure

@@ -115,7 +115,8 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
     assert list(floor.get_xdata()) == list(FLOOR) and list(floor.get_ydata()) == pytest.approx(list(FLOOR.values()))
     assert floor.get_marker() in ("None", None, "") and floor.get_linestyle() != ":"  # not a not-fitted line
     legend = [t.get_text() for t in figure.legends[0].get_texts()]
-    assert "NoPE (not fitted)" in legend and "floor (no position)" in legend
+    assert legend == ["NoPE", "rope", "alibi", "training lengths", "chance", "floor (no position)",
+                      plots.NOT_FITTED_KEY]  # each encoding once (its colour), one key for every unfitted line
     seq = plots.accuracy_vs_length(fit_results(), "length_extrapolation", metric="seq_acc")
     floor = next(line for line in seq.axes[0].get_lines() if line.get_label() == "floor (no position)")
     assert floor.get_ydata()[0] == pytest.approx(0.6 ** 4)
@@ -210,14 +211,82 @@ def test_label_shows_options():
     assert plots.label("rope", '{"layout":"half"}') == 'rope {"layout":"half"}'
 
 
-def test_encoding_styles_are_distinct_stable_and_never_the_shading_grey():
+def test_encoding_styles_are_distinct_stable_and_never_black_or_grey():
+    from matplotlib.colors import to_rgb
+
     order = plots.encoding_order()
-    styles = [plots.style(i) for i in range(27)]
-    assert len({tuple(sorted(s.items())) for s in styles}) == 27
-    assert len({(s["color"], s["linestyle"]) for s in styles}) == 27  # distinguishable without markers too
-    assert all(s["color"] != "C7" for s in styles)  # tab10's grey is close to the training-range shading
+    styles = [plots.style(i) for i in range(3 * len(plots.PALETTE))]
+    assert len({s["color"] for s in styles[:len(plots.PALETTE)]}) == len(plots.PALETTE)  # a colour each
+    assert len({(s["color"], str(s["linestyle"])) for s in styles}) == len(styles)  # then colour and dash
+    for look in styles:
+        red, green, blue = to_rgb(look["color"])
+        assert max(red, green, blue) - min(red, green, blue) > 0.1  # not black (chance), not grey (floor, shading)
+        assert look["linestyle"] not in (":", "-.")  # dotted: not fitted; dash-dotted: the floor
     assert plots.encoding_style(order[0]) == plots.style(0)
     assert plots.encoding_style("randomized:t5") == plots.encoding_style("randomized:t5")  # hashed, stable
+
+
+@pytest.fixture
+def plugin_encoding(monkeypatch):
+    """A plugin encoding registered as the docs' example is (forgotten after the test)."""
+    from pebench import encodings
+
+    monkeypatch.setattr(encodings.ENCODINGS, "_entries", dict(encodings.ENCODINGS._entries))
+    monkeypatch.setattr(encodings.ENCODINGS, "_meta", dict(encodings.ENCODINGS._meta))
+    sinusoidal = encodings.ENCODINGS.get("sinusoidal")
+    encodings.register("scaled_sinusoidal", kind="input", paper="vaswani2017attention", has_parameters=True,
+                       summary="A plugin.")(type("ScaledSinusoidal", (sinusoidal,), {}))
+    return "scaled_sinusoidal"
+
+
+def curve_rows(names: list[str], tasks: tuple[str, ...] = ("copy",)) -> pd.DataFrame:
+    """One decoder run per encoding and task, accuracy falling past the training length 8."""
+    return pd.concat([run_frame("length_extrapolation", task, name, "decoder", 0, 8,
+                                [{"eval_len": n, "token_acc": 0.9 if n <= 8 else 0.4} for n in (4, 8, 16)])
+                      for name in names for task in tasks], ignore_index=True)
+
+
+def line_colours(figure: Figure) -> dict[str, str]:
+    """Encoding label -> colour of its line in the first panel."""
+    return {line.get_label(): line.get_color() for line in figure.axes[0].get_lines()
+            if line.get_label() not in ("chance", "floor (no position)")}
+
+
+def test_two_encodings_never_share_a_colour_a_plugins_included(plugin_encoding):
+    """Every registered encoding, a plugin and two wrappers in one figure: a colour each (a plugin was drawn in
+    RoPE's colour), and each the same colour in a figure of fewer encodings (a colour names an encoding)."""
+    from pebench import encodings
+
+    everything = [*encodings.names(), "randomized:rope", "randomized:t5"]
+    assert plugin_encoding in everything
+    colours = line_colours(plots.accuracy_vs_length(curve_rows(everything), "length_extrapolation"))
+    assert len(colours) == len(everything) and len(set(colours.values())) == len(everything)
+    few = line_colours(plots.accuracy_vs_length(curve_rows([plugin_encoding, "rope", "none"]),
+                                                "length_extrapolation"))
+    assert few == {name: colours[name] for name in few}
+    assert colours[plots.label("rope")] == plots.style(plots.encoding_order().index("rope"))["color"]
+
+
+def test_a_battery_of_tasks_is_split_into_figures_of_at_most_nine_panels_at_page_width():
+    from pebench import tasks
+
+    battery = tuple(tasks.names()[:19])
+    data = curve_rows(["none", "rope"], battery)
+    parts = plots.task_parts(data, "length_extrapolation", arch="decoder")
+    assert [len(part) for part in parts] == [6, 7, 6]
+    assert [task for part in parts for task in part] == plots.tasks_in_order(battery)  # each once, tables' order
+    for k, part in enumerate(parts, 1):
+        figure = plots.accuracy_vs_length(data, "length_extrapolation", arch="decoder", part=k)
+        shown = [ax.get_title() for ax in figure.axes if ax.get_visible()]
+        assert shown == part and figure.get_figwidth() <= plots.PAGE_WIDTH
+        assert f"part {k} of 3" in figure.get_suptitle()
+    with pytest.raises(ValueError, match="parts 1 to 3"):
+        plots.accuracy_vs_length(data, "length_extrapolation", arch="decoder", part=4)
+    assert plots.task_parts(curve_rows(["rope"], battery[:9]), "length_extrapolation") == [
+        plots.tasks_in_order(battery[:9])]  # nine fit one figure
+    heatmap = plots.ood_heatmap(data, "length_extrapolation")
+    assert heatmap.get_figwidth() <= plots.PAGE_WIDTH
+    assert [t.get_text() for t in heatmap.axes[0].get_xticklabels()] == plots.tasks_in_order(battery)
 
 
 def test_length_axes_label_powers_of_two_and_tick_every_length():
