@@ -179,9 +179,11 @@ def task_parts(data: pd.DataFrame, experiment: str, *, arch: str | None = None) 
 def length_ticks(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
     """(labelled, unlabelled) ticks of a length axis: every evaluated length is ticked, but on a log axis
     the labels of 10, 12, 14 ... run into each other, so only the powers of two among them (and the
-    shortest and longest) are labelled, when there are at least two of them."""
+    shortest and longest) are labelled, when there are at least two of them; a power of two within a factor
+    1.5 of the shortest or longest is left unlabelled (32 beside 40 read as "3240")."""
     lengths = sorted({int(n) for n in lengths})
-    labelled = [n for n in lengths if n & (n - 1) == 0 or n in (lengths[0], lengths[-1])]
+    ends = (lengths[0], lengths[-1])
+    labelled = [n for n in lengths if n in ends or (n & (n - 1) == 0 and 1.5 * ends[0] <= n <= ends[1] / 1.5)]
     if len(labelled) < 3:
         return lengths, []
     return labelled, [n for n in lengths if n not in labelled]

@@ -297,3 +297,4 @@ def test_length_axes_label_powers_of_two_and_tick_every_length():
     assert plots.length_ticks([4, 8, 12, 16, 24, 32]) == ([4, 8, 16, 32], [12, 24])
     assert plots.length_ticks([3, 5, 7]) == ([3, 5, 7], [])  # the ends only: label every length
     assert plots.length_ticks([32, 64, 128, 256, 512]) == ([32, 64, 128, 256, 512], [])
+    assert plots.length_ticks([3, 4, 8, 16, 32, 40]) == ([3, 8, 16, 40], [4, 32])  # "3240" ran together
