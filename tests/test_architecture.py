@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.tables", "tables"),
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
+    ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI
     ("pebench.__main__", "interface"),
     ("pebench.results", "analysis"),
     ("pebench.leaderboard", "analysis"),

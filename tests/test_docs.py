@@ -425,17 +425,19 @@ def test_offline_check_catches_cdn_assets_and_raw_tex():
         assert offline_problems(source), source
 
 
-def test_protocol_step_caps_are_grouped_by_cap(gen):
+def test_protocol_step_caps_are_grouped_by_cap():
     """The experiments table names each step cap once with its tasks, not one "task (arch): steps" per cell."""
     from types import SimpleNamespace
+
+    from pebench.protocol_tables import steps_text
 
     def spec(task, arch, steps):
         return SimpleNamespace(task=task, arch=arch, train=SimpleNamespace(steps=steps))
 
     both = [spec(t, a, n) for t, n in (("copy", 2500), ("parity_check", 1000), ("reverse", 2500))
             for a in ("decoder", "encoder")]
-    assert gen._steps(both) == "2500: copy, reverse; 1000: parity_check"
-    one_arch = gen._steps([*both, spec("sort", "decoder", 1000)])
+    assert steps_text(both) == "2500: copy, reverse; 1000: parity_check"
+    one_arch = steps_text([*both, spec("sort", "decoder", 1000)])
     assert one_arch == "2500: copy, reverse; 1000: parity_check, sort (decoder)"
 
 
@@ -638,11 +640,13 @@ def test_two_builds_of_one_tree_take_turns_on_its_generated_sources(gen, tmp_pat
     second.close()
 
 
-def test_task_caps_name_each_cap_with_its_tasks(gen):
-    assert gen.task_caps({}) == "none"
+def test_task_caps_name_each_cap_with_its_tasks():
+    from pebench.protocol_tables import task_caps_text
+
+    assert task_caps_text({}) == "none"
     caps = {("decoder", "copy"): 5000, ("encoder", "copy"): 5000, ("decoder", "reverse"): 5000,
             ("encoder", "reverse"): 5000, ("decoder", "sort"): 2500}
-    assert gen.task_caps(caps) == "5000 for copy and reverse; 2500 for sort (on the decoder)"
+    assert task_caps_text(caps) == "5000 for copy and reverse; 2500 for sort (on the decoder)"
 
 
 def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
@@ -661,7 +665,9 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     assert times["smoke_time"].startswith("60 runs in 13 s")
     assert times["standard_budget"].startswith("over its budget of 60 minutes by 15 min. It is not cut to fit")
     assert times["standard_budget"].endswith("12 tasks, 3 seeds, every compared encoding")  # read from the suite
-    assert gen.standard_budget(59.6) == "within its budget of 60 minutes"
+    from pebench.protocol_tables import standard_budget_text
+
+    assert standard_budget_text(59.6) == "within its budget of 60 minutes"
 
 
 def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen, tmp_path):

@@ -1,210 +1,33 @@
-"""The protocol's numbers as the code declares them: the experiments' tables and substitutions, the
-step caps, the task batteries, and the suites' measured wall times (:mod:`pebench.throughput`)."""
+"""The protocol's numbers as the code declares them (:mod:`pebench.protocol_tables`), rendered: the experiments'
+tables and substitutions, the task batteries, and the suites' measured wall times."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import torch
+from pebench.protocol_tables import battery_tables as battery
+from pebench.protocol_tables import experiments_blocks, protocol_values, suite_time_values
 
-from pebench import tasks
-from pebench.throughput import SUITE_BUDGET_MINUTES, measured_suite_times, standard_budget_overrun
-
-from .common import REFERENCE_SUITE, ROOT, markdown_table
-
-
-def _values(specs, key) -> str:
-    """The values of config ``key`` over ``specs``, as a reader writes them (lists and variants unquoted)."""
-    if key == "eval_variants":  # (label, options JSON) pairs
-        variants = dict.fromkeys((label, options) for spec in specs for label, options in spec.eval.variants)
-        return "; ".join(
-            f"`{label}`: " + ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
-            for label, options in variants)
-    values = {spec.resolved()[key] for spec in specs}
-    return ", ".join(sorted(", ".join(map(str, json.loads(v))) if isinstance(v, str) and v.startswith("[")
-                            else str(v) for v in values))
-
-
-def _grouped_caps(entries: Iterable[tuple[str, str, int]]) -> list[tuple[int, list[tuple[str, list[str] | None]]]]:
-    """``(arch, task, steps)`` triples grouped by step cap, largest first: ``[(steps, [(task, archs), ...])]``,
-    tasks sorted, ``archs`` None where the task has that cap on every architecture of ``entries``."""
-    caps: dict[int, dict[str, set[str]]] = {}
-    archs: set[str] = set()
-    for arch, task, steps in entries:
-        caps.setdefault(steps, {}).setdefault(task, set()).add(arch)
-        archs.add(arch)
-    return [(n, [(task, None if on == archs else sorted(on)) for task, on in sorted(caps[n].items())])
-            for n in sorted(caps, reverse=True)]
-
-
-def _steps(specs) -> str:
-    """The step cap and the tasks it applies to, per architecture when the architectures differ, e.g.
-    ``2500: copy, reverse; 1000: parity_check``."""
-    groups = _grouped_caps((spec.arch, spec.task, spec.train.steps) for spec in specs)
-    return "; ".join(f"{n}: " + ", ".join(task if on is None else f"{task} ({', '.join(on)})" for task, on in tasks)
-                     for n, tasks in groups)
+from .common import REFERENCE_SUITE, ROOT, markdown_table, render_blocks
 
 
 def experiments_tables() -> str:
     """The scale of each suite, then per registered experiment its standard-suite settings."""
-    from pebench.cli import describe_run_seeds
-    from pebench.experiment import load_experiments, suite_runs
-    from pebench.protocol import SCALES, SUITES
-
-    scale_keys = sorted({k for scale in SCALES.values() for k in scale})
-    out = ["### Scale of each suite", "",
-           markdown_table(["suite", "runs", "seeds", *scale_keys],
-                          [[suite, len(runs), describe_run_seeds(runs), *(SCALES[suite].get(k, "") for k in scale_keys)]
-                           for suite in SUITES for runs in [suite_runs(suite)]])]
-    registry = load_experiments()
-    for name in registry.names():
-        experiment = registry.get(name)
-        specs = experiment.runs("standard")
-        out += [f"### `{name}`", "", experiment.description,
-                f"Reported with the `{experiment.report.layout}` layout of {{mod}}`pebench.report`.", ""]
-        if not specs:
-            out.append("Not part of the standard suite.\n")
-            continue
-        rows = [[key, _values(specs, key)] for key in
-                ("task", "encoding", "arch", "train_min_len", "train_max_len", "eval_lengths", "eval_conditions",
-                 "eval_variants", "seed")]
-        rows = [row for row in rows if row[1] not in ("", "[]")] + [["step cap: tasks", _steps(specs)]]
-        out += [f"In the standard suite ({len(specs)} runs):", "", markdown_table(["setting", "values"], rows)]
-    return "\n".join(out)
-
-
-def task_caps(caps: Mapping[tuple[str, str], int]) -> str:
-    """The per-task step caps of a suite (``{(arch, task): steps}``) in words, e.g. "5000 for copy and reverse"
-    (", on the decoder" when a task has the cap on one architecture only), or "none"."""
-    def words(names: list[str]) -> str:
-        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-    groups = _grouped_caps((arch, task, steps) for (arch, task), steps in caps.items())
-    return "; ".join(f"{n} for " + words([task if on is None else f"{task} (on the {', '.join(on)})"
-                                          for task, on in tasks]) for n, tasks in groups) or "none"
+    return "\n".join(render_blocks(experiments_blocks(REFERENCE_SUITE)))
 
 
 def protocol_substitutions() -> dict[str, str]:
-    """The protocol's constants, from the code that applies them (:mod:`pebench.protocol`,
-    :class:`pebench.train.TrainConfig`, :mod:`pebench.tasks.charlm`)."""
-    from pebench import protocol
-    from pebench.tasks.charlm import EVAL_SPAN
-    from pebench.train import TrainConfig
-
-    standard = protocol.SCALES["standard"]
-    defaults = TrainConfig()
-    return {
-        "fit_threshold": f"{defaults.fit_threshold:g}",
-        "fit_examples": str(defaults.fit_examples),
-        "fit_every": str(standard["fit_every"]),
-        "fit_patience": str(standard["fit_patience"]),
-        "fit_min_drop_complement": f"{1 - defaults.fit_min_drop:g}",
-        "step_cap": str(standard["steps"]),
-        "standard_task_caps": task_caps(protocol.TASK_STEPS.get("standard", {})),
-        "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
-        "position_capacity": ", ".join(f"{suite} {n}" for suite, n in protocol.POSITION_CAPACITY.items()),
-        "standard_seeds": str(len(protocol.SEEDS["standard"])),
-        "lm_eval_span": f"{EVAL_SPAN:,}",
-        "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
-        "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
-        "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
-        "standard_batch_size": str(standard["batch_size"]),
-        "t5_shared_buckets": t5_shared_buckets(),
-        **experiment_substitutions(),
-    }
-
-
-def t5_shared_buckets(longest: int = 24) -> str:
-    """The distances up to ``longest`` that share one bucket of T5's bidirectional (encoder) bucket
-    function, as ``8-11, 12-15, ...`` (from :func:`pebench.encodings.t5.relative_position_bucket`)."""
-
-    from pebench.encodings.t5 import relative_position_bucket
-
-    distances = torch.arange(longest + 1)
-    buckets = relative_position_bucket(distances, causal=False).tolist()
-    groups = {}
-    for distance, bucket in zip(distances.tolist(), buckets, strict=True):
-        groups.setdefault(bucket, []).append(distance)
-    shared = [members for members in groups.values() if len(members) > 1 and members[-1] < longest]
-    return ", ".join(f"{members[0]}-{members[-1]}" for members in shared)
-
-
-def experiment_substitutions(suite: str = REFERENCE_SUITE) -> dict[str, str]:
-    """Per registered experiment ``<name>_*``: its training lengths, in- and out-of-distribution evaluation
-    lengths, tasks, architectures and runs in ``suite`` (from the run specs the suite expands to)."""
-    from pebench.experiment import load_experiments
-
-    registry = load_experiments()
-    values = {}
-    for name in registry.names():
-        specs = registry.get(name).runs(suite)
-        if not specs:
-            continue
-        low = min(spec.train.train_min_len for spec in specs)
-        high = max(spec.train.train_max_len for spec in specs)
-        lengths = sorted({n for spec in specs for n in spec.eval.lengths})
-        task_names = list(dict.fromkeys(spec.task for spec in specs))
-        values.update({
-            f"{name}_train_lengths": f"{low}..{high}" if low != high else str(high),
-            f"{name}_id_lengths": ", ".join(str(n) for n in lengths if n <= high),
-            f"{name}_ood_lengths": ", ".join(str(n) for n in lengths if n > high),
-            f"{name}_n_ood": str(sum(n > high for n in lengths)),
-            f"{name}_ood_factor": f"{max(lengths) / high:g}",
-            f"{name}_tasks": ", ".join(f"`{task}`" for task in task_names),
-            f"{name}_n_tasks": str(len(task_names)),
-            f"{name}_archs": " and ".join(dict.fromkeys(spec.arch for spec in specs)),
-            f"{name}_runs": str(len(specs)),
-        })
-    return values
+    """The protocol's constants (:func:`pebench.protocol_tables.protocol_values`)."""
+    return protocol_values()
 
 
 def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, str]:
-    """Per registered experiment with runs in ``suite``: its tasks with their Chomsky class (when the task
-    has one), whether order matters, and the step cap of each architecture (the same for every encoding)."""
-    from pebench.experiment import load_experiments
-
-    registry = load_experiments()
-    tables = {}
-    for name in registry.names():
-        specs = registry.get(name).runs(suite)
-        archs = list(dict.fromkeys(spec.arch for spec in specs))
-        caps = {(spec.task, spec.arch): spec.train.steps for spec in specs}
-        rows = []
-        for task in dict.fromkeys(spec.task for spec in specs):
-            chomsky = tasks.TASKS.meta(task).get("chomsky")
-            rows.append([f"{{doc}}`{task} </_generated/tasks/{task}>`",
-                         chomsky.replace("_", "-") if chomsky else "—",
-                         "dependent" if tasks.get(task).order_dependent else "invariant (control)",
-                         *(caps.get((task, arch), "—") for arch in archs)])
-        tables[name] = markdown_table(["task", "Chomsky class", "order", *(f"step cap ({a})" for a in archs)], rows)
-    return tables
+    """Per registered experiment with runs in ``suite``: its task battery, each task linked to its page."""
+    return {name: markdown_table(table.headers, [[f"{{doc}}`{row[0].text} </_generated/tasks/{row[0].text}>`",
+                                                  *(cell.text for cell in row[1:])] for row in table.rows])
+            for name, table in battery(suite).items()}
 
 
 def suite_times(results: Path = ROOT / "results") -> dict[str, str]:
-    """``<suite>_time`` substitutions from the latest measurement of each suite in
-    ``results/performance/suites.csv`` (machine named; :func:`pebench.throughput.measured_suite_times`), e.g.
-    ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
-    times = {}
-    for measured in measured_suite_times(results / "performance"):
-        times[f"{measured.suite}_time"] = f"{measured.text()} (measured {measured.date}, {{doc}}`performance`)"
-        if measured.suite == "standard":
-            times["standard_budget"] = standard_budget(measured.wall_minutes)
-    times.setdefault("standard_budget", "not measured yet")
-    for suite in ("smoke", "standard", "paper"):
-        times.setdefault(f"{suite}_time", "not measured yet (see {doc}`performance`)")
-    return times
-
-
-def standard_budget(minutes: float) -> str:
-    """Where the standard suite's measured wall time (``minutes``) stands against its budget, and, if over,
-    why it is not cut to fit (the protocol page's evidence; :func:`pebench.throughput.standard_budget_overrun`)."""
-    over = standard_budget_overrun(minutes)
-    if over is None:
-        return f"within its budget of {SUITE_BUDGET_MINUTES} minutes"
-    return (f"over its budget of {SUITE_BUDGET_MINUTES} minutes by {over.minutes_over:.0f} min. It is "
-            "not cut to fit: a stricter plateau stop would end runs before their fit (the stop-rule replay) and "
-            "lower step caps would leave capable encodings unfitted (the step-cap pilot), both on the "
-            f"{{doc}}`protocol` page, while its length experiment holds the smallest battery the protocol allows: "
-            f"{over.n_tasks} tasks, {over.n_seeds} seeds, every compared encoding")
+    """``<suite>_time`` and ``standard_budget`` (:func:`pebench.protocol_tables.suite_time_values`)."""
+    return suite_time_values(results / "performance")

@@ -1,0 +1,225 @@
+"""The protocol as the code applies it, in tables and words: each suite's scale, each experiment's settings and
+task battery, the step caps, the constants the protocol page quotes and the suites' measured times.
+
+Everything here is read from :mod:`pebench.protocol`, the registered experiments (the run specs a suite expands
+to), :class:`pebench.train.TrainConfig`, the task registry and :mod:`pebench.throughput`; the site renders it
+(its protocol page) and ``pebench list protocol`` prints it. Texts are MyST Markdown (names in backticks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pebench import protocol, tasks
+from pebench.cli import describe_run_seeds
+from pebench.encodings.t5 import relative_position_bucket
+from pebench.experiment import RunSpec, load_experiments, suite_runs
+from pebench.tables import Table, text_table
+from pebench.tasks.charlm import EVAL_SPAN
+from pebench.throughput import SUITE_BUDGET_MINUTES, measured_suite_times, standard_budget_overrun
+from pebench.train import TrainConfig
+
+#: the suite whose settings the protocol page quotes
+REFERENCE_SUITE = "standard"
+#: the run settings each experiment's table lists, in order (empty ones left out)
+SETTINGS = ("task", "encoding", "arch", "train_min_len", "train_max_len", "eval_lengths", "eval_conditions",
+            "eval_variants", "seed")
+
+
+def config_values(specs: Sequence[RunSpec], key: str) -> str:
+    """The values of config ``key`` over ``specs``, as a reader writes them (lists and variants unquoted)."""
+    if key == "eval_variants":  # (label, options JSON) pairs
+        variants = dict.fromkeys((label, options) for spec in specs for label, options in spec.eval.variants)
+        return "; ".join(
+            f"`{label}`: " + ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+            for label, options in variants)
+    values = {spec.resolved()[key] for spec in specs}
+    return ", ".join(sorted(", ".join(map(str, json.loads(v))) if isinstance(v, str) and v.startswith("[")
+                            else str(v) for v in values))
+
+
+def grouped_caps(entries: Iterable[tuple[str, str, int]]) -> list[tuple[int, list[tuple[str, list[str] | None]]]]:
+    """``(arch, task, steps)`` triples grouped by step cap, largest first: ``[(steps, [(task, archs), ...])]``,
+    tasks sorted, ``archs`` None where the task has that cap on every architecture of ``entries``."""
+    caps: dict[int, dict[str, set[str]]] = {}
+    archs: set[str] = set()
+    for arch, task, steps in entries:
+        caps.setdefault(steps, {}).setdefault(task, set()).add(arch)
+        archs.add(arch)
+    return [(n, [(task, None if on == archs else sorted(on)) for task, on in sorted(caps[n].items())])
+            for n in sorted(caps, reverse=True)]
+
+
+def steps_text(specs: Sequence[RunSpec]) -> str:
+    """The step cap and the tasks it applies to, per architecture when the architectures differ, e.g.
+    ``2500: copy, reverse; 1000: parity_check``."""
+    groups = grouped_caps((spec.arch, spec.task, spec.train.steps) for spec in specs)
+    return "; ".join(f"{n}: " + ", ".join(task if on is None else f"{task} ({', '.join(on)})" for task, on in named)
+                     for n, named in groups)
+
+
+def task_caps_text(caps: Mapping[tuple[str, str], int]) -> str:
+    """The per-task step caps of a suite (``{(arch, task): steps}``) in words, e.g. "5000 for copy and reverse"
+    (", on the decoder" when a task has the cap on one architecture only), or "none"."""
+    def words(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    groups = grouped_caps((arch, task, steps) for (arch, task), steps in caps.items())
+    return "; ".join(f"{n} for " + words([task if on is None else f"{task} (on the {', '.join(on)})"
+                                          for task, on in named]) for n, named in groups) or "none"
+
+
+def scales_table() -> Table:
+    """Per suite: its runs, seeds and every scale setting (:data:`pebench.protocol.SCALES`)."""
+    keys = sorted({k for scale in protocol.SCALES.values() for k in scale})
+    return text_table(["suite", "runs", "seeds", *keys],
+                      [[suite, len(runs), describe_run_seeds(runs), *(protocol.SCALES[suite].get(k, "") for k in keys)]
+                       for suite in protocol.SUITES for runs in [suite_runs(suite)]])
+
+
+def settings_table(specs: Sequence[RunSpec]) -> Table:
+    """The settings of an experiment's runs ``specs`` (:data:`SETTINGS` with values) and their step caps."""
+    rows = [[key, config_values(specs, key)] for key in SETTINGS]
+    rows = [row for row in rows if row[1] not in ("", "[]")] + [["step cap: tasks", steps_text(specs)]]
+    return text_table(["setting", "values"], rows)
+
+
+def experiments_blocks(suite: str = REFERENCE_SUITE) -> list[dict[str, Any]]:
+    """The scale of each suite, then per registered experiment its description and its settings in ``suite``, as
+    blocks (:mod:`pebench.report.blocks`: headings, texts, tables)."""
+    scales = scales_table()
+    blocks: list[dict[str, Any]] = [{"kind": "heading", "level": 3, "text": "Scale of each suite"},
+                                    {"kind": "table", "header": scales.headers,
+                                     "rows": [[cell.text for cell in row] for row in scales.rows]}]
+    registry = load_experiments()
+    for name in registry.names():
+        experiment = registry.get(name)
+        specs = experiment.runs(suite)
+        blocks += [{"kind": "heading", "level": 3, "text": f"`{name}`"},
+                   {"kind": "text", "text": f"{experiment.description}\nReported with the `{experiment.report.layout}` "
+                                            "layout of {mod}`pebench.report`."}]
+        if not specs:
+            blocks.append({"kind": "text", "text": f"Not part of the {suite} suite."})
+            continue
+        table = settings_table(specs)
+        blocks += [{"kind": "text", "text": f"In the {suite} suite ({len(specs)} runs):"},
+                   {"kind": "table", "header": table.headers, "rows": [[c.text for c in row] for row in table.rows]}]
+    return blocks
+
+
+def t5_shared_buckets(longest: int = 24) -> str:
+    """The distances up to ``longest`` that share one bucket of T5's bidirectional (encoder) bucket
+    function, as ``8-11, 12-15, ...`` (from :func:`pebench.encodings.t5.relative_position_bucket`)."""
+    distances = torch.arange(longest + 1)
+    buckets = relative_position_bucket(distances, causal=False).tolist()
+    groups: dict[int, list[int]] = {}
+    for distance, bucket in zip(distances.tolist(), buckets, strict=True):
+        groups.setdefault(bucket, []).append(distance)
+    shared = [members for members in groups.values() if len(members) > 1 and members[-1] < longest]
+    return ", ".join(f"{members[0]}-{members[-1]}" for members in shared)
+
+
+def experiment_values(suite: str = REFERENCE_SUITE) -> dict[str, str]:
+    """Per registered experiment with runs in ``suite``, ``<name>_*``: its training lengths, in- and
+    out-of-distribution evaluation lengths, tasks, architectures and runs (from the run specs)."""
+    registry = load_experiments()
+    values = {}
+    for name in registry.names():
+        specs = registry.get(name).runs(suite)
+        if not specs:
+            continue
+        low = min(spec.train.train_min_len for spec in specs)
+        high = max(spec.train.train_max_len for spec in specs)
+        lengths = sorted({n for spec in specs for n in spec.eval.lengths})
+        task_names = list(dict.fromkeys(spec.task for spec in specs))
+        values.update({
+            f"{name}_train_lengths": f"{low}..{high}" if low != high else str(high),
+            f"{name}_id_lengths": ", ".join(str(n) for n in lengths if n <= high),
+            f"{name}_ood_lengths": ", ".join(str(n) for n in lengths if n > high),
+            f"{name}_n_ood": str(sum(n > high for n in lengths)),
+            f"{name}_ood_factor": f"{max(lengths) / high:g}",
+            f"{name}_tasks": ", ".join(f"`{task}`" for task in task_names),
+            f"{name}_n_tasks": str(len(task_names)),
+            f"{name}_archs": " and ".join(dict.fromkeys(spec.arch for spec in specs)),
+            f"{name}_runs": str(len(specs)),
+        })
+    return values
+
+
+def protocol_values() -> dict[str, str]:
+    """The protocol's constants by name, as the protocol page quotes them: the fit criterion, the step caps,
+    seeds, position capacity, compared encodings, T5's shared buckets and :func:`experiment_values`."""
+    standard = protocol.SCALES[REFERENCE_SUITE]
+    defaults = TrainConfig()
+    return {
+        "fit_threshold": f"{defaults.fit_threshold:g}",
+        "fit_examples": str(defaults.fit_examples),
+        "fit_every": str(standard["fit_every"]),
+        "fit_patience": str(standard["fit_patience"]),
+        "fit_min_drop_complement": f"{1 - defaults.fit_min_drop:g}",
+        "step_cap": str(standard["steps"]),
+        "standard_task_caps": task_caps_text(protocol.TASK_STEPS.get(REFERENCE_SUITE, {})),
+        "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
+        "position_capacity": ", ".join(f"{suite} {n}" for suite, n in protocol.POSITION_CAPACITY.items()),
+        "standard_seeds": str(len(protocol.SEEDS[REFERENCE_SUITE])),
+        "lm_eval_span": f"{EVAL_SPAN:,}",
+        "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
+        "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
+        "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
+        "standard_batch_size": str(standard["batch_size"]),
+        "t5_shared_buckets": t5_shared_buckets(),
+        **experiment_values(),
+    }
+
+
+def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, Table]:
+    """Per registered experiment with runs in ``suite``: its tasks (cells valued by task name) with their
+    Chomsky class (when the task has one), whether order matters, and the step cap of each architecture (the
+    same for every encoding)."""
+    registry = load_experiments()
+    tables = {}
+    for name in registry.names():
+        specs = registry.get(name).runs(suite)
+        archs = list(dict.fromkeys(spec.arch for spec in specs))
+        caps = {(spec.task, spec.arch): spec.train.steps for spec in specs}
+        rows = []
+        for task in dict.fromkeys(spec.task for spec in specs):
+            chomsky = tasks.TASKS.meta(task).get("chomsky")
+            rows.append([task, chomsky.replace("_", "-") if chomsky else "—",
+                         "dependent" if tasks.get(task).order_dependent else "invariant (control)",
+                         *(caps.get((task, arch), "—") for arch in archs)])
+        tables[name] = text_table(["task", "Chomsky class", "order", *(f"step cap ({a})" for a in archs)], rows)
+    return tables
+
+
+def standard_budget_text(minutes: float) -> str:
+    """Where the standard suite's measured wall time (``minutes``) stands against its budget, and, if over,
+    why it is not cut to fit (the protocol page's evidence; :func:`pebench.throughput.standard_budget_overrun`)."""
+    over = standard_budget_overrun(minutes)
+    if over is None:
+        return f"within its budget of {SUITE_BUDGET_MINUTES} minutes"
+    return (f"over its budget of {SUITE_BUDGET_MINUTES} minutes by {over.minutes_over:.0f} min. It is "
+            "not cut to fit: a stricter plateau stop would end runs before their fit (the stop-rule replay) and "
+            "lower step caps would leave capable encodings unfitted (the step-cap pilot), both on the "
+            f"{{doc}}`protocol` page, while its length experiment holds the smallest battery the protocol allows: "
+            f"{over.n_tasks} tasks, {over.n_seeds} seeds, every compared encoding")
+
+
+def suite_time_values(performance: Path) -> dict[str, str]:
+    """``<suite>_time`` and ``standard_budget`` from the latest measurement of each suite in
+    ``performance/suites.csv`` (machine named; :func:`pebench.throughput.measured_suite_times`), e.g.
+    ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
+    times = {}
+    for measured in measured_suite_times(performance):
+        times[f"{measured.suite}_time"] = f"{measured.text()} (measured {measured.date}, {{doc}}`performance`)"
+        if measured.suite == "standard":
+            times["standard_budget"] = standard_budget_text(measured.wall_minutes)
+    times.setdefault("standard_budget", "not measured yet")
+    for suite in ("smoke", "standard", "paper"):
+        times.setdefault(f"{suite}_time", "not measured yet (see {doc}`performance`)")
+    return times
