@@ -722,13 +722,23 @@ def test_a_plugin_encoding_shows_the_doi_or_citation_it_was_registered_with(gen,
     assert f"| paper | {link} |" in page
 
 
-def test_encoding_and_task_pages_link_the_results_their_reports_list(gen, tmp_path):
+def test_encoding_and_task_pages_show_their_rows_and_figures_as_their_reports_list_them(gen, tmp_path):
     results = tmp_path / "results"
     folder = fake_results(results)
+    main = {"header": ["Arch", "Encoding"], "rows": [["decoder", "rope"]]}
+    entries = {"encoding": {"rope": {"tables": {"main": main}, "figures": {"curves": "Look for rope."}}}, "task": {}}
     fake_report(folder, appearances={"encoding": {"rope": [["length_extrapolation", "decoder"], ["order", "encoder"]]},
-                                     "task": {}})
-    assert gen.results_links("encoding", "rope", results) == [
-        "## In the results", "",
-        "- {doc}`standard results </_generated/results/standard>`: `length_extrapolation` (decoder), `order` (encoder)",
-        ""]
+                                     "task": {}}, entries=entries,
+                tables=[{"name": "main", "title": "Main results", "caption": "", "paths": {}}],
+                figures=[{"name": "curves", "title": "Curves", "caption": "", "paths": {"svg": "figures/curves.svg"}},
+                         {"name": "other", "title": "Other", "caption": "", "paths": {"svg": "figures/other.svg"}}])
+    lines = gen.results_links("encoding", "rope", results)
+    assert lines[:2] == ["## In the results", ""] and lines[4:8] == [
+        "### standard results", "",
+        "{doc}`The standard results </_generated/results/standard>`: `length_extrapolation` (decoder), `order` "
+        "(encoder).", ""]
+    text = "\n".join(lines)
+    assert "#### Main results\n\n| Arch | Encoding |\n|---|---|\n| decoder | rope |" in text
+    assert ":::{figure} /_generated/results/standard/figures/curves.svg" in text
+    assert "**Curves.** Look for rope." in text and "other.svg" not in text  # a figure without rope is not shown
     assert "Not part of the committed reference results" in gen.results_links("task", "copy", results)[2]

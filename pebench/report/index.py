@@ -15,6 +15,7 @@ import pandas as pd
 from pebench.experiment import ReportSpec
 from pebench.report import findings as findings_module
 from pebench.report import fit, reruns
+from pebench.report.entries import entries
 from pebench.report.freshness import DIGEST_KEY, raw_digest
 from pebench.store import read_manifest
 
@@ -25,6 +26,7 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
     written into ``out_dir`` (its summaries and tables already there; its suite defined as ``suite_run_ids``):
     see the module docstring. A rerun folder with its reference beside it
     (:func:`pebench.report.reruns.reference_of`) also gets ``rerun``."""
+    cells = pd.read_csv(out_dir / "summary" / "cells.csv", usecols=["experiment", "task", "encoding", "arch"])
     index: dict[str, Any] = {
         DIGEST_KEY: raw_digest(results_dir),
         "declarations": {name: dataclasses.asdict(spec) for name, spec in specs.items()},
@@ -35,8 +37,8 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
         "fit_table": fit.fit_table(out_dir, raw=results_dir),
         "floors_table": fit.floors_table(out_dir, raw=results_dir),
         "fit_resolution": fit.fit_resolution(data),
-        "appearances": findings_module.appearances(
-            pd.read_csv(out_dir / "summary" / "cells.csv", usecols=["experiment", "task", "encoding", "arch"])),
+        "appearances": findings_module.appearances(cells),
+        "entries": entries(out_dir, cells),
     }
     reference = reruns.reference_of(results_dir)
     if reference is not None:

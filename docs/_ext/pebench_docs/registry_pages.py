@@ -40,19 +40,33 @@ def cited(citation: Citation) -> str:
 
 
 def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
-    """A section linking to the committed results pages whose runs include ``name`` (an encoding or a task):
-    which experiments and architectures, as each suite's report lists them
-    (:func:`pebench.report.findings.appearances`)."""
+    """A section showing where ``name`` (an encoding or a task) appears in the committed results: per suite, the
+    experiments and architectures (:func:`pebench.report.findings.appearances`), its rows of each table and the
+    figures that draw it, each captioned with what to look at (:func:`pebench.report.entries.entries`)."""
     found = []
     for folder in suite_folders(results):
-        pairs = report_index(folder)["appearances"][column].get(name)
-        if pairs:
-            where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
-            found.append(f"- {{doc}}`{folder.name} results </_generated/results/{folder.name}>`: {where}")
+        index = report_index(folder)
+        pairs = index["appearances"][column].get(name)
+        if not pairs:
+            continue
+        where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
+        page = f"/_generated/results/{folder.name}"
+        found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
+        entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
+        for table in index["tables"]:
+            rows = entry["tables"].get(table["name"])
+            if rows:
+                found += [f"#### {table['title']}", "", markdown_table(rows["header"], rows["rows"])]
+        for figure in index["figures"]:
+            look = entry["figures"].get(figure["name"])
+            if look and "svg" in figure["paths"]:
+                found += [f":::{{figure}} {page}/{figure['paths']['svg']}", f":alt: {figure['title']}", "",
+                          f"**{figure['title']}.** {look}", ":::", ""]
     if not found:
         return ["## In the results", "", f"Not part of the committed reference results; run it with "
                 f"`pebench run --suite standard --{column} {name}`.", ""]
-    return ["## In the results", "", *found, ""]
+    return ["## In the results", "", "Its rows of each table of the committed results (the whole tables, their "
+            "captions and downloads are on the results pages) and the figures that draw it.", "", *found]
 
 
 def autoclass_block(cls: type) -> list[str]:

@@ -1,0 +1,132 @@
+"""Where each encoding and each task appears in a report: its rows of the report's tables and the figures
+that draw it, for the encoding and task pages of the site (``report.json``'s ``entries``).
+
+A row is taken as the table's Markdown shows it (the display text, with the key cells that Markdown leaves
+blank below an equal one filled in), paired with the table's CSV row by position; a table whose Markdown
+and CSV do not pair row by row, or whose CSV has no such column, is left out. A figure belongs to the
+experiment its name begins with (the longest such name) and, when its name names an architecture, to that
+architecture only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pebench.report.findings import people_words
+from pebench.schema import encoding_label
+
+#: the columns whose values get an entry, and how each value is shown in a table (the CSVs keep the name)
+COLUMNS: dict[str, Callable[[str], str]] = {"encoding": encoding_label, "task": str}
+
+
+def markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the first pipe table in ``text`` (as :func:`pebench.tables.to_markdown` writes
+    it: cells separated by ``|``, a literal ``|`` escaped as ``\\|``), each cell stripped."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    table = []
+    for line in lines:
+        if table and not line.startswith("|"):
+            break
+        cells = line.strip().removeprefix("|").removesuffix("|").replace("\\|", "\0").split("|")
+        table.append([cell.strip().replace("\0", "\\|") for cell in cells])
+    if len(table) < 2:
+        return [], []
+    return table[0], table[2:]
+
+
+def _filled(rows: Sequence[Sequence[str]], upto: int) -> list[list[str]]:
+    """``rows`` with every blank cell of the first ``upto`` + 1 columns replaced by the cell above it (the key
+    cells Markdown leaves blank below an equal one)."""
+    filled, above = [], None
+    for row in rows:
+        row = list(row)
+        for j in range(min(upto + 1, len(row))):
+            if row[j] == "" and above is not None:
+                row[j] = above[j]
+        filled.append(row)
+        above = row
+    return filled
+
+
+def _unbolded(text: str) -> str:
+    return text.strip("*")
+
+
+def table_rows(markdown: str, data: pd.DataFrame, column: str) -> tuple[list[str], dict[str, list[list[str]]]]:
+    """The header of the Markdown table ``markdown`` and, per value of ``data[column]`` (its CSV), the rows
+    that show it, key cells filled in; ``([], {})`` when the table has no column showing ``column`` row by
+    row (:data:`COLUMNS` says how a value is shown)."""
+    header, rows = markdown_rows(markdown)
+    if column not in data.columns or not rows or len(rows) != len(data):
+        return [], {}
+    names = [str(value) for value in data[column]]
+    shown = [COLUMNS[column](name) for name in names]
+    for j in range(len(header)):
+        filled = _filled(rows, j)
+        if [_unbolded(row[j]) for row in filled] == shown:
+            found: dict[str, list[list[str]]] = {}
+            for name, row in zip(names, filled, strict=True):
+                found.setdefault(name, []).append(row)
+            return header, found
+    return [], {}
+
+
+def figure_places(figure: str, experiments: Sequence[str], archs: Sequence[str]) -> tuple[str, str | None] | None:
+    """The experiment figure ``figure`` belongs to (the longest of ``experiments`` its name is or begins with,
+    followed by ``_``) and the architecture its name names (one of ``archs``, else ``None``: every one); None
+    when it belongs to no experiment."""
+    owners = [e for e in experiments if figure == e or figure.startswith(f"{e}_")]
+    if not owners:
+        return None
+    experiment = max(owners, key=len)
+    rest = f"_{figure.removeprefix(experiment)}_"
+    return experiment, next((arch for arch in archs if f"_{arch}_" in rest), None)
+
+
+def look_sentence(column: str, name: str, experiment: str, arch: str | None) -> str:
+    """What a reader of ``name``'s page looks at in a figure of ``experiment`` (``arch``: the architecture the
+    figure shows, or None for every one)."""
+    where = people_words(experiment, arch)
+    if column == "encoding":
+        return f"Look for {encoding_label(name)} in {where}: its colour in the legend, its row or its bars."
+    return f"Look for {name} in {where}: its panel, row or column."
+
+
+def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per column of :data:`COLUMNS` and name in ``cells`` (``summary/cells.csv``): ``{"tables": {table:
+    {"header", "rows"}}, "figures": {figure: sentence}}``, the rows of each table in ``out_dir/tables``
+    (``<name>.md`` beside ``<name>.csv``) that show it and the figures in ``out_dir/figures`` drawn from its
+    experiments and architectures, each with :func:`look_sentence` (a page orders both as ``report.json``
+    lists its tables and figures)."""
+    figures = sorted({path.stem for path in Path(out_dir, "figures").glob("*.*")})
+    tables = {path.stem: (path.read_text(), pd.read_csv(path.with_suffix(".csv")))
+              for path in sorted(Path(out_dir, "tables").glob("*.md")) if path.with_suffix(".csv").exists()}
+    experiments = sorted(set(cells["experiment"]))
+    archs = sorted(set(cells["arch"]))
+    found: dict[str, dict[str, Any]] = {}
+    for column in COLUMNS:
+        per_name: dict[str, Any] = {str(name): {"tables": {}, "figures": {}} for name in dict.fromkeys(cells[column])}
+        for table, (markdown, data) in tables.items():
+            header, rows = table_rows(markdown, data, column)
+            for name, shown in rows.items():
+                if name in per_name:
+                    per_name[name]["tables"][table] = {"header": header, "rows": shown}
+        places = _places(cells, column)
+        for figure in figures:
+            owner = figure_places(figure, experiments, archs)
+            for name, entry in per_name.items():
+                if owner and any(owner[0] == e and owner[1] in (None, a) for e, a in places.get(name, ())):
+                    entry["figures"][figure] = look_sentence(column, name, *owner)
+        found[column] = per_name
+    return found
+
+
+def _places(cells: pd.DataFrame, column: str) -> Mapping[str, set[tuple[str, str]]]:
+    places: dict[str, set[tuple[str, str]]] = {}
+    for name, experiment, arch in zip(cells[column], cells["experiment"], cells["arch"], strict=True):
+        places.setdefault(str(name), set()).add((experiment, arch))
+    return places
