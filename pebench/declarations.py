@@ -21,7 +21,7 @@ from pebench.metrics import LAYOUT_KEY_METRICS
 
 #: the manifest key the runner records the declarations under (:func:`pebench.experiment.report_declarations`)
 MANIFEST_KEY = "report_declarations"
-#: the ``report.json`` key :func:`pebench.report.write_report` records them under
+#: the ``report.json`` key :func:`pebench.report.write.write_report` records them under
 REPORT_KEY = "declarations"
 
 

@@ -285,7 +285,7 @@ class ReportSpec:
     and what :mod:`pebench.compare` checks.
 
     Attributes:
-        layout: a report layout registered in :data:`pebench.report.LAYOUTS` (``extrapolation``:
+        layout: a report layout registered in :data:`pebench.report.layouts.LAYOUTS` (``extrapolation``:
             accuracy vs length per encoding; ``order``: original vs shuffled inputs; ``variants``:
             one model evaluated under several evaluation variants; ``perplexity``: language modelling).
             A plugin may register its own.

@@ -33,7 +33,7 @@ import pandas as pd
 
 from pebench.registry import Registry
 
-#: how a metric's numbers are printed (:func:`pebench.report.format_number`)
+#: how a metric's numbers are printed (:func:`pebench.tables.format_number`)
 FORMATS = ("acc", "ratio", "length", "ppl", "gap", "int", "loss", "seconds")
 #: what a metric applies to: any result, synthetic sequence tasks, or language modelling
 APPLIES_TO = ("any", "sequence", "lm")
@@ -88,7 +88,7 @@ LENGTH_METRICS: Registry[Metric] = Registry("length metric", base=Metric)
 #: the run metrics each report layout's tables show as columns, in order (:mod:`pebench.report` builds its
 #: columns from them); a metric registered with ``tables=(layout, ...)`` joins the end of those layouts' columns
 TABLE_COLUMNS: dict[str, list[str]] = {}
-#: the run metrics ``pebench compare`` checks cell by cell for each report layout (``pebench.report.LAYOUTS``)
+#: the run metrics ``pebench compare`` checks cell by cell for each report layout (``pebench.report.layouts.LAYOUTS``)
 #: unless an experiment declares its own (``ReportSpec.key_metrics``); a plugin's layout adds its entry here.
 #: Language modelling compares losses: the log of the perplexity, so a tolerance on them is relative.
 LAYOUT_KEY_METRICS: dict[str, tuple[str, ...]] = {

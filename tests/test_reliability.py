@@ -486,18 +486,18 @@ def test_10_show_into_a_closed_pipe_ends_quietly(tmp_path):
 
 
 def test_11_a_report_that_fails_half_way_leaves_the_previous_one_intact(tmp_path, monkeypatch, capsys):
-    import pebench.report as report
+    from pebench.report import write as report_writer
 
     folder = write_synthetic_results(tmp_path / "results")
     assert main(["report", str(folder)]) == 0
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and "raw" not in p.parts}
-    save = report._save_table
+    save = report_writer.save_table
 
     def disk_full(*args, **kwargs):
         save(*args, **kwargs)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(report, "_save_table", disk_full)
+    monkeypatch.setattr(report_writer, "save_table", disk_full)
     capsys.readouterr()
     assert main(["report", str(folder)]) == 2
     err = capsys.readouterr().err

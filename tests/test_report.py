@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
 
-from pebench import report as report_module
 from pebench import results, schema
 from pebench.cli import main
 from pebench.compare import MARGINS, compare
 from pebench.experiment import registered_report_specs
 from pebench.report import Artifact, Report, tables_for, write_report
+from pebench.report.protocol_text import manifest_line
 from pebench.store import ResultsError
 from pebench.tables import latex_escape
 
@@ -331,7 +331,7 @@ def test_combine_joins_folders_without_writing_over_runs(synthetic, tmp_path, ca
     assert len(list(mine.glob("*.csv"))) == 10 and len(list(reference.glob("*.csv"))) == len(paths) - 5
     manifest = json.loads((out / "manifest.json").read_text())
     assert [s["runs"] for s in manifest["combined"]["sources"]] == [10, len(paths) - 10]
-    line = report_module._manifest_line(out)  # the report's provenance names each source and its software
+    line = manifest_line(out)  # the report's provenance names each source and its software
     assert line.startswith(f"combined from {mine.parent} (10 runs: ") and str(reference.parent) in line
     assert main(["combine", str(mine.parent), str(reference.parent), "--out", str(out)]) == 2  # never over runs
     assert "already holds a manifest.json" in capsys.readouterr().err
@@ -359,7 +359,7 @@ def test_show_fits_100_columns_and_keeps_every_column(synthetic, capsys):
 
 
 def test_numbers_that_round_to_zero_have_no_sign():
-    from pebench.report import format_number
+    from pebench.tables import format_number
 
     assert format_number(-0.001) == "0.00" and format_number(-0.004, "ratio") == "0.00"
     assert format_number(-0.0004, "loss") == "0.000" and format_number(-0.2, "length") == "0"

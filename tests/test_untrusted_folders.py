@@ -138,13 +138,13 @@ def test_an_experiment_name_from_a_run_file_never_writes_outside_the_report(tmp_
 
 
 def test_a_crafted_report_name_is_refused_by_the_writer_itself(tmp_path):
-    from pebench.report import _save_table
+    from pebench.report.artifacts import save_table
     from pebench.store import ResultsError
     from pebench.tables import Cell, Column, Table
 
     table = Table("../escape", "t", "c", [Column("a")], [[Cell("1", 1)]], data=pd.DataFrame({"a": [1]}))
     with pytest.raises(ResultsError, match="not a plain file name"):
-        _save_table(table, tmp_path / "tables")
+        save_table(table, tmp_path / "tables")
     assert not list(tmp_path.rglob("*.md"))
 
 

@@ -1,0 +1,134 @@
+"""The files of a report: each table written as CSV, Markdown and LaTeX, each figure as SVG and PDF
+(:class:`Artifact`), and the move of a finished report into its folder (:func:`publish_report`), which writes
+and removes files in the report's own folders only (:func:`check_report_folders`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pebench import store
+from pebench.tables import Table, to_latex, to_markdown
+
+#: the formats each figure is written in: SVG (the site shows it; any browser opens it) and PDF (for papers).
+#: No PNG: a third drawing of every figure cost a third of a report's figure time, and the committed
+#: results must fit the 64 MiB a GPU machine is sent. Convert the SVG where a bitmap is needed.
+FIGURE_FORMATS = ("svg", "pdf")
+TABLE_FORMATS = ("csv", "md", "tex")
+
+
+@dataclass
+class Artifact:
+    """A written figure or table: its ``paths`` map a format (``svg``, ``tex``, ...) to a file."""
+
+    name: str
+    title: str
+    caption: str
+    paths: dict[str, Path]
+
+
+def save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
+    import matplotlib
+
+    paths = {}
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}  # the same bytes every time
+    with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none"}):
+        for ext in FIGURE_FORMATS:
+            path = store.path_in(directory, f"{name}.{ext}")
+            figure.savefig(path, metadata=metadata[ext])
+            paths[ext] = path
+    return paths
+
+
+def save_table(table: Table, directory: Path, version: str = "") -> Artifact:
+    """Write ``table`` as ``<name>.csv`` (its data), ``.md`` and ``.tex``, naming the results ``version``
+    (:func:`pebench.tables.version_line`) under it; returns the artifact."""
+    table = dataclasses.replace(table, version=version or table.version)
+    paths = {ext: store.path_in(directory, f"{table.name}.{ext}") for ext in TABLE_FORMATS}
+    table.data.to_csv(paths["csv"], index=False)
+    paths["md"].write_text(to_markdown(table))
+    paths["tex"].write_text(to_latex(table))
+    return Artifact(table.name, table.title, table.caption, paths)
+
+
+#: the folders a report writes into under its output folder; report.json is written beside them
+REPORT_FOLDERS = ("summary", "figures", "tables")
+
+
+def recorded_outputs(out_dir: Path) -> set[Path]:
+    """The files the report in ``out_dir`` recorded writing in its ``report.json`` (its figures', tables' and
+    summaries' paths), relative to ``out_dir``. The folder may come from anyone: only relative paths inside
+    :data:`REPORT_FOLDERS` without ``..`` count; empty when there is no readable ``report.json``."""
+    try:
+        index = json.loads((Path(out_dir) / "report.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(index, dict):
+        return set()
+    listed = [*(index.get("summaries") or {}).values()] if isinstance(index.get("summaries"), dict) else []
+    for kind in ("figures", "tables"):
+        for item in index.get(kind) or []:
+            if isinstance(item, dict) and isinstance(item.get("paths"), dict):
+                listed += item["paths"].values()
+    recorded = set()
+    for text in listed:
+        path = Path(text) if isinstance(text, str) else None
+        if (path is not None and not path.is_absolute() and len(path.parts) > 1
+                and path.parts[0] in REPORT_FOLDERS and not {"..", "."} & set(path.parts)):
+            recorded.add(path)
+    return recorded
+
+
+def check_report_folders(out_dir: Path) -> None:
+    """Refuse an output folder whose report folders or ``report.json`` are symbolic links or of the wrong kind:
+    a report writes and removes files in folders of its own only, never through a link out of the folder.
+
+    Raises:
+        ResultsError: naming the link and what to do, on one line.
+    """
+    for name in (*REPORT_FOLDERS, "report.json"):
+        path = Path(out_dir) / name
+        if path.is_symlink():
+            raise store.ResultsError(f"{path} is a symbolic link; a report writes only into folders of its own: "
+                                       "remove the link or choose another --out")
+        if path.exists() and path.is_dir() != (name in REPORT_FOLDERS):
+            kind = "a file" if name in REPORT_FOLDERS else "a folder"
+            raise store.ResultsError(f"{path} is {kind}, where the report writes its {name}: move it away or "
+                                       "choose another --out")
+
+
+def publish_report(staging: Path, out_dir: Path) -> list[Path]:
+    """Move the report written into ``staging`` (by :func:`~pebench.report.write.write_report`) into ``out_dir``
+    file by file (``os.replace``), then remove the files the previous report there recorded writing (its
+    ``report.json``, :func:`recorded_outputs`) that this one did not write (a table of a layout since changed
+    would be read as current). Nothing else is ever removed: a user's own files in the report's folders stay,
+    and a symbolic link is neither followed nor removed.
+
+    Returns:
+        The files removed.
+
+    Raises:
+        ResultsError: a report folder of ``out_dir`` is a symbolic link (:func:`check_report_folders`).
+    """
+    staging, out_dir = Path(staging), Path(out_dir)
+    check_report_folders(out_dir)
+    previous = recorded_outputs(out_dir)
+    written = {path.relative_to(staging) for path in staging.rglob("*") if path.is_file()}
+    for relative in sorted(written):
+        target = out_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / relative, target)
+    removed = []
+    for relative in sorted(previous - written):
+        path = out_dir / relative
+        folders = [out_dir / Path(*relative.parts[:k]) for k in range(1, len(relative.parts))]
+        if any(folder.is_symlink() or not folder.is_dir() for folder in folders):
+            continue  # a link or a file on the way: not where the previous report wrote
+        if path.is_symlink() or not path.is_file():
+            continue  # a report writes plain files only
+        path.unlink()
+        removed.append(path)
+    return removed

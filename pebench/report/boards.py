@@ -1,0 +1,115 @@
+"""The leaderboards of an experiment with a primary metric: the MRR leaderboard, the fit table and the declared
+pairwise comparisons, and the boards of protocol v3 (extrapolation tiers, capability, harm), written as
+artifacts with one finding each."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from pebench import leaderboard, store
+from pebench import metrics as metric_registry
+from pebench.experiment import ReportSpec
+from pebench.report.artifacts import Artifact, save_table
+from pebench.report.findings import people_words
+from pebench.schema import encoding_label
+from pebench.tables import Table
+
+
+def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
+                      ) -> tuple[list[Artifact], list[str]]:
+    """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
+    comparisons of ``experiment`` on its primary metric (:mod:`pebench.leaderboard`), written as CSV,
+    markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture."""
+    metric = spec.primary_metric
+    label = metric_registry.get(metric).axis_label
+    board = leaderboard.leaderboard(runs, metric)
+    if board.empty:
+        return [], []
+    name = f"leaderboard_{experiment}"
+    caption = (f"Encodings ranked per architecture by {label} on every task of {experiment} (rank 1 = best "
+               "mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
+               "rank (MRR, Kazemnejad et al. 2023) and mean rank over tasks, each with a 95% percentile "
+               "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
+               "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
+               "a ranking.")
+    artifacts = [save_table(dataclasses.replace(
+        leaderboard.leaderboard_table(board, caption, name, f"tab:pebench-{name}"),
+        title=f"{experiment}: leaderboard ({label})"), directory, version)]
+    leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
+    fits = leaderboard.fit_fractions(runs)
+    if not fits.empty:
+        fit_name = f"fit_{experiment}"
+        fit_caption = ("Seeds that met the fit criterion (held-out token accuracy at the longest training length "
+                       "reaching the protocol's threshold within the step cap), per task; All = the fraction "
+                       f"over every task. Look for capable encodings that did not fit: their {label} is not "
+                       "judged.")
+        artifacts.append(save_table(dataclasses.replace(
+            leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
+            title=f"{experiment}: seeds fitted per task"), directory, version))
+    v3, findings = board_artifacts(runs, experiment, directory, version)
+    artifacts = v3 + artifacts
+    if spec.comparisons:
+        table = leaderboard.pairwise(runs, spec.comparisons, metric)
+        name = f"pairwise_{experiment}"
+        caption = (f"The pairwise comparisons declared before the results were made, on {label}: runs paired "
+                   "by task and seed (an unfitted run scores 0), mean difference a − b with a 95% bootstrap "
+                   "interval, two-sided sign-flip permutation test, p-values Holm-corrected over the whole "
+                   "family (every comparison and architecture). Look at the verdict column.")
+        artifacts.append(save_table(dataclasses.replace(
+            leaderboard.pairwise_table(table, caption, name, f"tab:pebench-{name}"),
+            title=f"{experiment}: declared pairwise comparisons"), directory, version))
+        family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
+        for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
+            if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
+                findings.append(f"{people_words(experiment, row['arch'])}: {encoding_label(row['a'])} vs "
+                                f"{encoding_label(row['b'])}: {leaderboard.verdict_text(row)} "
+                                f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
+                                f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
+                                f"while the Holm p = {row['p_holm']:.3g} is; {int(row['n_pairs'])} pairs).")
+    return artifacts, findings
+
+
+def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, version: str = ""
+                    ) -> tuple[list[Artifact], list[str]]:
+    """The boards of protocol v3 for ``experiment`` (:mod:`pebench.leaderboard`): extrapolation tiers on jointly
+    fitted runs, capability (fit rates) and harm on the controls, each as CSV, markdown and LaTeX naming the
+    results ``version``; returns the artifacts and one finding per architecture that names a winner only where
+    the tiers separate one."""
+    label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
+    artifacts, findings = [], []
+
+    def board(kind: str, frame: pd.DataFrame, make: Callable[..., Table], caption: str, what: str) -> None:
+        name = f"{kind}_{experiment}"
+        table = make(frame, caption, name, f"tab:pebench-{name}")
+        artifacts.append(save_table(dataclasses.replace(table, title=f"{people_words(experiment)}: {what}"),
+                                     directory, version))
+
+    tiers = leaderboard.extrapolation_board(runs)
+    if not tiers.empty:
+        board("extrapolation", tiers, leaderboard.extrapolation_table,
+              f"Extrapolation board: {label} ((OOD accuracy - position-free floor) / (1 - floor), mean over tasks of "
+              "the mean over seeds) of the encodings that fitted at least "
+              f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs in which "
+              "every one of them fitted; 95% intervals of a two-level bootstrap (tasks, then seeds); encodings whose "
+              "interval overlaps a tier leader's share its tier; P(first) = share of bootstrap replicates in which "
+              "it is best. Look at the tiers, not the order inside one.", "extrapolation tiers")
+        for arch in tiers["arch"].unique():
+            findings.append(f"{people_words(experiment, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
+    capability = leaderboard.capability(runs)
+    if not capability.empty:
+        board("capability", capability, leaderboard.capability_table,
+              "Capability board: runs that met the fit criterion within the step cap, on the order-dependent tasks "
+              "and on the order-free controls. An encoding that does not fit a task is not judged on it; look for "
+              "encodings that cannot fit what they should represent.", "capability (fit rates)")
+    harm = leaderboard.harm(runs)
+    if not harm.empty:
+        board("harm", harm, leaderboard.harm_table,
+              "Harm on the order-free controls (tasks whose answer the bag of input symbols gives): OOD token "
+              "accuracy of every run, fitted or not, and its difference from the position-free baseline on the same "
+              "task-seed pairs, with 95% two-level bootstrap intervals; harms = the interval of the difference lies "
+              "below 0. Look for encodings that cost accuracy where no order is needed.", "harm on the controls")
+    return artifacts, findings

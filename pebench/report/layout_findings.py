@@ -1,0 +1,136 @@
+"""The findings of each report layout: one sentence each, on the cells with a fitted seed (rule 1 of the
+protocol)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pebench import encodings, plots, results, schema
+from pebench.experiment import ReportSpec
+from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels
+from pebench.tables import format_mean_ci, format_number
+
+
+def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
+    """Seed statistics of the per-seed mean over tasks (seeds are paired by their index across tasks)."""
+    per_seed = runs[schema.completed(runs)].groupby("seed")[metric].mean()
+    return results.seed_statistics(per_seed.to_numpy())
+
+
+def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
+    """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
+    an unfitted run is no evidence), with its fit fraction, the position-free floor and chance; tasks no
+    encoding fitted are named as such."""
+    out = []
+    cells = cells[cells["variant"] == BASE_VARIANT]
+    fitted_runs = runs[(runs["variant"] == BASE_VARIANT) & schema.completed(runs)]
+    fitted_runs = fitted_runs[schema.fitted(fitted_runs)]
+    for arch, part in cells.groupby("arch"):
+        if part["ood_token_acc_mean"].notna().sum() == 0:
+            continue
+        judged = part[part["judged"]] if "judged" in part else part
+        unfitted_tasks = sorted(set(part["task"]) - set(judged["task"]))
+        if unfitted_tasks:
+            out.append(f"{experiment} ({arch}): no encoding fitted {', '.join(unfitted_tasks)} within its step cap; "
+                       "no extrapolation finding there.")
+        tests = results.compare_to_best(fitted_runs[fitted_runs["arch"] == arch], "ood_token_acc")
+        for task, rows in tests.groupby("task", sort=False):
+            top = rows[rows["is_best"]].iloc[0]
+            cell = part[(part["task"] == task) & (part["encoding"] == top["encoding"])].iloc[0]
+            tied = [e for e in rows[rows["not_worse"]]["encoding"] if e != top["encoding"]]
+            fitted = f"{int(round(cell['fitted_mean'] * cell['fitted_n']))}/{int(cell['fitted_n'])} seeds fitted" \
+                if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
+            floor = cell.get("ood_floor_token_acc_mean", np.nan)
+            out.append(
+                f"{task} ({arch}): among fitted seeds, best OOD token accuracy {encoding_label(top['encoding'])} "
+                f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
+                f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
+                f"{cell['ood_chance_token_acc_mean']:.2f}); not significantly worse among fitted: "
+                f"{encoding_labels(tied, empty='no other encoding')}."
+            )
+    return out
+
+
+def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
+    """The baseline's (NoPE's) order blindness, the order reliance / invariance gap ranking, and equivariance
+    gaps."""
+    out = []
+    runs = runs[schema.completed(runs)]
+    baseline = encodings.baseline_name()
+    nope = encoding_label(baseline) if baseline else ""
+    for arch, part in runs.groupby("arch"):
+        dependent, controls = part[part["order_dependent"] == True], part[part["order_dependent"] == False]  # noqa: E712
+        base_dep, base_ctl = dependent[dependent["encoding"] == baseline], controls[controls["encoding"] == baseline]
+        if not base_dep.empty and not base_ctl.empty:
+            dep, ctl = _across_tasks(base_dep, "id_token_acc"), _across_tasks(base_ctl, "id_token_acc")
+            chance = base_dep["id_chance_token_acc"].mean()
+            out.append(
+                f"{nope} {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} token accuracy on order-dependent tasks "
+                f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls."
+            )
+        if not base_dep.empty:
+            # An encoding no better than NoPE on the order-dependent tasks has not (yet) learnt to use order:
+            # its order reliance says nothing about whether it could.
+            fit = dependent.groupby("encoding")["id_token_acc"].mean()
+            ceiling = fit.get(baseline, np.nan)
+            unfit = [e for e in fit.index if e != baseline and fit[e] <= ceiling + 0.05]
+            if unfit and np.isfinite(ceiling):
+                out.append(
+                    f"Not fitted at this budget ({arch}): "
+                    f"{', '.join(f'{encoding_label(e)} {fit[e]:.2f}' for e in unfit)} "
+                    f"ID token accuracy on order-dependent tasks, within 0.05 of {nope}'s {ceiling:.2f} (the best a "
+                    f"model that ignores order can do); their order reliance reflects under-training, not order "
+                    "blindness."
+                )
+        if not dependent.empty:
+            reliance = dependent.groupby("encoding")["order_reliance"].mean().sort_values(ascending=False).dropna()
+            gaps = controls.groupby("encoding")["invariance_gap"].mean().abs().sort_values(ascending=False).dropna()
+            if not reliance.empty:
+                text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
+                        f"tasks): highest {encoding_label(reliance.index[0])} {reliance.iloc[0]:.2f}, lowest "
+                        f"{encoding_label(reliance.index[-1])} "
+                        f"{reliance.iloc[-1]:.2f}")
+                if not gaps.empty:
+                    text += f"; largest invariance gap on controls: {encoding_label(gaps.index[0])} {gaps.iloc[0]:.2f}"
+                out.append(text + ".")
+        gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
+        if baseline in gaps.index and arch == "encoder" and np.isfinite(gaps.at[baseline, "equivariance_gap_trained"]):
+            others = gaps.drop(index=baseline)["equivariance_gap_trained"].dropna()
+            text = (f"Permutation-equivariance gap, {nope} encoder: {gaps.at[baseline, 'equivariance_gap_init']:.1e} "
+                    f"at init, {gaps.at[baseline, 'equivariance_gap_trained']:.1e} after training")
+            if not others.empty:
+                text += f" (smallest other encoding: {encoding_label(others.idxmin())} {others.min():.1e})"
+            out.append(text + ".")
+    return out
+
+
+def findings_variants(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
+    """OOD token accuracy of each evaluation variant, mean over tasks, in the order the experiment declares."""
+    per_variant = cells.groupby("variant", sort=False)[["ood_token_acc_mean", "id_token_acc_mean"]].mean()
+    per_variant = per_variant.sort_index(key=schema.sort_key)
+    if per_variant["ood_token_acc_mean"].isna().all():
+        return []
+    parts = ", ".join(f"{v} {row['ood_token_acc_mean']:.2f}" for v, row in per_variant.iterrows())
+    n_tasks = cells["task"].nunique()
+    return [f"{spec.title or experiment} (OOD token accuracy, mean over {n_tasks} task{'s' if n_tasks != 1 else ''}): "
+            f"{parts}; ID token accuracy as trained {per_variant['id_token_acc_mean'].iloc[0]:.2f}."]
+
+
+def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
+    """Perplexity degradation beyond the training context: best and worst encoding."""
+    cells = cells[cells["variant"] == BASE_VARIANT].dropna(subset=["perplexity_ratio_mean"])
+    if cells.empty:
+        return []
+    ranked = cells.sort_values("perplexity_ratio_mean")
+    best, worst = ranked.iloc[0], ranked.iloc[-1]
+
+    def describe(row: pd.Series) -> str:
+        name = plots.label(row["encoding"], row["encoding_options"])
+        return (f"{name} {format_number(row['ood_perplexity_mean'], 'ppl')} "
+                f"({row['perplexity_ratio_mean']:.2f}x its perplexity at the training length, "
+                f"{format_number(row['train_perplexity_mean'], 'ppl')})")
+
+    lengths = f"{int(runs['train_max_len'].max())}"
+    return [f"{experiment}: perplexity beyond the training context ({lengths} characters): least degradation "
+            f"{describe(best)}, most {describe(worst)}."]

@@ -1,0 +1,136 @@
+"""Report layouts: how an experiment is shown (its tables, figures and findings), registered by name in
+:data:`LAYOUTS`; an experiment names its layout in its :class:`~pebench.experiment.ReportSpec`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from pebench import declarations, plots
+from pebench import metrics as metric_registry
+from pebench.experiment import ReportSpec, report_spec
+from pebench.registry import Registry
+from pebench.report.layout_findings import findings_length, findings_order, findings_perplexity, findings_variants
+from pebench.report.layout_tables import extrapolation_tables, order_tables, perplexity_tables, variant_tables
+from pebench.tables import Table
+
+#: caption fragment of every accuracy-vs-length figure
+SHADE = ("grey area: training lengths; dashed black: chance; dash-dotted grey: floor (no position), the best "
+         "accuracy without position information, so only a line above it uses position; lines and bands: mean "
+         "and 95% CI over the fitted seeds; thin faint dotted lines labelled (not fitted): no seed met the fit "
+         "criterion, so that line is a model that did not learn the task, not a finding")
+
+#: (name, title, caption, make) of one figure
+FigureSpec = tuple[str, str, str, Callable[[], object]]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the report shows an experiment: its tables, figures and findings (the metrics ``pebench compare``
+    checks are the layout's entry in :data:`pebench.metrics.LAYOUT_KEY_METRICS`). An experiment names its
+    layout in its :class:`~pebench.experiment.ReportSpec`; a plugin can register a new one in :data:`LAYOUTS`
+    (and its key metrics in :data:`pebench.metrics.LAYOUT_KEY_METRICS`).
+
+    Attributes:
+        tables: ``(runs, cells, experiment, protocol, spec) -> list[Table]``.
+        figures: ``(data, experiment, spec) -> list[FigureSpec]`` (made lazily; a ``ValueError`` skips one).
+        findings: ``(runs, cells, experiment, spec) -> list[str]``, one sentence each.
+    """
+
+    tables: Callable[..., list[Table]]
+    figures: Callable[..., list[FigureSpec]]
+    findings: Callable[..., list[str]]
+
+
+LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
+
+
+def layout_of(experiment: str, spec: ReportSpec | None = None) -> tuple[Layout, ReportSpec]:
+    """The layout and report declaration of ``experiment``: ``spec`` when given (a declaration a results folder
+    records, :mod:`pebench.declarations`), else the registered one (:func:`pebench.experiment.report_spec`)."""
+    spec = spec if spec is not None else report_spec(experiment)
+    return LAYOUTS.get(spec.layout), spec
+
+
+def key_metrics(experiment: str, spec: ReportSpec | None = None) -> tuple[str, ...]:
+    """The metrics ``pebench compare`` checks for ``experiment`` (declared by ``spec`` when given, as in
+    :func:`layout_of`): its declaration's, else its layout's."""
+    return declarations.key_metrics(layout_of(experiment, spec)[1])
+
+
+def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Token and sequence accuracy vs length per architecture, and the OOD heatmap."""
+    figures = []
+    for arch in sorted(data["arch"].unique()):
+        for metric in ("token_acc", "seq_acc"):
+            kind = metric_registry.get(metric, "length").axis_label
+            figures.append((
+                f"{experiment}_{arch}_{metric}", f"{experiment}: {kind} vs length ({arch})",
+                f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
+                "fast each fitted (solid or dashed) line falls right of the grey area, and whether it stays "
+                "above the floor and chance.",
+                lambda arch=arch, metric=metric: plots.accuracy_vs_length(data, experiment, arch=arch, metric=metric),
+            ))
+    figures.append((
+        f"{experiment}_ood_heatmap", f"{experiment}: OOD token accuracy",
+        "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
+        "bright rows are encodings that extrapolate on every task; hatched cells with † had no fitted seed (mean "
+        "over all seeds, a model that did not learn the task: skip them); compare with chance and the "
+        "position-free floor in the tables.",
+        lambda: plots.ood_heatmap(data, experiment),
+    ))
+    return figures
+
+
+def order_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Original minus shuffled accuracy per encoding, task and architecture."""
+    return [(experiment, spec.title or "Order sensitivity",
+             spec.figure_caption or
+             "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
+             "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
+             "should); one panel per architecture (encoder and decoder side by side). Bars and error bars: mean "
+             "and 95% CI over the fitted seeds; hollow bars with a dashed outline had no fitted seed (mean over "
+             "all seeds, a model that did not learn the task: not evidence either way).",
+             lambda: plots.order_sensitivity(data, experiment))]
+
+
+def variant_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Accuracy vs length, one line per evaluation variant."""
+    caption = spec.figure_caption or ("Token accuracy vs evaluation length of the trained model and of each "
+                                      "evaluation variant; look at the lengths right of the grey area ({shade}).")
+    title = spec.title or "Evaluation variants"
+    return [(experiment, title, caption.format(shade=SHADE),
+             lambda: plots.variant_curves(data, experiment, title=title))]
+
+
+def perplexity_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
+    """Perplexity vs context length, one line per encoding."""
+    return [(f"{experiment}_perplexity", spec.title or "Language-model perplexity vs context length",
+             spec.figure_caption or
+             "Character-LM perplexity (log scale) vs evaluation context; flat lines right of the grey area "
+             "(training context) mean the encoding extrapolates; rising lines mean it does not. "
+             "Bands: 95% CI over seeds.",
+             lambda: plots.perplexity_vs_length(data, experiment))]
+
+
+LAYOUTS.register("extrapolation")(Layout(extrapolation_tables, extrapolation_figures, findings_length))
+LAYOUTS.register("order")(Layout(order_tables, order_figures, findings_order))
+LAYOUTS.register("variants")(Layout(variant_tables, variant_figures, findings_variants))
+LAYOUTS.register("perplexity")(Layout(perplexity_tables, perplexity_figures, findings_perplexity))
+
+
+def experiments_in_order(experiments: Sequence[str], specs: Mapping[str, ReportSpec]
+                          ) -> list[tuple[str, Layout, ReportSpec]]:
+    """``experiments`` with their layouts (declared by ``specs``), ordered by their declared ``position`` (then
+    as given)."""
+    entries = [(name, *layout_of(name, specs[name])) for name in dict.fromkeys(experiments)]
+    return sorted(entries, key=lambda entry: entry[2].position)
+
+
+def views(layout: Layout, spec: ReportSpec) -> list[tuple[Layout, ReportSpec, str]]:
+    """The layouts an experiment is shown in: its own, then each of ``spec.also`` (with its own titles and a
+    name suffix ``_<layout>`` on its tables and figures)."""
+    return [(layout, spec, "")] + [(LAYOUTS.get(extra), ReportSpec(layout=extra, position=spec.position),
+                                    f"_{extra}") for extra in spec.also]

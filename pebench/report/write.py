@@ -1,0 +1,203 @@
+"""``pebench report``: write the summaries, figures, tables and ``report.json`` of a results folder
+(:func:`write_report`), or give its tables without writing (:func:`tables_for`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from pebench import declarations, results, schema, store
+from pebench import metrics as metric_registry
+from pebench.experiment import ReportSpec
+from pebench.report.artifacts import Artifact, check_report_folders, save_figure, save_table
+from pebench.report.boards import ranking_artifacts
+from pebench.report.findings import people_words
+from pebench.report.index import sections as index_sections
+from pebench.report.layouts import experiments_in_order, views
+from pebench.report.main_table import lead_experiment, main_table
+from pebench.report.overview import findings_status, parameter_table, status_table
+from pebench.report.protocol_text import (
+    citation_bibtex,
+    distinct_values,
+    experiment_protocol,
+    joined_values,
+    latest_year,
+    manifest_line,
+    row_commits,
+)
+from pebench.report.replications import sections as replication_sections
+from pebench.tables import Table
+
+
+@dataclass
+class Report:
+    """What :func:`write_report` wrote and found."""
+
+    figures: list[Artifact]
+    tables: list[Artifact]
+    findings: list[str]
+    protocol: str
+    summaries: dict[str, Path] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # what could not be made, and why
+    results_version: str = ""  # pebench.results.results_version of the runs reported
+    citation: str = ""  # BibTeX of these results (citation_bibtex)
+    replications: list[dict] = field(default_factory=list)  # sections of pebench.report.replications
+    sections: dict = field(default_factory=dict)  # what the site shows beside the artifacts (report.index)
+    main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
+
+
+def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
+                 declared: Mapping[str, ReportSpec] | None = None, suite_run_ids: Collection[str] = ()) -> Report:
+    """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
+
+    Each experiment reports as ``declared`` (``pebench report`` passes the declarations of the experiments
+    registered in this installation), else as the folder records it (:mod:`pebench.declarations`).
+    ``suite_run_ids``: the run ids of the folder's suite as this installation defines it, to say in
+    ``report.json`` whether the folder holds them all (none: not said).
+
+    Raises:
+        ResultsError: ``results_dir`` holds no valid results (the message names the bad file), or a report
+            folder of ``out_dir`` is a symbolic link (:func:`~pebench.report.artifacts.check_report_folders`).
+    """
+    results_dir = Path(results_dir)
+    out_dir = Path(out_dir) if out_dir is not None else results_dir
+    check_report_folders(out_dir)
+    data = store.load(results_dir)
+    runs = results.run_metrics(data)
+    cells = results.aggregate(runs)
+    folders = {name: out_dir / name for name in ("summary", "figures", "tables")}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    summaries = {
+        "runs": folders["summary"] / "runs.csv",
+        "cells": folders["summary"] / "cells.csv",
+        "curves": folders["summary"] / "curves.csv",
+        "comparisons": folders["summary"] / "comparisons.csv",
+        "status": folders["summary"] / "status.csv",
+    }
+    runs.to_csv(summaries["runs"], index=False)
+    cells.to_csv(summaries["cells"], index=False)
+    results.curves(data).to_csv(summaries["curves"], index=False)
+    comparisons = [results.compare_to_best(runs, metric, metric_registry.get(metric).higher_is_better)
+                   for metric in ("id_token_acc", "ood_token_acc", "ood_perplexity")]
+    pd.concat(comparisons, ignore_index=True).dropna(subset=["mean"]).to_csv(summaries["comparisons"], index=False)
+    status_columns = [c for c in ("experiment", "task", "encoding", "arch", "seed", "status", "run_id", "error")
+                      if c in data.columns]
+    data[data["status"] != "ok"].drop_duplicates("run_id")[status_columns].to_csv(summaries["status"], index=False)
+
+    suite = joined_values(data["suite"]) if "suite" in data else results_dir.name
+    version = results.results_version(data)
+    stamp = f"{suite} {version}"  # under every table: the results it was made from
+    specs, undeclared = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
+    experiments = experiments_in_order(runs["experiment"], specs)
+    protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
+    figures, tables, findings, skipped = [], [], [], list(undeclared)
+    for experiment, layout, spec in experiments:
+        part_data = data[data["experiment"] == experiment]
+        part_runs, part_cells = runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment]
+        if not schema.completed(part_runs).any():
+            skipped.append(f"{experiment}: every run failed; no figures or tables")
+            continue
+        for view, view_spec, suffix in views(layout, spec):
+            for name, title, caption, make in view.figures(part_data, experiment, view_spec):
+                name += suffix
+                try:
+                    figure = make()
+                except ValueError as exc:
+                    skipped.append(f"figure {name}: {exc}")
+                    continue
+                figures.append(Artifact(name, title, caption, save_figure(figure, folders["figures"], name)))
+            for table in view.tables(part_runs, part_cells, experiment, protocols[experiment], view_spec):
+                table = dataclasses.replace(table, name=table.name + suffix)
+                tables.append(save_table(table, folders["tables"], stamp))
+            findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
+        if spec.primary_metric:
+            artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"], stamp)
+            tables.extend(artifacts)
+            findings.extend(sentences)
+    lead = lead_experiment(experiments)
+    main = main_table(runs[runs["experiment"] == lead], lead, people_words(lead), stamp) if lead else None
+    if main is not None:  # the table to cite, first
+        tables.insert(0, save_table(main, folders["tables"], stamp))
+    model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "
+             f"heads {joined_values(data['n_heads'])}, the same for every encoding.")
+    tables.append(save_table(parameter_table(runs, model), folders["tables"], stamp))
+    tables.append(save_table(status_table(runs), folders["tables"], stamp))
+    findings.append(findings_status(runs))
+    protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
+    if suite == "smoke":
+        findings.insert(0, SMOKE_NOTE)
+    report = Report(figures, tables, findings, protocol, summaries, skipped, version,
+                    citation_bibtex(suite, version, row_commits(data), latest_year(results_dir),
+                                    made_with=distinct_values(data, "pebench_version")),
+                    replication_sections(out_dir, suite, data, results_dir))
+    report.main_table = main.name if main is not None else ""
+    report.sections = index_sections(results_dir, out_dir, data, findings, specs, suite_run_ids)
+    _write_index(report, out_dir)
+    return report
+
+
+#: the first finding of a smoke report: its numbers check that pebench runs, they are not results
+SMOKE_NOTE = ("Smoke suite: a check that pebench runs end to end, not a result. Its models are 1-layer, 32 wide and "
+              "trained for a few dozen steps, so no ranking or comparison below says anything about the encodings; "
+              "the standard suite's results do.")
+
+
+def _write_index(report: Report, out_dir: Path) -> None:
+    """``report.json``: the artifacts (paths relative to ``out_dir``), findings and protocol."""
+
+    def artifact(item: Artifact) -> dict:
+        return {"name": item.name, "title": item.title, "caption": item.caption,
+                "paths": {ext: str(path.relative_to(out_dir)) for ext, path in item.paths.items()}}
+
+    index = {
+        "figures": [artifact(f) for f in report.figures],
+        "tables": [artifact(t) for t in report.tables],
+        "findings": report.findings,
+        "protocol": report.protocol,
+        "summaries": {k: str(p.relative_to(out_dir)) for k, p in report.summaries.items()},
+        "skipped": report.skipped,
+        "results_version": report.results_version,
+        "citation": report.citation,
+        "main_table": report.main_table,
+        **({"replications": report.replications} if report.replications else {}),
+        **report.sections,
+    }
+    (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+
+
+def tables_for(results_dir: str | Path, experiments: Sequence[str] = (), *,
+               declared: Mapping[str, ReportSpec] | None = None) -> list[Table]:
+    """The tables of ``results_dir`` (optionally only ``experiments``, each declared as for :func:`write_report`)
+    without writing anything (``pebench show``):
+    those :func:`write_report` writes for each experiment's layouts (its own and its ``also`` ones), each naming
+    the results version (``pebench show`` leads with the main table as the report wrote it)."""
+    data = store.load(results_dir)
+    suite = joined_values(data["suite"]) if "suite" in data else Path(results_dir).name
+    stamp = f"{suite} {results.results_version(data)}"  # of the whole folder, whatever is shown
+    if experiments:
+        present = set(data["experiment"])
+        missing = [e for e in experiments if e not in present]
+        if missing:
+            raise store.ResultsError(
+                f"{results_dir}: no runs of experiment(s) {', '.join(missing)}; present: {', '.join(sorted(present))}")
+        data = data[data["experiment"].isin(experiments)]
+    runs = results.run_metrics(data)
+    cells = results.aggregate(runs)
+    specs, _ = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
+    tables = []
+    for experiment, layout, spec in experiments_in_order(runs["experiment"], specs):
+        part_runs = runs[runs["experiment"] == experiment]
+        if not schema.completed(part_runs).any():
+            continue
+        part_cells, protocol = cells[cells["experiment"] == experiment], experiment_protocol(
+            data[data["experiment"] == experiment])
+        for view, view_spec, suffix in views(layout, spec):
+            tables += [dataclasses.replace(table, name=table.name + suffix, version=stamp)
+                       for table in view.tables(part_runs, part_cells, experiment, protocol, view_spec)]
+    return tables
