@@ -11,32 +11,10 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-import torch
-
 import pebench
-from pebench import encodings, explain, tasks
-from pebench.registry import Citation
+from pebench import encodings, explain, registry_tables, tasks
 
 from .common import DOCS, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
-
-KIND_SLOTS = {
-    "none": "none: no positional information",
-    "input": "input: added to the token embeddings (`embed`)",
-    "rotary": "rotary: transforms queries and keys (`rotate`)",
-    "bias": "bias: added to the attention scores (`bias`)",
-    "content": "content: a score term computed from the queries, keys and logits (`content_score`)",
-    "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
-}
-
-
-def cited(citation: Citation) -> str:
-    """What an encoding cites, in MyST: a citation of the bibliography, a DOI's link, or the citation as written
-    (a plugin's paper that pebench's bibliography does not hold)."""
-    if citation.kind == "bibtex":
-        return f"{{cite:t}}`{citation.value}`"
-    if citation.kind == "doi":
-        return f"[doi:{citation.value}]({citation.url})"
-    return citation.value
 
 
 def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
@@ -76,43 +54,14 @@ def autoclass_block(cls: type) -> list[str]:
 
 def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
-    meta = encodings.meta(name)
-    cls = encodings.ENCODINGS.get(name)
-    options = encodings.options(name)
-    papers = [cited(meta["citation"]), *(f"{{cite:t}}`{key}`" for key in meta["cites"])]
-    call_name = f"{name}:rope" if meta["kind"] == "wrapper" else name
-    lines = [
-        f"# `{name}`",
-        "",
-        meta["summary"],
-        "",
-        markdown_table(["", ""], [
-            ["slot", KIND_SLOTS.get(meta["kind"], meta["kind"])],
-            ["trainable parameters", "yes" if meta["has_parameters"] else "no"],
-            ["causal (decoder) only", "yes" if meta["causal_only"] else "no"],
-            ["paper", ", ".join(papers)],
-            ["class", f"`{cls.__module__}.{cls.__qualname__}`"],
-        ]),
-        "## Options",
-        "",
-    ]
-    if options:
-        lines.append(markdown_table(["option", "default"], [[f"`{k}`", f"`{v!r}`"] for k, v in options.items()]))
-    else:
-        lines.append("None: the encoding is fully determined by the model's width and heads.\n")
-    opts = "".join(f", {k}={v!r}" for k, v in options.items() if v is not None)
-    lines += [
-        "Build it by name (every option may be omitted; its default is shown):",
-        "",
-        "```python",
-        "from pebench import encodings",
-        "",
-        f'pe = encodings.build("{call_name}", d_model=64, n_heads=4, max_len=128{opts})',
-        "```",
-        "",
-        f"and select it in a run with `pebench run --suite smoke --filter encoding={call_name}`.",
-        "",
-    ]
+    options = registry_tables.encoding_options(name)
+    call_name, call = registry_tables.build_call(name)
+    lines = [f"# `{name}`", "", encodings.meta(name)["summary"], "", registry_tables.encoding_facts(name).to_markdown(),
+             "## Options", "", options.to_markdown() if options else
+             "None: the encoding is fully determined by the model's width and heads.\n",
+             "Build it by name (every option may be omitted; its default is shown):", "", "```python",
+             "from pebench import encodings", "", call, "```", "",
+             f"and select it in a run with `pebench run --suite smoke --filter encoding={call_name}`.", ""]
     example = explain.encoding_example(name)
     if example is not None:
         fig, caption = example
@@ -127,76 +76,26 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
         "The class docstring, which states the formula, the convention and the reference code it was checked "
         "against:",
         "",
-        *autoclass_block(cls),
+        *autoclass_block(encodings.ENCODINGS.get(name)),
     ]
     return "\n".join(lines)
 
 
 def encodings_table() -> str:
-    """Every registered encoding: its slot, parameters, paper, summary, and the suites that compare it
-    (:data:`pebench.protocol.SUITE_ENCODINGS`; a wrapper such as ``randomized`` counts where one of its
-    instances, e.g. ``randomized:rope``, is compared)."""
-    from pebench.protocol import SUITE_ENCODINGS
-
-    rows = []
-    for name in encodings.names():
-        meta = encodings.meta(name)
-        suites = [suite for suite, compared in SUITE_ENCODINGS.items() if suite != "smoke"
-                  and any(e.partition(":")[0] == name for e in compared)]
-        rows.append([f"{{doc}}`{name} </_generated/encodings/{name}>`", meta["kind"],
-                     "yes" if meta["has_parameters"] else "no", "yes" if meta["causal_only"] else "no",
-                     ", ".join(suites) or "none", cited(meta["citation"]), meta["summary"]])
-    return markdown_table(["name", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
-
-
-def _example_length(task: tasks.Task) -> int:
-    length = max(task.min_length, 5)
-    return length if task.max_length is None else min(length, task.max_length)
-
-
-def _token_text(task: tasks.Task, token: int) -> str:
-    return {task.vocab_size: "SEP", task.vocab_size + 1: "_", tasks.IGNORE: "·"}.get(token, str(token))
-
-
-def rendered_table(task: tasks.Task, batch: tasks.Batch, arch: str) -> str:
-    """The first example of ``batch`` as the ``arch`` model sees it: tokens and labels per position."""
-    tokens, labels = tasks.render(task, batch, arch)
-    rows = [["token", *(_token_text(task, int(t)) for t in tokens[0])],
-            ["label", *(_token_text(task, int(t)) for t in labels[0])]]
-    return markdown_table(["position", *range(tokens.shape[1])], rows)
+    """Every registered encoding with the suites that compare it (:func:`pebench.registry_tables.encodings_table`),
+    each linked to its page."""
+    return registry_tables.encodings_table(lambda name: f"{{doc}}`{name} </_generated/encodings/{name}>`").to_markdown()
 
 
 def task_page(name: str) -> str:
-    """The page of task ``name``: its facts, two examples (seed 0) and how each architecture sees one."""
+    """The page of task ``name``: its facts, two examples (seed 0) and how each architecture sees one
+    (:mod:`pebench.registry_tables`)."""
     task = tasks.get(name)
-    meta = tasks.TASKS.meta(name)
-    length = _example_length(task)
-    batch = task.sample(2, length, torch.Generator().manual_seed(0), split="eval")
-    archs = ["decoder"] if meta.get("decoder_only") else list(tasks.ARCHS)
-    lines = [
-        f"# `{name}`",
-        "",
-        task.describe(),
-        "",
-        markdown_table(["", ""], [
-            ["version", task.version],
-            ["order", "order-dependent" if task.order_dependent else "order-invariant (a control)"],
-            ["symbols (`vocab_size`)", task.vocab_size],
-            ["input lengths", f"{task.min_length} .. {task.max_length or 'any'}"],
-            [f"chance token accuracy at length {length}", f"{task.chance_accuracy(length):.3f}"],
-            ["architectures", ", ".join(archs)],
-            ["source", f"{{cite:t}}`{meta['paper']}`" if meta.get("paper") else "pebench"],
-            *([["Chomsky class", f"{meta['chomsky'].replace('_', '-')} ({{cite:t}}`deletang2023chomsky`)"]]
-              if meta.get("chomsky") else []),
-        ]),
-        f"## Examples (length {length}, seed 0)",
-        "",
-        markdown_table(["input", "output"], [[" ".join(map(str, x.tolist())), " ".join(map(str, y.tolist()))]
-                                             for x, y in zip(batch.inputs, batch.targets, strict=True)]),
-    ]
-    single = tasks.Batch(inputs=batch.inputs[:1], targets=batch.targets[:1])
-    for arch in archs:
-        lines += [f"### Rendered for the {arch}", "", rendered_table(task, single, arch)]
+    examples, rendered = registry_tables.task_examples(name)
+    lines = [f"# `{name}`", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
+             f"## Examples (length {registry_tables.example_length(task)}, seed 0)", "", examples.to_markdown()]
+    for arch, table in rendered.items():
+        lines += [f"### Rendered for the {arch}", "", table.to_markdown()]
     lines += results_links("task", name)
     lines += [
         "`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
@@ -210,27 +109,13 @@ def task_page(name: str) -> str:
 
 
 def tasks_table() -> str:
-    """Every registered task: whether order matters, its symbols, version and definition."""
-    rows = []
-    for name in tasks.names():
-        task = tasks.get(name)
-        rows.append([f"{{doc}}`{name} </_generated/tasks/{name}>`",
-                     "dependent" if task.order_dependent else "invariant", task.vocab_size, task.version,
-                     task.describe()])
-    return markdown_table(["task", "order", "symbols", "version", "definition"], rows)
+    """Every registered task (:func:`pebench.registry_tables.tasks_table`), each linked to its page."""
+    return registry_tables.tasks_table(lambda name: f"{{doc}}`{name} </_generated/tasks/{name}>`").to_markdown()
 
 
 def metrics_table() -> str:
-    """Every registered metric with its metadata (:mod:`pebench.metrics`, the only source of it)."""
-    from pebench import metrics
-
-    direction = {True: "higher", False: "lower", None: "—"}
-    rows = [[f"`{m.name}`", m.level, m.label, direction[m.higher_is_better], m.applies_to,
-             f"`{m.reference}`" if m.reference else "—", "yes" if getattr(m, "needs_fit", False) else "no",
-             m.description]
-            for m in metrics.run_metrics() + metrics.length_metrics()]
-    return markdown_table(["metric", "per", "label", "better", "applies to", "reference level", "fitted seeds only",
-                           "what it is"], rows)
+    """Every registered metric with its metadata (:func:`pebench.registry_tables.metrics_table`)."""
+    return registry_tables.metrics_table().to_markdown()
 
 
 def api_modules() -> list[str]:

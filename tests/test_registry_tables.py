@@ -1,0 +1,34 @@
+"""The registries in tables (:mod:`pebench.registry_tables`), as the encoding and task pages show them."""
+
+from __future__ import annotations
+
+from pebench import encodings, registry_tables, tasks
+
+
+def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_links_names_as_asked():
+    table = registry_tables.encodings_table(lambda name: f"<{name}>")
+    rows = {row[0].text: [cell.text for cell in row] for row in table.rows}
+    assert list(rows) == [f"<{name}>" for name in encodings.names()]
+    assert rows["<randomized>"][4] == "standard, extended, paper, replication"  # randomized:rope is compared
+    assert rows["<cope>"][4] == "extended, paper, replication"
+
+
+def test_a_wrapper_is_built_around_rope_with_its_defaults():
+    call_name, call = registry_tables.build_call("randomized")
+    assert call_name == "randomized:rope" and call.startswith('pe = encodings.build("randomized:rope", d_model=64')
+
+
+def test_task_examples_render_the_first_example_for_each_architecture():
+    examples, rendered = registry_tables.task_examples("copy")
+    assert len(examples.rows) == 2 and set(rendered) == set(tasks.ARCHS)
+    decoder = rendered["decoder"]
+    length = registry_tables.example_length(tasks.get("copy"))
+    assert [row[0].text for row in decoder.rows] == ["token", "label"]
+    assert decoder.rows[0][length + 1].text == "SEP"  # the input, then the separator
+    assert "_" in [cell.text for cell in rendered["encoder"].rows[0]]  # the encoder's blanks
+
+
+def test_task_facts_give_the_chance_accuracy_at_the_example_length():
+    facts = {row[0].text: row[1].text for row in registry_tables.task_facts("copy").rows}
+    length = registry_tables.example_length(tasks.get("copy"))
+    assert facts[f"chance token accuracy at length {length}"] == f"{tasks.get('copy').chance_accuracy(length):.3f}"
