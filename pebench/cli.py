@@ -643,7 +643,7 @@ def version_text() -> str:
     """``pebench --version``: the package version, the protocol of new runs, and the code commit of a source
     checkout (``+dirty`` when code differs from it; nothing for an installed package)."""
     from pebench.protocol import PROTOCOL
-    from pebench.store import code_commit
+    from pebench.provenance import code_commit
 
     sha, _, dirty = code_commit().partition("+")
     where = f", commit {sha[:12]}{'+' + dirty if dirty else ''}" if sha != "unknown" else ""

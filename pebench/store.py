@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import csv
-import functools
 import gzip
 import hashlib
 import io
@@ -35,20 +34,19 @@ import platform
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import torch
 
 import pebench
+from pebench.provenance import code_commit, git_state  # noqa: F401  (re-exported: part of the store's API)
 from pebench.registry import plugin_records
 from pebench.schema import (
     BASE_VARIANT,
@@ -63,6 +61,9 @@ from pebench.schema import (
     completed,
     variant_labels,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: reading a folder's files needs none
+    import pandas as pd
 
 log = logging.getLogger("pebench")
 
@@ -119,6 +120,8 @@ def _check_columns(frame: pd.DataFrame, source: str | Path) -> None:
 
 
 def _check_values(frame: pd.DataFrame, source: str | Path) -> None:
+    import pandas as pd
+
     evaluated = frame[completed(frame)]
     if evaluated.empty:
         return
@@ -133,6 +136,8 @@ def _check_values(frame: pd.DataFrame, source: str | Path) -> None:
 
 def read_run_csv(path: str | Path | io.StringIO) -> pd.DataFrame:
     """Read one run CSV with :data:`pebench.schema.TEXT_COLUMNS` as text (not validated; see :func:`read_run_file`)."""
+    import pandas as pd
+
     return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str))
 
 
@@ -149,6 +154,8 @@ def rows_checksum(records: Sequence[Sequence[str]]) -> str:
 def run_file_text(rows: Sequence[dict]) -> str:
     """The CSV text of a run file: ``rows`` with a last column :data:`~pebench.schema.CHECKSUM_COLUMN` (the
     same value in every row) that lets :func:`read_run_file` verify the file on its own."""
+    import pandas as pd
+
     records = list(csv.reader(io.StringIO(pd.DataFrame(rows).to_csv(index=False))))
     checksum = rows_checksum(records)
     out = io.StringIO()
@@ -279,6 +286,40 @@ def read_run_text(path: str | Path) -> str:
         raise ResultsError(f"{path}: not a text file") from None
 
 
+def raw_file_bytes(folder: str | Path) -> list[tuple[Path, bytes]]:
+    """Each run file of a results folder's ``raw/`` (:func:`raw_files`) with its bytes as stored (compressed or
+    not), read without following a link (:func:`read_plain_file`); empty when the folder has no ``raw/``.
+
+    Raises:
+        ResultsError: ``raw/`` or a run file in it is a symbolic link, a folder or not a regular file, on one
+            line.
+    """
+    raw = refuse_link(Path(folder) / "raw")
+    return [(path, read_plain_file(path)) for path in raw_files(raw)]
+
+
+def first_rows(folder: str | Path, columns: Sequence[str]) -> pd.DataFrame:
+    """``run_id`` and those of ``columns`` each run file has, from the first row of every run file of a results
+    folder's ``raw/`` that has at least one of them (:func:`read_run_text`: no link followed, size bounded);
+    a frame with only ``run_id`` when none has any. The files are not verified (:func:`read_run_file` does).
+
+    Raises:
+        ResultsError: as :func:`raw_file_bytes`, or a run file is not a readable CSV (gzip) file.
+    """
+    import pandas as pd
+
+    frames = []
+    for path in raw_files(refuse_link(Path(folder) / "raw")):
+        try:
+            frame = pd.read_csv(io.StringIO(read_run_text(path)), usecols=lambda c: c in ("run_id", *columns),
+                                nrows=1)
+        except pd.errors.EmptyDataError:
+            raise ResultsError(f"{path}: empty, not a run file") from None
+        if len(frame.columns) > 1:
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id"])
+
+
 def run_file_bytes(rows: Sequence[dict], name: str) -> bytes:
     """The bytes of a run file named ``name`` holding ``rows``: :func:`run_file_text`, gzip-compressed
     without a time stamp when ``name`` ends in ``.gz``."""
@@ -300,6 +341,8 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
     Raises:
         ResultsError: ``path``: what is wrong, on one line.
     """
+    import pandas as pd
+
     path = Path(path)
     text = read_run_text(path)
     if not text.strip():
@@ -373,6 +416,8 @@ def expected_rows(first: pd.Series) -> set[tuple[int, str, str]] | None:
 
 
 def _check_rows(frame: pd.DataFrame, path: Path) -> None:
+    import pandas as pd
+
     if not completed(frame).any():
         if len(frame) != 1:
             raise ResultsError(f"{path}: a failed run has one row, this file has {len(frame)}")
@@ -539,6 +584,8 @@ _LOADED_FOLDERS = 8
 def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
     """The verified rows of the run files ``paths`` (:func:`load` without its cache); errors are raised, never
     kept."""
+    import pandas as pd
+
     frames, bad, files = [], [], {}
     for path in paths:
         try:
@@ -754,38 +801,6 @@ def lock_folder(out: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def git_state(root: Path | None = None) -> dict[str, Any]:
-    """Git sha and dirty flag of the source checkout (``root``, default the one that holds this
-    package; ``None`` values outside git), and which files differ
-    from the commit (``git_dirty_files``), so a reader can see whether the code that made the rows
-    (``pebench/``, ``experiments/``) was among them.
-
-    Dirty means a tracked file differs from the commit or an untracked, unignored code file exists
-    (a ``.py`` file anywhere, or anything under ``pebench/`` or ``experiments/``): a new encoding
-    file that the runs import is code the commit does not hold. Results (anything under ``results/``
-    that is not code), tracked or not, are what runs write, not what they run, and do not count: a
-    resumed sweep's own manifest, changed by its previous invocation, does not make it dirty.
-    """
-    root = root or Path(__file__).resolve().parent.parent
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        files = sorted(line[3:] for line in status.splitlines()
-                       if line.strip() and (_is_code(line[3:]) or not line.startswith("??")
-                                            and not line[3:].startswith("results/")))
-        return {"git_sha": sha, "git_dirty": bool(files), "git_dirty_files": files}
-    except (OSError, subprocess.CalledProcessError):
-        return {"git_sha": None, "git_dirty": None, "git_dirty_files": None}
-
-
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), for the manifest:
     two machines give bit-identical rows only with the same CPU kernels, which "same machine" means."""
@@ -796,11 +811,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def _is_code(path: str) -> bool:
-    """Whether an untracked ``path`` (relative to the checkout) could change what a run computes."""
-    return path.endswith(".py") or path.startswith(("pebench/", "experiments/"))
 
 
 def write_manifest(
@@ -817,6 +827,8 @@ def write_manifest(
     (:func:`pebench.experiment.report_declarations`), kept per experiment under the manifest's
     ``report_declarations`` so that a report of the folder needs no experiment script (the latest sweep's
     declaration of an experiment replaces an earlier one). :func:`finish_manifest` adds how it ended."""
+    import pandas as pd
+
     path = Path(out) / "manifest.json"
     manifest = read_manifest(out)
     if manifest is None:
@@ -879,12 +891,3 @@ def finish_manifest(out: Path, entry: dict[str, Any], ended: Mapping[str, Any]) 
     write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
 
 
-@functools.lru_cache(maxsize=1)
-def code_commit() -> str:
-    """The commit of the code that makes this process's rows (their ``commit`` column): the checkout's git sha,
-    with ``+dirty`` when code differs from it (:func:`git_state`), ``unknown`` outside a git checkout (an
-    installed package). Read once per process, when its first run is recorded."""
-    state = git_state()
-    if not state["git_sha"]:
-        return "unknown"
-    return state["git_sha"] + ("+dirty" if state["git_dirty"] else "")

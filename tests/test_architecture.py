@@ -25,11 +25,13 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.schema", "schema"),
     ("pebench.experiment", "plan"),
     ("pebench.store", "store"),
+    ("pebench.report_file", "store"),  # reads a folder's report.json through the store, for the site
     ("pebench.provenance", "core"),
     ("pebench.runner", "run"),
     ("pebench.throughput", "run"),
     ("pebench.explain", "teaching"),
     ("pebench.tables", "tables"),
+    ("pebench.blocks", "tables"),
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
     ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI
@@ -42,6 +44,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.compare", "analysis"),
     ("pebench.combine", "analysis"),
     ("pebench.declarations", "analysis"),
+    ("pebench.fit_criterion", "analysis"),
     ("pebench.report", "analysis"),
     ("pebench.report.*", "analysis"),
     ("pebench.registry", "core"),

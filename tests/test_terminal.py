@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from test_results import write_synthetic_results
 
+import pebench
 from pebench.cli import main
 from pebench.compare import compare
 
@@ -101,6 +102,15 @@ def test_the_cli_imports_neither_torch_nor_pandas_until_a_command_needs_them():
                   "set(sys.modules)))")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_version_names_the_commit_without_loading_torch_or_pandas():
+    done = python("import sys; from pebench.cli import version_text; print(version_text()); "
+                  "print(sorted({'torch', 'pandas', 'scipy', 'matplotlib'} & set(sys.modules)))")
+    assert done.returncode == 0, done.stderr
+    version, loaded = done.stdout.strip().splitlines()
+    assert version.startswith(f"pebench {pebench.__version__} (protocol ") and "commit " in version
+    assert loaded == "[]"
 
 
 def test_pebench_alone_prints_its_usage_commands_and_examples_and_exits_2(capsys):
