@@ -171,7 +171,7 @@ def task_parts(data: pd.DataFrame, experiment: str, *, arch: str | None = None) 
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
     tasks = tasks_in_order(rows.loc[(rows["arch"] == arch) & completed(rows), "task"])
-    count = max(1, -(-len(tasks) // MAX_PANELS))
+    count = -(-len(tasks) // MAX_PANELS)  # no figure where no run of the architecture completed
     bounds = [round(i * len(tasks) / count) for i in range(count + 1)]
     return [tasks[bounds[i]:bounds[i + 1]] for i in range(count)]
 

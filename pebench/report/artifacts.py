@@ -35,7 +35,8 @@ def save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
 
     paths = {}
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}  # the same bytes every time
-    with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none"}):
+    # PDF text as TrueType, not Type 3 (which some paper submission systems reject)
+    with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none", "pdf.fonttype": 42}):
         for ext in FIGURE_FORMATS:
             path = store.path_in(directory, f"{name}.{ext}")
             figure.savefig(path, metadata=metadata[ext])

@@ -19,8 +19,8 @@ from pebench.tables import Table
 #: caption fragment of every accuracy-vs-length figure
 SHADE = ("grey area: training lengths; dashed black: chance; dash-dotted grey: floor (no position), the best "
          "accuracy without position information, so only a line above it uses position; lines and bands: mean "
-         "and 95% CI over the fitted seeds; thin faint dotted lines labelled (not fitted): no seed met the fit "
-         "criterion, so that line is a model that did not learn the task, not a finding")
+         "and 95% CI over the fitted seeds; thin faint dotted lines (the legend's 'not fitted' key): no seed met "
+         "the fit criterion, so that line is a model that did not learn the task, not a finding")
 
 #: (name, title, caption, make) of one figure
 FigureSpec = tuple[str, str, str, Callable[[], object]]
@@ -61,18 +61,25 @@ def key_metrics(experiment: str, spec: ReportSpec | None = None) -> tuple[str, .
 
 
 def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
-    """Token and sequence accuracy vs length per architecture, and the OOD heatmap."""
+    """Token and sequence accuracy vs length per architecture (a battery of tasks in parts of at most
+    :data:`pebench.plots.MAX_PANELS` panels, :func:`pebench.plots.task_parts`), and the OOD heatmap."""
     figures = []
     for arch in sorted(data["arch"].unique()):
+        parts = plots.task_parts(data, experiment, arch=arch)
         for metric in ("token_acc", "seq_acc"):
             kind = metric_registry.get(metric, "length").axis_label
-            figures.append((
-                f"{experiment}_{arch}_{metric}", f"{experiment}: {kind} vs length ({arch})",
-                f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
-                "fast each fitted (solid or dashed) line falls right of the grey area, and whether it stays "
-                "above the floor and chance.",
-                lambda arch=arch, metric=metric: plots.accuracy_vs_length(data, experiment, arch=arch, metric=metric),
-            ))
+            for number, tasks in enumerate(parts, 1):
+                part = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
+                which = f" Tasks in this part: {', '.join(tasks)}." if len(parts) > 1 else ""
+                figures.append((
+                    f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""),
+                    f"{experiment}: {kind} vs length ({arch}{part})",
+                    f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
+                    "fast each fitted (solid or dashed) line falls right of the grey area, and whether it stays "
+                    f"above the floor and chance.{which}",
+                    lambda arch=arch, metric=metric, number=number: plots.accuracy_vs_length(
+                        data, experiment, arch=arch, metric=metric, part=number),
+                ))
     figures.append((
         f"{experiment}_ood_heatmap", f"{experiment}: OOD token accuracy",
         "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
@@ -90,7 +97,7 @@ def order_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list
              spec.figure_caption or
              "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
              "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
-             "should); one panel per architecture (encoder and decoder side by side). Bars and error bars: mean "
+             "should); one panel per architecture (encoder above decoder). Bars and error bars: mean "
              "and 95% CI over the fitted seeds; hollow bars with a dashed outline had no fitted seed (mean over "
              "all seeds, a model that did not learn the task: not evidence either way).",
              lambda: plots.order_sensitivity(data, experiment))]
