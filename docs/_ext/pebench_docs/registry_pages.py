@@ -14,7 +14,7 @@ from pathlib import Path
 import pebench
 from pebench import encodings, explain, registry_tables, tasks
 
-from .common import DOCS, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
+from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
 
 
 def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
@@ -22,7 +22,7 @@ def results_links(column: str, name: str, results: Path = ROOT / "results") -> l
     experiments and architectures (:func:`pebench.report.findings.appearances`), its rows of each table and the
     figures that draw it, each captioned with what to look at (:func:`pebench.report.entries.entries`)."""
     found = []
-    for folder in suite_folders(results):
+    for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         index = report_index(folder)
         pairs = index["appearances"][column].get(name)
         if not pairs:
@@ -35,11 +35,11 @@ def results_links(column: str, name: str, results: Path = ROOT / "results") -> l
             rows = entry["tables"].get(table["name"])
             if rows:
                 found += [f"#### {table['title']}", "", markdown_table(rows["header"], rows["rows"])]
-        for figure in index["figures"]:
-            look = entry["figures"].get(figure["name"])
-            if look and "svg" in figure["paths"]:
-                found += [f":::{{figure}} {page}/{figure['paths']['svg']}", f":alt: {figure['title']}", "",
-                          f"**{figure['title']}.** {look}", ":::", ""]
+        drawn = [fig for fig in index["figures"] if fig["name"] in entry["figures"] and "svg" in fig["paths"]]
+        found += ["#### Figures", ""] if drawn else []
+        for figure in drawn:
+            found += [f":::{{figure}} {page}/{figure['paths']['svg']}", f":alt: {figure['title']}", "",
+                      f"**{figure['title']}.** {entry['figures'][figure['name']]}", ":::", ""]
     if not found:
         return ["## In the results", "", f"Not part of the committed reference results; run it with "
                 f"`pebench run --suite standard --{column} {name}`.", ""]
