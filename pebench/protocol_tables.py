@@ -19,6 +19,8 @@ from pebench import protocol, tasks
 from pebench.cli import describe_run_seeds
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
+from pebench.report.blocks import Block
+from pebench.report.fit_criterion import fit_criterion_blocks
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
 from pebench.throughput import SUITE_BUDGET_MINUTES, measured_suite_times, standard_budget_overrun
@@ -91,7 +93,7 @@ def settings_table(specs: Sequence[RunSpec]) -> Table:
 
 def experiments_blocks(suite: str = REFERENCE_SUITE) -> list[dict[str, Any]]:
     """The scale of each suite, then per registered experiment its description and its settings in ``suite``, as
-    blocks (:mod:`pebench.report.blocks`: headings, texts, tables)."""
+    blocks (:mod:`pebench.blocks`: headings, texts, tables)."""
     scales = scales_table()
     blocks: list[dict[str, Any]] = [{"kind": "heading", "level": 3, "text": "Scale of each suite"},
                                     {"kind": "table", "header": scales.headers,
@@ -195,6 +197,21 @@ def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, Table]:
                          *(caps.get((task, arch), "—") for arch in archs)])
         tables[name] = text_table(["task", "Chomsky class", "order", *(f"step cap ({a})" for a in archs)], rows)
     return tables
+
+
+def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:
+    """The tasks of ``suite``'s ranked experiments (those whose report declares a primary metric), in the order
+    their runs are made: the battery the protocol's boards rank."""
+    registry = load_experiments()
+    specs = [spec for name in registry.names() if registry.get(name).report.primary_metric
+             for spec in registry.get(name).runs(suite)]
+    return list(dict.fromkeys(spec.task for spec in specs))
+
+
+def fit_criterion(suite: str = REFERENCE_SUITE) -> list[Block]:
+    """Protocol v3's fit criterion with the training lengths of ``suite``'s ranked battery that are too small to
+    split (:func:`pebench.report.fit_criterion.fit_criterion_blocks`)."""
+    return fit_criterion_blocks(ranked_battery(suite))
 
 
 def standard_budget_text(minutes: float) -> str:

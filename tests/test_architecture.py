@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.bench", "interface"),
     ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI
     ("pebench.registry_tables", "interface"),  # the registries in tables, for the site
+    ("pebench.pilot_readings", "interface"),  # pilot readings written as data, as blocks for the site
     ("pebench.__main__", "interface"),
     ("pebench.results", "analysis"),
     ("pebench.leaderboard", "analysis"),

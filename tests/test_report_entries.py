@@ -73,3 +73,4 @@ def test_entries_give_each_encoding_and_task_its_rows_and_the_figures_of_its_exp
     copy = found["task"]["copy"]
     assert copy["tables"] == {}  # the board has no task column
     assert copy["figures"]["exp_heatmap"] == "Look for copy in Exp: its panel, row or column."
+

@@ -3,14 +3,13 @@ scripts' ``read`` commands wrote."""
 
 from __future__ import annotations
 
-import csv
 import json
-import sys
 from pathlib import Path
 
-from pebench.schema import encoding_label
+from pebench.pilot_readings import depth_pilot_blocks
+from pebench.protocol_tables import fit_criterion
 
-from .common import ROOT, markdown_table, not_in_results, render_blocks, shown
+from .common import ROOT, not_in_results, render_blocks, shown
 
 #: each pilot reading the protocol and pilots pages show: the JSON its script's ``read`` writes, what it is,
 #: and the script
@@ -32,49 +31,18 @@ def pilot_reading(path: Path, what: str, script: str) -> str:
 
 def v3_fit_include() -> str:
     """Protocol v3's fit criterion as the code declares it, with the training lengths of the core battery that
-    are too small to split (:func:`pebench.report.fit_criterion.fit_criterion_blocks`), rendered."""
-
-    from pebench.experiment import load_experiments
-    from pebench.report.fit_criterion import fit_criterion_blocks
-
-    load_experiments()
-    core = sys.modules["pebench_experiments.length_extrapolation"].CORE  # the standard suite's battery
-    return "\n".join(render_blocks(fit_criterion_blocks(core)))
+    are too small to split (:func:`pebench.protocol_tables.fit_criterion`), rendered."""
+    return "\n".join(render_blocks(fit_criterion()))
 
 
 def depth_pilot_include(pilots: Path) -> str:
-    """The depth pilot's fit table and the outcome of its rule, as ``pilots/depth_pilot.py read`` wrote them
-    (``depth_pilot.csv``, ``depth_pilot.json``), rendered."""
-
-    table_path, outcome_path = pilots / "depth_pilot.csv", pilots / "depth_pilot.json"
-    if not table_path.exists() or not outcome_path.exists():
+    """The depth pilot's fit table and the outcome of its rule (:func:`pebench.pilot_readings.depth_pilot_blocks`),
+    rendered."""
+    blocks = depth_pilot_blocks(pilots, shown(pilots))
+    if blocks is None:
         return not_in_results("The depth pilot", f"`{shown(pilots)}` holds no `depth_pilot.csv` and "
                               "`depth_pilot.json` yet (`python pilots/depth_pilot.py read` writes them)")
-    with table_path.open(newline="") as file:
-        table = list(csv.DictReader(file))
-    outcome = json.loads(outcome_path.read_text())
-    pivot = {}
-    for row in table:
-        cell = f"{int(float(row['fitted']))}/{int(float(row['runs']))}"
-        pivot.setdefault((int(float(row["n_layers"])), row["arch"]), {})[row["encoding"]] = cell
-    from pebench.schema import encoding_rank
-
-    encodings_seen = sorted({e for cells in pivot.values() for e in cells}, key=encoding_rank)
-    rows = [[str(depth), arch, *(cells.get(e, "—") for e in encodings_seen)]
-            for (depth, arch), cells in sorted(pivot.items())]
-    lines = [f"From `{shown(table_path)}` ({outcome['runs']} runs so far), read by `python pilots/depth_pilot.py "
-             "read`: runs fitted of runs made, per depth, architecture and encoding (in-distribution only).", "",
-             markdown_table(["depth", "arch", *(encoding_label(e) for e in encodings_seen)], rows), ""]
-    for depth, state in outcome["depths"].items():
-        verdict = "meets the rule" if state["meets"] else "fails the rule" if state["decided"] else "undecided"
-        lines.append(f"- depth {depth}: {verdict} ({state['why']})")
-    chosen = outcome["chosen_depth"]
-    lines += ["", f"**Chosen depth: {chosen}.**" if chosen else
-              "**No depth chosen yet**: the rule decides once the depths it needs are complete.", ""]
-    if outcome["caps"]:
-        lines += [markdown_table(["arch", "task", "step cap"],
-                                 [[c["arch"], f"`{c['task']}`", str(c["cap"])] for c in outcome["caps"]]), ""]
-    return "\n".join(lines)
+    return "\n".join(render_blocks(blocks))
 
 
 REPLICATION_SUITE = "replication"

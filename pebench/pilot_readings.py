@@ -1,0 +1,62 @@
+"""Pilot readings the protocol and pilots pages show that their scripts write as data rather than as blocks:
+the depth pilot's fit table per depth, architecture and encoding, the outcome of its rule per depth, the chosen
+depth and its step caps, from what ``pilots/depth_pilot.py read`` wrote (``depth_pilot.csv``,
+``depth_pilot.json``), as blocks (dicts with a ``kind``: ``text``, ``table``, ``list``; the site renders them)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from pebench.schema import encoding_label, encoding_rank
+
+
+def text(paragraph: str) -> dict[str, Any]:
+    """A paragraph block (Markdown)."""
+    return {"kind": "text", "text": paragraph}
+
+
+def table(header: list[str], rows: list[list[str]]) -> dict[str, Any]:
+    """A table block: its header and rows as display text."""
+    return {"kind": "table", "header": header, "rows": rows}
+
+
+def bullet_list(items: list[str]) -> dict[str, Any]:
+    """A bulleted list block."""
+    return {"kind": "list", "items": items}
+
+
+def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[dict[str, Any]] | None:
+    """The depth pilot's reading from the folder ``pilots`` (``shown``: that folder as the reader sees it, for the
+    lead), or None when the pilot has not been read there."""
+    table_path, outcome_path = Path(pilots) / "depth_pilot.csv", Path(pilots) / "depth_pilot.json"
+    if not table_path.exists() or not outcome_path.exists():
+        return None
+    with table_path.open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    outcome = json.loads(outcome_path.read_text())
+    pivot: dict[tuple[int, str], dict[str, str]] = {}
+    for row in rows:
+        cell = f"{int(float(row['fitted']))}/{int(float(row['runs']))}"
+        pivot.setdefault((int(float(row["n_layers"])), row["arch"]), {})[row["encoding"]] = cell
+    seen = sorted({e for cells in pivot.values() for e in cells}, key=encoding_rank)
+    verdicts = []
+    for depth, state in outcome["depths"].items():
+        verdict = "meets the rule" if state["meets"] else "fails the rule" if state["decided"] else "undecided"
+        verdicts.append(f"depth {depth}: {verdict} ({state['why']})")
+    chosen = outcome["chosen_depth"]
+    blocks = [text(f"From `{shown or pilots}/depth_pilot.csv` ({outcome['runs']} runs so far), read by `python "
+                   "pilots/depth_pilot.py read`: runs fitted of runs made, per depth, architecture and encoding "
+                   "(in-distribution only)."),
+              table(["depth", "arch", *(encoding_label(e) for e in seen)],
+                    [[str(depth), arch, *(cells.get(e, "—") for e in seen)]
+                     for (depth, arch), cells in sorted(pivot.items())]),
+              bullet_list(verdicts),
+              text(f"**Chosen depth: {chosen}.**" if chosen else
+                   "**No depth chosen yet**: the rule decides once the depths it needs are complete.")]
+    if outcome["caps"]:
+        blocks.append(table(["arch", "task", "step cap"], [[c["arch"], f"`{c['task']}`", str(c["cap"])]
+                                                           for c in outcome["caps"]]))
+    return blocks
