@@ -137,7 +137,9 @@ def union():
         return runs.assign(rerun=False), pending
     kept = runs.merge(reruns[KEY], on=KEY, how="left", indicator=True)
     kept = runs[(kept["_merge"] == "left_only").to_numpy()]
-    return pd.concat([kept.assign(rerun=False), reruns[runs.columns].assign(rerun=True)], ignore_index=True), pending
+    # a re-run has no fit_patience or fit_min_drop column (no plateau stop): they are empty in the union
+    return pd.concat([kept.assign(rerun=False), reruns.reindex(columns=runs.columns).assign(rerun=True)],
+                     ignore_index=True), pending
 
 
 def choose() -> dict:
@@ -184,6 +186,42 @@ def fit_table():
             .reset_index())
 
 
+def reading(table, fields: dict) -> list:
+    """The pilot's reading as page blocks (:mod:`pebench.report.blocks`): per depth, architecture and rule
+    encoding, runs fitted with the plateau stop (the depth pilot) and without it (this pilot's union), each
+    depth's verdict, the chosen depth, the v3 plateau stop and the step caps."""
+    from pebench.report.blocks import bullet_list, text
+    from pebench.report.blocks import table as table_block
+    from pebench.schema import encoding_label
+
+    rows = []
+    for (depth, arch), cells in table.groupby(["n_layers", "arch"], sort=True):
+        by = {row.encoding: row for row in cells.itertuples()}
+        rows.append([str(depth), arch, *(
+            f"{int(by[e].fitted) - int(by[e].reruns_fitted)} → {int(by[e].fitted)} of {int(by[e].runs)}"
+            if e in by else "—" for e in depth_pilot.RULE_ENCODINGS)])
+    verdicts = [f"depth {depth}: {'meets' if s['meets'] else 'fails' if s['decided'] else 'not yet decided by'} the "
+                f"rule ({s['why']})" for depth, s in fields["depths"].items()]
+    stop = {"none": "**none**: runs train until they fit or reach their step cap, since re-runs fitted that the "
+                    "stop had ended", "patience 1000": "the v2 stop (patience 1000): no re-run fitted",
+            None: "not decided yet"}[fields["plateau_stop"]]
+    blocks = [text(f"From `results/pilots/plateau_pilot.csv`, read by `python pilots/plateau_pilot.py read`: runs "
+                   "fitted of the rule runs per depth, architecture and encoding, with the plateau stop (the depth "
+                   "pilot) → without it (the depth pilot with each plateau-stopped run the rule reads replaced by "
+                   f"its re-run to the 5000-step cap); {fields['reruns_fitted']} of {fields['reruns']} re-runs "
+                   "made so far fitted. NoPE counts every task; the rule reads its decoder runs on `copy` only, and "
+                   "only those were re-run. In-distribution only."),
+              table_block(["depth", "arch", *(encoding_label(e) for e in depth_pilot.RULE_ENCODINGS)], rows),
+              bullet_list(verdicts),
+              text(f"**Chosen depth: {fields['chosen_depth']}.** Plateau stop of the v3 reference: {stop}."
+                   if fields["chosen_depth"] else "**No depth chosen yet**: the rule decides once the depths it "
+                   f"needs are complete. Plateau stop of the v3 reference: {stop}.")]
+    if fields["caps"]:
+        blocks.append(table_block(["arch", "task", "step cap"],
+                                  [[c["arch"], f"`{c['task']}`", str(c["cap"])] for c in fields["caps"]]))
+    return blocks
+
+
 def main(argv: list[str] | None = None) -> int:
     """``run`` the re-runs depth by depth (resumable), or ``read`` them and apply the rule."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -193,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", type=int, default=2)
     sub.add_parser("read", help="write the fit table and print the rule's outcome")
     args = parser.parse_args(argv)
+    from pebench.report.blocks import write_blocks
+
     if args.command == "run":
         from pebench.runner import run_sweep
 
@@ -207,9 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     status = {str(depth): {"decided": ok is not None, "meets": bool(ok), "why": why}
               for depth, (ok, why) in outcome["status"].items()}
     caps = [{"arch": arch, "task": task, "cap": cap} for (arch, task), cap in sorted((outcome["caps"] or {}).items())]
-    OUTCOME.write_text(json.dumps({"depths": status, "chosen_depth": outcome["depth"], "caps": caps,
-                                   "plateau_stop": outcome["plateau_stop"], "reruns": outcome["reruns"],
-                                   "reruns_fitted": outcome["reruns_fitted"]}, indent=1) + "\n")
+    fields = {"depths": status, "chosen_depth": outcome["depth"], "caps": caps,
+              "plateau_stop": outcome["plateau_stop"], "reruns": outcome["reruns"],
+              "reruns_fitted": outcome["reruns_fitted"]}
+    write_blocks(OUTCOME, reading(table, fields), **fields)
     for depth, state in status.items():
         print(f"depth {depth}: {'meets' if state['meets'] else 'fails' if state['decided'] else 'undecided'} "
               f"({state['why']})")

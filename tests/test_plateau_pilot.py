@@ -70,3 +70,18 @@ def test_a_re_run_that_does_not_follow_its_original_is_refused(pilot, monkeypatc
     monkeypatch.setattr("pebench.store.load", lambda path: pd.DataFrame(rerun))
     with pytest.raises(ValueError, match="do not follow their original"):
         pilot.union()
+
+
+def test_the_reading_shows_fits_with_and_without_the_stop_and_the_decision(pilot):
+    table = pd.DataFrame([dict(n_layers=3, arch="decoder", encoding=e, runs=24, fitted=20, reruns=3, reruns_fitted=2)
+                          for e in ("none", "sinusoidal", "learned", "rope")])
+    fields = {"depths": {"3": {"decided": True, "meets": False, "why": "rope decoder fits 20 of 24"}},
+              "chosen_depth": 3, "caps": [{"arch": "decoder", "task": "copy", "cap": 2500}],
+              "plateau_stop": "none", "reruns": 3, "reruns_fitted": 2}
+    blocks = pilot.reading(table, fields)
+    grid = next(b for b in blocks if b["kind"] == "table")
+    assert grid["rows"] == [["3", "decoder", "18 → 20 of 24", "18 → 20 of 24", "18 → 20 of 24", "18 → 20 of 24"]]
+    said = " ".join(b.get("text", "") + " ".join(b.get("items", [])) for b in blocks)
+    assert "depth 3: fails the rule (rope decoder fits 20 of 24)" in said
+    assert "**Chosen depth: 3.**" in said and "**none**" in said and "2 of 3 re-runs" in said
+    assert blocks[-1]["rows"] == [["decoder", "`copy`", "2500"]]

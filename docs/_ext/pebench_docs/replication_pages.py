@@ -18,6 +18,7 @@ PILOT_READINGS = {
     "cap_pilot": ("cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py"),
     "t5_duplicate_pilot": ("t5_duplicate.json", "T5 duplicate pilot", "pilots/t5_duplicate_pilot.py"),
     "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
+    "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
 }
 
 
