@@ -8,7 +8,8 @@
                 [--encoding NAME ...] [--task NAME ...]
                 [--workers N | --dask ADDRESS] [--threads N] [--device cpu|cuda[:N]|mps] [--out DIR] [--dry-run]
     pebench report RESULTS [--out DIR]
-    pebench compare LOCAL REFERENCE
+    pebench compare LOCAL [REFERENCE | --reference SUITE]
+    pebench reference --out DIR [--suite SUITE]
     pebench combine RESULTS RESULTS [...] --out DIR
     pebench show RESULTS [--experiment NAME ...] [--task NAME ...] [--encoding NAME ...] [--metric NAME ...]
                  [--width COLUMNS]
@@ -22,7 +23,9 @@ Bad arguments (unknown names, impossible configurations, an unwritable
 output folder, a malformed results folder) print one line to stderr and exit
 with status 2 before anything is written. ``compare`` exits 0 when every
 reference cell reproduces, 1 when some do not (also when its reader leaves
-early, ``| head -1``). A sweep stopped by Ctrl-C or SIGTERM says in one line
+early, ``| head -1``); without a REFERENCE folder it compares with the reference
+results packaged with pebench (:mod:`pebench.reference`), which ``reference``
+writes into a new folder. A sweep stopped by Ctrl-C or SIGTERM says in one line
 how many runs it saved and exits 130 or 143; one stopped by an error of its
 own (a full disk) exits 2 (docs: distributed).
 """
@@ -59,7 +62,7 @@ if TYPE_CHECKING:
 # `pebench --version`, `pebench` alone and `pebench list suites` start without torch.
 
 EXIT_OK, EXIT_FAILED_RUNS, EXIT_USAGE = 0, 1, 2
-LISTS = ("encodings", "tasks", "suites", "experiments", "metrics")
+LISTS = ("encodings", "tasks", "suites", "experiments", "metrics", "protocol")
 #: the torch device types a run can train on (``meta`` and the like hold no numbers)
 TRAINING_DEVICES = ("cpu", "cuda", "mps")
 #: fewest columns a description gets beside the other columns of ``pebench list`` (else: below them)
@@ -295,14 +298,16 @@ def run_configs(suite: str) -> dict[str, list[dict[str, object]]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print registered encodings, tasks, suites, experiments or metrics (without an argument: what can be listed)."""
+    """Print registered encodings, tasks, suites, experiments or metrics, or the protocol's constants (without an
+    argument: what can be listed)."""
     from pebench import encodings, metrics, tasks
     from pebench.experiment import load_experiments
 
     if args.what is None:
         print("pebench list WHAT, with WHAT one of:")
         counts = {"encodings": len(encodings.names()), "tasks": len(tasks.names()), "suites": len(SUITES),
-                  "experiments": len(load_experiments().names()), "metrics": len(metrics.RUN_METRICS)}
+                  "experiments": len(load_experiments().names()), "metrics": len(metrics.RUN_METRICS),
+                  "protocol": "constants (fit criterion, step caps, seeds, lengths)"}
         for what in LISTS:
             print(f"  {what:12s} {counts[what]}")
         return EXIT_OK
@@ -324,6 +329,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             seeds = {name: [config["seed"] for config in runs] for name, runs in configs.items()}
             rows.append([suite, sum(map(len, configs.values())), describe_experiment_seeds(seeds)])
         print(columns(["suite", "runs", "seeds"], rows))
+    elif args.what == "protocol":
+        from pebench.protocol_tables import protocol_values
+
+        print(columns(["constant", "value"], [[name, plain(value)] for name, value in protocol_values().items()]))
     elif args.what == "metrics":
         better = {True: "higher", False: "lower", None: "-"}
         print(columns(["metric", "better", "what it is"],
@@ -467,17 +476,49 @@ def _running(pid: int) -> bool:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Check whether LOCAL reproduces REFERENCE cell by cell."""
+    """Check whether LOCAL reproduces REFERENCE cell by cell: a folder, or else the reference packaged with
+    pebench (``--reference SUITE``, default the standard suite's), extracted into a temporary folder."""
+    from pebench.reference import DEFAULT_SUITE, temporary_reference
+    from pebench.store import ResultsError
+
+    if args.reference and args.packaged:
+        raise UsageError(f"two references given ({args.reference} and --reference {args.packaged}); give one")
+    if args.reference:
+        return compare_folders(args.local, args.reference)
+    suite = args.packaged or DEFAULT_SUITE
+    with temporary_reference(suite) as folder:
+        try:
+            return compare_folders(args.local, folder)
+        except ResultsError as exc:  # name the reference as the user gave it, not by its temporary folder
+            raise ResultsError(str(exc).replace(str(folder), f"the packaged {suite} reference")) from None
+
+
+def compare_folders(local: str | Path, reference: str | Path) -> int:
+    """Print whether the results folder ``local`` reproduces ``reference`` cell by cell; return the exit status
+    (:data:`EXIT_OK` when every reference cell reproduces)."""
     from pebench.compare import compare, rerun_agreement, summary_with_agreement
 
-    comparison = compare(args.local, args.reference, declared=declared_reports())
+    comparison = compare(local, reference, declared=declared_reports())
     status = EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS
     try:
-        print(terminal_text(summary_with_agreement(comparison, rerun_agreement(args.local, args.reference))))
+        print(terminal_text(summary_with_agreement(comparison, rerun_agreement(local, reference))))
         sys.stdout.flush()
     except BrokenPipeError:  # `| head -1` read the verdict and left: the verdict is still the exit status
         _reader_left()
     return status
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    """Write the reference results packaged with pebench (manifest and run files) into a new or empty folder."""
+    from pebench.reference import extract, packaged_archive
+
+    if not args.out.strip():
+        raise UsageError("--out is empty; give a new or empty folder")
+    out = Path(args.out)
+    paths = extract(packaged_archive(args.suite), out)
+    print(f"{len(paths) - 1} run files and manifest.json of the packaged {args.suite} reference (pebench "
+          f"{pebench.__version__}) -> {out}; next: pebench report {out}")
+    return EXIT_OK
 
 
 def cmd_combine(args: argparse.Namespace) -> int:
@@ -691,7 +732,7 @@ def make_parser() -> argparse.ArgumentParser:
                              "loaded automatically")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("list", help="list encodings, tasks, suites, experiments or metrics")
+    p = sub.add_parser("list", help="list encodings, tasks, suites, experiments, metrics or the protocol's constants")
     p.add_argument("what", nargs="?", choices=LISTS, help="what to list (without it: the choices)")
     p.set_defaults(func=cmd_list)
 
@@ -734,8 +775,18 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="does a rerun reproduce the reference results? (exit 1 if not)")
     p.add_argument("local", help="results folder of the rerun")
-    p.add_argument("reference", help="reference results folder, e.g. results/standard")
+    p.add_argument("reference", nargs="?",
+                   help="reference results folder, e.g. results/standard (default: the reference packaged with "
+                        "pebench, --reference)")
+    p.add_argument("--reference", dest="packaged", metavar="SUITE",
+                   help="compare with this suite's reference results packaged with pebench (default: standard)")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("reference", help="write the reference results packaged with pebench into a new folder "
+                                         "(then: pebench report DIR)")
+    p.add_argument("--out", required=True, help="a new or empty folder")
+    p.add_argument("--suite", default="standard", help="whose reference (default: standard)")
+    p.set_defaults(func=cmd_reference)
 
     p = sub.add_parser("combine", help="combine the runs of results folders (e.g. yours and the reference) into a "
                                        "new folder; a run in two folders must have identical rows")

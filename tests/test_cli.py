@@ -42,3 +42,14 @@ def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
     assert describe_run_seeds(suite_runs("standard")) == "3 (seeds 0-2)"
     assert describe_run_seeds(suite_runs("replication")) == "3-10 per experiment (seeds 0-9)"
     assert describe_run_seeds([]) == "0"
+
+
+def test_list_protocol_prints_the_constants_the_protocol_page_quotes(capsys):
+    from pebench.protocol import SCALES
+    from pebench.protocol_tables import protocol_values
+
+    assert main(["list", "protocol"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["constant", "value"]
+    assert f"step_cap {SCALES['standard']['steps']}" in [" ".join(line.split()) for line in lines]
+    assert len([line for line in lines if line and not line.startswith(" ")]) == len(protocol_values()) + 1
