@@ -432,3 +432,37 @@ def encoding_example(name: str) -> tuple[Figure, str] | None:
         return None
     make, caption = EXAMPLES[name]
     return make(), caption
+
+
+#: the Concepts page's teaching figures, by the name each is saved under
+CONCEPT_FIGURES = {
+    "sinusoidal_heatmap": sinusoidal_heatmap,
+    "sinusoidal_waves": sinusoidal_waves,
+    "rotation_property": rotation_property,
+    "score_decay": score_decay_figure,
+    "bias_matrices": bias_figure,
+    "attention_maps": attention_maps,
+    "permutation_demo": permutation_demo,
+}
+
+
+def concept_values() -> dict[str, str]:
+    """The numbers the Concepts page quotes beside :data:`CONCEPT_FIGURES`, as printed: the demo RoPE and NoPE
+    models' token and sequence accuracy on copy, chance there, their permutation gaps, the sinusoidal shift
+    error at offset 5 and RoPE's and xPos's score decay at distance 100."""
+    rope, nope = demo_model("rope"), demo_model("none")
+    tokens = demo_tokens()
+    perm = permutation(tokens.shape[1])
+    decay_rope, decay_xpos = score_decay("rope"), score_decay("xpos")
+    return {
+        "demo_rope_token_acc": f"{rope.token_acc:.2f}",
+        "demo_rope_seq_acc": f"{rope.seq_acc:.2f}",
+        "demo_none_token_acc": f"{nope.token_acc:.2f}",
+        "demo_none_seq_acc": f"{nope.seq_acc:.2f}",
+        "demo_chance": f"{tasks.get('copy').chance_accuracy(8):.2f}",
+        "perm_gap_none": f"{permutation_gap(nope.model, tokens, perm):.1e}",
+        "perm_gap_rope": f"{permutation_gap(rope.model, tokens, perm):.2f}",
+        "shift_error": f"{sinusoidal_shift_error(5):.0e}",
+        "decay_rope_100": f"{float(decay_rope[100]):.2f}",
+        "decay_xpos_100": f"{float(decay_xpos[100]):.2f}",
+    }

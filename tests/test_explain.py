@@ -147,3 +147,12 @@ def test_legends_and_titles_stay_inside_their_own_panel(make):
             for other in fig.axes:
                 if other is not ax and box.width and box.overlaps(other.get_window_extent(renderer)):
                     raise AssertionError(f"{artist} of panel {ax.get_title()!r} overlaps another panel")
+
+
+def test_the_concepts_page_shows_every_concept_figure():
+    """Each of explain.CONCEPT_FIGURES (the figures the site saves for the Concepts page) is one the page shows."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text()
+    assert set(explain.CONCEPT_FIGURES) == set(re.findall(r"figures/(\w+)\.svg", page))

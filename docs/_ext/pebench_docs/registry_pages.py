@@ -138,35 +138,11 @@ def api_page(module: str) -> str:
 
 
 def generate_figures(out: Path) -> dict[str, str]:
-    """The teaching figures of the Concepts page; returns substitutions with the numbers they show."""
-    figures = {
-        "sinusoidal_heatmap": explain.sinusoidal_heatmap,
-        "sinusoidal_waves": explain.sinusoidal_waves,
-        "rotation_property": explain.rotation_property,
-        "score_decay": explain.score_decay_figure,
-        "bias_matrices": explain.bias_figure,
-        "attention_maps": explain.attention_maps,
-        "permutation_demo": explain.permutation_demo,
-    }
-    for name, make in figures.items():
+    """The teaching figures of the Concepts page; returns substitutions with the numbers they show
+    (:data:`pebench.explain.CONCEPT_FIGURES`, :func:`pebench.explain.concept_values`)."""
+    for name, make in explain.CONCEPT_FIGURES.items():
         save_figure(make(), out / name)
-    rope, nope = explain.demo_model("rope"), explain.demo_model("none")
-    tokens = explain.demo_tokens()
-    perm = explain.permutation(tokens.shape[1])
-    decay_rope = explain.score_decay("rope")
-    decay_xpos = explain.score_decay("xpos")
-    return {
-        "demo_rope_token_acc": f"{rope.token_acc:.2f}",
-        "demo_rope_seq_acc": f"{rope.seq_acc:.2f}",
-        "demo_none_token_acc": f"{nope.token_acc:.2f}",
-        "demo_none_seq_acc": f"{nope.seq_acc:.2f}",
-        "demo_chance": f"{tasks.get('copy').chance_accuracy(8):.2f}",
-        "perm_gap_none": f"{explain.permutation_gap(nope.model, tokens, perm):.1e}",
-        "perm_gap_rope": f"{explain.permutation_gap(rope.model, tokens, perm):.2f}",
-        "shift_error": f"{explain.sinusoidal_shift_error(5):.0e}",
-        "decay_rope_100": f"{float(decay_rope[100]):.2f}",
-        "decay_xpos_100": f"{float(decay_xpos[100]):.2f}",
-    }
+    return explain.concept_values()
 
 
 def git_year() -> int:
