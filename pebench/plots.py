@@ -170,8 +170,15 @@ def task_parts(data: pd.DataFrame, experiment: str, *, arch: str | None = None) 
     the ``k``-th (from 1)."""
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
-    tasks = tasks_in_order(rows.loc[(rows["arch"] == arch) & completed(rows), "task"])
-    count = -(-len(tasks) // MAX_PANELS)  # no figure where no run of the architecture completed
+    return split_tasks(rows.loc[(rows["arch"] == arch) & completed(rows), "task"])
+
+
+def split_tasks(tasks: Iterable[str]) -> list[list[str]]:
+    """``tasks`` in :func:`tasks_in_order`, in as few consecutive parts of at most :data:`MAX_PANELS` as hold
+    them, balanced (:func:`task_parts`; none for no task). A figure named ``<name>_part<k>`` shows the
+    ``k``-th (from 1) of its tasks."""
+    tasks = tasks_in_order(tasks)
+    count = -(-len(tasks) // MAX_PANELS)
     bounds = [round(i * len(tasks) / count) for i in range(count + 1)]
     return [tasks[bounds[i]:bounds[i + 1]] for i in range(count)]
 

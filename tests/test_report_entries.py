@@ -74,3 +74,22 @@ def test_entries_give_each_encoding_and_task_its_rows_and_the_figures_of_its_exp
     assert copy["tables"] == {}  # the board has no task column
     assert copy["figures"]["exp_heatmap"] == "Look for copy in Exp: its panel, row or column."
 
+
+
+def test_a_task_page_lists_only_the_part_of_a_battery_s_figures_that_draws_its_panel(tmp_path):
+    """A battery of more tasks than one figure holds is drawn in parts (``<name>_part<k>``,
+    :func:`pebench.plots.split_tasks`): each task's entry names its own part, every encoding's names all."""
+    from pebench import plots, tasks
+
+    battery = tasks.names()[:12]
+    (tmp_path / "figures").mkdir()
+    for name in ("exp_decoder_acc_part1", "exp_decoder_acc_part2", "exp_heatmap"):
+        (tmp_path / "figures" / f"{name}.svg").write_text("")
+    cells = pd.DataFrame({"experiment": "exp", "task": battery, "encoding": "rope", "arch": "decoder"})
+    found = entries(tmp_path, cells)
+    first, second = plots.split_tasks(battery)
+    assert len(first) == len(second) == 6
+    assert list(found["task"][first[0]]["figures"]) == ["exp_decoder_acc_part1", "exp_heatmap"]
+    assert list(found["task"][second[0]]["figures"]) == ["exp_decoder_acc_part2", "exp_heatmap"]
+    assert list(found["encoding"]["rope"]["figures"]) == ["exp_decoder_acc_part1", "exp_decoder_acc_part2",
+                                                          "exp_heatmap"]

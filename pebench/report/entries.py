@@ -5,17 +5,19 @@ A row is taken as the table's Markdown shows it (the display text, with the key 
 blank below an equal one filled in), paired with the table's CSV row by position; a table whose Markdown
 and CSV do not pair row by row, or whose CSV has no such column, is left out. A figure belongs to the
 experiment its name begins with (the longest such name) and, when its name names an architecture, to that
-architecture only.
+architecture only; a part ``<name>_part<k>`` of a battery's figures to the tasks it draws.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from pebench import plots
 from pebench.report.findings import people_words
 from pebench.schema import encoding_label
 
@@ -118,11 +120,28 @@ def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
         places = _places(cells, column)
         for figure in figures:
             owner = figure_places(figure, experiments, archs)
+            shown = part_tasks(figure, cells, owner) if owner and column == "task" else None
             for name, entry in per_name.items():
+                if shown is not None and name not in shown:
+                    continue
                 if owner and any(owner[0] == e and owner[1] in (None, a) for e, a in places.get(name, ())):
                     entry["figures"][figure] = look_sentence(column, name, *owner)
         found[column] = per_name
     return found
+
+
+def part_tasks(figure: str, cells: pd.DataFrame, owner: tuple[str, str | None]) -> list[str] | None:
+    """The tasks that ``figure``, a part ``<name>_part<k>`` of the figures of ``owner`` (experiment, architecture
+    or None), shows: the ``k``-th of :func:`pebench.plots.split_tasks` of its cells' tasks; None for a figure
+    that is not a part."""
+    match = re.search(r"_part(\d+)$", figure)
+    if match is None:
+        return None
+    experiment, arch = owner
+    rows = cells[(cells["experiment"] == experiment) & ((cells["arch"] == arch) if arch else True)]
+    parts = plots.split_tasks(rows["task"].astype(str))
+    number = int(match.group(1))
+    return parts[number - 1] if number <= len(parts) else []
 
 
 def _places(cells: pd.DataFrame, column: str) -> Mapping[str, set[tuple[str, str]]]:
