@@ -7,6 +7,7 @@ starts without torch, pandas or the registries (:mod:`pebench.store` re-exports 
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -58,3 +59,28 @@ def code_commit() -> str:
     if not state["git_sha"]:
         return "unknown"
     return state["git_sha"] + ("+dirty" if state["git_dirty"] else "")
+
+
+def manifest_history(manifest: str, root: Path | None = None) -> list[tuple[str, str, str, str]]:
+    """The commits that changed the results manifest ``manifest`` (a path relative to the checkout ``root``),
+    newest first, as ``(short commit, date, code commit, subject)``: the code commit is the ``git_sha`` its
+    latest invocation recorded (``""`` when it recorded none or cannot be read). Empty outside git."""
+    root = root or Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+    try:
+        log = git("log", "--format=%h%x09%cs%x09%s", "--", manifest).strip().splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    history = []
+    for line in log:
+        commit, date, subject = line.split("\t", 2)
+        try:
+            recorded = json.loads(git("show", f"{commit}:{manifest}"))
+            code = (recorded.get("latest") or (recorded.get("invocations") or [{}])[-1]).get("git_sha", "")
+        except (OSError, subprocess.CalledProcessError, ValueError):
+            code = ""
+        history.append((commit, date, code, subject))
+    return history

@@ -3,11 +3,11 @@ page and the reference's history, from the committed reports."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+
+from pebench.provenance import manifest_history
 
 from .common import (
     DOCS,
@@ -181,22 +181,8 @@ def headline_findings(results: Path) -> str:
 def reference_history(results: Path) -> str:
     """The commits that changed ``results/standard`` (``git log`` of its manifest), each with the code
     commit its latest invocation recorded, and whether the committed results carry the fit criterion."""
-    manifest = Path("results") / REFERENCE_SUITE / "manifest.json"
-    try:
-        log = subprocess.run(["git", "log", "--format=%h%x09%cs%x09%s", "--", manifest.as_posix()], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.strip().splitlines()
-    except (OSError, subprocess.CalledProcessError):
-        log = []
-    rows = []
-    for line in log:
-        commit, date, subject = line.split("\t", 2)
-        try:
-            recorded = json.loads(subprocess.run(["git", "show", f"{commit}:{manifest.as_posix()}"], cwd=ROOT,
-                                                 capture_output=True, text=True, check=True).stdout)
-            code = (recorded.get("latest") or (recorded.get("invocations") or [{}])[-1]).get("git_sha", "")
-        except (OSError, subprocess.CalledProcessError, ValueError):
-            code = ""
-        rows.append([f"`{commit}`", date, f"`{code[:7]}`" if code else "—", subject.split(": ")[0][:120]])
+    rows = [[f"`{commit}`", date, f"`{code[:7]}`" if code else "—", subject.split(": ")[0][:120]]
+            for commit, date, code, subject in manifest_history(f"results/{REFERENCE_SUITE}/manifest.json", ROOT)]
     lines = [markdown_table(["commit", "date", "made with code at", "commit message"], rows) if rows else
              not_in_results("History of the reference", "no git history of `results/standard/manifest.json`")]
     runs = results / REFERENCE_SUITE / "summary" / "runs.csv"
