@@ -357,21 +357,13 @@ def check_same_suite(local: pd.DataFrame, reference: pd.DataFrame, local_dir: st
 # --------------------------------------------------------------------------- agreement beyond the cells
 
 
-def _first_rows(folder: Path, column: str) -> pd.DataFrame:
-    """``run_id`` and ``column`` of the first row of every run file of ``folder`` that has the column."""
-    frames = []
-    for path in store.raw_files(Path(folder) / "raw"):
-        frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", column), nrows=1)
-        if column in frame.columns:
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id", column])
-
-
 def fit_agreement(local_dir: str | Path, reference_dir: str | Path) -> str:
     """How many runs judged by the fit criterion on both sides reached the same decision, and the share fitted
     on each side, in one sentence; "" when no run is judged on both sides."""
-    fits = _first_rows(Path(local_dir), "fitted").merge(_first_rows(Path(reference_dir), "fitted"), on="run_id",
-                                                        suffixes=("_rerun", "_reference")).dropna()
+    rerun, reference = (store.first_rows(folder, ("fitted",)) for folder in (local_dir, reference_dir))
+    if "fitted" not in rerun or "fitted" not in reference:
+        return ""
+    fits = rerun.merge(reference, on="run_id", suffixes=("_rerun", "_reference")).dropna()
     if fits.empty:
         return ""
     rerun_fit, reference_fit = fits["fitted_rerun"].astype(bool), fits["fitted_reference"].astype(bool)

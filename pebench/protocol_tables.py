@@ -16,11 +16,11 @@ from typing import Any
 import torch
 
 from pebench import protocol, tasks
+from pebench.blocks import Block
 from pebench.cli import describe_run_seeds
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
-from pebench.report.blocks import Block
-from pebench.report.fit_criterion import fit_criterion_blocks
+from pebench.fit_criterion import fit_criterion_blocks
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
 from pebench.throughput import SUITE_BUDGET_MINUTES, measured_suite_times, standard_budget_overrun
@@ -210,7 +210,7 @@ def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:
 
 def fit_criterion(suite: str = REFERENCE_SUITE) -> list[Block]:
     """Protocol v3's fit criterion with the training lengths of ``suite``'s ranked battery that are too small to
-    split (:func:`pebench.report.fit_criterion.fit_criterion_blocks`)."""
+    split (:func:`pebench.fit_criterion.fit_criterion_blocks`)."""
     return fit_criterion_blocks(ranked_battery(suite))
 
 

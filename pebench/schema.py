@@ -21,12 +21,14 @@ import json
 import math
 import re
 from collections.abc import Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pebench import tasks
 from pebench.encodings import ENCODINGS
 from pebench.protocol import COMPARED_ENCODINGS
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: reading a folder's files needs none
+    import pandas as pd
 
 #: the variant label of the trained model evaluated as it is (evaluation variants have their own labels)
 BASE_VARIANT = "trained"
@@ -95,6 +97,8 @@ NAME_COLUMNS = {
 def completed(rows: pd.DataFrame) -> pd.Series:
     """Which of ``rows`` belong to completed runs (status ``ok`` or ``diverged``: evaluated, their numbers
     count), as a boolean Series on ``rows``' index; every row when there is no ``status`` column."""
+    import pandas as pd
+
     if "status" not in rows:
         return pd.Series(True, index=rows.index)
     return rows["status"] != "failed"
@@ -111,6 +115,8 @@ def fit_flag(value: object) -> float:
 
 def fit_flags(rows: pd.DataFrame) -> pd.Series:
     """:func:`fit_flag` of each row's ``fitted`` value (NaN throughout when there is no such column)."""
+    import pandas as pd
+
     if "fitted" not in rows:
         return pd.Series(float("nan"), index=rows.index)
     return rows["fitted"].map(fit_flag).astype(float)

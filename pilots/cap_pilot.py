@@ -98,7 +98,7 @@ def pilot(spec) -> dict:
 
 
 def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
-    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.report.blocks`): per missed fit of a
+    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per missed fit of a
     capable encoding in ``reference`` (the frozen reference runs the pilot was made against), how the reference
     run stopped and how the same run stopped with the longer cap; its declared reading (which misses are misses
     of steps), the bound on what the longer cap would cost the suite, and whether the standard suite has adopted
@@ -108,7 +108,7 @@ def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from task_pilots import made_by, reference_sha, shown
 
-    from pebench.report.blocks import table, text
+    from pebench.blocks import table, text
     from pebench.schema import encoding_label
 
     for needed, how in ((path, f"python {shown(Path(__file__))}"),

@@ -187,11 +187,11 @@ def fit_table():
 
 
 def reading(table, fields: dict) -> list:
-    """The pilot's reading as page blocks (:mod:`pebench.report.blocks`): per depth, architecture and rule
+    """The pilot's reading as page blocks (:mod:`pebench.blocks`): per depth, architecture and rule
     encoding, runs fitted with the plateau stop (the depth pilot) and without it (this pilot's union), each
     depth's verdict, the chosen depth, the v3 plateau stop and the step caps."""
-    from pebench.report.blocks import bullet_list, text
-    from pebench.report.blocks import table as table_block
+    from pebench.blocks import bullet_list, text
+    from pebench.blocks import table as table_block
     from pebench.schema import encoding_label
 
     rows = []
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", type=int, default=2)
     sub.add_parser("read", help="write the fit table and print the rule's outcome")
     args = parser.parse_args(argv)
-    from pebench.report.blocks import write_blocks
+    from pebench.blocks import write_blocks
 
     if args.command == "run":
         from pebench.runner import run_sweep

@@ -112,13 +112,13 @@ SUITE_BUDGET_MINUTES = 60
 
 
 def reading(path: Path = OUT) -> list:
-    """The replay's reading of its rows ``path`` (blocks of :mod:`pebench.report.blocks`): per candidate rule, the
+    """The replay's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per candidate rule, the
     fitted runs it would stop before their fit, the same with its patience shortened by the margin, the runs it
     stops sooner and the estimated training time and suite wall time; the declared choice last, judged against
     :data:`SUITE_BUDGET_MINUTES`."""
     import pandas as pd
 
-    from pebench.report.blocks import table, text
+    from pebench.blocks import table, text
 
     if not Path(path).exists():
         raise SystemExit(f"{path} is missing: run `python {Path(__file__).parent.name}/{Path(__file__).name}` first")
@@ -171,7 +171,7 @@ def main(argv=None) -> None:
     its rows beside them."""
     import pandas as pd
 
-    from pebench.report.blocks import write_blocks
+    from pebench.blocks import write_blocks
     from pebench.store import read_manifest
 
     argv = sys.argv[1:] if argv is None else list(argv)

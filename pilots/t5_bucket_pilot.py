@@ -50,7 +50,7 @@ def pilot(spec) -> dict:
 
 
 def reading(path: Path = OUT, reference: Path | None = None) -> list:
-    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.report.blocks`): per task, bucket count
+    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per task, bucket count
     and seed, whether the encoder fitted, its held-out token accuracy at the longest training length and how it
     stopped, beside the position-free floor; with the commit that made it, and (given the frozen reference runs,
     ``reference``, default ``task_pilots.REFERENCE_RUNS``) whether its runs with the published buckets repeat
@@ -60,7 +60,7 @@ def reading(path: Path = OUT, reference: Path | None = None) -> list:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from task_pilots import REFERENCE_RUNS, made_by, shown
 
-    from pebench.report.blocks import table, text
+    from pebench.blocks import table, text
 
     if not Path(path).exists():
         raise SystemExit(f"{path} is missing: run `python {shown(Path(__file__))}` first")

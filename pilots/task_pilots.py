@@ -144,8 +144,8 @@ def reading_path(out: Path) -> Path:
 
 
 def write_reading(blocks: list, out: Path) -> None:
-    """Write a pilot's reading (blocks of :mod:`pebench.report.blocks`) to ``out`` and say where."""
-    from pebench.report.blocks import write_blocks
+    """Write a pilot's reading (blocks of :mod:`pebench.blocks`) to ``out`` and say where."""
+    from pebench.blocks import write_blocks
 
     print(f"reading -> {write_blocks(out, blocks)}")
 

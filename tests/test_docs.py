@@ -122,7 +122,7 @@ def fake_report(folder: Path, findings: list[str] = (), **fields) -> dict:
     from pebench.experiment import registered_report_specs
     from pebench.report import findings as findings_module
     from pebench.report import fit
-    from pebench.report.freshness import raw_digest
+    from pebench.report_file import raw_digest
     from pebench.store import read_manifest
 
     index = {"figures": [], "tables": [], "findings": list(findings), "protocol": "", "summaries": {}, "skipped": [],

@@ -303,7 +303,7 @@ def test_read_writes_each_pilots_reading_beside_its_rows(tmp_path, monkeypatch):
 
 def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     from pebench import heldout, tasks
-    from pebench.report.fit_criterion import fit_criterion_blocks
+    from pebench.fit_criterion import fit_criterion_blocks
 
     listed, unsplit = fit_criterion_blocks(["parity_check", "copy"])
     assert listed["kind"] == "list" and "**512 held-out examples** per length" in listed["items"][0]

@@ -498,7 +498,7 @@ def test_provenance_lists_the_latest_invocation_of_the_manifest():
 
 
 def test_report_json_holds_what_the_site_shows_and_the_digest_of_its_run_files(report, synthetic, tmp_path):
-    from pebench.report.freshness import StaleReport, current_report, raw_digest
+    from pebench.report_file import StaleReport, current_report, raw_digest
 
     out = Path(report.summaries["runs"]).parent.parent
     index = json.loads((out / "report.json").read_text())

@@ -2,7 +2,7 @@
 it was made, how to read the leaderboard's intervals, and which results include each encoding and task.
 
 Each function returns text or a JSON-ready section for ``report.json`` (texts are MyST Markdown in which
-:data:`pebench.report.fit.FOLDER` stands for the folder's path as the reader sees it).
+:data:`pebench.report_file.FOLDER` stands for the folder's path as the reader sees it).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from pebench.experiment import ReportSpec
-from pebench.report.fit import FOLDER
+from pebench.report_file import FOLDER
 from pebench.schema import encoding_label
 from pebench.store import raw_files, run_file_id
 

@@ -3,8 +3,8 @@
 Each function returns a JSON-ready section of ``report.json`` that the site renders as it is:
 ``{"missing": text}`` when the folder cannot give it (results made before the protocol recorded a column),
 else ``{"sections": [{"lead", "header", "rows"}, ...]}`` (cells are display text). Texts are MyST Markdown in
-which :data:`FOLDER` stands for the results folder as the reader sees it (its path in the repository), which
-the report cannot know: a copy of a folder elsewhere gives the same ``report.json``.
+which :data:`~pebench.report_file.FOLDER` stands for the results folder as the reader sees it (its path in the
+repository), which the report cannot know: a copy of a folder elsewhere gives the same ``report.json``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from scipy import stats
 
 from pebench import tasks
 from pebench.protocol import SCALES
+from pebench.report_file import FOLDER
 from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key
-from pebench.store import raw_files
+from pebench.store import first_rows
 from pebench.train import TrainConfig
 
-#: what stands for the results folder in a text of ``report.json`` (the site puts the folder's path there)
-FOLDER = "{folder}"
 #: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
 NEAR_MISS = 0.95
 
@@ -49,17 +48,6 @@ def runs_frame(folder: Path, columns: Iterable[str], what: str) -> tuple[pd.Data
     if "variant" in runs.columns:
         runs = runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
     return runs, ""
-
-
-def raw_first(folder: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The first raw row of every run file in ``folder/raw`` with ``run_id`` and those of ``columns`` the files
-    have (an empty frame when none has any)."""
-    frames = []
-    for path in raw_files(Path(folder) / "raw"):
-        frame = pd.read_csv(path, usecols=lambda c: c in ("run_id", *columns), nrows=1)
-        if len(frame.columns) > 1:
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id"])
 
 
 def _two_decimals(value: float) -> str:
@@ -96,7 +84,7 @@ def fit_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     if runs.empty:
         return {"missing": not_in_results("Fit of the training distribution",
                                           "no run of these results had a fit criterion")}
-    stops = raw_first(raw or folder, ("stop_reason", "fit_token_acc"))
+    stops = first_rows(raw or folder, ("stop_reason", "fit_token_acc"))
     if "stop_reason" in stops.columns:
         runs = runs.merge(stops.drop_duplicates("run_id"), on="run_id", how="left")
     sections = []
@@ -134,7 +122,7 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     runs = runs[runs["id_floor_token_acc"].notna()]
     if runs.empty:
         return {"missing": not_in_results("Position-free floors", "no run of these results has a floor")}
-    methods = raw_first(raw or folder, ("floor_method",))
+    methods = first_rows(raw or folder, ("floor_method",))
     if "floor_method" in methods.columns:
         runs = runs.merge(methods.drop_duplicates("run_id"), on="run_id", how="left")
     sections = []

@@ -1,7 +1,7 @@
 """What ``report.json`` holds beside the artifacts: every number and sentence a results page shows
 (:mod:`pebench.report.findings`, :mod:`pebench.report.fit`, :mod:`pebench.report.reruns`), the report
 declarations the folder was reported with (:mod:`pebench.declarations`) and the digest of the run files
-(:mod:`pebench.report.freshness`)."""
+(:mod:`pebench.report_file`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pebench.experiment import ReportSpec
 from pebench.report import findings as findings_module
 from pebench.report import fit, reruns
 from pebench.report.entries import entries
-from pebench.report.freshness import DIGEST_KEY, raw_digest
+from pebench.report_file import DIGEST_KEY, raw_digest
 from pebench.store import read_manifest
 
 

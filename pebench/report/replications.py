@@ -2,7 +2,7 @@
 (:data:`pebench.replication.REPLICATIONS`), the setups side by side, the published aggregate, the pre-registered
 agreement scores, the per-task tables, what the runs cost, and the checks declared for it with their readings.
 
-A section is a list of blocks (:mod:`pebench.report.blocks`); ``report.json`` holds them under ``replications``
+A section is a list of blocks (:mod:`pebench.blocks`); ``report.json`` holds them under ``replications``
 and the site renders them as they are.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import encodings, metrics
+from pebench.blocks import Block, bullet_list, code, heading, table, text
 from pebench.replication import (
     AGREES,
     CONTRADICTS,
@@ -29,7 +30,6 @@ from pebench.replication import (
     growth_table,
     task_table,
 )
-from pebench.report.blocks import Block, bullet_list, code, heading, table, text
 from pebench.schema import BASE_VARIANT, encoding_label
 from pebench.store import load, raw_files, run_file_id
 from pebench.tasks.charlm import EVAL_SPAN

@@ -3,7 +3,7 @@
 A rerun is a folder ``<results>/local/<suite>`` (``tox -e bench``) or ``<results>/reruns/<name>`` (a committed
 rerun on other hardware) whose manifest names its suite; its reference is ``<results>/<suite>``
 (:func:`reference_of`). Its report records :func:`rerun_section` in ``report.json``: texts are MyST Markdown in
-which :data:`~pebench.report.fit.FOLDER` and :data:`REFERENCE` stand for the two folders' paths.
+which :data:`~pebench.report_file.FOLDER` and :data:`~pebench.report_file.REFERENCE` stand for the two folders' paths.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ import numpy as np
 
 from pebench import compare as compare_module
 from pebench.experiment import ReportSpec
-from pebench.report.fit import FOLDER
-from pebench.report.freshness import raw_digest
+from pebench.report_file import FOLDER, REFERENCE, raw_digest
 from pebench.store import read_manifest
 
-#: what stands for the reference folder in a text of ``report.json``
-REFERENCE = "{reference}"
 #: the folders whose subfolders are reruns of ``<results>/<suite>``
 RERUN_PARENTS = ("local", "reruns")
 
@@ -100,7 +97,7 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
 
 def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[str, ReportSpec]) -> dict[str, Any]:
     """The ``rerun`` section of a rerun's ``report.json`` (its report written into ``report``, its experiments
-    ``declared`` so): the digest of its reference's run files (:func:`pebench.report.freshness.raw_digest`; a
+    ``declared`` so): the digest of its reference's run files (:func:`pebench.report_file.raw_digest`; a
     page refuses a section older than its reference), :func:`rerun_summary` and :func:`comparison_section`."""
     comparison = compare_module.compare(rerun, reference, declared=declared)
     return {"reference": reference.name, "reference_raw_sha256": raw_digest(reference),

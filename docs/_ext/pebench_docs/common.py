@@ -7,9 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pebench.report.fit import FOLDER
-from pebench.report.freshness import StaleReport, current_report
-from pebench.report.reruns import REFERENCE
+from pebench.report_file import FOLDER, REFERENCE, StaleReport, current_report
 from pebench.store import files_fingerprint, raw_files
 from pebench.tables import text_table, to_markdown
 

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pebench.report.freshness import DIGEST_KEY, raw_digest
+from pebench.report_file import DIGEST_KEY, raw_digest
 
 from .common import (
     DOCS,

@@ -1,5 +1,5 @@
 """Protocol v3's fit criterion in words and numbers, from the code that applies it (:data:`pebench.protocol.FIT_V3`,
-:mod:`pebench.heldout`, :class:`pebench.train.TrainConfig`): the blocks (:mod:`pebench.report.blocks`) the
+:mod:`pebench.heldout`, :class:`pebench.train.TrainConfig`): the blocks (:mod:`pebench.blocks`) the
 protocol page shows, with the training lengths of a battery that are too small to split."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pebench import heldout, tasks
+from pebench.blocks import Block, bullet_list, table
 from pebench.protocol import FIT_V3, SCALES
-from pebench.report.blocks import Block, bullet_list, table
 from pebench.train import TrainConfig
 
 

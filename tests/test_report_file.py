@@ -1,0 +1,90 @@
+"""What the site reads of a report (:mod:`pebench.report_file`, :mod:`pebench.blocks`,
+:mod:`pebench.fit_criterion`): importing it loads neither pandas nor scipy, and a results folder's files are read
+through the store, never through a symbolic link (the folder may come from anyone)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pebench import store
+from pebench.compare import fit_agreement
+from pebench.report_file import DIGEST_KEY, StaleReport, current_report, raw_digest
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_HELPERS = ("pebench.report_file", "pebench.blocks", "pebench.fit_criterion", "pebench.store")
+
+
+def test_what_the_site_imports_of_a_report_loads_neither_pandas_nor_scipy():
+    code = (f"import sys; import {', '.join(SITE_HELPERS)}; "
+            "print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert loaded.stdout.strip() == "[]", f"importing {', '.join(SITE_HELPERS)} loads {loaded.stdout.strip()}"
+
+
+def results_folder(root: Path, fitted: tuple[float, ...] = (1.0, 0.0)) -> Path:
+    """A results folder with one run file per ``fitted`` value (first rows only: enough for what is read here)
+    and a current ``report.json``."""
+    raw = root / "raw"
+    raw.mkdir(parents=True)
+    for i, value in enumerate(fitted):
+        text = f"run_id,fitted,eval_len\nrun{i},{value},8\nrun{i},{value},16\n"
+        (raw / f"run{i}.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+    (root / "report.json").write_text(json.dumps({DIGEST_KEY: raw_digest(root)}))
+    return root
+
+
+def test_a_current_report_is_read_and_a_changed_run_file_makes_it_stale(tmp_path):
+    folder = results_folder(tmp_path / "results")
+    assert current_report(folder) == {DIGEST_KEY: raw_digest(folder)}
+    (folder / "raw" / "run1.csv.gz").write_bytes(gzip.compress(b"run_id,fitted,eval_len\nrun1,1.0,8\n", mtime=0))
+    with pytest.raises(StaleReport, match="older than the run files"):
+        current_report(folder)
+
+
+@pytest.mark.parametrize("linked", ["run file", "raw folder", "report"])
+def test_a_link_in_the_folder_is_refused_not_followed(tmp_path, linked):
+    folder = results_folder(tmp_path / "results")
+    outside = results_folder(tmp_path / "elsewhere", fitted=(0.0, 0.0))
+    if linked == "run file":
+        (folder / "raw" / "run1.csv.gz").unlink()
+        os.symlink(outside / "raw" / "run1.csv.gz", folder / "raw" / "run1.csv.gz")
+    elif linked == "raw folder":
+        os.rename(folder / "raw", tmp_path / "raw_moved")
+        os.symlink(outside / "raw", folder / "raw")
+    else:
+        (folder / "report.json").unlink()
+        os.symlink(outside / "report.json", folder / "report.json")
+    with pytest.raises(StaleReport, match="symbolic link"):
+        current_report(folder)
+    if linked != "report":
+        for read in (raw_digest, store.raw_file_bytes, lambda f: store.first_rows(f, ("fitted",))):
+            with pytest.raises(store.ResultsError, match="symbolic link"):
+                read(folder)
+        with pytest.raises(store.ResultsError, match="symbolic link"):
+            fit_agreement(folder, outside)
+
+
+def test_first_rows_gives_the_columns_the_run_files_have(tmp_path):
+    folder = results_folder(tmp_path / "results")
+    rows = store.first_rows(folder, ("fitted", "floor_method"))
+    assert list(rows.columns) == ["run_id", "fitted"] and rows.to_dict("list") == {"run_id": ["run0", "run1"],
+                                                                                   "fitted": [1.0, 0.0]}
+    assert list(store.first_rows(folder, ("floor_method",)).columns) == ["run_id"]
+    assert list(store.first_rows(tmp_path / "no_results", ("fitted",)).columns) == ["run_id"]
+    rerun = results_folder(tmp_path / "rerun", fitted=(1.0, 1.0))
+    assert fit_agreement(rerun, folder).startswith("1 of 2 runs judged by the fit criterion on both sides")
+    assert fit_agreement(rerun, tmp_path / "no_results") == ""
+
+
+def test_a_name_that_leaves_the_folder_is_refused_by_the_store(tmp_path):
+    """Names in a run file never become paths unchecked: ``path_in`` refuses one with ``..`` or a separator."""
+    for name in ("../escape", "raw/../../escape", ".."):
+        with pytest.raises(store.ResultsError, match="not a plain file name"):
+            store.path_in(tmp_path, name)
