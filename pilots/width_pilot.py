@@ -1,0 +1,163 @@
+"""Width pilot of protocol v3: the depth pilot's rule at width 128. Pre-registration: this docstring and the
+constants below were committed before any of this pilot's runs was made (its manifest records the commits that
+made its runs).
+
+Why. The depth pilot (``pilots/depth_pilot.py``) declared: "if no depth up to 5 meets the rule, a width pilot
+(d=128 at the smallest depth that comes closest) is declared next, before any reference run". Read without its
+plateau stop (``pilots/plateau_pilot.py``), depths 2, 3 and 4 each fail the rule (124 of the 144 capable runs
+fit at each of them; depth 5 was not yet complete when this was written). This script is that width pilot,
+written before depth 5 was decided so that it can start as soon as it is; it runs only if depth 5 fails too.
+
+"Comes closest", which the depth pilot left undefined, is fixed here (:func:`shortfall`): the fewest fits
+missing from the rule, counted on the plateau pilot's union (the depth pilot without a plateau stop): for each
+capable encoding and architecture, the runs short of 22 of 24, plus the NoPE decoder's unfitted seeds on copy;
+the smaller depth on a tie. At depths 2, 3 and 4 this is 11, 8 and 8: depth 2 misses the NoPE condition and
+the most capable runs. The depth pilot's fallback (the most capable fits, the smaller on a tie) would give
+depth 2, where the NoPE decoder fits copy on no seed, and, by the Kazemnejad scale check, on none at widths
+64, 128 or 256 either: a width pilot there could not meet the rule, so "closest" counts every condition of the
+rule. This definition was chosen after seeing the in-distribution fits of depths 2-4 and nothing else (no
+model of these pilots was evaluated out of distribution).
+
+What runs (:func:`specs`): at the closest depth, the depth pilot's rule runs (NoPE, sinusoidal, learned, RoPE;
+the 12 core tasks; encoder and decoder; seeds 0 and 1) with ``d_model`` 128 (4 heads of 32) instead of 64 and
+nothing else changed except the plateau stop, which is off (``fit_patience = 0``), as the plateau pilot decided
+for the v3 reference (re-runs fitted that the stop had ended). Cap 5000 steps; in-distribution evaluation only.
+
+The rule (:func:`choose`):
+
+1. If width 128 meets the depth pilot's rule at that depth (``depth_pilot.meets_rule``), the standard scale is
+   that depth at width 128, with the depth pilot's step caps (``depth_pilot.step_caps``) from these runs.
+2. Otherwise the standard scale is the candidate with the smallest shortfall among each depth at width 64
+   (the plateau pilot's union) and this depth at width 128; on a tie, width 64 before 128, then the smaller
+   depth (the cheaper model). Its caps come from its own runs. No further scale pilot follows: the note says
+   what meeting the rule would take.
+
+Usage (from a clean checkout holding the depth and plateau pilots' results; runs go to
+``results/pilots/width``)::
+
+    python pilots/width_pilot.py run --workers 2     # resumable
+    python pilots/width_pilot.py read                # results/pilots/width_pilot.json and the rule's outcome
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import depth_pilot  # noqa: E402  (the rule and the run specs this pilot repeats at another width)
+import plateau_pilot  # noqa: E402  (the depth pilot's runs without a plateau stop)
+
+ROOT = depth_pilot.ROOT
+OUT = ROOT / "results" / "pilots" / "width"
+OUTCOME = ROOT / "results" / "pilots" / "width_pilot.json"
+EXPERIMENT = "width_pilot"
+WIDTH = 128
+
+
+def shortfall(runs, depth: int) -> int:
+    """Fits missing from the depth pilot's rule at ``depth`` in ``runs`` (run-level rows with ``n_layers``,
+    ``arch``, ``encoding``, ``task``, ``fitted``): per capable encoding and architecture the runs short of
+    ``depth_pilot.MIN_CAPABLE_FITS``, plus the NoPE decoder's unfitted seeds on copy."""
+    at = runs[runs["n_layers"] == depth]
+    missing = 0
+    for encoding in depth_pilot.CAPABLE:
+        for arch in ("decoder", "encoder"):
+            fits = int(at[(at["encoding"] == encoding) & (at["arch"] == arch)]["fitted"].sum())
+            missing += max(0, depth_pilot.MIN_CAPABLE_FITS - fits)
+    nope = at[(at["encoding"] == "none") & (at["arch"] == "decoder") & (at["task"] == "copy")]
+    return missing + len(depth_pilot.SEEDS) - int(nope["fitted"].sum())
+
+
+def closest_depth(runs=None) -> int:
+    """The depth at width 64 with the smallest :func:`shortfall` on the plateau pilot's union (the smaller on a
+    tie). Raises RuntimeError while a depth is undecided there, or when one meets the rule (no width pilot
+    then)."""
+    runs = plateau_pilot.union()[0] if runs is None else runs
+    outcome = plateau_pilot.choose()
+    undecided = [d for d, (ok, _) in outcome["status"].items() if ok is None]
+    if undecided:
+        raise RuntimeError(f"depth(s) {undecided} not yet decided by the plateau pilot: run it to the end first")
+    if any(ok for ok, _ in outcome["status"].values()):
+        raise RuntimeError(f"depth {outcome['depth']} meets the rule: the width pilot does not run")
+    return min(depth_pilot.DEPTHS, key=lambda depth: (shortfall(runs, depth), depth))
+
+
+def specs(depth: int | None = None) -> list:
+    """The pilot's runs: the depth pilot's rule runs at ``depth`` (default :func:`closest_depth`) at width
+    :data:`WIDTH`, without a plateau stop."""
+    depth = closest_depth() if depth is None else depth
+    return [dataclasses.replace(spec, experiment=EXPERIMENT, d_model=WIDTH,
+                                train=dataclasses.replace(spec.train, fit_patience=0))
+            for spec in depth_pilot.specs([depth], "rule")]
+
+
+def width_runs(depth: int):
+    """The pilot's runs (run-level rows, ``fitted`` as bools), or an empty frame before any."""
+    import pandas as pd
+
+    from pebench.store import load
+
+    if not (OUT / "raw").is_dir():
+        return pd.DataFrame(columns=["run_id", "n_layers", "arch", "encoding", "task", "seed", "fitted",
+                                     "steps_to_fit"])
+    runs = load(OUT).drop_duplicates("run_id")
+    runs = runs[(runs["experiment"] == EXPERIMENT) & (runs["n_layers"] == depth)]
+    return runs.assign(fitted=runs["fitted"].astype(str).str.lower().eq("true"))
+
+
+def choose() -> dict:
+    """The rule's outcome (see the module doc): the closest depth, whether width 128 meets the rule there, each
+    candidate's shortfall, and the chosen (depth, width) with its step caps; ``chosen`` is None while the
+    pilot's runs are not complete."""
+    union = plateau_pilot.union()[0]
+    depth = closest_depth(union)
+    wide = width_runs(depth)
+    meets, why = depth_pilot.meets_rule(wide, depth)
+    candidates = {(d, 64): shortfall(union, d) for d in depth_pilot.DEPTHS}
+    if meets is None:
+        return {"depth": depth, "meets": None, "why": why, "shortfalls": candidates, "chosen": None, "caps": None}
+    candidates[(depth, WIDTH)] = shortfall(wide, depth)
+    if meets:
+        chosen = (depth, WIDTH)
+    else:
+        chosen = min(candidates, key=lambda c: (candidates[c], c[1], c[0]))
+    source = wide if chosen[1] == WIDTH else union
+    return {"depth": depth, "meets": meets, "why": why, "shortfalls": candidates, "chosen": chosen,
+            "caps": depth_pilot.step_caps(source, chosen[0])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``run`` the pilot (resumable) or ``read`` it: apply the rule and write :data:`OUTCOME`."""
+    import json
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the width pilot at the closest depth (resumable)")
+    run.add_argument("--workers", type=int, default=2)
+    sub.add_parser("read", help="apply the rule and write results/pilots/width_pilot.json")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        from pebench.runner import run_sweep
+
+        print(run_sweep(specs(), OUT, executor="processes", workers=args.workers))
+        return 0
+    outcome = choose()
+    record = {**outcome, "shortfalls": [{"depth": d, "width": w, "missing": n}
+                                        for (d, w), n in sorted(outcome["shortfalls"].items())],
+              "chosen": list(outcome["chosen"]) if outcome["chosen"] else None,
+              "caps": [{"arch": a, "task": t, "cap": c} for (a, t), c in sorted((outcome["caps"] or {}).items())]}
+    OUTCOME.parent.mkdir(parents=True, exist_ok=True)
+    OUTCOME.write_text(json.dumps(record, indent=1) + "\n")
+    verdict = {None: "undecided", True: "meets the rule", False: "fails the rule"}[outcome["meets"]]
+    print(f"closest depth {outcome['depth']}; width {WIDTH} there: {verdict} ({outcome['why']})")
+    for (d, w), n in sorted(outcome["shortfalls"].items()):
+        print(f"  depth {d} width {w}: {n} fits short of the rule")
+    print(f"chosen scale (depth, width): {outcome['chosen']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
