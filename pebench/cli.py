@@ -713,6 +713,7 @@ examples:
   pebench show results/standard --task copy   the main table, then one task's detail
   pebench compare results/local/standard results/standard
                                               which cells of a rerun reproduce the reference
+                                              (without results/standard: the one packaged with pebench)
   pebench --plugin my_pe.py run --suite standard --encoding my_pe
                                               compare your own encoding with every baseline
 
