@@ -1,0 +1,133 @@
+"""LM step pilot of protocol v3: how many steps the standard suite's language model trains. Pre-registration:
+this docstring and the constants below were committed before any of this pilot's runs was made (its manifest
+records the commits that made its runs).
+
+Why (issue 36, audit item 7): the standard suite's character LM trained 800 steps, which left its perplexity at
+the training context between 4.83 (ALiBi) and 7.49 (NoPE). The table's OOD/train perplexity ratio divides by
+that in-distribution perplexity, so a poorly fitted model looks flat (NoPE 1.18 at perplexity 7.49). The Press
+replication's 4000 steps brought the spread at the training context to 3.57-3.90. The step count is to be
+declared from the in-distribution spread, not from any out-of-distribution number.
+
+What runs (:func:`specs`): the standard suite's ``lm_extrapolation`` experiment as it is declared at the time
+of the run (``experiments/lm_extrapolation.py``: context 32, batch 32 windows, every encoding it compares, at
+the standard suite's model scale, which must be protocol v3's: the pilot refuses to run before that scale is
+declared), seeds :data:`SEEDS`, at each step count of :data:`STEPS`, evaluated at the training context only
+(:data:`CONTEXT`): no perplexity beyond it exists for these models.
+
+The rule (:func:`choose`), on the seed-mean perplexity at the training context of each encoding:
+
+- the standard LM's step count is the smallest of :data:`STEPS` at which the spread across encodings (the
+  largest seed-mean perplexity divided by the smallest) is at most :data:`MAX_SPREAD`;
+- if none is, the largest of :data:`STEPS`, and the note says so with the spread reached.
+
+Step counts are run in increasing order; a count is decided once its runs are complete, so the larger ones
+need not run once a smaller one meets the rule.
+
+Usage (from a clean checkout; runs go to ``results/pilots/lm_steps``)::
+
+    python pilots/lm_step_pilot.py run --steps 800 --workers 2     # resumable; one step count at a time
+    python pilots/lm_step_pilot.py read                            # results/pilots/lm_step_pilot.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "results" / "pilots" / "lm_steps"
+OUTCOME = ROOT / "results" / "pilots" / "lm_step_pilot.json"
+EXPERIMENT = "lm_step_pilot"
+STEPS = (800, 1600, 3200, 6400)
+SEEDS = (0, 1)
+#: the training context of the standard suite's LM (experiments/lm_extrapolation.py)
+CONTEXT = 32
+#: the largest ratio of the worst to the best encoding's in-distribution perplexity the rule accepts
+MAX_SPREAD = 1.10
+
+
+def specs(steps: int) -> list:
+    """The pilot's runs at ``steps``: the standard ``lm_extrapolation`` runs of seeds :data:`SEEDS`, with
+    ``steps`` optimizer steps and the training context as the only evaluation length.
+
+    Raises:
+        RuntimeError: the standard suite's scale is not protocol v3's yet.
+    """
+    from pebench.experiment import suite_runs
+    from pebench.protocol import SCALES
+
+    if SCALES["standard"].get("protocol") != 3:
+        raise RuntimeError("the standard suite's scale is still protocol v2's: declare v3's scale (from the depth, "
+                           "plateau and width pilots) before this pilot runs")
+    runs = [s for s in suite_runs("standard", ["lm_extrapolation"]) if s.seed in SEEDS]
+    if not runs or {s.train.train_max_len for s in runs} != {CONTEXT}:
+        raise RuntimeError(f"lm_extrapolation's standard runs no longer train at context {CONTEXT}")
+    return [dataclasses.replace(s, experiment=EXPERIMENT, train=dataclasses.replace(s.train, steps=steps),
+                                eval=dataclasses.replace(s.eval, lengths=(CONTEXT,)))
+            for s in runs]
+
+
+def perplexities(folder: Path = OUT):
+    """Seed-mean perplexity at the training context per (steps, encoding), and the runs per cell."""
+    import numpy as np
+
+    from pebench.store import load
+
+    data = load(folder)
+    data = data[(data["experiment"] == EXPERIMENT) & (data["eval_len"] == CONTEXT)]
+    per_run = data.groupby(["steps", "encoding", "seed"], sort=True)["loss"].mean().reset_index()
+    per_run["perplexity"] = np.exp(per_run["loss"])
+    return per_run.groupby(["steps", "encoding"], sort=True).agg(perplexity=("perplexity", "mean"),
+                                                                   runs=("seed", "size")).reset_index()
+
+
+def choose(table, expected: dict[int, int]) -> dict:
+    """The rule's outcome from :func:`perplexities` (``expected``: the number of (encoding) cells per step
+    count when complete): each step count's spread, the chosen count (None while undecided)."""
+    status, chosen = {}, None
+    for steps in STEPS:
+        cells = table[(table["steps"] == steps) & (table["runs"] == len(SEEDS))]
+        if len(cells) < expected.get(steps, 0) or steps not in expected:
+            status[steps] = None
+            break
+        spread = float(cells["perplexity"].max() / cells["perplexity"].min())
+        status[steps] = spread
+        if spread <= MAX_SPREAD:
+            chosen = steps
+            break
+    else:
+        chosen = STEPS[-1]
+    return {"spreads": status, "steps": chosen}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``run`` one step count (resumable) or ``read`` the pilot."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the pilot at one step count (resumable)")
+    run.add_argument("--steps", type=int, choices=STEPS, required=True)
+    run.add_argument("--workers", type=int, default=2)
+    sub.add_parser("read", help="apply the rule and write results/pilots/lm_step_pilot.json")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        from pebench.runner import run_sweep
+
+        print(run_sweep(specs(args.steps), OUT, executor="processes", workers=args.workers))
+        return 0
+    table = perplexities()
+    cells = {steps: len({s.encoding for s in specs(steps)}) for steps in STEPS}
+    outcome = choose(table, cells)
+    OUTCOME.parent.mkdir(parents=True, exist_ok=True)
+    OUTCOME.write_text(json.dumps({"table": table.to_dict(orient="records"),
+                                   "spreads": {str(k): v for k, v in outcome["spreads"].items()},
+                                   "steps": outcome["steps"], "max_spread": MAX_SPREAD}, indent=1) + "\n")
+    print(table.to_string(index=False))
+    print(f"spreads: {outcome['spreads']}; chosen steps: {outcome['steps']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

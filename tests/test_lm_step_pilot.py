@@ -1,0 +1,56 @@
+"""The LM step pilot of protocol v3 (pilots/lm_step_pilot.py): it waits for v3's scale, runs the standard LM at
+each step count evaluated at its training context only, and takes the smallest count whose spread is small."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pebench import protocol
+
+PILOT = Path(__file__).resolve().parent.parent / "pilots" / "lm_step_pilot.py"
+
+
+@pytest.fixture(scope="module")
+def pilot():
+    spec = importlib.util.spec_from_file_location("lm_step_pilot_under_test", PILOT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pilot_refuses_to_run_before_the_v3_scale_is_declared(pilot, monkeypatch):
+    monkeypatch.setitem(protocol.SCALES, "standard", {**protocol.SCALES["standard"], "protocol": 2})
+    with pytest.raises(RuntimeError, match="declare v3's scale"):
+        pilot.specs(800)
+
+
+def test_the_runs_are_the_standard_lm_at_each_step_count_evaluated_in_distribution(pilot, monkeypatch):
+    monkeypatch.setitem(protocol.SCALES, "standard", {**protocol.SCALES["standard"], "protocol": 3})
+    runs = pilot.specs(1600)
+    assert runs and {s.seed for s in runs} == set(pilot.SEEDS)
+    assert {s.train.steps for s in runs} == {1600} and {s.eval.lengths for s in runs} == {(pilot.CONTEXT,)}
+    assert {s.task for s in runs} == {"charlm"} and {s.train.train_max_len for s in runs} == {pilot.CONTEXT}
+    assert len({s.encoding for s in runs}) * len(pilot.SEEDS) == len(runs)
+
+
+def table(spreads: dict[int, float], encodings=("a", "b", "c"), runs=2) -> pd.DataFrame:
+    """Perplexities per (steps, encoding) whose largest/smallest ratio is ``spreads[steps]``."""
+    rows = []
+    for steps, spread in spreads.items():
+        for i, encoding in enumerate(encodings):
+            rows.append(dict(steps=steps, encoding=encoding, perplexity=4.0 * (1 + (spread - 1) * i / 2), runs=runs))
+    return pd.DataFrame(rows)
+
+
+def test_the_smallest_step_count_within_the_spread_is_chosen(pilot):
+    expected = {steps: 3 for steps in pilot.STEPS}
+    outcome = pilot.choose(table({800: 1.5, 1600: 1.08, 3200: 1.02}), expected)
+    assert outcome["steps"] == 1600 and outcome["spreads"][800] == pytest.approx(1.5)  # exact up to rounding
+    assert pilot.choose(table({800: 1.5}), expected)["steps"] is None  # 1600 not run yet: undecided
+    assert pilot.choose(table({800: 1.5}, runs=1), expected)["spreads"][800] is None  # a seed missing
+    none_close = table({800: 1.5, 1600: 1.4, 3200: 1.3, 6400: 1.2})
+    assert pilot.choose(none_close, expected)["steps"] == 6400  # the largest, said in the note
