@@ -112,14 +112,16 @@ def archive_bytes(members: Sequence[tuple[str, bytes]]) -> bytes:
 
 def pack(folder: str | Path, archive: str | Path) -> bool:
     """Write the archive of the results folder ``folder`` (:func:`folder_members`) to ``archive`` atomically,
-    unless ``archive`` already holds exactly those members (then it is left as it is, whatever zlib made it).
+    unless ``archive`` already holds exactly those members (then it is left as it is, whatever zlib made it); an
+    archive that cannot be read (:func:`read_archive`) is written over.
 
     Returns:
         Whether ``archive`` was written.
     """
     members, archive = folder_members(folder), Path(archive)
-    if archive.is_file() and read_archive(archive) == members:
-        return False
+    with contextlib.suppress(ResultsError):
+        if archive.is_file() and read_archive(archive) == members:
+            return False
     archive.parent.mkdir(parents=True, exist_ok=True)
     store.write_bytes_atomic(archive, archive_bytes(members))
     return True
