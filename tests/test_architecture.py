@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.experiment", "plan"),
     ("pebench.store", "store"),
     ("pebench.report_file", "store"),  # reads a folder's report.json through the store, for the site
+    ("pebench.reference", "store"),  # the packaged reference results, archived and extracted by the store's rules
     ("pebench.provenance", "core"),
     ("pebench.runner", "run"),
     ("pebench.throughput", "run"),
