@@ -66,6 +66,8 @@ class Metric:
             such as chance, nor for a gap whose mean is its message).
         marked: tables mark the best value of each task (and those not significantly worse) in its direction;
             False for a metric whose best is no merit (OOD/ID is near 1 for a model at chance).
+        floor: a position-free floor (:mod:`pebench.tasks.floors`): tables print it as a lower bound where its
+            task's floor method gives only one (:data:`pebench.tasks.floors.BOUND_METHODS`).
     """
 
     name: str
@@ -81,6 +83,7 @@ class Metric:
     needs_fit: bool = False
     interval: bool = True
     marked: bool = True
+    floor: bool = False
 
 
 RUN_METRICS: Registry[Metric] = Registry("run metric", base=Metric)
@@ -114,6 +117,7 @@ def register_metric(
     interval: bool = True,
     marked: bool = True,
     tables: tuple[str, ...] = (),
+    floor: bool = False,
 ) -> Callable[[Compute | None], Compute | None]:
     """Register metric ``name``; used as a decorator of the function computing a derived run metric,
     or called on ``None`` for a metric measured from the raw rows (``register_metric(...)(None)``).
@@ -136,7 +140,7 @@ def register_metric(
             raise ValueError(f"metric {name!r}: only run metrics can be computed by a registered function")
         summary = (description or (compute.__doc__ or "").strip().split("\n")[0]) if compute else description
         metric = Metric(name, label, axis_label or label, higher_is_better, format, applies_to, reference, level,
-                        summary, compute, needs_fit, interval, marked)
+                        summary, compute, needs_fit, interval, marked, floor)
         registry = RUN_METRICS if level == "run" else LENGTH_METRICS
         registry.register(name)(metric)
         for layout in tables:
@@ -261,7 +265,7 @@ register_metric("id_chance_token_acc", label="Chance", axis_label="chance token 
 for _span, _lengths in (("id", "ID"), ("ood", "OOD")):
     for _unit, _label, _accuracy in (("token", "Floor", "token accuracy"), ("seq", "Seq floor", "sequence accuracy")):
         register_metric(f"{_span}_floor_{_unit}_acc", label=_label, axis_label=f"position-free floor ({_accuracy})",
-                        higher_is_better=None, interval=False,
+                        higher_is_better=None, interval=False, floor=True,
                         description=f"Best {_accuracy} without position information "
                         f"(pebench.tasks.floors), mean over {_lengths} lengths.")(None)
 del _span, _lengths, _unit, _label, _accuracy

@@ -38,6 +38,9 @@ MARKS = ("best", "tied")
 #: the terminal's suffix of a marked cell, and the line explaining them
 TEXT_MARKS = {"best": " *", "tied": " ~", None: ""}
 TEXT_MARK_LEGEND = "* best mean of its task; ~ not significantly worse (Welch t-test, Holm, alpha 0.05)"
+#: what every format prints before a cell that is only a lower bound, and the line under a table that has one
+BOUND_PREFIX = "≥"
+BOUND_LEGEND = "≥ marks a lower bound: the exact value is at least the number shown."
 #: Markdown's alignment row per column alignment ("": the renderer's default, left)
 _MARKDOWN_ALIGN = {"l": ":--", "r": "--:", "c": ":-:", "": "---"}
 
@@ -120,12 +123,19 @@ def version_line(version: str) -> str:
 @dataclass(frozen=True)
 class Cell:
     """One cell: its display ``text`` (Unicode, unescaped: each renderer escapes it), the ``value`` it shows
-    (a number, a ``(point, low, high)`` interval, a name; ``None`` for text only) and its ``mark`` (one of
-    :data:`MARKS`, or ``None``)."""
+    (a number, a ``(point, low, high)`` interval, a name; ``None`` for text only), its ``mark`` (one of
+    :data:`MARKS`, or ``None``) and whether its value is only a lower ``bound`` (printed after
+    :data:`BOUND_PREFIX`; the table then prints :data:`BOUND_LEGEND`)."""
 
     text: str
     value: Any = None
     mark: str | None = None
+    bound: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The text as every format prints it: after :data:`BOUND_PREFIX` when the value is a lower bound."""
+        return BOUND_PREFIX + self.text if self.bound and self.text else self.text
 
     def __post_init__(self) -> None:
         if self.mark is not None and self.mark not in MARKS:
@@ -219,6 +229,11 @@ class Table:
         return [column.header for column in self.columns]
 
     @property
+    def legends(self) -> list[str]:
+        """The lines printed under the table before its notes: :data:`BOUND_LEGEND` when a cell is a bound."""
+        return [BOUND_LEGEND] if any(cell.bound for row in self.rows for cell in row) else []
+
+    @property
     def full_caption(self) -> str:
         """The caption as printed: ``Title. Caption`` where the style says so."""
         if self.style.title_in_caption and self.title:
@@ -272,7 +287,7 @@ def to_markdown(table: Table) -> str:
     for row in table.display_rows():
         cells = []
         for cell in row:
-            text = _markdown_cell(cell.text)
+            text = _markdown_cell(cell.shown)
             cells.append(f"**{text}**" if cell.mark == "best" and text else f"*{text}*" if cell.mark == "tied" and text
                          else text)
         lines.append("| " + " | ".join(cells) + " |")
@@ -280,7 +295,7 @@ def to_markdown(table: Table) -> str:
     caption = table.full_caption
     if caption:
         out += "\n" * table.style.caption_gap + caption + "\n"
-    for paragraph in [*table.notes, *([version_line(table.version)] if table.version else [])]:
+    for paragraph in [*table.legends, *table.notes, *([version_line(table.version)] if table.version else [])]:
         out += "\n" + paragraph + "\n"
     return out
 
@@ -304,12 +319,12 @@ def to_latex(table: Table) -> str:
             lines.append(r"\midrule")
         cells = []
         for cell in row:
-            text = latex_escape(cell.text)
+            text = latex_escape(cell.shown)
             cells.append(f"\\textbf{{{text}}}" if cell.mark == "best" else f"\\underline{{{text}}}"
                          if cell.mark == "tied" else text)
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
-    for note in [*table.notes, *([version_line(table.version)] if table.version else [])]:
+    for note in [*table.legends, *table.notes, *([version_line(table.version)] if table.version else [])]:
         lines.append(rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}")
     lines += [f"\\end{{{style.environment}}}", ""]
     return "\n".join(lines)
@@ -324,7 +339,7 @@ def to_text(table: Table, width: int | None = None) -> str:
         width: the widest a line may be; a wider table is printed in blocks of columns, each repeating the key
             columns (as pandas prints a wide frame). ``None``: one block.
     """
-    rows = [[terminal_text(c.text) + TEXT_MARKS[c.mark] if c.text else c.text for c in row]
+    rows = [[terminal_text(c.shown) + TEXT_MARKS[c.mark] if c.text else c.text for c in row]
             for row in table.display_rows()]
     headers = [terminal_text(h) for h in table.headers]
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
@@ -354,7 +369,7 @@ def to_text(table: Table, width: int | None = None) -> str:
             out.append(line(row, columns))
     if any(cell.mark for row in table.rows for cell in row):
         out.append(TEXT_MARK_LEGEND)
-    out += [terminal_text(note) for note in table.notes]
+    out += [terminal_text(note) for note in [*table.legends, *table.notes]]
     if table.version:
         out.append(terminal_text(version_line(table.version)))
     return "\n".join(out)

@@ -429,6 +429,24 @@ def test_the_fit_table_counts_fitted_seeds_and_median_steps_per_encoding_and_arc
                                              ["`copy`", "encoder", "0.10", "0.53", "0.10", "0.32", "—"]]
 
 
+def test_the_floors_table_marks_a_floor_computed_by_permutation_as_a_lower_bound(tmp_path):
+    """Issue 36, 3: a floor that is only a lower bound is printed as one (≥), and the section says what ≥ means."""
+    import gzip
+
+    from pebench.report import fit
+    from pebench.tables import BOUND_LEGEND
+
+    folder = fit_summary_folder(tmp_path)
+    for run_id in pd.read_csv(folder / "summary" / "runs.csv")["run_id"]:
+        method = "permutation" if run_id.startswith("decoder") else "exact"
+        text = f"run_id,floor_method\n{run_id},{method}\n"
+        (folder / "raw" / f"{run_id}.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+    (section,) = fit.floors_table(folder)["sections"]
+    assert section["rows"] == [["`copy`", "decoder", "0.10", "≥0.53", "0.10", "≥0.32", "permutation"],
+                               ["`copy`", "encoder", "0.10", "0.53", "0.10", "0.32", "exact"]]
+    assert section["lead"].endswith(BOUND_LEGEND)
+
+
 def test_fit_and_floor_tables_of_results_without_the_columns_say_so(tmp_path):
     from pebench.report import fit
 

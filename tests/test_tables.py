@@ -147,3 +147,41 @@ write_report(write_synthetic_results(Path(sys.argv[1])), out_dir=Path(sys.argv[2
     header = table.splitlines()[0]
     assert header.endswith("| Gen. length | OOD - ID | Seeds |") and " ± " in table.splitlines()[2].split("|")[-3]
     assert "OOD - ID" not in (tmp_path / "report" / "tables" / "length_extrapolation_decoder_order.md").read_text()
+
+
+def test_a_lower_bound_is_marked_in_every_format_with_its_legend():
+    """Issue 36, 3: a value that is only a lower bound (a position-free floor by permutation) is printed after ≥,
+    and the table says what ≥ means, in Markdown, LaTeX and terminal text; a table without one says nothing."""
+    from pebench.tables import BOUND_LEGEND
+
+    columns = [Column("Task", "l", key=True), Column("Floor", "r")]
+    rows = [[Cell("reverse", "reverse"), Cell("0.35", 0.35, bound=True)], [Cell("copy", "copy"), Cell("0.10", 0.10)]]
+    table = Table("floors", "Floors", "Caption.", columns, rows)
+    markdown, tex, text = to_markdown(table), to_latex(table), to_text(table)
+    assert "| reverse | ≥0.35 |" in markdown and "| copy | 0.10 |" in markdown and f"\n{BOUND_LEGEND}\n" in markdown
+    assert r"reverse & $\geq$0.35 \\" in tex and latex_escape(BOUND_LEGEND) in tex and tex.isascii()
+    assert "≥0.35" in text and BOUND_LEGEND in text.splitlines()
+    plain = Table("floors", "Floors", "Caption.", columns, [[Cell("copy", "copy"), Cell("0.10", 0.10)]])
+    assert not any("≥" in render(plain) for render in (to_markdown, to_latex, to_text))
+
+
+def test_the_floor_column_marks_a_floor_computed_by_permutation_as_a_bound(tmp_path):
+    """The per-task tables print a floor whose method is only a lower bound (pebench.tasks.floors) after ≥."""
+    import pandas as pd
+
+    from pebench import results
+    from pebench.experiment import ReportSpec
+    from pebench.report.layout_tables import extrapolation_tables, floor_bounds
+    from pebench.store import load
+
+    data = load(write_synthetic_results(tmp_path / "results"))
+    first = data["task"].iloc[0]
+    data["floor_token_acc"], data["floor_seq_acc"], data["floor_method"] = 0.35, 0.05, "exact"
+    data.loc[data["task"] == first, "floor_method"] = "permutation"
+    runs = results.run_metrics(data)
+    cells = floor_bounds(results.aggregate(runs), data)
+    tables = extrapolation_tables(runs, cells, "length_extrapolation", "protocol", ReportSpec())
+    floor = [c.header for c in tables[0].columns].index("Floor")
+    bounded = {row[0].value: row[floor].text for row in tables[0].rows if row[floor].bound}
+    assert set(bounded) == {first} and all(text[0].isdigit() for text in bounded.values())
+    assert "≥" in to_markdown(tables[0]) and isinstance(cells, pd.DataFrame)

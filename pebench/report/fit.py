@@ -17,11 +17,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pebench import tasks
+from pebench import metrics, tasks
 from pebench.protocol import SCALES
 from pebench.report_file import FOLDER
 from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key
 from pebench.store import first_rows
+from pebench.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
+from pebench.tasks.floors import BOUND_METHODS
 from pebench.train import TrainConfig
 
 #: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
@@ -132,12 +134,21 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
         rows = []
         for row in table.itertuples():
             method = cells.get_group((row.task, row.arch)).get("floor_method")
-            rows.append([f"`{row.task}`", row.arch, *(_two_decimals(getattr(row, c)) for c in FLOOR_COLUMNS),
-                         ", ".join(sorted(method.dropna().unique())) if method is not None else "—"])
-        sections.append({"lead": f"**`{experiment}`** (from `{FOLDER}/summary/runs.csv`)",
+            methods = sorted(method.dropna().unique()) if method is not None else []
+            rows.append([f"`{row.task}`", row.arch, *_floor_cells(row, bool(set(methods) & set(BOUND_METHODS))),
+                         ", ".join(methods) if method is not None else "—"])
+        legend = f" {BOUND_LEGEND}" if any(BOUND_PREFIX in cell for row in rows for cell in row[2:-1]) else ""
+        sections.append({"lead": f"**`{experiment}`** (from `{FOLDER}/summary/runs.csv`){legend}",
                          "header": ["task", "arch", "ID chance", "ID floor", "OOD chance", "OOD floor", "method"],
                          "rows": rows})
     return {"sections": sections}
+
+
+def _floor_cells(row: Any, bound: bool) -> list[str]:
+    """The chance and floor cells of a floors-table row (:data:`FLOOR_COLUMNS`), each floor printed as a lower
+    bound (:class:`pebench.tables.Cell`) when ``bound``: its method gives only one."""
+    return [Cell(_two_decimals(value), value, bound=bound and metrics.get(column).floor and np.isfinite(value)).shown
+            for column, value in ((c, getattr(row, c)) for c in FLOOR_COLUMNS)]
 
 
 def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:

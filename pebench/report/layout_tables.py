@@ -17,6 +17,7 @@ from pebench.model import ARCHS
 from pebench.schema import CELL_COLUMNS, GROUP_COLUMNS
 from pebench.tables import RESULTS_STYLE, Cell, Table, format_mean_ci
 from pebench.tables import Column as TableColumn  # this module's Column is a metric column
+from pebench.tasks.floors import BOUND_METHODS
 
 MARK_LEGEND = (
     "Bold: best mean of its task; underlined (LaTeX) / italics (Markdown): not significantly worse than the best "
@@ -67,6 +68,13 @@ class Column:
         """Whether its cells show ``mean ± 95% CI``: ``ci``, else the metric's registered ``interval``."""
         metric = self._metric()
         return self.ci if self.ci is not None else metric.interval if metric is not None else True
+
+    @property
+    def floor(self) -> bool:
+        """Whether it shows a position-free floor (a metric registered as ``floor``): a cell whose floor is only a
+        lower bound (:func:`floor_bounds`) is printed as one."""
+        metric = self._metric()
+        return bool(metric is not None and metric.floor)
 
     @property
     def better(self) -> bool | None:
@@ -143,8 +151,9 @@ def metric_table(
         for m in metrics:
             mean, ci = row[f"{m.column}_mean"], row[f"{m.column}_ci95"] if m.interval else float("nan")
             mark = None if m.judges and unfitted else marks.at[i, m.column]
+            bound = m.floor and bool(row.get(FLOOR_BOUND, False)) and np.isfinite(mean)
             line.append(Cell(format_mean_ci(mean, ci, m.kind) + (NOT_FITTED if m.judges and unfitted else ""),
-                             mean, mark if isinstance(mark, str) else None))
+                             mean, mark if isinstance(mark, str) else None, bound=bound))
         line.append(Cell(_runs_text(row), int(row["n_seeds"])))
         rows.append(line)
     columns = ([TableColumn(h, "l", key=True) for h, _ in keys] + [TableColumn(m.header, "r") for m in metrics]
@@ -167,6 +176,21 @@ def _caption(look: str, protocol: str, runs: pd.DataFrame) -> str:
 
 #: suffix of a number that judges a trained model in a cell where no seed fitted (rule 1 of the protocol)
 NOT_FITTED = " †"
+#: the column of a layout's cells saying that the cell's position-free floor is only a lower bound (floor_bounds)
+FLOOR_BOUND = "floor_bound"
+
+
+def floor_bounds(cells: pd.DataFrame, data: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` with a column :data:`FLOOR_BOUND`: whether a raw row (``data``) of the cell's task and
+    architecture records a floor method that gives only a lower bound
+    (:data:`pebench.tasks.floors.BOUND_METHODS`); False throughout for rows made before ``floor_method`` was
+    recorded."""
+    keys = ["experiment", "task", "arch"]
+    if "floor_method" not in data:
+        return cells.assign(**{FLOOR_BOUND: False})
+    bounded = data.loc[data["floor_method"].isin(BOUND_METHODS), keys].drop_duplicates()
+    marked = cells.merge(bounded.assign(**{FLOOR_BOUND: True}), on=keys, how="left")
+    return marked.assign(**{FLOOR_BOUND: marked[FLOOR_BOUND].eq(True)})
 
 
 def registered_columns(layout: str) -> list[Column]:

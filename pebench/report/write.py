@@ -18,6 +18,7 @@ from pebench.report.artifacts import Artifact, check_report_folders, save_figure
 from pebench.report.boards import ranking_artifacts
 from pebench.report.findings import people_words
 from pebench.report.index import sections as index_sections
+from pebench.report.layout_tables import floor_bounds
 from pebench.report.layouts import experiments_in_order, views
 from pebench.report.main_table import lead_experiment, main_table
 from pebench.report.overview import findings_status, parameter_table, status_table
@@ -82,6 +83,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     }
     runs.to_csv(summaries["runs"], index=False)
     cells.to_csv(summaries["cells"], index=False)
+    cells = floor_bounds(cells, data)
     results.curves(data).to_csv(summaries["curves"], index=False)
     comparisons = [results.compare_to_best(runs, metric, metric_registry.get(metric).higher_is_better)
                    for metric in ("id_token_acc", "ood_token_acc", "ood_perplexity")]
@@ -188,7 +190,7 @@ def tables_for(results_dir: str | Path, experiments: Sequence[str] = (), *,
                 f"{results_dir}: no runs of experiment(s) {', '.join(missing)}; present: {', '.join(sorted(present))}")
         data = data[data["experiment"].isin(experiments)]
     runs = results.run_metrics(data)
-    cells = results.aggregate(runs)
+    cells = floor_bounds(results.aggregate(runs), data)
     specs, _ = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
     tables = []
     for experiment, layout, spec in experiments_in_order(runs["experiment"], specs):

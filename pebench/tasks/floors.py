@@ -73,6 +73,8 @@ from torch import Tensor
 from pebench.tasks.base import ARCHS, Task
 
 METHODS = ("exact", "monte_carlo", "permutation")
+#: the methods whose floor is only a lower bound: tables print it as one
+BOUND_METHODS = ("permutation",)
 _CHUNK = 64  # examples per vectorised block of the decoder's prefix matching (bounds memory)
 _SCORED_TOKENS = 256  # scored output tokens per example (more copies at short outputs)
 _MAX_VOTERS = 256
