@@ -722,23 +722,39 @@ def test_a_plugin_encoding_shows_the_doi_or_citation_it_was_registered_with(gen,
     assert f"| paper | {link} |" in page
 
 
-def test_encoding_and_task_pages_show_their_rows_and_figures_as_their_reports_list_them(gen, tmp_path):
+def test_encoding_and_task_pages_lead_with_the_main_table_boards_and_two_figures_and_link_all_results(gen, tmp_path):
+    """A page shows the reference suite's main table and board rows and one figure per architecture; every row
+    and figure is on its orphan "All results" page (issue 39: pages a researcher reads)."""
     results = tmp_path / "results"
     folder = fake_results(results)
     main = {"header": ["Arch", "Encoding"], "rows": [["decoder", "rope"]]}
-    entries = {"encoding": {"rope": {"tables": {"main": main}, "figures": {"curves": "Look for rope."}}}, "task": {}}
-    fake_report(folder, appearances={"encoding": {"rope": [["length_extrapolation", "decoder"], ["order", "encoder"]]},
-                                     "task": {}}, entries=entries,
-                tables=[{"name": "main", "title": "Main results", "caption": "", "paths": {}}],
-                figures=[{"name": "curves", "title": "Curves", "caption": "", "paths": {"svg": "figures/curves.svg"}},
+    per_task = {"header": ["Task", "Encoding"], "rows": [["copy", "rope"]]}
+    curves = [f"length_extrapolation_{arch}_acc_part{k}" for arch in ("decoder", "encoder") for k in (1, 2)]
+    entries = {"encoding": {"rope": {"tables": {"main": main, "length_extrapolation_decoder": per_task},
+                                     "figures": {name: "Look for rope." for name in curves}}}, "task": {}}
+    fake_report(folder, appearances={"encoding": {"rope": [["length_extrapolation", "decoder"],
+                                                           ["length_extrapolation", "encoder"]]}, "task": {}},
+                entries=entries, main_table="main",
+                tables=[{"name": "main", "title": "Main results", "caption": "", "paths": {}},
+                        {"name": "length_extrapolation_decoder", "title": "Per task", "caption": "", "paths": {}}],
+                figures=[*({"name": name, "title": name, "caption": "", "paths": {"svg": f"figures/{name}.svg"}}
+                           for name in curves),
                          {"name": "other", "title": "Other", "caption": "", "paths": {"svg": "figures/other.svg"}}])
     lines = gen.results_links("encoding", "rope", results)
     assert lines[:2] == ["## In the results", ""] and lines[4:8] == [
         "### standard results", "",
-        "{doc}`The standard results </_generated/results/standard>`: `length_extrapolation` (decoder), `order` "
-        "(encoder).", ""]
+        "{doc}`The standard results </_generated/results/standard>`: `length_extrapolation` (decoder), "
+        "`length_extrapolation` (encoder).", ""]
     text = "\n".join(lines)
     assert "#### Main results\n\n| Arch | Encoding |\n|---|---|\n| decoder | rope |" in text
-    assert ":::{figure} /_generated/results/standard/figures/curves.svg" in text
-    assert "**Curves.** Look for rope." in text and "other.svg" not in text  # a figure without rope is not shown
+    assert "Per task" not in text  # per-task rows are on the all-results page
+    assert text.count(":::{figure}") == 2 and "decoder_acc_part1.svg" in text and "encoder_acc_part1.svg" in text
+    assert "**length_extrapolation_decoder_acc_part1.** Look for rope." in text
+    assert lines[-2] == ("{doc}`All results for rope </_generated/encoding_results/rope>`: every suite, every table "
+                         "row and every figure that draws it.")
+    page = gen.all_results_page("encoding", "rope", results)
+    assert page.startswith("---\norphan: true\n---\n\n# All results for `rope`")
+    assert "#### Per task" in page and "#### Main results" in page and "other.svg" not in page
+    assert page.count(":::{figure}") == 4  # every figure that draws it, none that does not
     assert "Not part of the committed reference results" in gen.results_links("task", "copy", results)[2]
+    assert gen.all_results_page("task", "copy", results) is None

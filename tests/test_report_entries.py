@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pebench.report.entries import entries, figure_places, markdown_rows, table_rows
+from pebench.report.entries import entries, figure_places, lead, markdown_rows, table_rows
 from pebench.tables import Cell, Column, Table, to_markdown
 
 
@@ -93,3 +93,19 @@ def test_a_task_page_lists_only_the_part_of_a_battery_s_figures_that_draws_its_p
     assert list(found["task"][second[0]]["figures"]) == ["exp_decoder_acc_part2", "exp_heatmap"]
     assert list(found["encoding"]["rope"]["figures"]) == ["exp_decoder_acc_part1", "exp_decoder_acc_part2",
                                                           "exp_heatmap"]
+
+
+def test_a_page_leads_with_the_main_table_its_boards_and_one_figure_per_architecture():
+    """An entry as report.json holds it: the lead keeps the main table and the v3 boards of its experiment (in the
+    report's order), not the per-task tables, and the first figure of each architecture, at most two."""
+    entry = {"tables": {t: {} for t in ("parameters", "le_decoder", "harm_le", "main", "capability_le")},
+             "figures": {f: "" for f in ("le_decoder_acc_part1", "le_decoder_acc_part2", "le_encoder_acc_part1",
+                                          "le_heatmap")}}
+    order = ["main", "le_decoder", "capability_le", "harm_le", "extrapolation_le", "parameters"]
+    figures = ["le_decoder_acc_part1", "le_decoder_acc_part2", "le_encoder_acc_part1", "le_heatmap", "other"]
+    pairs = [["le", "decoder"], ["le", "encoder"]]
+    assert lead(entry, order, "main", figures, pairs) == (
+        ["main", "capability_le", "harm_le"], ["le_decoder_acc_part1", "le_encoder_acc_part1"])
+    assert lead(entry, order, None, figures, [["le", "decoder"]], most=1) == (
+        ["capability_le", "harm_le"], ["le_decoder_acc_part1"])
+    assert lead({"tables": {}, "figures": {}}, order, "main", figures, pairs) == ([], [])

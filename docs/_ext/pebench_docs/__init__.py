@@ -46,6 +46,7 @@ from .leaderboard_pages import (
 )
 from .protocol_pages import battery_tables, experiments_tables, protocol_substitutions, suite_times
 from .registry_pages import (
+    all_results_page,
     api_modules,
     api_page,
     cite_include,
@@ -99,12 +100,16 @@ def excluded_sources(srcdir: Path = DOCS) -> list[str]:
 def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str, str]:
     """Write every generated page under ``srcdir/_generated``; return the MyST substitutions."""
     out = srcdir / "_generated"
-    for sub in ("encodings", "tasks", "api"):  # registries may shrink: stale pages must go
+    for sub in ("encodings", "tasks", "api", "encoding_results", "task_results"):  # stale pages must go
         shutil.rmtree(out / sub, ignore_errors=True)
     for name in encodings.names():
         write(out / "encodings" / f"{name}.md", encoding_page(name, out, srcdir))
     for name in tasks.names():
         write(out / "tasks" / f"{name}.md", task_page(name))
+    for column, names in (("encoding", encodings.names()), ("task", tasks.names())):
+        for name in names:
+            if (page := all_results_page(column, name, results)) is not None:
+                write(out / f"{column}_results" / f"{name}.md", page)
     results_out = out / "results"
     shutil.rmtree(results_out, ignore_errors=True)  # pages and artifacts of suites that may be gone
     results_pages = generate_results(results, results_out, srcdir)

@@ -13,38 +13,64 @@ from pathlib import Path
 
 import pebench
 from pebench import encodings, explain, registry_tables, tasks
+from pebench.report.entries import lead
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
 
 
-def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
-    """A section showing where ``name`` (an encoding or a task) appears in the committed results: per suite, the
-    experiments and architectures (:func:`pebench.report.findings.appearances`), its rows of each table and the
-    figures that draw it, each captioned with what to look at (:func:`pebench.report.entries.entries`)."""
+def results_sections(column: str, name: str, results: Path = ROOT / "results", every: bool = True) -> list[str]:
+    """Where ``name`` (an encoding or a task) appears in the committed results: per suite, the experiments and
+    architectures (:func:`pebench.report.findings.appearances`), its rows of each table and the figures that draw
+    it, each captioned with what to look at (:func:`pebench.report.entries.entries`). ``every=False``: only the
+    reference suite, and of it only what a page leads with (:func:`pebench.report.entries.lead`)."""
     found = []
     for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         index = report_index(folder)
         pairs = index["appearances"][column].get(name)
-        if not pairs:
+        if not pairs or not (every or folder.name == REFERENCE_SUITE):
             continue
         where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
         page = f"/_generated/results/{folder.name}"
         found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
         entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
+        tables, figures = [t["name"] for t in index["tables"]], [f["name"] for f in index["figures"]]
+        if not every:
+            tables, figures = lead(entry, tables, index.get("main_table"), figures, pairs)
         for table in index["tables"]:
-            rows = entry["tables"].get(table["name"])
+            rows = entry["tables"].get(table["name"]) if table["name"] in tables else None
             if rows:
                 found += [f"#### {table['title']}", "", markdown_table(rows["header"], rows["rows"])]
-        drawn = [fig for fig in index["figures"] if fig["name"] in entry["figures"] and "svg" in fig["paths"]]
+        drawn = [fig for fig in index["figures"]
+                 if fig["name"] in entry["figures"] and fig["name"] in figures and "svg" in fig["paths"]]
         found += ["#### Figures", ""] if drawn else []
         for figure in drawn:
             found += [f":::{{figure}} {page}/{figure['paths']['svg']}", f":alt: {figure['title']}", "",
                       f"**{figure['title']}.** {entry['figures'][figure['name']]}", ":::", ""]
-    if not found:
+    return found
+
+
+def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
+    """The "In the results" section of ``name``'s page: what it leads with in the reference suite
+    (:func:`results_sections`) and one link to the page of all its results (:func:`all_results_page`)."""
+    if not results_sections(column, name, results):
         return ["## In the results", "", f"Not part of the committed reference results; run it with "
                 f"`pebench run --suite standard --{column} {name}`.", ""]
-    return ["## In the results", "", "Its rows of each table of the committed results (the whole tables, their "
-            "captions and downloads are on the results pages) and the figures that draw it.", "", *found]
+    return ["## In the results", "", f"Its rows of the main table and the boards of the {REFERENCE_SUITE} results "
+            "and its main figures (the whole tables, their captions and downloads are on the results pages).", "",
+            *results_sections(column, name, results, every=False),
+            f"{{doc}}`All results for {name} </_generated/{column}_results/{name}>`: every suite, every table "
+            "row and every figure that draws it.", ""]
+
+
+def all_results_page(column: str, name: str, results: Path = ROOT / "results") -> str | None:
+    """The page of every result of ``name`` (:func:`results_sections`), an orphan linked from its page only;
+    None when no committed results hold it."""
+    found = results_sections(column, name, results)
+    if not found:
+        return None
+    return "\n".join(["---", "orphan: true", "---", "", f"# All results for `{name}`", "",
+                      f"Every row and figure of the committed results that shows {{doc}}`{name} "
+                      f"</_generated/{column}s/{name}>`.", "", *found])
 
 
 def autoclass_block(cls: type) -> list[str]:
