@@ -17,10 +17,10 @@ import torch
 
 from pebench import protocol, tasks
 from pebench.blocks import Block
-from pebench.cli import describe_run_seeds
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
 from pebench.fit_criterion import fit_criterion_blocks
+from pebench.seed_text import describe_run_seeds
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
 from pebench.throughput import SUITE_BUDGET_MINUTES, measured_suite_times, standard_budget_overrun

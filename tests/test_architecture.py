@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.throughput", "run"),
     ("pebench.explain", "teaching"),
     ("pebench.tables", "tables"),
+    ("pebench.seed_text", "tables"),
     ("pebench.blocks", "tables"),
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
