@@ -55,8 +55,9 @@ def results_links(column: str, name: str, results: Path = ROOT / "results") -> l
     if not results_sections(column, name, results):
         return ["## In the results", "", f"Not part of the committed reference results; run it with "
                 f"`pebench run --suite standard --{column} {name}`.", ""]
-    return ["## In the results", "", f"Its rows of the main table and the boards of the {REFERENCE_SUITE} results "
-            "and its main figures (the whole tables, their captions and downloads are on the results pages).", "",
+    return ["## In the results", "", f"From the {REFERENCE_SUITE} results: its rows of the main table and the "
+            "boards, where it has any, and its main figures (the whole tables, their captions and downloads are on "
+            "the results pages).", "",
             *results_sections(column, name, results, every=False),
             f"{{doc}}`All results for {name} </_generated/{column}_results/{name}>`: every suite, every table "
             "row and every figure that draws it.", ""]
