@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.explain", "teaching"),
     ("pebench.tables", "tables"),
     ("pebench.seed_text", "tables"),
+    ("pebench.entry_lead", "tables"),
     ("pebench.blocks", "tables"),
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pebench
 from pebench import encodings, explain, registry_tables, tasks
-from pebench.report.entries import lead
+from pebench.entry_lead import lead
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
 
@@ -22,7 +22,7 @@ def results_sections(column: str, name: str, results: Path = ROOT / "results", e
     """Where ``name`` (an encoding or a task) appears in the committed results: per suite, the experiments and
     architectures (:func:`pebench.report.findings.appearances`), its rows of each table and the figures that draw
     it, each captioned with what to look at (:func:`pebench.report.entries.entries`). ``every=False``: only the
-    reference suite, and of it only what a page leads with (:func:`pebench.report.entries.lead`)."""
+    reference suite, and of it only what a page leads with (:func:`pebench.entry_lead.lead`)."""
     found = []
     for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         index = report_index(folder)
@@ -69,6 +69,7 @@ def all_results_page(column: str, name: str, results: Path = ROOT / "results") -
     found = results_sections(column, name, results)
     if not found:
         return None
+    found = [line[1:] if line.startswith("###") else line for line in found]  # its sections sit under the title
     return "\n".join(["---", "orphan: true", "---", "", f"# All results for `{name}`", "",
                       f"Every row and figure of the committed results that shows {{doc}}`{name} "
                       f"</_generated/{column}s/{name}>`.", "", *found])
