@@ -72,7 +72,7 @@ def all_results_page(column: str, name: str, results: Path = ROOT / "results") -
     found = [line[1:] if line.startswith("###") else line for line in found]  # its sections sit under the title
     return "\n".join(["---", "orphan: true", "---", "", f"# All results for `{name}`", "",
                       f"Every row and figure of the committed results that shows {{doc}}`{name} "
-                      f"</_generated/{column}s/{name}>`.", "", "## By suite", "", *found])
+                      f"</_generated/{column}s/{name}>`.", "", *found])
 
 
 def autoclass_block(cls: type) -> list[str]:
