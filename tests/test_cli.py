@@ -44,12 +44,18 @@ def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
     assert describe_run_seeds([]) == "0"
 
 
-def test_list_protocol_prints_the_constants_the_protocol_page_quotes(capsys):
+def test_list_protocol_prints_the_constants_the_protocol_page_quotes(capsys, monkeypatch):
     from pebench.protocol import SCALES
     from pebench.protocol_tables import protocol_values
 
+    monkeypatch.setenv("COLUMNS", "200")  # the terminal's width decides the layout (a CI run has none)
     assert main(["list", "protocol"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["constant", "value"]
     assert f"step_cap {SCALES['standard']['steps']}" in [" ".join(line.split()) for line in lines]
     assert len([line for line in lines if line and not line.startswith(" ")]) == len(protocol_values()) + 1
+    monkeypatch.setenv("COLUMNS", "80")  # too narrow for the longest value beside its name: values go below
+    assert main(["list", "protocol"]) == 0
+    narrow = capsys.readouterr().out.splitlines()
+    assert narrow[:2] == ["constant", "    value"]
+    assert len([line for line in narrow if line and not line.startswith(" ")]) == len(protocol_values()) + 1

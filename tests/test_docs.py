@@ -754,7 +754,8 @@ def test_encoding_and_task_pages_lead_with_the_main_table_boards_and_two_figures
                          "row and every figure that draws it.")
     page = gen.all_results_page("encoding", "rope", results)
     assert page.startswith("---\norphan: true\n---\n\n# All results for `rope`")
-    assert "#### Per task" in page and "#### Main results" in page and "other.svg" not in page
+    assert "## standard results" in page and "### standard" not in page  # one level below the title
+    assert "### Per task" in page and "### Main results" in page and "other.svg" not in page
     assert page.count(":::{figure}") == 4  # every figure that draws it, none that does not
     assert "Not part of the committed reference results" in gen.results_links("task", "copy", results)[2]
     assert gen.all_results_page("task", "copy", results) is None
