@@ -366,6 +366,22 @@ def test_numbers_that_round_to_zero_have_no_sign():
     assert format_number(-0.02) == "-0.02" and format_number(-1e-5, "gap") == "-1.0e-05"
 
 
+def test_report_json_names_the_lead_figure_the_first_of_the_lead_experiments_own_layout(report):
+    """The figure a results page shows beside the main table is chosen by the report, not by the site: the first
+    figure of the experiment the suite is cited by (length_extrapolation declares the primary metric), never one
+    of its ``also`` layouts; without a lead experiment (or one that drew no figure), the first experiment's."""
+    from pebench.report.write import lead_figure
+
+    index = json.loads((report.figures[0].paths["svg"].parent.parent / "report.json").read_text())
+    assert report.lead_figure == index["lead_figure"] == "length_extrapolation_decoder_token_acc"
+    assert index["lead_figure"] in [figure["name"] for figure in index["figures"]]
+    drawn = {"order": ["order_a"], "lengths": ["lengths_decoder", "lengths_encoder"]}
+    assert lead_figure(drawn, "lengths", ["order", "lengths"]) == "lengths_decoder"
+    assert lead_figure(drawn, None, ["lengths", "order"]) == "lengths_decoder"
+    assert lead_figure(drawn, "perplexity", ["perplexity", "order", "lengths"]) == "order_a"  # the lead drew none
+    assert lead_figure({}, "lengths", ["lengths"]) == ""
+
+
 def test_every_table_names_the_results_version_and_report_json_carries_a_citation(report):
     index = json.loads((report.tables[0].paths["csv"].parent.parent / "report.json").read_text())
     version = index["results_version"]

@@ -50,6 +50,7 @@ class Report:
     replications: list[dict] = field(default_factory=list)  # sections of pebench.report.replications
     sections: dict = field(default_factory=dict)  # what the site shows beside the artifacts (report.index)
     main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
+    lead_figure: str = ""  # the name of the figure a results page shows beside the main table (lead_figure)
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
@@ -99,6 +100,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     experiments = experiments_in_order(runs["experiment"], specs)
     protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
     figures, tables, findings, skipped = [], [], [], list(undeclared)
+    own_figures: dict[str, list[str]] = {}  # per experiment, the figures of its own layout (not of ``also``)
     for experiment, layout, spec in experiments:
         part_data = data[data["experiment"] == experiment]
         part_runs, part_cells = runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment]
@@ -114,6 +116,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
                     skipped.append(f"figure {name}: {exc}")
                     continue
                 figures.append(Artifact(name, title, caption, save_figure(figure, folders["figures"], name)))
+                if not suffix:
+                    own_figures.setdefault(experiment, []).append(name)
             for table in view.tables(part_runs, part_cells, experiment, protocols[experiment], view_spec):
                 table = dataclasses.replace(table, name=table.name + suffix)
                 tables.append(save_table(table, folders["tables"], stamp))
@@ -139,9 +143,19 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
                                     made_with=distinct_values(data, "pebench_version")),
                     replication_sections(out_dir, suite, data, results_dir))
     report.main_table = main.name if main is not None else ""
+    report.lead_figure = lead_figure(own_figures, lead, [name for name, _, _ in experiments])
     report.sections = index_sections(results_dir, out_dir, data, findings, specs, suite_run_ids)
     _write_index(report, out_dir)
     return report
+
+
+def lead_figure(own_figures: Mapping[str, Sequence[str]], lead: str | None, experiments: Sequence[str]) -> str:
+    """The figure a results page leads with beside the main table: the first figure of the lead experiment's own
+    layout (:func:`~pebench.report.main_table.lead_experiment`; when there is none or it drew no figure, of the
+    first of ``experiments``, in report order, that drew one); ``""`` when none drew one. ``own_figures``: per
+    experiment, the names of the figures its own layout drew (not those of its ``also`` layouts), in report order."""
+    order = [lead] if lead in own_figures else [e for e in experiments if own_figures.get(e)]
+    return own_figures[order[0]][0] if order else ""
 
 
 #: the first finding of a smoke report: its numbers check that pebench runs, they are not results
@@ -167,6 +181,7 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "results_version": report.results_version,
         "citation": report.citation,
         "main_table": report.main_table,
+        "lead_figure": report.lead_figure,
         **({"replications": report.replications} if report.replications else {}),
         **report.sections,
     }
