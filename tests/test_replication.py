@@ -262,6 +262,7 @@ def page(blocks: list[dict]) -> str:
 def sections_text(folder) -> str:
     from pebench.report.replications import sections
 
+    load_experiments()  # the scripts register the replications (the analysis never loads them; its callers do)
     return "\n".join(page(section["blocks"]) for section in sections(folder, "replication"))
 
 
