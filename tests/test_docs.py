@@ -228,31 +228,19 @@ class FakeArtifact:
     paths: dict = field(default_factory=dict)
 
 
-@dataclass
-class FakeReport:
-    figures: list
-    tables: list
-    findings: list
-    protocol: str
-
-
-def test_report_rendering(gen, tmp_path):
+def test_a_figure_and_a_table_are_rendered_with_their_captions_and_downloads(gen, tmp_path):
     out = tmp_path / "_generated" / "results" / "standard"
     out.mkdir(parents=True)
     for name in ("fig.svg", "fig.pdf", "table.md", "table.tex", "table.csv"):
         (out / name).write_text("| a | b |\n|---|---|\n| 1 | 2 |\n" if name.endswith(".md") else "x")
-    report = FakeReport(
-        figures=[FakeArtifact("fig", "A figure", "Its caption.", {"svg": out / "fig.svg", "pdf": out / "fig.pdf"})],
-        tables=[FakeArtifact("table", "A table", "Table caption.",
-                             {"md": out / "table.md", "tex": out / "table.tex", "csv": out / "table.csv"})],
-        findings=["first finding"],
-        protocol="Trained on lengths 1-16.",
-    )
-    text = "\n".join(gen._render_report(report, tmp_path))
-    assert ":::{figure} /_generated/results/standard/fig.svg" in text and "Its caption." in text
+    figure = FakeArtifact("fig", "A figure", "Its caption.", {"svg": out / "fig.svg", "pdf": out / "fig.pdf"})
+    table = FakeArtifact("table", "A table", "Table caption.",
+                         {"md": out / "table.md", "tex": out / "table.tex", "csv": out / "table.csv"})
+    text = "\n".join(gen.figure_section(figure, tmp_path) + gen.table_section(table, tmp_path))
+    assert text.startswith("## A figure\n\n:::{figure} /_generated/results/standard/fig.svg") and "Its caption." in text
     assert "{download}`PDF </_generated/results/standard/fig.pdf>`" in text
-    assert "| 1 | 2 |" in text and "{download}`TEX </_generated/results/standard/table.tex>`" in text
-    assert "- first finding" in text and "Trained on lengths 1-16." in text
+    assert "## A table\n\nTable caption.\n\n| a | b |" in text
+    assert "{download}`TEX </_generated/results/standard/table.tex>`" in text
 
 
 def test_manifest_section(gen, tmp_path):
@@ -465,15 +453,24 @@ def test_local_rerun_page_shows_the_per_cell_comparison_and_stacked_figures(gen,
     reference above the rerun's at the content width (not ~350 px side by side)."""
     reference, local = reported_rerun
     srcdir = tmp_path / "docs"
-    text = gen.local_page(local, reference, srcdir / "_generated" / "results" / gen.LOCAL_PAGE, srcdir)
+    pages = gen.local_page(local, reference, srcdir / "_generated" / "results" / gen.LOCAL_PAGE, srcdir)
+    page = gen.LOCAL_PAGE
+    assert list(pages) == [page, *(f"{page}-{part}" for part in ("comparison", "figures", "tables", "findings",
+                                                                  "provenance"))]
+    text = pages[page]
     comparison = json.loads((local / "report.json").read_text())["rerun"]["comparison"]
     verdict = comparison["verdict"].replace("{folder}", gen.shown(local)).replace("{reference}", gen.shown(reference))
     assert f"## Reproduction check\n\n{verdict}\n\n{comparison['method']}" in text
-    assert all(line in text for line in markdown_rows(comparison["rows"]))
-    assert text.index("## Reproduction check") < text.index("## Provenance of the rerun")
-    assert ":::{list-table}" not in text and "**Reference:**" in text and "**Local rerun:**" in text
-    figures = re.findall(r"^:::\{figure\} (\S+)", text, flags=re.M)
-    assert figures and any("/reference/" in f for f in figures) and any("/local/" in f for f in figures)
+    assert not any(line in text for line in markdown_rows(comparison["rows"]))  # on the comparison page
+    assert all(line in pages[f"{page}-comparison"] for line in markdown_rows(comparison["rows"]))
+    assert "## Provenance of the rerun" in pages[f"{page}-provenance"]
+    lead = json.loads((local / "report.json").read_text())["lead_figure"]
+    assert re.findall(r"^:::\{figure\} \S+/(\S+)\.svg", text, flags=re.M) == [lead, lead]  # reference, rerun
+    figures_page = pages[f"{page}-figures"]
+    assert ":::{list-table}" not in figures_page and "**Reference:**" in figures_page
+    assert figures_page.index("**Reference:**") < figures_page.index("**Local rerun:**")
+    figures = re.findall(r"^:::\{figure\} (\S+)", figures_page, flags=re.M)
+    assert len(figures) > 2 and any("/reference/" in f for f in figures) and any("/local/" in f for f in figures)
 
 
 def test_citation_cff_references_the_task_battery_as_the_bibliography_does(gen):
@@ -587,6 +584,39 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
         gen.rerun_reference(rerun.parent / "nowhere", results)
 
 
+def test_a_linked_rerun_folder_or_manifest_stops_the_build_with_one_line(gen, reported_rerun, tmp_path):
+    """A results folder is untrusted data (issue 38): the site lists results/reruns and reads a rerun's manifest
+    through pebench.store, so a link (reruns/ itself, a rerun in it, its manifest) is refused on one line, never
+    followed out of the folder, and the suite a manifest names becomes a path only when it is a plain name."""
+    from pebench.store import ResultsError
+
+    reference, local = reported_rerun
+    results, out, srcdir = tmp_path / "results", tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
+    shutil.copytree(reference, results / "standard")
+    elsewhere = shutil.copytree(local, tmp_path / "elsewhere" / "gpu")
+    (results / gen.RERUNS).mkdir()
+    (results / gen.RERUNS / "gpu").symlink_to(elsewhere, target_is_directory=True)
+    for show in (gen.rerun_folders, gen.reruns_text, lambda results: gen.generate_results(results, out, srcdir)):
+        with pytest.raises(ResultsError, match=r"reruns/gpu is a symbolic link; pebench never follows") as error:
+            show(results)
+        assert "\n" not in str(error.value)
+    (results / gen.RERUNS / "gpu").unlink()
+    rerun = shutil.copytree(local, results / gen.RERUNS / "gpu")
+    assert gen.rerun_folders(results) == [rerun] and gen.rerun_reference(rerun, results) == results / "standard"
+    (rerun / "manifest.json").unlink()
+    (rerun / "manifest.json").symlink_to(elsewhere / "manifest.json")
+    with pytest.raises(ResultsError, match=r"gpu/manifest.json: a symbolic link, not a manifest"):
+        gen.rerun_reference(rerun, results)
+    (rerun / "manifest.json").unlink()
+    (rerun / "manifest.json").write_text(json.dumps({"suite": "../elsewhere", "invocations": []}))
+    with pytest.raises(ResultsError, match=r"'\.\./elsewhere' is not a plain file name"):
+        gen.rerun_reference(rerun, results)
+    shutil.rmtree(results / gen.RERUNS)
+    (results / gen.RERUNS).symlink_to(elsewhere.parent, target_is_directory=True)
+    with pytest.raises(ResultsError, match=r"results/reruns is a symbolic link"):
+        gen.rerun_folders(results)
+
+
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
     """`tox -e bench` (one command, :mod:`pebench.bench`) runs compare last (its verdict ends the log; a cell that
     does not reproduce fails nothing) and then names the site and the page."""
@@ -606,28 +636,75 @@ def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
     assert f"docs/_build/html/_generated/results/{gen.LOCAL_PAGE}.html" in bench.CLOSING
 
 
-def test_results_pages_say_what_plus_minus_means_above_the_tables(gen, tmp_path):
-    """The reader learns what "±", "†" and bold mean before the first table, not only under each one."""
-    out = tmp_path / "_generated" / "results" / "standard"
-    out.mkdir(parents=True)
-    (out / "table.md").write_text("| a | b |\n|---|---|\n| 0.93 ± 0.02 | 2 |\n")
-    report = FakeReport(figures=[], tables=[FakeArtifact("table", "A table", "Caption.", {"md": out / "table.md"})],
-                        findings=[], protocol="")
-    lines = gen._render_report(report, tmp_path)
-    text = "\n".join(lines)
-    assert text.index("95% confidence interval") < text.index("| 0.93 ± 0.02 |")
-    assert "†" in gen.HOW_TO_READ_TABLES and "CSV" in gen.HOW_TO_READ_TABLES
+def led_results(root: Path, **fields) -> Path:
+    """:func:`fake_results` with what a results page leads with: a main table, a per-task table, two figures (the
+    second the lead), the headline, a version and its citation, a protocol and summary data (``fields`` replace
+    entries of its ``report.json``)."""
+    folder = fake_results(root)
+    (folder / "figures").mkdir()
+    for stem in ("curves", "heatmap"):
+        for ext in ("svg", "pdf"):
+            (folder / "figures" / f"{stem}.{ext}").write_text("<svg/>")
+    for stem, row in (("main", "| decoder | rope | 1 |"), ("per_task", "| copy | rope | 0.93 ± 0.02 |")):
+        (folder / "tables" / f"{stem}.md").write_text(f"| a | b | c |\n|---|---|---|\n{row}\n")
+        for ext in ("tex", "csv"):
+            (folder / "tables" / f"{stem}.{ext}").write_text("x")
+    (folder / "summary" / "cells.csv").write_text("x\n")
+
+    def artifact(kind, stem, title, exts):
+        return {"name": stem, "title": title, "caption": f"{title} caption.",
+                "paths": {ext: f"{kind}/{stem}.{ext}" for ext in exts}}
+
+    index = json.loads((folder / "report.json").read_text())
+    fake_report(folder, index["findings"], **{
+        "figures": [artifact("figures", "curves", "Accuracy vs length", ("svg", "pdf")),
+                    artifact("figures", "heatmap", "OOD heatmap", ("svg", "pdf"))],
+        "tables": [artifact("tables", "main", "Main results", ("csv", "md", "tex")),
+                   artifact("tables", "per_task", "Per task", ("csv", "md", "tex"))],
+        "main_table": "main", "lead_figure": "heatmap", "results_version": "v3-0123abcd",
+        "citation": "@misc{pebench_standard}", "protocol": "length_extrapolation: trained on lengths 1-8.",
+        "summaries": {"cells": "summary/cells.csv"}, **fields})
+    return folder
 
 
-def test_a_results_page_opens_with_its_headline_findings(gen, reported_rerun, tmp_path):
-    """The ranking findings come first on a suite's page, above the provenance tables."""
-    reference, _ = reported_rerun
+def test_a_results_page_leads_with_the_main_table_and_one_figure_and_links_the_rest(gen, tmp_path):
+    """Issue 39: a suite's page reads title, completeness, main table, the lead figure the report names, headline
+    findings and the cite box; every figure, every table, every finding, the provenance and the protocol are on
+    detail pages that its "More" list links."""
+    folder = led_results(tmp_path / "results")
     srcdir = tmp_path / "docs"
-    text = gen.results_page(reference, srcdir / "_generated" / "results" / "standard", srcdir)
-    assert text.index("## Headline findings") < text.index("## Provenance") < text.index("## Findings")
-    headline = text[text.index("## Headline findings"):text.index("## Provenance")]
-    findings = json.loads((reference / "report.json").read_text())["headline"]
-    assert findings and all(f"- {finding}" in headline for finding in findings)
+    pages = gen.results_page(folder, srcdir / "_generated" / "results" / "standard", srcdir)
+    details = ["standard-figures", "standard-tables", "standard-findings", "standard-provenance"]
+    assert list(pages) == ["standard", *details]
+    text = pages["standard"]
+    index = json.loads((folder / "report.json").read_text())
+    order = ["# Results: `standard` suite", "## Main results", "| decoder | rope | 1 |", "## OOD heatmap",
+             ":::{figure} /_generated/results/standard/figures/heatmap.svg", "## Headline findings",
+             *(f"- {finding}" for finding in index["headline"]), ":::{admonition} Cite these results", "## More"]
+    assert [text.index(line) for line in order] == sorted(text.index(line) for line in order)
+    assert text.count(":::{figure}") == 1 and "curves.svg" not in text and "Per task" not in text
+    for absent in ("## Provenance", "## Protocol", "## Findings", "copy (decoder): best", "cells.csv"):
+        assert absent not in text, absent
+    assert all(f"<{page}>" in text[text.index("## More"):] for page in details)
+    assert pages["standard-figures"].count(":::{figure}") == 2
+    tables = pages["standard-tables"]
+    assert tables.index("95% confidence interval") < tables.index("| copy | rope | 0.93 ± 0.02 |")
+    assert "## Main results" in tables and "`cells </_generated/results/standard/summary/cells.csv>`" in tables
+    assert all(f"- {finding}" in pages["standard-findings"] for finding in index["findings"])
+    assert "## Provenance" in pages["standard-provenance"] and "trained on lengths 1-8" in pages["standard-provenance"]
+    assert all(page.startswith("# ") and "</_generated/results/standard>" in page
+               for name, page in pages.items() if name != "standard")
+
+
+def test_a_report_that_names_no_lead_figure_leads_with_its_first(gen, tmp_path):
+    """A report written before ``lead_figure`` was recorded: the page leads with its first figure."""
+    folder = led_results(tmp_path / "results")
+    index = json.loads((folder / "report.json").read_text())
+    del index["lead_figure"]
+    (folder / "report.json").write_text(json.dumps(index))
+    srcdir = tmp_path / "docs"
+    text = gen.results_page(folder, srcdir / "_generated" / "results" / "standard", srcdir)["standard"]
+    assert text.count(":::{figure}") == 1 and "/figures/curves.svg" in text
 
 
 def test_two_builds_of_one_tree_take_turns_on_its_generated_sources(gen, tmp_path):
