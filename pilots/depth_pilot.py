@@ -209,18 +209,30 @@ def main(argv: list[str] | None = None) -> int:
     table.to_csv(TABLE, index=False)
     print(table.to_string(index=False))
     outcome = choose()
+    status, caps = outcome_record(outcome)
+    OUTCOME.write_text(json.dumps({"depths": status, "chosen_depth": outcome["depth"], "caps": caps,
+                                   "runs": int(len(runs))}, indent=1) + "\n")
+    print_outcome(status, f"chosen depth: {outcome['depth']}", caps)
+    return 0
+
+
+def outcome_record(outcome: dict) -> tuple[dict, list]:
+    """A rule outcome (:func:`choose`'s ``status`` and ``caps``) as JSON: each depth's status by depth, and the
+    step caps as rows."""
     status = {str(depth): {"decided": ok is not None, "meets": bool(ok), "why": why}
               for depth, (ok, why) in outcome["status"].items()}
     caps = [{"arch": arch, "task": task, "cap": cap} for (arch, task), cap in sorted((outcome["caps"] or {}).items())]
-    OUTCOME.write_text(json.dumps({"depths": status, "chosen_depth": outcome["depth"], "caps": caps,
-                                   "runs": int(len(runs))}, indent=1) + "\n")
+    return status, caps
+
+
+def print_outcome(status: dict, chosen: str, caps: list) -> None:
+    """Print an :func:`outcome_record`: each depth's verdict, the ``chosen`` line, then the step caps."""
     for depth, state in status.items():
         print(f"depth {depth}: {'meets' if state['meets'] else 'fails' if state['decided'] else 'undecided'} "
               f"({state['why']})")
-    print(f"chosen depth: {outcome['depth']}")
+    print(chosen)
     for cap in caps:
         print(f"  cap {cap['arch']} {cap['task']}: {cap['cap']}")
-    return 0
 
 
 if __name__ == "__main__":

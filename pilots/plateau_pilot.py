@@ -68,10 +68,11 @@ def read_by_rule(encoding: str, arch: str, task: str) -> bool:
     return any(encoding == e and a in (None, arch) and t in (None, task) for e, a, t in READ_BY_RULE)
 
 
-def plateau_stopped(depth: int):
+def plateau_stopped(depth: int, runs=None):
     """The depth pilot's rule runs at ``depth`` that the rule reads and that the plateau stop ended (a frame with
-    the depth pilot's run columns), or None while that depth's rule runs are not complete."""
-    runs, _ = depth_pilot.fit_table()
+    the depth pilot's run columns), or None while that depth's rule runs are not complete; ``runs``: the depth
+    pilot's runs (``depth_pilot.fit_table()[0]``) when already loaded."""
+    runs = depth_pilot.fit_table()[0] if runs is None else runs
     at = runs[(runs["n_layers"] == depth) & runs["encoding"].isin(depth_pilot.RULE_ENCODINGS)]
     if len(at) < len(depth_pilot.specs([depth], "rule")):
         return None
@@ -83,8 +84,9 @@ def specs(depths=depth_pilot.DEPTHS) -> list:
     """The re-runs at ``depths`` (see the module doc): the depth pilot's spec of each plateau-stopped run the
     rule reads, with ``fit_patience = 0`` and this pilot's experiment name."""
     out = []
+    runs = depth_pilot.fit_table()[0]
     for depth in depths:
-        stopped = plateau_stopped(depth)
+        stopped = plateau_stopped(depth, runs)
         if stopped is None:
             raise RuntimeError(f"the depth pilot's rule runs at depth {depth} are not complete: run "
                                f"'python pilots/depth_pilot.py run --depth {depth} --encodings rule' first")
@@ -112,7 +114,7 @@ def union():
 
     from pebench.store import load
 
-    runs, _ = depth_pilot.fit_table()
+    runs = depth_pilot.fit_table()[0]
     folders = [depth_folder(d) for d in depth_pilot.DEPTHS if (depth_folder(d) / "raw").is_dir()]
     reruns = pd.concat([load(f) for f in folders], ignore_index=True).drop_duplicates("run_id") if folders else None
     if reruns is not None:
@@ -120,7 +122,7 @@ def union():
         reruns = reruns.assign(fitted=reruns["fitted"].astype(str).str.lower().eq("true"))
     pending, diverged = {}, []
     for depth in depth_pilot.DEPTHS:
-        stopped = plateau_stopped(depth)
+        stopped = plateau_stopped(depth, runs)
         if stopped is None:
             continue
         done = reruns.merge(stopped[KEY + ["fit_curve"]], on=KEY, suffixes=("", "_original")) if reruns is not None \
@@ -142,10 +144,11 @@ def union():
                      ignore_index=True), pending
 
 
-def choose() -> dict:
-    """The rule's outcome on :func:`union`: each depth's status, the chosen depth, its step caps and the plateau
-    stop of the v3 reference (``None`` values while the depths the decision needs are not complete)."""
-    runs, pending = union()
+def choose(merged=None) -> dict:
+    """The rule's outcome on :func:`union` (``merged``: its result when already computed): each depth's status,
+    the chosen depth, its step caps and the plateau stop of the v3 reference (``None`` values while the depths
+    the decision needs are not complete)."""
+    runs, pending = union() if merged is None else merged
     status = {}
     for depth in depth_pilot.DEPTHS:
         if depth not in pending:
@@ -173,10 +176,11 @@ def choose() -> dict:
             "reruns": int(len(reruns)), "reruns_fitted": int(reruns["fitted"].sum())}
 
 
-def fit_table():
-    """One row per (depth, arch, encoding) of the rule's encodings on :func:`union`: runs, fitted runs, re-runs
-    and re-runs fitted, and the median and largest ``steps_to_fit``."""
-    runs, _ = union()
+def fit_table(merged=None):
+    """One row per (depth, arch, encoding) of the rule's encodings on :func:`union` (``merged``: its result when
+    already computed): runs, fitted runs, re-runs and re-runs fitted, and the median and largest
+    ``steps_to_fit``."""
+    runs, _ = union() if merged is None else merged
     runs = runs[runs["encoding"].isin(depth_pilot.RULE_ENCODINGS)]
     return (runs.assign(refit=runs["rerun"] & runs["fitted"])
             .groupby(["n_layers", "arch", "encoding"], sort=True)
@@ -239,25 +243,20 @@ def main(argv: list[str] | None = None) -> int:
         for depth in sorted(args.depths):
             print(run_sweep(specs([depth]), depth_folder(depth), executor="processes", workers=args.workers))
         return 0
-    table = fit_table()
+    merged = union()  # the depth pilot's run files are read once
+    table = fit_table(merged)
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(TABLE, index=False)
     print(table.to_string(index=False))
-    outcome = choose()
-    status = {str(depth): {"decided": ok is not None, "meets": bool(ok), "why": why}
-              for depth, (ok, why) in outcome["status"].items()}
-    caps = [{"arch": arch, "task": task, "cap": cap} for (arch, task), cap in sorted((outcome["caps"] or {}).items())]
+    outcome = choose(merged)
+    status, caps = depth_pilot.outcome_record(outcome)
     fields = {"depths": status, "chosen_depth": outcome["depth"], "caps": caps,
               "plateau_stop": outcome["plateau_stop"], "reruns": outcome["reruns"],
               "reruns_fitted": outcome["reruns_fitted"]}
     write_blocks(OUTCOME, reading(table, fields), **fields)
-    for depth, state in status.items():
-        print(f"depth {depth}: {'meets' if state['meets'] else 'fails' if state['decided'] else 'undecided'} "
-              f"({state['why']})")
-    print(f"chosen depth: {outcome['depth']}; plateau stop of the v3 reference: {outcome['plateau_stop']}; "
-          f"re-runs fitted: {outcome['reruns_fitted']} of {outcome['reruns']}")
-    for cap in caps:
-        print(f"  cap {cap['arch']} {cap['task']}: {cap['cap']}")
+    depth_pilot.print_outcome(status, f"chosen depth: {outcome['depth']}; plateau stop of the v3 reference: "
+                              f"{outcome['plateau_stop']}; re-runs fitted: {outcome['reruns_fitted']} of "
+                              f"{outcome['reruns']}", caps)
     return 0
 
 

@@ -71,12 +71,13 @@ def shortfall(runs, depth: int) -> int:
     return missing + len(depth_pilot.SEEDS) - int(nope["fitted"].sum())
 
 
-def closest_depth(runs=None) -> int:
-    """The depth at width 64 with the smallest :func:`shortfall` on the plateau pilot's union (the smaller on a
-    tie). Raises RuntimeError while a depth is undecided there, or when one meets the rule (no width pilot
-    then)."""
-    runs = plateau_pilot.union()[0] if runs is None else runs
-    outcome = plateau_pilot.choose()
+def closest_depth(merged=None) -> int:
+    """The depth at width 64 with the smallest :func:`shortfall` on the plateau pilot's union (``merged``:
+    ``plateau_pilot.union()`` when already computed; the smaller depth on a tie). Raises RuntimeError while a
+    depth is undecided there, or when one meets the rule (no width pilot then)."""
+    merged = plateau_pilot.union() if merged is None else merged
+    runs = merged[0]
+    outcome = plateau_pilot.choose(merged)
     undecided = [d for d, (ok, _) in outcome["status"].items() if ok is None]
     if undecided:
         raise RuntimeError(f"depth(s) {undecided} not yet decided by the plateau pilot: run it to the end first")
@@ -112,8 +113,9 @@ def choose() -> dict:
     """The rule's outcome (see the module doc): the closest depth, whether width 128 meets the rule there, each
     candidate's shortfall, and the chosen (depth, width) with its step caps; ``chosen`` is None while the
     pilot's runs are not complete."""
-    union = plateau_pilot.union()[0]
-    depth = closest_depth(union)
+    merged = plateau_pilot.union()  # the depth and plateau pilots' run files are read once
+    union = merged[0]
+    depth = closest_depth(merged)
     wide = width_runs(depth)
     meets, why = depth_pilot.meets_rule(wide, depth)
     candidates = {(d, 64): shortfall(union, d) for d in depth_pilot.DEPTHS}

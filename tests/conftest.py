@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
+
+PILOTS = Path(__file__).resolve().parent.parent / "pilots"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -21,3 +27,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     seed = getattr(config.option, "randomly_seed", None)
     if config.pluginmanager.has_plugin("randomly") and isinstance(seed, int):
         terminalreporter.write_line(f"tests ran in a random order: -p randomly --randomly-seed={seed} repeats it")
+
+
+@pytest.fixture(scope="session")
+def load_pilot():
+    """A loader of declared pilot scripts: ``load_pilot("depth_pilot")`` executes ``pilots/depth_pilot.py`` as a
+    module of its own (``<name>_under_test``), with ``pilots/`` importable for the pilots it builds on."""
+    def load(name: str):
+        if str(PILOTS) not in sys.path:
+            sys.path.insert(0, str(PILOTS))
+        spec = importlib.util.spec_from_file_location(f"{name}_under_test", PILOTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

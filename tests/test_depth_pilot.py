@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-PILOT = Path(__file__).resolve().parent.parent / "pilots" / "depth_pilot.py"
-
 
 @pytest.fixture(scope="module")
-def pilot():
-    spec = importlib.util.spec_from_file_location("depth_pilot_under_test", PILOT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def pilot(load_pilot):
+    return load_pilot("depth_pilot")
 
 
 @pytest.fixture(scope="module")

@@ -3,23 +3,15 @@ each step count evaluated at its training context only, and takes the smallest c
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
 from pebench import protocol
 
-PILOT = Path(__file__).resolve().parent.parent / "pilots" / "lm_step_pilot.py"
-
 
 @pytest.fixture(scope="module")
-def pilot():
-    spec = importlib.util.spec_from_file_location("lm_step_pilot_under_test", PILOT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def pilot(load_pilot):
+    return load_pilot("lm_step_pilot")
 
 
 def test_the_pilot_refuses_to_run_before_the_v3_scale_is_declared(pilot, monkeypatch):

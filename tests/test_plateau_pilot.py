@@ -5,23 +5,14 @@ pilot's own rule."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-PILOTS = Path(__file__).resolve().parent.parent / "pilots"
-
 
 @pytest.fixture(scope="module")
-def pilot():
-    sys.path.insert(0, str(PILOTS))
-    spec = importlib.util.spec_from_file_location("plateau_pilot_under_test", PILOTS / "plateau_pilot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def pilot(load_pilot):
+    return load_pilot("plateau_pilot")
 
 
 def test_only_the_runs_the_rule_reads_are_re_run(pilot):

@@ -4,23 +4,14 @@ rule, which depth it widens, what it runs, and how its rule picks the standard s
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-PILOTS = Path(__file__).resolve().parent.parent / "pilots"
-
 
 @pytest.fixture(scope="module")
-def pilot():
-    sys.path.insert(0, str(PILOTS))
-    spec = importlib.util.spec_from_file_location("width_pilot_under_test", PILOTS / "width_pilot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def pilot(load_pilot):
+    return load_pilot("width_pilot")
 
 
 def runs_at(pilot, depth, fitted=lambda spec: True) -> pd.DataFrame:
@@ -48,14 +39,14 @@ def test_the_closest_depth_waits_for_every_depth_and_is_the_smaller_on_a_tie(pil
     union = pd.concat([runs_at(pilot, 2, lambda s: s.task != "copy"), runs_at(pilot, 3, lambda s: s.task != "copy"),
                        runs_at(pilot, 4, lambda s: s.task != "copy"), runs_at(pilot, 5, lambda s: s.seed)])
     status = {2: (False, ""), 3: (False, ""), 4: (False, ""), 5: (None, "not complete")}
-    monkeypatch.setattr(pilot.plateau_pilot, "choose", lambda: {"status": status, "depth": None})
+    monkeypatch.setattr(pilot.plateau_pilot, "choose", lambda merged: {"status": status, "depth": None})
     with pytest.raises(RuntimeError, match="not yet decided"):
-        pilot.closest_depth(union)
+        pilot.closest_depth((union, {}))
     status[5] = (False, "")
-    assert pilot.closest_depth(union) == 2  # 2, 3 and 4 miss the same runs; 5 misses more
+    assert pilot.closest_depth((union, {})) == 2  # 2, 3 and 4 miss the same runs; 5 misses more
     status[3] = (True, "meets the rule")
     with pytest.raises(RuntimeError, match="does not run"):
-        pilot.closest_depth(union)
+        pilot.closest_depth((union, {}))
 
 
 def test_the_runs_are_the_rule_runs_at_width_128_without_a_plateau_stop(pilot):
@@ -76,7 +67,7 @@ def test_the_rule_takes_width_128_only_where_it_meets_the_rule(pilot, monkeypatc
                                                              or d == 2 and s.task == "copy"))
                        for d in (2, 3, 4, 5)])
     monkeypatch.setattr(pilot.plateau_pilot, "union", lambda: (union, {}))
-    monkeypatch.setattr(pilot, "closest_depth", lambda runs=None: 3)
+    monkeypatch.setattr(pilot, "closest_depth", lambda merged=None: 3)
     wide = runs_at(pilot, 3, lambda s: wide_fits or s.task not in ("parity_check", "missing_duplicate"))
     monkeypatch.setattr(pilot, "width_runs", lambda depth: wide)
     outcome = pilot.choose()
