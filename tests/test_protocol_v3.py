@@ -173,3 +173,15 @@ def test_every_encoding_is_built_with_the_rendered_training_context(name):
             assert float(encoding.init_threshold) == context
         if name == "cope":
             assert encoding.n_positions == context + 1
+
+
+def test_suites_under_v2_keep_their_own_scale_when_another_suite_moves():
+    """The extended and replication suites keep v2's scale until they are regenerated: each holds a copy, so that
+    declaring the standard suite's v3 scale cannot change theirs."""
+    from pebench import protocol
+
+    for suite in ("extended", "replication"):
+        assert {k: v for k, v in protocol.SCALES[suite].items() if k != "length_seed"} == protocol.SCALE_V2
+    assert protocol.SCALES["replication"]["length_seed"] == 0
+    scales = [protocol.SCALES[suite] for suite in ("standard", "extended", "replication")]
+    assert len({id(scale) for scale in scales + [protocol.SCALE_V2]}) == 4
