@@ -2,14 +2,17 @@
 task battery, the step caps, the constants the protocol page quotes and the suites' measured times.
 
 Everything here is read from :mod:`pebench.protocol`, the registered experiments (the run specs a suite expands
-to), :class:`pebench.train.TrainConfig`, the task registry and :mod:`pebench.throughput`; the site renders it
+to), :class:`pebench.train.TrainConfig`, the task registry and the suites' times that :mod:`pebench.throughput`
+measured (``results/performance``, read with the standard library: the site loads no pandas); the site renders it
 (its protocol page) and ``pebench list protocol`` prints it. Texts are MyST Markdown (names in backticks).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,6 @@ from pebench.fit_criterion import fit_criterion_blocks
 from pebench.seed_text import describe_run_seeds
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
-from pebench.throughput import SUITE_BUDGET_MINUTES, measured_suite_times, standard_budget_overrun
 from pebench.train import TrainConfig
 
 #: the suite whose settings the protocol page quotes
@@ -214,9 +216,75 @@ def fit_criterion(suite: str = REFERENCE_SUITE) -> list[Block]:
     return fit_criterion_blocks(ranked_battery(suite))
 
 
+#: the standard suite's wall-time budget on 2 CPU cores (#12)
+SUITE_BUDGET_MINUTES = 60
+
+
+@dataclass(frozen=True)
+class SuiteTime:
+    """The latest wall-time measurement of one suite (a row of ``suites.csv``) and the machine it ran on."""
+
+    suite: str
+    runs: int
+    workers: int
+    wall_seconds: float
+    wall_minutes: float
+    date: str
+    cpu: str  # " on a 2-core x86_64 CPU" when machine.csv exists, else ""
+
+    def text(self) -> str:
+        """The measurement in words, e.g. ``606 runs in 75 min with 2 workers on a 2-core x86_64 CPU``."""
+        took = f"{self.wall_seconds:.0f} s" if self.wall_seconds < 120 else f"{self.wall_minutes:.0f} min"
+        return f"{self.runs} runs in {took} with {self.workers} workers{self.cpu}"
+
+
+def _count(text: str) -> int:
+    return int(float(text))  # pandas writes a count column with a gap as floats ("606.0")
+
+
+def measured_suite_times(performance: Path) -> list[SuiteTime]:
+    """The latest measurement of each suite in ``performance/suites.csv`` (its last row: :mod:`pebench.throughput`
+    appends them in the order they were measured), in the order of those rows, with the machine of
+    ``performance/machine.csv``; empty when the suites were never timed."""
+    path, machine = performance / "suites.csv", performance / "machine.csv"
+    if not path.exists():
+        return []
+    cpu = ""
+    if machine.exists():
+        with machine.open(newline="") as handle:
+            first = next(csv.DictReader(handle))
+        cpu = f" on a {_count(first['cpu_count'])}-core {first['processor']} CPU"
+    latest: dict[str, dict[str, str]] = {}
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            latest.pop(row["suite"], None)  # a suite sits where its last row does
+            latest[row["suite"]] = row
+    return [SuiteTime(suite, _count(row["runs"]), _count(row["workers"]), float(row["wall_seconds"]),
+                      float(row["wall_minutes"]), row["date"], cpu) for suite, row in latest.items()]
+
+
+@dataclass(frozen=True)
+class BudgetOverrun:
+    """How far the standard suite's wall time exceeds :data:`SUITE_BUDGET_MINUTES`, and the size of its length
+    experiment's battery (the smallest the protocol allows, the reason it is not cut to fit)."""
+
+    minutes_over: float
+    n_tasks: int
+    n_seeds: int
+
+
+def standard_budget_overrun(minutes: float) -> BudgetOverrun | None:
+    """``None`` when the standard suite's measured ``minutes`` are within :data:`SUITE_BUDGET_MINUTES`, else by
+    how much it is over and its length experiment's tasks and seeds (read from the suite's runs)."""
+    if minutes <= SUITE_BUDGET_MINUTES:
+        return None
+    runs = suite_runs("standard", ["length_extrapolation"])
+    return BudgetOverrun(minutes - SUITE_BUDGET_MINUTES, len({s.task for s in runs}), len({s.seed for s in runs}))
+
+
 def standard_budget_text(minutes: float) -> str:
     """Where the standard suite's measured wall time (``minutes``) stands against its budget, and, if over,
-    why it is not cut to fit (the protocol page's evidence; :func:`pebench.throughput.standard_budget_overrun`)."""
+    why it is not cut to fit (the protocol page's evidence; :func:`standard_budget_overrun`)."""
     over = standard_budget_overrun(minutes)
     if over is None:
         return f"within its budget of {SUITE_BUDGET_MINUTES} minutes"
@@ -229,7 +297,7 @@ def standard_budget_text(minutes: float) -> str:
 
 def suite_time_values(performance: Path) -> dict[str, str]:
     """``<suite>_time`` and ``standard_budget`` from the latest measurement of each suite in
-    ``performance/suites.csv`` (machine named; :func:`pebench.throughput.measured_suite_times`), e.g.
+    ``performance/suites.csv`` (machine named; :func:`measured_suite_times`), e.g.
     ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
     times = {}
     for measured in measured_suite_times(performance):

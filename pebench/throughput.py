@@ -489,7 +489,8 @@ def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict
 def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: Path, note: str = "") -> None:
     """Time each of ``suites`` into ``out/<suite>`` (default a temporary folder, removed afterwards) and
     append their rows to ``csv``: it keeps every measurement, the last row of a suite being its current one
-    (:func:`latest_suite_times`), so the history shows how much the machine, not only the code, moved it."""
+    (:func:`pebench.protocol_tables.measured_suite_times`), so the history shows how much the machine, not only the
+    code, moved it."""
     import shutil
     import tempfile
 
@@ -523,68 +524,6 @@ def suite_history(frame: pd.DataFrame) -> pd.DataFrame:
                     if pd.notna(row.get("reference_step_ms_before", float("nan"))) else ""),
         "note": row["note"] if isinstance(row.get("note"), str) else "",
     } for _, row in frame.iterrows()])
-
-
-def latest_suite_times(frame: pd.DataFrame) -> pd.DataFrame:
-    """The current measurement of each suite in a ``suites.csv`` frame: its last row (rows are appended in
-    the order they were measured)."""
-    return frame.drop_duplicates("suite", keep="last")
-
-
-#: the standard suite's wall-time budget on 2 CPU cores (#12)
-SUITE_BUDGET_MINUTES = 60
-
-
-@dataclass(frozen=True)
-class SuiteTime:
-    """The latest wall-time measurement of one suite (a row of ``suites.csv``) and the machine it ran on."""
-
-    suite: str
-    runs: int
-    workers: int
-    wall_seconds: float
-    wall_minutes: float
-    date: str
-    cpu: str  # " on a 2-core x86_64 CPU" when machine.csv exists, else ""
-
-    def text(self) -> str:
-        """The measurement in words, e.g. ``606 runs in 75 min with 2 workers on a 2-core x86_64 CPU``."""
-        took = f"{self.wall_seconds:.0f} s" if self.wall_seconds < 120 else f"{self.wall_minutes:.0f} min"
-        return f"{self.runs} runs in {took} with {self.workers} workers{self.cpu}"
-
-
-def measured_suite_times(out: Path = OUT) -> list[SuiteTime]:
-    """The latest measurement of each suite in ``out/suites.csv`` (:func:`latest_suite_times`), with the
-    machine of ``out/machine.csv``; empty when the suites were never timed."""
-    path, machine = out / "suites.csv", out / "machine.csv"
-    if not path.exists():
-        return []
-    cpu = ""
-    if machine.exists():
-        row = pd.read_csv(machine).iloc[0]
-        cpu = f" on a {int(row['cpu_count'])}-core {row['processor']} CPU"
-    return [SuiteTime(str(row.suite), int(row.runs), int(row.workers), float(row.wall_seconds),
-                      float(row.wall_minutes), str(row.date), cpu)
-            for row in latest_suite_times(pd.read_csv(path)).itertuples()]
-
-
-@dataclass(frozen=True)
-class BudgetOverrun:
-    """How far the standard suite's wall time exceeds :data:`SUITE_BUDGET_MINUTES`, and the size of its length
-    experiment's battery (the smallest the protocol allows, the reason it is not cut to fit)."""
-
-    minutes_over: float
-    n_tasks: int
-    n_seeds: int
-
-
-def standard_budget_overrun(minutes: float) -> BudgetOverrun | None:
-    """``None`` when the standard suite's measured ``minutes`` are within :data:`SUITE_BUDGET_MINUTES`, else by
-    how much it is over and its length experiment's tasks and seeds (read from the suite's runs)."""
-    if minutes <= SUITE_BUDGET_MINUTES:
-        return None
-    runs = suite_runs("standard", ["length_extrapolation"])
-    return BudgetOverrun(minutes - SUITE_BUDGET_MINUTES, len({s.task for s in runs}), len({s.seed for s in runs}))
 
 
 # --------------------------------------------------------------------------- tables

@@ -17,6 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from pebench import throughput
 from pebench.experiment import load_experiments, suite_runs
+from pebench.protocol_tables import measured_suite_times
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,8 +102,8 @@ def test_suite_measurements_are_appended_and_the_last_is_current(tmp_path, monke
     throughput.measure_suites(["smoke", "standard"], 2, None, csv)
     frame = pd.read_csv(csv)
     assert frame.suite.tolist() == ["standard", "smoke", "standard"] and frame.note.fillna("").tolist()[0] == "idle"
-    latest = throughput.latest_suite_times(frame).set_index("suite").wall_minutes
-    assert latest.to_dict() == {"smoke": 2.0, "standard": 70.0}
+    latest = {measured.suite: measured.wall_minutes for measured in measured_suite_times(tmp_path)}
+    assert latest == {"smoke": 2.0, "standard": 70.0}
     # a measurement from before the yardstick existed shows empty cells, not "nan"
     old = {"suite": "smoke", "workers": 2, "runs": 6, "wall_minutes": 1.0, "git_sha": "b" * 40, "date": "2026-11-20",
            "git_dirty": True}
