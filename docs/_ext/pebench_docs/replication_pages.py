@@ -23,7 +23,7 @@ PILOT_READINGS = {
 
 
 def pilot_reading(path: Path, what: str, script: str) -> str:
-    """A pilot's reading as its script's ``read`` command wrote it (blocks, :mod:`pebench.report.blocks`),
+    """A pilot's reading as its script's ``read`` command wrote it (blocks, :mod:`pebench.blocks`),
     rendered; or the line that says how to write it."""
     if not path.exists():
         return not_in_results(what, f"`{shown(path)}` is missing; run `python {script} read`")
