@@ -1,5 +1,6 @@
 """The registries in tables: each encoding's and task's facts, a task's examples as each architecture sees
-them, and the encodings, tasks and metrics tables (the site's encoding and task pages and indexes render them).
+them, the encodings, tasks and metrics tables, and the BibTeX of pebench and of the papers the registries cite
+(the site's encoding, task and cite pages and indexes render them).
 
 Texts are MyST Markdown: names in backticks, papers as ``{cite:t}`` roles of the bibliography. A table whose
 first column names an encoding or a task takes ``link``, how a name is shown there (the site links its page).
@@ -7,14 +8,22 @@ first column names an encoding or a task takes ``link``, how a name is shown the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import subprocess
+from collections.abc import Callable, Collection
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
+import pebench
 from pebench import encodings, metrics, tasks
 from pebench.protocol import SUITE_ENCODINGS
 from pebench.registry import Citation
 from pebench.tables import Table, text_table
+
+#: the source checkout, which holds ``CITATION.cff`` and the bibliography (``docs/references.bib``)
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 #: what each encoding kind does, by the hook it implements
 KIND_SLOTS = {
@@ -145,3 +154,57 @@ def metrics_table() -> Table:
             for m in metrics.run_metrics() + metrics.length_metrics()]
     return text_table(["metric", "per", "label", "better", "applies to", "reference level", "fitted seeds only",
                        "what it is"], rows)
+
+
+def git_year(root: Path = CHECKOUT) -> int:
+    """Year of the checked-out commit (the current year outside git)."""
+    try:
+        stamp = subprocess.run(["git", "log", "-1", "--format=%cI"], cwd=root, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        return datetime.fromisoformat(stamp).year
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return datetime.now(timezone.utc).year
+
+
+def suite_bibtex(citation_file: Path = CHECKOUT / "CITATION.cff") -> str:
+    """BibTeX of pebench from ``CITATION.cff`` (title, authors, version, license, repository if given)."""
+    import yaml  # PyYAML comes with the docs extra, not with pebench
+
+    cff = yaml.safe_load(citation_file.read_text())
+    authors = " and ".join(
+        f"{{{a['name']}}}" if "name" in a else f"{a['family-names']}, {a['given-names']}" for a in cff["authors"]
+    )
+    fields = {"title": f"{{{cff['title']}}}: {cff.get('abstract', '').split('.')[0]}".rstrip(": "),
+              "author": authors, "year": str(git_year(citation_file.parent)),
+              "version": cff.get("version", pebench.__version__), "license": cff.get("license", ""),
+              "url": cff.get("repository-code", "")}
+    body = ",\n".join(f"  {key:<8} = {{{value}}}" for key, value in fields.items() if value)
+    return f"@software{{pebench,\n{body}\n}}"
+
+
+def bib_entries(bib: Path = CHECKOUT / "docs" / "references.bib") -> dict[str, str]:
+    """Raw text of each entry of ``references.bib`` by key."""
+    text = bib.read_text()
+    starts = list(re.finditer(r"^@\w+\{([^,]+),", text, flags=re.M))
+    return {current.group(1).strip(): text[current.start():following.start() if following else len(text)].strip()
+            for current, following in zip(starts, [*starts[1:], None], strict=True)}
+
+
+def cited_papers(keys: Collection[str]) -> list[tuple[str, str]]:
+    """The papers of the bibliography (its ``keys``) that the registries cite, each once, as ``(heading, key)``:
+    each encoding's paper and what it cites, then the tasks' sources no encoding cites (e.g. Deletang et al. for
+    the Chomsky-hierarchy battery), each headed with at most six of its tasks."""
+    papers: dict[str, str] = {}
+    for name in encodings.names():
+        for key in [encodings.meta(name)["paper"], *encodings.meta(name)["cites"]]:
+            if key in keys and key not in papers:
+                papers[key] = f"{key} (`{name}`)"
+    by_paper: dict[str, list[str]] = {}
+    for name in tasks.names():
+        key = tasks.TASKS.meta(name).get("paper")
+        if key and key in keys and key not in papers:
+            by_paper.setdefault(key, []).append(name)
+    for key, names in by_paper.items():
+        shown = ", ".join(f"`{n}`" for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        papers[key] = f"{key} (tasks {shown})"
+    return [(heading, key) for key, heading in papers.items()]

@@ -6,14 +6,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-import re
-import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pebench
 from pebench import encodings, explain, registry_tables, tasks
 from pebench.entry_lead import lead
+from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
 
@@ -173,59 +171,10 @@ def generate_figures(out: Path) -> dict[str, str]:
     return explain.concept_values()
 
 
-def git_year() -> int:
-    """Year of the checked-out commit (the current year outside git)."""
-    try:
-        stamp = subprocess.run(["git", "log", "-1", "--format=%cI"], cwd=ROOT, capture_output=True, text=True,
-                               check=True).stdout.strip()
-        return datetime.fromisoformat(stamp).year
-    except (OSError, subprocess.CalledProcessError, ValueError):
-        return datetime.now(timezone.utc).year
-
-
-def suite_bibtex(citation_file: Path = ROOT / "CITATION.cff") -> str:
-    """BibTeX of pebench from ``CITATION.cff`` (title, authors, version, license, repository if given)."""
-    import yaml
-
-    cff = yaml.safe_load(citation_file.read_text())
-    authors = " and ".join(
-        f"{{{a['name']}}}" if "name" in a else f"{a['family-names']}, {a['given-names']}" for a in cff["authors"]
-    )
-    fields = {"title": f"{{{cff['title']}}}: {cff.get('abstract', '').split('.')[0]}".rstrip(": "),
-              "author": authors, "year": str(git_year()), "version": cff.get("version", pebench.__version__),
-              "license": cff.get("license", ""), "url": cff.get("repository-code", "")}
-    body = ",\n".join(f"  {key:<8} = {{{value}}}" for key, value in fields.items() if value)
-    return f"@software{{pebench,\n{body}\n}}"
-
-
-def bib_entries(bib: Path = DOCS / "references.bib") -> dict[str, str]:
-    """Raw text of each entry of ``references.bib`` by key."""
-    text = bib.read_text()
-    starts = [m for m in re.finditer(r"^@\w+\{([^,]+),", text, flags=re.M)]
-    entries = {}
-    for current, following in zip(starts, [*starts[1:], None], strict=True):
-        end = following.start() if following else len(text)
-        entries[current.group(1).strip()] = text[current.start():end].strip()
-    return entries
-
-
 def cite_include() -> str:
-    """The BibTeX of pebench, of each encoding's papers and of the tasks' sources."""
+    """The BibTeX of pebench and of the papers the registries cite (:func:`pebench.registry_tables.cited_papers`)."""
     entries = bib_entries()
-    lines = ["### pebench", "", "```bibtex", suite_bibtex(), "```", ""]
-    seen: set[str] = set()
-    for name in encodings.names():
-        for key in [encodings.meta(name)["paper"], *encodings.meta(name)["cites"]]:
-            if key in seen or key not in entries:
-                continue
-            seen.add(key)
-            lines += [f"### {key} (`{name}`)", "", "```bibtex", entries[key], "```", ""]
-    by_paper: dict[str, list[str]] = {}
-    for name in tasks.names():  # the sources of the tasks, e.g. Deletang et al. for the Chomsky-hierarchy battery
-        key = tasks.TASKS.meta(name).get("paper")
-        if key and key in entries and key not in seen:
-            by_paper.setdefault(key, []).append(name)
-    for key, names in by_paper.items():
-        shown_names = ", ".join(f"`{n}`" for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-        lines += [f"### {key} (tasks {shown_names})", "", "```bibtex", entries[key], "```", ""]
+    lines = []
+    for heading, text in [("pebench", suite_bibtex()), *((h, entries[key]) for h, key in cited_papers(entries))]:
+        lines += [f"### {heading}", "", "```bibtex", text, "```", ""]
     return "\n".join(lines)
