@@ -1,5 +1,6 @@
 """The protocol as the code applies it, in tables and words: each suite's scale, each experiment's settings and
-task battery, the step caps, the constants the protocol page quotes and the suites' measured times.
+task battery, the step caps, the constants the protocol page quotes, the suites' measured times and what each
+table of the leaderboard shows.
 
 Everything here is read from :mod:`pebench.protocol`, the registered experiments (the run specs a suite expands
 to), :class:`pebench.train.TrainConfig`, the task registry and the suites' times that :mod:`pebench.throughput`
@@ -30,6 +31,33 @@ from pebench.train import TrainConfig
 
 #: the suite whose settings the protocol page quotes
 REFERENCE_SUITE = "standard"
+#: the report tables the leaderboard shows per suite, in order, as ``(kind, title, lead)``: each
+#: ``tables/<kind>_<experiment>.md``, ``{experiment}`` in its lead standing for the experiment; first the boards
+#: of protocol v3 (:data:`pebench.entry_lead.BOARD_KINDS`), then protocol v2's ranking, the declared comparisons
+#: and the seeds fitted per task
+LEADERBOARD_TABLES = (
+    ("extrapolation", "Extrapolation tiers",
+     "Floor-normalised OOD token accuracy of the encodings that fit at least half of their order-dependent runs, on "
+     "the task-seed pairs where every one of them fitted, as tiers. Look at the tier column: encodings in one "
+     "tier are not ranked apart; P(first) says how often each comes first when tasks and seeds are resampled."),
+    ("capability", "Capability",
+     "How many runs met the fit criterion. Look for encodings that do not fit what they can represent: they are "
+     "not ranked on the extrapolation board, and their out-of-distribution numbers are not judged."),
+    ("harm", "Harm on the order-free controls",
+     "Controls need no order: look for encodings whose accuracy there falls below the position-free baseline's "
+     "(harms = yes)."),
+    ("leaderboard", "Mean reciprocal rank (protocol v2)",
+     "The ranking of protocol v2, kept beside the boards above: encodings ranked on every task of `{experiment}`, "
+     "per architecture, by mean reciprocal rank. An unfitted run scores 0 here, so this order mixes fit rates with "
+     "extrapolation (the reason protocol v3 ranks jointly fitted runs instead); encodings whose intervals overlap "
+     "are not ranked apart by these seeds."),
+    ("pairwise", "Declared comparisons",
+     "The comparisons declared before the results were made (`ReportSpec.comparisons` of `{experiment}`). Look at "
+     "the verdict and the Holm-corrected p: a difference whose interval contains 0 is no finding."),
+    ("fit", "Seeds fitted per task",
+     "Seeds that fitted each task of `{experiment}` (the per-task view of the summary below). Look for capable "
+     "encodings with unfitted tasks: those cells are shown but never judged."),
+)
 #: the run settings each experiment's table lists, in order (empty ones left out)
 SETTINGS = ("task", "encoding", "arch", "train_min_len", "train_max_len", "eval_lengths", "eval_conditions",
             "eval_variants", "seed")
@@ -199,6 +227,18 @@ def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, Table]:
                          *(caps.get((task, arch), "—") for arch in archs)])
         tables[name] = text_table(["task", "Chomsky class", "order", *(f"step cap ({a})" for a in archs)], rows)
     return tables
+
+
+def unranked_suites_text(present: Iterable[str]) -> str:
+    """The sentence that names the suites of :data:`pebench.protocol.SUITES` (the smoke suite aside) with no
+    results among ``present``, so not ranked; ``""`` when every one has results."""
+    present = set(present)
+    absent = [suite for suite in protocol.SUITES if suite != "smoke" and suite not in present]
+    if not absent:
+        return ""
+    several = len(absent) > 1
+    return (f"No results of the {' and '.join(f'`{suite}`' for suite in absent)} suite{'s' if several else ''} "
+            f"are committed, so {'they are' if several else 'it is'} not ranked here.")
 
 
 def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:

@@ -1,6 +1,6 @@
-"""The suites' measured times as :mod:`pebench.protocol_tables` reads them from ``results/performance``: the latest
-measurement of each suite, the machine it ran on, and the budget; read with the standard library, so that the site
-(which renders them) loads no pandas."""
+"""What :mod:`pebench.protocol_tables` says for the site: the suites' measured times as it reads them from
+``results/performance`` (the latest measurement of each suite, the machine it ran on, and the budget; read with the
+standard library, so that the site, which renders them, loads no pandas) and what the leaderboard's tables show."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pebench.entry_lead import BOARD_KINDS
+from pebench.protocol import SUITES
 from pebench.protocol_tables import (
+    LEADERBOARD_TABLES,
     SUITE_BUDGET_MINUTES,
     BudgetOverrun,
     SuiteTime,
     measured_suite_times,
     standard_budget_overrun,
+    unranked_suites_text,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,3 +54,18 @@ def test_the_budget_is_overrun_only_past_it():
     assert standard_budget_overrun(SUITE_BUDGET_MINUTES) is None
     over = standard_budget_overrun(SUITE_BUDGET_MINUTES + 15)
     assert isinstance(over, BudgetOverrun) and over.minutes_over == 15 and over.n_tasks > 0 and over.n_seeds > 0
+
+
+def test_the_leaderboard_shows_protocol_v3s_boards_first_each_with_a_title_and_lead():
+    assert tuple(kind for kind, _, _ in LEADERBOARD_TABLES[:len(BOARD_KINDS)]) == BOARD_KINDS
+    assert all(title and lead for _, title, lead in LEADERBOARD_TABLES)
+    assert len({kind for kind, _, _ in LEADERBOARD_TABLES}) == len(LEADERBOARD_TABLES)
+
+
+def test_the_suites_without_results_are_named_as_not_ranked():
+    ranked = [suite for suite in SUITES if suite != "smoke"]
+    assert unranked_suites_text(ranked) == ""
+    assert unranked_suites_text(ranked[1:]) == f"No results of the `{ranked[0]}` suite are committed, so it is not " \
+                                               "ranked here."
+    assert unranked_suites_text(ranked[2:]).startswith(f"No results of the `{ranked[0]}` and `{ranked[1]}` suites "
+                                                       "are committed, so they are not ranked")

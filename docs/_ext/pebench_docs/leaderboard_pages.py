@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from pebench.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
 from pebench.provenance import manifest_history
 
 from .common import (
@@ -59,10 +60,6 @@ def fit_resolution(folders: Iterable[Path]) -> str:
     return "\n".join([first["lead"], "", markdown_table(first["header"], rows), "", first["closing"]])
 
 
-def _leaderboard_tables(folder: Path, kind: str) -> list[Path]:
-    return sorted((folder / "tables").glob(f"{kind}_*.md"))
-
-
 def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -> list[str]:
     """A committed report table (``tables/<name>.md``, its caption below it) with links to copies of its
     ``.tex`` and ``.csv`` files under ``out`` (a copied ``.md`` would be read as a page of the site)."""
@@ -78,8 +75,8 @@ def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -
 
 
 def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
-    """The leaderboard page's body: per suite folder, every ``tables/leaderboard_*.md`` and
-    ``tables/pairwise_*.md`` written by ``pebench report`` (copies of their files linked), and the fit table."""
+    """The leaderboard page's body: per suite folder, each table of :data:`pebench.protocol_tables.LEADERBOARD_TABLES`
+    that ``pebench report`` wrote (copies of its files linked), and the fit table."""
     folders = suite_folders(results)
     if not folders:
         return not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
@@ -89,75 +86,36 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = DOCS) -> str:
                   f"From `{shown(folder)}/tables/`, written by `pebench report` from the "
                   f"{_count_runs(folder)} run files of {{doc}}`the {folder.name} results "
                   f"</_generated/results/{folder.name}>`.", ""]
-        lines += _v3_boards(folder, out, srcdir)
-        boards = _leaderboard_tables(folder, "leaderboard")
-        if not boards:
-            lines.append(not_in_results("Leaderboard", f"`{shown(folder)}/tables/` has no `leaderboard_*.md`: the "
-                                        "folder was reported before the leaderboard existed"))
-        for path in boards:
-            experiment = path.stem.removeprefix("leaderboard_")
-            ranks = path.with_name(f"task_ranks_{experiment}.csv")
-            lead = (f"The ranking of protocol v2, kept beside the boards above: encodings ranked on every task of "
-                    f"`{experiment}`, per architecture, by mean reciprocal rank. An unfitted run scores 0 here, so "
-                    "this order mixes fit rates with extrapolation (the reason protocol v3 ranks jointly fitted "
-                    "runs instead); encodings whose intervals overlap are not ranked apart by these seeds.")
-            lines += _table_section(path, f"Mean reciprocal rank (protocol v2): `{experiment}`", lead,
-                                    out / folder.name, srcdir)
-            edges = report_index(folder)["interval_edges"].get(path.stem)
-            if edges:
-                lines += [edges, ""]
-            if ranks.exists():
-                copy = out / folder.name / ranks.name
-                shutil.copyfile(ranks, copy)
-                lines += [f"Every task's ranks: {{download}}`{ranks.name} <{source_path(copy, srcdir)}>`.", ""]
-        for path in _leaderboard_tables(folder, "pairwise"):
-            experiment = path.stem.removeprefix("pairwise_")
-            lead = ("The comparisons declared before the results were made (`ReportSpec.comparisons` of "
-                    f"`{experiment}`). Look at the verdict and the Holm-corrected p: a difference whose interval "
-                    "contains 0 is no finding.")
-            lines += _table_section(path, f"Declared comparisons: `{experiment}`", lead, out / folder.name, srcdir)
-        for path in _leaderboard_tables(folder, "fit"):
-            experiment = path.stem.removeprefix("fit_")
-            lead = (f"Seeds that fitted each task of `{experiment}` (the per-task view of the summary below). Look "
-                    "for capable encodings with unfitted tasks: those cells are shown but never judged.")
-            lines += _table_section(path, f"Seeds fitted per task: `{experiment}`", lead, out / folder.name, srcdir)
+        for kind, title, lead in LEADERBOARD_TABLES:
+            paths = sorted((folder / "tables").glob(f"{kind}_*.md"))
+            if kind == "leaderboard" and not paths:
+                lines.append(not_in_results("Leaderboard", f"`{shown(folder)}/tables/` has no `leaderboard_*.md`: "
+                                            "the folder was reported before the leaderboard existed"))
+            for path in paths:
+                experiment = path.stem.removeprefix(f"{kind}_")
+                lines += _table_section(path, f"{title}: `{experiment}`", lead.replace("{experiment}", experiment),
+                                        out / folder.name, srcdir)
+                if kind == "leaderboard":
+                    lines += _ranks(folder, path, experiment, out, srcdir)
         lines += ["### Fit of the training distribution", "",
                   "The share of seeds that met the fit criterion (see {doc}`protocol`) per encoding and "
                   "architecture, over every task; look for encodings that rank high only because others did "
                   "not fit.", "", fit_table(folder), ""]
-    from pebench.protocol import SUITES
-
-    absent = [s for s in SUITES if s != "smoke" and s not in {f.name for f in folders}]
-    if absent:
-        lines += [f"No results of the {' and '.join(f'`{s}`' for s in absent)} suite"
-                  f"{'s' if len(absent) > 1 else ''} are committed, so {'they are' if len(absent) > 1 else 'it is'} "
-                  "not ranked here.", ""]
+    if absent := unranked_suites_text(folder.name for folder in folders):
+        lines += [absent, ""]
     return "\n".join(lines)
 
 
-#: the boards of protocol v3 (``pebench report``: :func:`pebench.report.board_artifacts`), in the order shown
-V3_BOARDS = (
-    ("extrapolation", "Extrapolation tiers",
-     "Floor-normalised OOD token accuracy of the encodings that fit at least half of their order-dependent runs, on "
-     "the task-seed pairs where every one of them fitted, as tiers. Look at the tier column: encodings in one "
-     "tier are not ranked apart; P(first) says how often each comes first when tasks and seeds are resampled."),
-    ("capability", "Capability",
-     "How many runs met the fit criterion. Look for encodings that do not fit what they can represent: they are "
-     "not ranked on the extrapolation board, and their out-of-distribution numbers are not judged."),
-    ("harm", "Harm on the order-free controls",
-     "Controls need no order: look for encodings whose accuracy there falls below the position-free baseline's "
-     "(harms = yes)."),
-)
-
-
-def _v3_boards(folder: Path, out: Path, srcdir: Path) -> list[str]:
-    """The protocol v3 boards of a suite folder (``tables/extrapolation_*``, ``capability_*``, ``harm_*``),
-    each with its lead and downloads; nothing when the folder was reported before they existed."""
+def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) -> list[str]:
+    """Below protocol v2's ranking ``board``: its intervals' edges (``report.json``) and every task's ranks."""
     lines = []
-    for kind, title, lead in V3_BOARDS:
-        for path in _leaderboard_tables(folder, kind):
-            experiment = path.stem.removeprefix(f"{kind}_")
-            lines += _table_section(path, f"{title}: `{experiment}`", lead, out / folder.name, srcdir)
+    if edges := report_index(folder)["interval_edges"].get(board.stem):
+        lines += [edges, ""]
+    ranks = board.with_name(f"task_ranks_{experiment}.csv")
+    if ranks.exists():
+        copy = out / folder.name / ranks.name
+        shutil.copyfile(ranks, copy)
+        lines += [f"Every task's ranks: {{download}}`{ranks.name} <{source_path(copy, srcdir)}>`.", ""]
     return lines
 
 
