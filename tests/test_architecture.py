@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.combine", "analysis"),
     ("pebench.declarations", "analysis"),
     ("pebench.fit_criterion", "analysis"),
+    ("pebench.history", "analysis"),  # a results folder's verdicts kept past its regeneration, read through the store
     ("pebench.report", "analysis"),
     ("pebench.report.*", "analysis"),
     ("pebench.registry", "core"),
