@@ -11,6 +11,8 @@
     pebench compare LOCAL [REFERENCE | --reference SUITE]
     pebench reference --out DIR [--suite SUITE]
     pebench combine RESULTS RESULTS [...] --out DIR
+    pebench snapshot RESULTS [--history DIR]
+    pebench changes BEFORE AFTER [--blocks FILE]
     pebench show RESULTS [--experiment NAME ...] [--task NAME ...] [--encoding NAME ...] [--metric NAME ...]
                  [--width COLUMNS]
 
@@ -497,6 +499,29 @@ def cmd_combine(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Keep the verdicts of a results folder (its main table and boards) in a snapshot folder under --history."""
+    from pebench.history import read_snapshot, snapshot
+
+    path = snapshot(_results_dir(args), _output_folder(args.history, Path("results") / "history"))
+    record = read_snapshot(path)
+    print(terminal_text(f"{len(record['files'])} tables of {record['suite']} {record['results_version']} (protocol "
+                        f"v{record['protocol']}) -> {path}; next: pebench changes {path} RESULTS"))
+    return EXIT_OK
+
+
+def cmd_changes(args: argparse.Namespace) -> int:
+    """Print which verdicts moved from BEFORE (a snapshot) to AFTER (a results folder or a snapshot)."""
+    from pebench.blocks import write_blocks
+    from pebench.report.changes import verdict_changes
+
+    found = verdict_changes(args.before, args.after)
+    print(terminal_text(found.to_text(width=SHOW_WIDTH)))
+    if args.blocks:
+        print(f"blocks -> {write_blocks(Path(args.blocks), found.blocks())}")
+    return EXIT_OK
+
+
 #: the widest line ``pebench show`` prints unless ``--width`` says otherwise (a terminal beside an editor)
 SHOW_WIDTH = 100
 
@@ -759,6 +784,21 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("folders", nargs="+", metavar="RESULTS", help="results folders (two or more)")
     p.add_argument("--out", required=True, help="the new folder (new, or empty; renamed into place when complete)")
     p.set_defaults(func=cmd_combine)
+
+    p = sub.add_parser("snapshot", help="keep a results folder's verdicts (main table, boards) in a snapshot folder, "
+                                        "to compare a later protocol's with (pebench changes)")
+    _add_results_argument(p)
+    p.add_argument("--history", help="where snapshots are kept (default results/history); the snapshot is its "
+                                     "folder <suite>-<results version>")
+    p.set_defaults(func=cmd_snapshot)
+
+    p = sub.add_parser("changes", help="which verdicts (tier, ranking, harm) moved from a snapshot to a results "
+                                       "folder or another snapshot")
+    p.add_argument("before", metavar="BEFORE", help="a snapshot folder (pebench snapshot), e.g. "
+                                                    "results/history/standard-v2-aaa7cfcc")
+    p.add_argument("after", metavar="AFTER", help="a results folder with a current report, or a snapshot folder")
+    p.add_argument("--blocks", metavar="FILE", help="also write the comparison as blocks (JSON) for a page")
+    p.set_defaults(func=cmd_changes)
 
     p = sub.add_parser("show", help="print a results folder's main table, then its tables (--task, --encoding, "
                                     "--metric narrow them)")
