@@ -1,34 +1,31 @@
-"""Pilot readings the protocol and pilots pages show that their scripts write as data rather than as blocks:
-the depth pilot's fit table per depth, architecture and encoding, the outcome of its rule per depth, the chosen
-depth and its step caps, from what ``pilots/depth_pilot.py read`` wrote (``depth_pilot.csv``,
-``depth_pilot.json``), as blocks (dicts with a ``kind``: ``text``, ``table``, ``list``; the site renders them)."""
+"""The pilot readings the protocol and pilots pages show: those their scripts' ``read`` commands write as blocks
+(:data:`PILOT_READINGS`), and the depth pilot's, which its script writes as data: its fit table per depth,
+architecture and encoding, the outcome of its rule per depth, the chosen depth and its step caps, from what
+``pilots/depth_pilot.py read`` wrote (``depth_pilot.csv``, ``depth_pilot.json``), as blocks (:mod:`pebench.blocks`;
+the site renders them)."""
 
 from __future__ import annotations
 
 import csv
 import json
 from pathlib import Path
-from typing import Any
 
+from pebench.blocks import Block, bullet_list, table, text
 from pebench.schema import encoding_label, encoding_rank
 
-
-def text(paragraph: str) -> dict[str, Any]:
-    """A paragraph block (Markdown)."""
-    return {"kind": "text", "text": paragraph}
-
-
-def table(header: list[str], rows: list[list[str]]) -> dict[str, Any]:
-    """A table block: its header and rows as display text."""
-    return {"kind": "table", "header": header, "rows": rows}
-
-
-def bullet_list(items: list[str]) -> dict[str, Any]:
-    """A bulleted list block."""
-    return {"kind": "list", "items": items}
+#: each pilot reading written as blocks (:func:`pebench.blocks.write_blocks`) that the protocol and pilots pages
+#: show, by the name of its include: its file under ``results/pilots``, what it is, and the script whose ``read``
+#: writes it
+PILOT_READINGS = {
+    "t5_bucket_pilot": ("t5_buckets.json", "T5 bucket pilot", "pilots/t5_bucket_pilot.py"),
+    "cap_pilot": ("cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py"),
+    "t5_duplicate_pilot": ("t5_duplicate.json", "T5 duplicate pilot", "pilots/t5_duplicate_pilot.py"),
+    "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
+    "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
+}
 
 
-def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[dict[str, Any]] | None:
+def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
     """The depth pilot's reading from the folder ``pilots`` (``shown``: that folder as the reader sees it, for the
     lead), or None when the pilot has not been read there."""
     table_path, outcome_path = Path(pilots) / "depth_pilot.csv", Path(pilots) / "depth_pilot.json"

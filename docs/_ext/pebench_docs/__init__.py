@@ -34,6 +34,7 @@ from typing import Any
 
 import pebench
 from pebench import encodings, tasks
+from pebench.pilot_readings import PILOT_READINGS
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, write
 from .leaderboard_pages import (
@@ -57,7 +58,7 @@ from .registry_pages import (
     task_page,
     tasks_table,
 )
-from .replication_pages import PILOT_READINGS, depth_pilot_include, pilot_reading, replications_include, v3_fit_include
+from .replication_pages import depth_pilot_include, pilot_reading, replications_include, v3_fit_include
 from .results_pages import generate_results, reruns_text, results_toc
 
 

@@ -11,16 +11,6 @@ from pebench.protocol_tables import fit_criterion
 
 from .common import ROOT, not_in_results, render_blocks, shown
 
-#: each pilot reading the protocol and pilots pages show: the JSON its script's ``read`` writes, what it is,
-#: and the script
-PILOT_READINGS = {
-    "t5_bucket_pilot": ("t5_buckets.json", "T5 bucket pilot", "pilots/t5_bucket_pilot.py"),
-    "cap_pilot": ("cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py"),
-    "t5_duplicate_pilot": ("t5_duplicate.json", "T5 duplicate pilot", "pilots/t5_duplicate_pilot.py"),
-    "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
-    "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
-}
-
 
 def pilot_reading(path: Path, what: str, script: str) -> str:
     """A pilot's reading as its script's ``read`` command wrote it (blocks, :mod:`pebench.blocks`),
