@@ -24,6 +24,7 @@ from pebench.blocks import Block
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
 from pebench.fit_criterion import fit_criterion_blocks
+from pebench.provenance import manifest_history
 from pebench.seed_text import describe_run_seeds
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
@@ -239,6 +240,22 @@ def unranked_suites_text(present: Iterable[str]) -> str:
     several = len(absent) > 1
     return (f"No results of the {' and '.join(f'`{suite}`' for suite in absent)} suite{'s' if several else ''} "
             f"are committed, so {'they are' if several else 'it is'} not ranked here.")
+
+
+def reference_history(checkout: Path, suite: str = REFERENCE_SUITE) -> Table:
+    """The commits of ``checkout`` that changed ``results/<suite>/manifest.json``, newest first
+    (:func:`pebench.provenance.manifest_history`): each with its date, the code commit its latest invocation recorded
+    and the first clause of its message."""
+    return text_table(["commit", "date", "made with code at", "commit message"],
+                      [[f"`{commit}`", date, f"`{code[:7]}`" if code else "—", subject.split(": ")[0][:120]]
+                       for commit, date, code, subject in manifest_history(f"results/{suite}/manifest.json", checkout)])
+
+
+def protocol_columns_text(columns: Iterable[str]) -> str:
+    """Whether results whose ``summary/runs.csv`` has ``columns`` were made under the current protocol, in words."""
+    if {"fitted", "id_floor_token_acc"} <= set(columns):
+        return "record the fit criterion (`fitted`, `steps_to_fit`) and the position-free floors."
+    return "predate this protocol: they have no `fitted` or floor columns."
 
 
 def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:

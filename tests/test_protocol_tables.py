@@ -1,6 +1,7 @@
 """What :mod:`pebench.protocol_tables` says for the site: the suites' measured times as it reads them from
 ``results/performance`` (the latest measurement of each suite, the machine it ran on, and the budget; read with the
-standard library, so that the site, which renders them, loads no pandas) and what the leaderboard's tables show."""
+standard library, so that the site, which renders them, loads no pandas), what the leaderboard's tables show
+and the history of the reference."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from pebench.protocol_tables import (
     BudgetOverrun,
     SuiteTime,
     measured_suite_times,
+    protocol_columns_text,
+    reference_history,
     standard_budget_overrun,
     unranked_suites_text,
 )
@@ -69,3 +72,16 @@ def test_the_suites_without_results_are_named_as_not_ranked():
                                                "ranked here."
     assert unranked_suites_text(ranked[2:]).startswith(f"No results of the `{ranked[0]}` and `{ranked[1]}` suites "
                                                        "are committed, so they are not ranked")
+
+
+def test_the_reference_history_lists_the_commits_of_its_manifest_newest_first():
+    history = reference_history(ROOT)
+    assert history.headers == ["commit", "date", "made with code at", "commit message"]
+    dates = [row[1].text for row in history.rows]  # none in a checkout without history (a shallow clone)
+    assert dates == sorted(dates, reverse=True)
+    assert reference_history(ROOT, "no_such_suite").rows == []
+
+
+def test_results_say_whether_they_carry_the_fit_criterion_and_floors():
+    assert protocol_columns_text(["run_id", "fitted", "id_floor_token_acc"]).startswith("record the fit criterion")
+    assert protocol_columns_text(["run_id", "fitted"]).startswith("predate this protocol")

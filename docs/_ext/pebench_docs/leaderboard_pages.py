@@ -7,8 +7,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from pebench.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
-from pebench.provenance import manifest_history
+from pebench import protocol_tables
+from pebench.protocol_tables import LEADERBOARD_TABLES, protocol_columns_text, unranked_suites_text
 
 from .common import (
     DOCS,
@@ -137,17 +137,13 @@ def headline_findings(results: Path) -> str:
 
 
 def reference_history(results: Path) -> str:
-    """The commits that changed ``results/standard`` (``git log`` of its manifest), each with the code
-    commit its latest invocation recorded, and whether the committed results carry the fit criterion."""
-    rows = [[f"`{commit}`", date, f"`{code[:7]}`" if code else "—", subject.split(": ")[0][:120]]
-            for commit, date, code, subject in manifest_history(f"results/{REFERENCE_SUITE}/manifest.json", ROOT)]
-    lines = [markdown_table(["commit", "date", "made with code at", "commit message"], rows) if rows else
+    """The commits that changed the reference's manifest (:func:`pebench.protocol_tables.reference_history`), and
+    whether the results this site was built from carry the fit criterion."""
+    history = protocol_tables.reference_history(ROOT)
+    lines = [history.to_markdown() if history.rows else
              not_in_results("History of the reference", "no git history of `results/standard/manifest.json`")]
     runs = results / REFERENCE_SUITE / "summary" / "runs.csv"
     if runs.exists():
-        header = runs.read_text().split("\n", 1)[0].split(",")
-        lines.append(f"The results this site was built from (`{shown(runs)}`) "
-                     + ("record the fit criterion (`fitted`, `steps_to_fit`) and the position-free floors."
-                        if {"fitted", "id_floor_token_acc"} <= set(header) else
-                        "predate this protocol: they have no `fitted` or floor columns."))
+        columns = runs.read_text().split("\n", 1)[0].split(",")
+        lines.append(f"The results this site was built from (`{shown(runs)}`) {protocol_columns_text(columns)}")
     return "\n".join(lines) + "\n"
