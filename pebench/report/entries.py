@@ -88,11 +88,12 @@ def look_sentence(column: str, name: str, experiment: str, arch: str | None) -> 
 
 
 def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per column of :data:`COLUMNS` and name in ``cells`` (``summary/cells.csv``): ``{"tables": {table:
-    {"header", "rows"}}, "figures": {figure: sentence}}``, the rows of each table in ``out_dir/tables``
-    (``<name>.md`` beside ``<name>.csv``) that show it and the figures in ``out_dir/figures`` drawn from its
-    experiments and architectures, each with :func:`look_sentence` (a page orders both as ``report.json``
-    lists its tables and figures)."""
+    """Per column of :data:`COLUMNS` and name in ``cells`` (``summary/cells.csv``): ``{"appearances": [[experiment,
+    arch], ...], "tables": {table: {"header", "rows"}}, "figures": {figure: sentence}}``, its experiments and
+    architectures in the order of the cells, the rows of each table in ``out_dir/tables`` (``<name>.md`` beside
+    ``<name>.csv``) that show it and the figures in ``out_dir/figures`` drawn from its experiments and
+    architectures, each with :func:`look_sentence` (a page orders both as ``report.json`` lists its tables and
+    figures)."""
     figures = sorted({path.stem for path in Path(out_dir, "figures").glob("*.*")})
     tables = {path.stem: (path.read_text(), pd.read_csv(path.with_suffix(".csv")))
               for path in sorted(Path(out_dir, "tables").glob("*.md")) if path.with_suffix(".csv").exists()}
@@ -100,13 +101,14 @@ def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
     archs = sorted(set(cells["arch"]))
     found: dict[str, dict[str, Any]] = {}
     for column in COLUMNS:
-        per_name: dict[str, Any] = {str(name): {"tables": {}, "figures": {}} for name in dict.fromkeys(cells[column])}
+        places = _places(cells, column)
+        per_name: dict[str, Any] = {name: {"appearances": [list(pair) for pair in pairs], "tables": {}, "figures": {}}
+                                    for name, pairs in places.items()}
         for table, (markdown, data) in tables.items():
             header, rows = table_rows(markdown, data, column)
             for name, shown in rows.items():
                 if name in per_name:
                     per_name[name]["tables"][table] = {"header": header, "rows": shown}
-        places = _places(cells, column)
         for figure in figures:
             owner = figure_places(figure, experiments, archs)
             shown = part_tasks(figure, cells, owner) if owner and column == "task" else None
@@ -133,8 +135,9 @@ def part_tasks(figure: str, cells: pd.DataFrame, owner: tuple[str, str | None]) 
     return parts[number - 1] if number <= len(parts) else []
 
 
-def _places(cells: pd.DataFrame, column: str) -> Mapping[str, set[tuple[str, str]]]:
-    places: dict[str, set[tuple[str, str]]] = {}
+def _places(cells: pd.DataFrame, column: str) -> Mapping[str, dict[tuple[str, str], None]]:
+    """Per name of ``cells[column]``, its ``(experiment, arch)`` pairs in the order of the cells."""
+    places: dict[str, dict[tuple[str, str], None]] = {}
     for name, experiment, arch in zip(cells[column], cells["experiment"], cells["arch"], strict=True):
-        places.setdefault(str(name), set()).add((experiment, arch))
+        places.setdefault(str(name), {})[(experiment, arch)] = None
     return places

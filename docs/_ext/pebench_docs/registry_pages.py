@@ -17,20 +17,21 @@ from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, s
 
 
 def results_sections(column: str, name: str, results: Path = ROOT / "results", every: bool = True) -> list[str]:
-    """Where ``name`` (an encoding or a task) appears in the committed results: per suite, the experiments and
-    architectures (:func:`pebench.report.findings.appearances`), its rows of each table and the figures that draw
-    it, each captioned with what to look at (:func:`pebench.report.entries.entries`). ``every=False``: only the
-    reference suite, and of it only what a page leads with (:func:`pebench.entry_lead.lead`)."""
+    """Where ``name`` (an encoding or a task) appears in the committed results: per suite, from its entry in the
+    report (:func:`pebench.report.entries.entries`), the experiments and architectures, its rows of each table and
+    the figures that draw it, each captioned with what to look at. ``every=False``: only the reference suite, and of
+    it only what a page leads with (:func:`pebench.entry_lead.lead`)."""
     found = []
     for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         index = report_index(folder)
-        pairs = index["appearances"][column].get(name)
+        entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
+        # a report whose entries do not hold their appearances yet has them report-wide
+        pairs = entry.get("appearances", index.get("appearances", {}).get(column, {}).get(name))
         if not pairs or not (every or folder.name == REFERENCE_SUITE):
             continue
         where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
         page = f"/_generated/results/{folder.name}"
         found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
-        entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
         tables, figures = [t["name"] for t in index["tables"]], [f["name"] for f in index["figures"]]
         if not every:
             tables, figures = lead(entry, tables, index.get("main_table"), figures, pairs)

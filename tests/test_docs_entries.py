@@ -1,0 +1,56 @@
+"""The encoding and task pages read where a name appears from its entry in ``report.json`` (``entries``, each with
+its ``appearances``), and still from the report-wide ``appearances`` of a report written before entries held them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pebench.report_file import DIGEST_KEY, raw_digest
+
+EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
+
+PAIRS = [["length_extrapolation", "decoder"], ["rope_scaling", "decoder"]]
+MAIN = {"header": ["Arch", "Encoding"], "rows": [["decoder", "rope"]]}
+
+
+@pytest.fixture(scope="module")
+def results_sections():
+    if str(EXT) not in sys.path:
+        sys.path.insert(0, str(EXT))
+    from pebench_docs.registry_pages import results_sections
+
+    return results_sections
+
+
+def reported(root: Path, **report) -> Path:
+    """``root/standard``: one run file and a current ``report.json`` holding one table and ``report``."""
+    folder = root / "standard"
+    (folder / "raw").mkdir(parents=True)
+    (folder / "raw" / "run0.csv.gz").write_bytes(gzip.compress(b"run_id,eval_len\nrun0,8\n", mtime=0))
+    index = {DIGEST_KEY: raw_digest(folder), "main_table": "main", "figures": [],
+             "tables": [{"name": "main", "title": "Main results", "caption": "", "paths": {}}], **report}
+    (folder / "report.json").write_text(json.dumps(index))
+    return root
+
+
+def test_a_page_reads_where_a_name_appears_from_its_entry(results_sections, tmp_path):
+    entry = {"appearances": PAIRS, "tables": {"main": MAIN}, "figures": {}}
+    results = reported(tmp_path, entries={"encoding": {"rope": entry}, "task": {}})
+    lines = results_sections("encoding", "rope", results)
+    assert lines[:3] == ["### standard results", "", "{doc}`The standard results </_generated/results/standard>`: "
+                         "`length_extrapolation` (decoder), `rope_scaling` (decoder)."]
+    assert "#### Main results" in lines
+    assert results_sections("encoding", "alibi", results) == []
+
+
+def test_a_report_whose_entries_lack_appearances_is_read_as_before(results_sections, tmp_path):
+    now = reported(tmp_path / "now", entries={"encoding": {"rope": {"appearances": PAIRS, "tables": {"main": MAIN},
+                                                                    "figures": {}}}, "task": {}})
+    before = reported(tmp_path / "before", appearances={"encoding": {"rope": PAIRS}, "task": {}},
+                      entries={"encoding": {"rope": {"tables": {"main": MAIN}, "figures": {}}}, "task": {}})
+    assert results_sections("encoding", "rope", before) == results_sections("encoding", "rope", now)
