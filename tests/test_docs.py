@@ -692,7 +692,8 @@ def test_a_results_page_leads_with_the_main_table_and_one_figure_and_links_the_r
     assert "## Main results" in tables and "`cells </_generated/results/standard/summary/cells.csv>`" in tables
     assert all(f"- {finding}" in pages["standard-findings"] for finding in index["findings"])
     assert "## Provenance" in pages["standard-provenance"] and "trained on lengths 1-8" in pages["standard-provenance"]
-    assert all(page.startswith("# ") and "</_generated/results/standard>" in page
+    # each detail page links back by the page's title: a title in a {doc} link could not hold the suite's `code`
+    assert all(page.startswith("# ") and "From {doc}`/_generated/results/standard`." in page
                for name, page in pages.items() if name != "standard")
 
 

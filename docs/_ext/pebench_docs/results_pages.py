@@ -148,8 +148,8 @@ def with_details(name: str, lines: list[str], subject: str,
     toc = ["```{toctree}", ":maxdepth: 1", "", *(f"{entry} <{page}>" for page, (_, entry, _) in details.items()), "```"]
     pages = {name: "\n".join([*lines, "## More", "", *toc, ""])}
     for page, (title, _, body) in details.items():
-        pages[page] = "\n".join([f"# {title} of {subject}", "", f"From {{doc}}`the page of {subject} "
-                                 f"</_generated/results/{name}>`.", "", *body])
+        pages[page] = "\n".join([f"# {title} of {subject}", "", f"From {{doc}}`/_generated/results/{name}`.", "",
+                                 *body])
     return pages
 
 
