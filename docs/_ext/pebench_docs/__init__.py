@@ -18,8 +18,8 @@ substitutions (``generate`` returns their values).
 
 This module holds the build hooks and :func:`generate`; the pages are written by the page modules:
 ``registry_pages`` (encodings, tasks, metrics, API, figures, citations), ``protocol_pages`` (the protocol's
-numbers from the code), ``results_pages`` (suites and reruns), ``leaderboard_pages`` (leaderboard, headline
-findings, fit tables, the reference's history) and ``replication_pages`` (replications, pilots), over
+numbers from the code, pilots, replications), ``results_pages`` (suites and reruns) and ``leaderboard_pages``
+(leaderboard, headline findings, fit tables, the reference's history), over
 ``common``. They render ``report.json``, the registries and files as written; they compute no results
 (``tests/test_docs_extension.py`` holds them to it).
 """
@@ -36,30 +36,8 @@ import pebench
 from pebench import encodings, tasks
 from pebench.pilot_readings import PILOT_READINGS
 
+from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
 from .common import DOCS, REFERENCE_SUITE, ROOT, write
-from .leaderboard_pages import (
-    fit_resolution,
-    fit_table,
-    floors_table,
-    headline_findings,
-    leaderboard_include,
-    reference_history,
-)
-from .protocol_pages import battery_tables, experiments_tables, protocol_substitutions, suite_times
-from .registry_pages import (
-    all_results_page,
-    api_modules,
-    api_page,
-    cite_include,
-    encoding_page,
-    encodings_table,
-    generate_figures,
-    metrics_table,
-    task_page,
-    tasks_table,
-)
-from .replication_pages import depth_pilot_include, pilot_reading, replications_include, v3_fit_include
-from .results_pages import generate_results, reruns_text, results_toc
 
 
 def performance_includes(srcdir: Path = DOCS) -> list[Path]:
@@ -101,54 +79,47 @@ def excluded_sources(srcdir: Path = DOCS) -> list[str]:
 def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str, str]:
     """Write every generated page under ``srcdir/_generated``; return the MyST substitutions."""
     out = srcdir / "_generated"
-    for sub in ("encodings", "tasks", "api", "encoding_results", "task_results"):  # stale pages must go
-        shutil.rmtree(out / sub, ignore_errors=True)
+    for sub in ("encodings", "tasks", "api", "encoding_results", "task_results", "results", "leaderboard"):
+        shutil.rmtree(out / sub, ignore_errors=True)  # pages (and artifacts) that may be gone
     for name in encodings.names():
-        write(out / "encodings" / f"{name}.md", encoding_page(name, out, srcdir))
+        write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir))
     for name in tasks.names():
-        write(out / "tasks" / f"{name}.md", task_page(name))
+        write(out / "tasks" / f"{name}.md", registry_pages.task_page(name))
     for column, names in (("encoding", encodings.names()), ("task", tasks.names())):
         for name in names:
-            if (page := all_results_page(column, name, results)) is not None:
+            if (page := registry_pages.all_results_page(column, name, results)) is not None:
                 write(out / f"{column}_results" / f"{name}.md", page)
-    results_out = out / "results"
-    shutil.rmtree(results_out, ignore_errors=True)  # pages and artifacts of suites that may be gone
-    results_pages = generate_results(results, results_out, srcdir)
-    for module in api_modules():
-        write(out / "api" / f"{module}.md", api_page(module))
+    suite_pages = results_pages.generate_results(results, out / "results", srcdir)
+    for module in registry_pages.api_modules():
+        write(out / "api" / f"{module}.md", registry_pages.api_page(module))
     if performance_docs(srcdir) != ["performance"]:
         write(out / "performance.md", PERFORMANCE_FALLBACK)
     else:
         (out / "performance.md").unlink(missing_ok=True)
-    includes = out / "includes"
-    write(includes / "encodings_table.md", encodings_table())
-    write(includes / "tasks_table.md", tasks_table())
-    write(includes / "experiments.md", experiments_tables())
-    write(includes / "metrics_table.md", metrics_table())
-    write(includes / "cite.md", cite_include())
-    reference = results / REFERENCE_SUITE
-    write(includes / "fit_table.md", fit_table(reference))
-    for include, (name, what, script) in PILOT_READINGS.items():
-        write(includes / f"{include}.md", pilot_reading(results / "pilots" / name, what, script))
-    write(includes / "floors_table.md", floors_table(reference))
-    write(includes / "fit_resolution.md", fit_resolution([reference, results / "extended"]))
-    write(includes / "v3_fit.md", v3_fit_include())
-    write(includes / "depth_pilot.md", depth_pilot_include(results / "pilots"))
-    shutil.rmtree(out / "leaderboard", ignore_errors=True)
-    write(includes / "leaderboard.md", leaderboard_include(results, out / "leaderboard", srcdir))
-    write(includes / "headline_findings.md", headline_findings(results))
-    write(includes / "reference_history.md", reference_history(results))
-    write(includes / "replications.md", replications_include(results))
-    write(includes / "results_toc.md", results_toc(results_pages))
-    for name, table in battery_tables().items():
-        write(includes / f"battery_{name}.md", table)
-    substitutions = generate_figures(out / "figures")
-    substitutions["version"] = pebench.__version__
-    substitutions["n_encodings"] = str(len(encodings.names()))
-    substitutions["n_tasks"] = str(len(tasks.names()))
-    substitutions.update(suite_times(results))
-    substitutions["reruns"] = reruns_text(results)
-    substitutions.update(protocol_substitutions())
+    reference, pilots = results / REFERENCE_SUITE, results / "pilots"
+    includes = {
+        "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
+        "metrics_table": registry_pages.metrics_table(), "cite": registry_pages.cite_include(),
+        "experiments": protocol_pages.experiments_tables(), "v3_fit": protocol_pages.v3_fit_include(),
+        **{include: protocol_pages.pilot_reading(pilots / name, what, script)
+           for include, (name, what, script) in PILOT_READINGS.items()},
+        "depth_pilot": protocol_pages.depth_pilot_include(pilots),
+        **{f"battery_{name}": table for name, table in protocol_pages.battery_tables().items()},
+        "replications": protocol_pages.replications_include(results),
+        "fit_table": leaderboard_pages.fit_table(reference), "floors_table": leaderboard_pages.floors_table(reference),
+        "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
+        "leaderboard": leaderboard_pages.leaderboard_include(results, out / "leaderboard", srcdir),
+        "headline_findings": leaderboard_pages.headline_findings(results),
+        "reference_history": leaderboard_pages.reference_history(results),
+        "results_toc": results_pages.results_toc(suite_pages),
+    }
+    for name, text in includes.items():
+        write(out / "includes" / f"{name}.md", text)
+    substitutions = registry_pages.generate_figures(out / "figures")
+    substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
+                         n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
+    substitutions.update(protocol_pages.suite_times(results))
+    substitutions.update(protocol_pages.protocol_substitutions())
     return substitutions
 
 
