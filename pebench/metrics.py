@@ -27,11 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from pebench.registry import Registry
+
+if TYPE_CHECKING:  # the registry is read without pandas (the site's metrics table); computing takes frames
+    import pandas as pd
 
 #: how a metric's numbers are printed (:func:`pebench.tables.format_number`)
 FORMATS = ("acc", "ratio", "length", "ppl", "gap", "int", "loss", "seconds")
@@ -39,7 +42,7 @@ FORMATS = ("acc", "ratio", "length", "ppl", "gap", "int", "loss", "seconds")
 APPLIES_TO = ("any", "sequence", "lm")
 LEVELS = ("run", "length")
 
-Compute = Callable[[pd.DataFrame], pd.Series]
+Compute = Callable[["pd.DataFrame"], "pd.Series"]
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,8 @@ def ood_normalised_acc(runs: pd.DataFrame) -> pd.Series:
     what a model without position information reaches, below 0 is worse than it. Undefined where the floor is 1
     (an order-free answer: nothing to normalise) or unknown. The primary score of protocol v3."""
     if "ood_floor_token_acc" not in runs or "ood_token_acc" not in runs:  # results made without floors
+        import pandas as pd
+
         return pd.Series(np.nan, index=runs.index)
     floor = runs["ood_floor_token_acc"].where(runs["ood_floor_token_acc"] < 1)
     return (runs["ood_token_acc"] - floor) / (1 - floor)
