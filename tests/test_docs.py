@@ -516,9 +516,9 @@ def test_the_site_shows_the_committed_reports_and_copies_each_once_per_build(gen
 
     monkeypatch.setattr(pebench.report, "write_report", lambda *args, **kwargs: pytest.fail("the site reported"))
     copied = []
-    copyfile = gen.shutil.copyfile
-    monkeypatch.setattr(gen.shutil, "copyfile", lambda source, target: copied.append(Path(source)) or
-                        copyfile(source, target))
+    pages = importlib.import_module("pebench_docs.results_pages")
+    monkeypatch.setattr(pages, "report_file", lambda folder, relative: copied.append(folder / relative) or
+                        gen.report_file(folder, relative))
     reference, local = reported_rerun
     out, srcdir = tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
     gen.generate_results(reference.parent, out, srcdir)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pebench import store
 from pebench.report_file import FOLDER, REFERENCE, StaleReport, current_report
 from pebench.store import files_fingerprint, raw_files
 from pebench.tables import text_table, to_markdown
@@ -76,10 +77,23 @@ def _has_results(folder: Path) -> bool:
 
 
 def suite_folders(results: Path) -> list[Path]:
-    """Reference suite folders in ``results/`` (those with run files or a manifest)."""
-    if not results.is_dir():
+    """Reference suite folders in ``results/`` (those with run files or a manifest). A link there is refused on
+    one line, never followed, and a name must be plain (:mod:`pebench.store`)."""
+    if not store.refuse_link(results).is_dir():
         return []
-    return sorted(p for p in results.iterdir() if p.is_dir() and p.name not in NOT_SUITES and _has_results(p))
+    return [store.path_in(results, p.name) for p in sorted(results.iterdir())
+            if p.name not in NOT_SUITES and store.refuse_link(p).is_dir() and _has_results(p)]
+
+
+def report_file(folder: Path, relative: str) -> bytes:
+    """The bytes of the file ``relative`` (as a ``report.json`` names it, e.g. ``figures/x.svg``) of ``folder``:
+    each part a plain name (no ``..``, not absolute), no part a link, a regular file (:mod:`pebench.store`)."""
+    path = folder
+    for part in str(relative).split("/"):
+        path = store.refuse_link(store.path_in(path, part))
+    if path.is_dir():
+        raise store.ResultsError(f"{path}: a folder, not a file of the report")
+    return store.read_plain_file(path, "file of the report")
 
 
 def _count_runs(folder: Path) -> int:

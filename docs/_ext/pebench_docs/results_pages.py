@@ -5,7 +5,6 @@ figure its report names; the rest is on its detail pages (:func:`with_details`),
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,6 +20,7 @@ from .common import (
     _count_runs,
     _filled,
     markdown_table,
+    report_file,
     report_index,
     shown,
     source_path,
@@ -75,9 +75,10 @@ def shown_report(folder: Path, out: Path, srcdir: Path = DOCS) -> ShownReport:
         return earlier
 
     def copied(relative: str) -> Path:
+        data = report_file(folder, relative)  # checked to be a plain file in the folder before it names a target
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / relative, target)
+        target.write_bytes(data)
         return target
 
     def artifacts(kind: str) -> list[ShownArtifact]:

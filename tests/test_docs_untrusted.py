@@ -1,0 +1,77 @@
+"""A results folder is data from a stranger: the site copies a report's figures, tables and summaries only from
+paths inside the folder, plain files never reached through a link, and lists ``results/`` through
+:mod:`pebench.store` (a linked suite folder is refused on one line, never followed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from test_docs import led_results, load_generators
+
+from pebench.store import ResultsError
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return load_generators()
+
+
+def with_figure_path(folder, path: str) -> None:
+    """Point the report's lead figure at ``path`` (as a stranger's report.json could)."""
+    index = json.loads((folder / "report.json").read_text())
+    index["figures"][1]["paths"]["svg"] = path
+    (folder / "report.json").write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize("path", ["../outside.svg", "figures/../../outside.svg", "/tmp/outside.svg",
+                                  "figures/.hidden.svg", "figures//heatmap.svg"])
+def test_a_report_path_that_leaves_the_folder_is_refused_on_one_line(gen, tmp_path, path):
+    folder = led_results(tmp_path / "results")
+    (tmp_path / "results" / "outside.svg").write_text("<svg>secret</svg>")
+    with_figure_path(folder, path)
+    srcdir = tmp_path / "docs"
+    with pytest.raises(ResultsError, match="is not a plain file name") as error:
+        gen.shown_report(folder, srcdir / "_generated" / "results" / "standard", srcdir)
+    assert "\n" not in str(error.value)
+
+
+def test_a_report_file_or_folder_that_is_a_link_is_refused_not_followed(gen, tmp_path):
+    folder = led_results(tmp_path / "results")
+    outside = tmp_path / "outside.svg"
+    outside.write_text("<svg>secret</svg>")
+    srcdir = tmp_path / "docs"
+    out = srcdir / "_generated" / "results" / "standard"
+    (folder / "figures" / "heatmap.svg").unlink()
+    (folder / "figures" / "heatmap.svg").symlink_to(outside)
+    with pytest.raises(ResultsError, match=r"figures/heatmap.svg is a symbolic link"):
+        gen.shown_report(folder, out, srcdir)
+    elsewhere = shutil.copytree(folder / "figures", tmp_path / "elsewhere")
+    shutil.rmtree(folder / "figures")
+    (folder / "figures").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ResultsError, match=r"standard/figures is a symbolic link"):
+        gen.shown_report(folder, out, srcdir)
+    assert not (out / "figures" / "heatmap.svg").exists()
+
+
+def test_a_report_path_that_is_a_folder_is_refused(gen, tmp_path):
+    folder = led_results(tmp_path / "results")
+    with_figure_path(folder, "figures")
+    srcdir = tmp_path / "docs"
+    with pytest.raises(ResultsError, match=r"figures: a folder"):
+        gen.shown_report(folder, srcdir / "_generated" / "results" / "standard", srcdir)
+
+
+def test_a_linked_suite_folder_in_results_is_refused_on_one_line(gen, tmp_path):
+    folder = led_results(tmp_path / "results")
+    elsewhere = shutil.copytree(folder, tmp_path / "elsewhere" / "extended")
+    (tmp_path / "results" / "extended").symlink_to(elsewhere, target_is_directory=True)
+    srcdir = tmp_path / "docs"
+    for show in (gen.suite_folders,
+                 lambda results: gen.generate_results(results, srcdir / "_generated" / "results", srcdir)):
+        with pytest.raises(ResultsError, match=r"results/extended is a symbolic link; pebench never follows") as error:
+            show(tmp_path / "results")
+        assert "\n" not in str(error.value)
+    (tmp_path / "results" / "extended").unlink()
+    assert gen.suite_folders(tmp_path / "results") == [folder]
