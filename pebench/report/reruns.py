@@ -8,8 +8,7 @@ which :data:`~pebench.report_file.FOLDER` and :data:`~pebench.report_file.REFERE
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +72,52 @@ def comparison_section(comparison: compare_module.Comparison) -> dict[str, Any]:
     }
 
 
+#: what a rerun's manifest is compared with its reference's on (:func:`manifest_differences`): the name a sentence
+#: gives a field, and its value in one invocation (``None``: not recorded); workers and the executor give the
+#: same rows, so they are no difference
+DIFFERENCES: tuple[tuple[str, Callable[[Mapping[str, Any]], object]], ...] = (
+    ("device", lambda run: run.get("cuda_device") or run.get("cpu_model")
+     or (f"{run['processor']} CPU" if run.get("processor") else None)),
+    ("CPU kernels", lambda run: run.get("torch_cpu_capability")),
+    ("torch", lambda run: run.get("torch_version")),
+    ("Python", lambda run: run.get("python_version")),
+    ("threads", lambda run: run.get("torch_threads")),
+    ("commit", lambda run: f"{run['git_sha'][:12]}{' with uncommitted changes' if run.get('git_dirty') else ''}"
+     if isinstance(run.get("git_sha"), str) else None),
+)
+
+
+def _values(manifest: Mapping[str, Any], value: Callable[[Mapping[str, Any]], object]) -> str:
+    """The values of one field over a manifest's invocations, each once in their order ("" when none recorded)."""
+    found = (value(run) for run in manifest.get("invocations") or [] if isinstance(run, Mapping))
+    return ", ".join(dict.fromkeys(str(v) for v in found if v is not None))
+
+
+def _joined(items: Sequence[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def manifest_differences(rerun: Mapping[str, Any] | None, reference: Mapping[str, Any] | None) -> str | None:
+    """One sentence: how the invocations of a rerun's manifest differ from its reference's in each field of
+    :data:`DIFFERENCES` that both record (both values named), or that they agree; ``None`` when none is."""
+    compared = [(name, _values(rerun or {}, value), _values(reference or {}, value)) for name, value in DIFFERENCES]
+    compared = [(name, ours, theirs) for name, ours, theirs in compared if ours and theirs]
+    if not compared:
+        return None
+    differ = [f"{name} ({ours} vs {theirs})" for name, ours, theirs in compared if ours != theirs]
+    if differ:
+        return f"It differs from the reference in {_joined(differ)}; same suite, seeds and data."
+    return f"It was made with the reference's {_joined([name for name, _, _ in compared])}; same suite, seeds and data."
+
+
 def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Comparison, report: Path | None = None
                   ) -> list[str]:
-    """What a rerun says about reproducing its reference, one sentence per point: where and how long it ran (its
-    manifest), how many cells reproduce (``comparison``), and the agreement beyond the cells
-    (:func:`pebench.compare.rerun_agreement`: fit decisions, leaderboards; the rerun's report is in ``report``,
-    default ``rerun``)."""
-    manifest = json.loads((Path(rerun) / "manifest.json").read_text())
+    """What a rerun says about reproducing its reference, one sentence per point: where and how long it ran and
+    what differs from the reference (the two manifests, :func:`manifest_differences`), how many cells reproduce
+    (``comparison``), and the agreement beyond the cells (:func:`pebench.compare.rerun_agreement`: fit decisions,
+    leaderboards; the rerun's report is in ``report``, default ``rerun``)."""
+    manifest = read_manifest(rerun) or {}
+    differences = manifest_differences(manifest, read_manifest(reference))
     invocations = manifest.get("invocations") or []
     latest = manifest.get("latest") or (invocations[-1] if invocations else {})
     device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
@@ -90,6 +128,7 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
     return [f"`{FOLDER}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
             f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
             f"workers{batched}, {seconds / 60:.0f} min of wall time in all).",
+            *([differences] if differences else []),
             f"{comparison.n_reproduced} of {comparison.n_cells} cells reproduce the reference within the margins "
             "of `pebench compare`.",
             *compare_module.rerun_agreement(rerun, reference, report)]

@@ -280,8 +280,8 @@ def committed_rerun_page(rerun: Path, reference: Path, out: Path, srcdir: Path =
     points = [f"- {line}" for line in rerun_summary(rerun, reference)]
     lead = "\n".join([
         "Runs made on other hardware are not bit-identical to the reference's ({doc}`/performance`, "
-        "Reproducibility): this page shows how far the results move when only the machine changes, which is "
-        "the uncertainty a reader's own rerun carries.", "", *points])
+        "Reproducibility): this page shows how far the results move with the machine and the software listed "
+        "below, the uncertainty a reader's own rerun carries.", "", *points])
     return rerun_page(rerun, reference, out, srcdir, title=f"Rerun: `{rerun.name}`", lead=lead, label="Rerun")
 
 

@@ -1,0 +1,39 @@
+"""A rerun's report says what differs between its manifest and its reference's (device, CPU kernels, torch,
+Python, threads, commit), computed by the library, never "only the hardware" when more changed."""
+
+from __future__ import annotations
+
+from pebench.report.reruns import manifest_differences
+
+CPU = {"device": "cpu", "cuda_device": None, "processor": "x86_64", "torch_version": "2.13.0+cpu",
+       "python_version": "3.11.7", "torch_threads": 1, "git_sha": "59531948b5f43e9aad24c67f820abc27b63853a7",
+       "git_dirty": False, "workers": 2}
+H100 = {**CPU, "device": "cuda", "cuda_device": "NVIDIA H100 80GB HBM3", "torch_version": "2.11.0+cu130",
+        "python_version": "3.12.3", "git_sha": "c979ac08e988351c2d2caae3bd94e651019a1ac7", "git_dirty": True,
+        "workers": 14}
+
+
+def manifest(*invocations: dict) -> dict:
+    return {"suite": "standard", "invocations": list(invocations), "latest": invocations[-1]}
+
+
+def test_the_sentence_names_each_field_that_differs_with_both_values():
+    assert manifest_differences(manifest(H100, H100), manifest(CPU)) == (
+        "It differs from the reference in device (NVIDIA H100 80GB HBM3 vs x86_64 CPU), torch (2.11.0+cu130 vs "
+        "2.13.0+cpu), Python (3.12.3 vs 3.11.7) and commit (c979ac08e988 with uncommitted changes vs "
+        "59531948b5f4); same suite, seeds and data.")
+
+
+def test_workers_are_not_a_difference_and_a_field_one_side_did_not_record_is_not_compared():
+    assert manifest_differences(manifest({**CPU, "workers": 8, "torch_cpu_capability": "AVX512"}),
+                                manifest(CPU)) == ("It was made with the reference's device, torch, Python, "
+                                                   "threads and commit; same suite, seeds and data.")
+    avx = manifest_differences(manifest({**CPU, "cpu_model": "Xeon", "torch_cpu_capability": "AVX512"}),
+                               manifest({**CPU, "cpu_model": "EPYC", "torch_cpu_capability": "AVX2"}))
+    assert avx.startswith("It differs from the reference in device (Xeon vs EPYC) and CPU kernels (AVX512 vs AVX2);")
+
+
+def test_several_values_on_one_side_are_all_named_and_a_missing_manifest_gives_no_sentence():
+    two = manifest(H100, {**H100, "torch_version": "2.12.0+cu130"})
+    assert "torch (2.11.0+cu130, 2.12.0+cu130 vs 2.13.0+cpu)" in manifest_differences(two, manifest(CPU))
+    assert manifest_differences(two, None) is None and manifest_differences(None, manifest(CPU)) is None
