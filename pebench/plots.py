@@ -318,7 +318,7 @@ def _encoding_styles(frame: pd.DataFrame) -> dict[str, dict[str, object]]:
 
 def accuracy_vs_length(
     data: pd.DataFrame, experiment: str, *, arch: str | None = None, metric: str = "token_acc",
-    condition: str = ORIGINAL, part: int | None = None,
+    condition: str = ORIGINAL, part: int | None = None, title: str | None = None,
 ) -> Figure:
     """Accuracy vs evaluation length, one panel per task and one line per encoding.
 
@@ -344,10 +344,10 @@ def accuracy_vs_length(
     frame = frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)]
     kind = metric_registry.get(metric, "length").axis_label
     return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
-                         f"{experiment}: {kind} vs length ({where})\nmean and 95% CI over fitted seeds")
+                         f"{title or f'{experiment}: {kind} vs length ({where})'}\nmean and 95% CI over fitted seeds")
 
 
-def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluation variants",
+def variant_curves(data: pd.DataFrame, experiment: str, *, title: str | None = None,
                    metric: str = "token_acc") -> Figure:
     """One trained model evaluated as trained and under each evaluation variant (e.g. RoPE scalings):
     accuracy vs length, one line per variant, in the order the experiment declares them."""
@@ -357,20 +357,22 @@ def variant_curves(data: pd.DataFrame, experiment: str, *, title: str = "evaluat
     variants = list(dict.fromkeys(frame.sort_values("variant", key=sort_key, kind="stable")["variant"]))
     return _curve_panels(frame, "variant", {v: style(i) for i, v in enumerate(variants)}, metric,
                          metric_registry.get(metric, "length").axis_label,
-                         f"{experiment}: {title}\nmean and 95% CI over fitted seeds")
+                         f"{title or f'{experiment}: evaluation variants'}\nmean and 95% CI over fitted seeds")
 
 
-def perplexity_vs_length(data: pd.DataFrame, experiment: str) -> Figure:
+def perplexity_vs_length(data: pd.DataFrame, experiment: str, *, title: str | None = None) -> Figure:
     """Character-LM perplexity vs evaluation length (log scale), one line per encoding."""
     rows = _select(data, experiment)
     frame = _labelled_curves(rows[completed(rows)])
     frame = frame[(frame["condition"] == ORIGINAL) & (frame["variant"] == BASE_VARIANT)]
     return _curve_panels(frame, "label", _encoding_styles(frame), "perplexity", "perplexity (log scale)",
-                         f"{experiment}: perplexity vs context length\nmean and 95% CI over seeds", log_y=True,
+                         f"{title or f'{experiment}: perplexity vs context length'}\nmean and 95% CI over seeds",
+                         log_y=True,
                          references=False, xlabel="evaluation context (characters)")
 
 
-def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc") -> Figure:
+def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc", title: str | None = None
+                ) -> Figure:
     """Mean ``metric`` (default OOD token accuracy) over fitted seeds, encodings x tasks; one panel per
     architecture, stacked on the same task columns (labelled under the last). A cell with no fitted seed is
     hatched and its number carries the tables' dagger."""
@@ -418,7 +420,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
         figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
                       frameon=False)
-    figure.suptitle(f"{experiment}: {name}\nper encoding and task", fontsize="medium")
+    figure.suptitle(f"{title or f'{experiment}: {name}'}\nper encoding and task", fontsize="medium")
     return figure
 
 
@@ -449,7 +451,7 @@ def _legend_columns(labels: Iterable[str], width: float, most: int = 4) -> int:
     return max(1, min(most, int(width * 72 / ((longest + 5) * 4.8))))  # 4.8 pt: a character of small type
 
 
-def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
+def order_sensitivity(data: pd.DataFrame, experiment: str, *, title: str | None = None) -> Figure:
     """Original minus shuffled token accuracy per encoding and task; one panel per architecture present
     (encoder above decoder), each with the encodings that architecture was run with.
 
@@ -512,6 +514,6 @@ def order_sensitivity(data: pd.DataFrame, experiment: str) -> Figure:
     # below the panels, never over the bars of the first one (a battery has a dozen tasks)
     figure.legend(list(legend.values()), list(legend), loc="outside lower center",
                   ncols=_legend_columns(legend, figure.get_figwidth()), fontsize="small", frameon=False)
-    figure.suptitle(f"{experiment}: order reliance (order-dependent tasks, high is good)\nvs "
+    figure.suptitle(f"{title or experiment}: order reliance (order-dependent tasks, high is good)\nvs "
                     "invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds", fontsize="medium")
     return figure

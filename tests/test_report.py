@@ -117,7 +117,7 @@ def test_the_baseline_is_shown_by_its_label_and_stored_by_its_name(report):
 def test_latex_is_booktabs_with_escaped_names(report):
     tex = next(t for t in report.tables if t.name == "length_extrapolation").paths["tex"].read_text()
     assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index(r"\end{tabular}")
-    assert r"length\_extrapolation" in tex and r"$\pm$" in tex and "±" not in tex
+    assert r"\caption{Length extrapolation: length extrapolation" in tex and r"$\pm$" in tex and "±" not in tex
     assert r"\textbf{" in tex  # the best of each task
     assert tex.count(r"\begin{tabular}{llrrrrrrrr}") == 1  # chance, floor, 5 metrics and seeds
     body = tex[tex.index(r"\toprule"):tex.index(r"\bottomrule")]
@@ -278,7 +278,8 @@ def test_cli_report_show_and_compare(synthetic, tmp_path, capsys):
 
     assert main(["show", "--results", str(synthetic), "--experiment", "rope_scaling"]) == 0
     out = capsys.readouterr().out
-    assert "rope_scaling: RoPE scaling at evaluation" in out and "yarn" in out and "length_extrapolation" not in out
+    assert "RoPE scaling at evaluation" in out and "yarn" in out and "length_extrapolation" not in out
+    assert "rope_scaling:" not in out and "Rope scaling" not in out  # a declared title as given
 
     assert main(["compare", str(synthetic), str(synthetic)]) == 0
     assert "cells reproduce" in capsys.readouterr().out

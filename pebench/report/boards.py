@@ -38,7 +38,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "a ranking.")
     artifacts = [save_table(dataclasses.replace(
         leaderboard.leaderboard_table(board, caption, name, f"tab:pebench-{name}"),
-        title=f"{experiment}: leaderboard ({label})"), directory, version)]
+        title=f"{people_words(experiment)}: leaderboard ({label})"), directory, version)]
     leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
@@ -49,7 +49,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                        "judged.")
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
-            title=f"{experiment}: seeds fitted per task"), directory, version))
+            title=f"{people_words(experiment)}: seeds fitted per task"), directory, version))
     v3, findings = board_artifacts(runs, experiment, directory, version)
     artifacts = v3 + artifacts
     if spec.comparisons:
@@ -61,7 +61,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                    "family (every comparison and architecture). Look at the verdict column.")
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.pairwise_table(table, caption, name, f"tab:pebench-{name}"),
-            title=f"{experiment}: declared pairwise comparisons"), directory, version))
+            title=f"{people_words(experiment)}: declared pairwise comparisons"), directory, version))
         family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:

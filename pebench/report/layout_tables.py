@@ -14,6 +14,7 @@ from pebench import metrics as metric_registry
 from pebench import plots, results, schema
 from pebench.experiment import ReportSpec
 from pebench.model import ARCHS
+from pebench.report.findings import people_words
 from pebench.schema import CELL_COLUMNS, GROUP_COLUMNS
 from pebench.tables import RESULTS_STYLE, Cell, Table, format_mean_ci
 from pebench.tables import Column as TableColumn  # this module's Column is a metric column
@@ -220,9 +221,10 @@ def extrapolation_tables(
             f"length = largest evaluated length up to which sequence accuracy stays >= "
             f"{results.GENERALIZATION_FRACTION} x its ID value (— when ID sequence accuracy < "
             f"{results.GENERALIZATION_MIN_ID_SEQ_ACC}).")
-        title = spec.title or f"length extrapolation ({arch})"
+        title = spec.title or f"{people_words(experiment)}: length extrapolation"  # a declared title as given
         tables.append(metric_table(
-            name, f"{experiment}: {title}", _caption(look, protocol, part_runs),
+            name, title + (f" ({arch})" if len(archs) > 1 or not spec.title else ""),
+            _caption(look, protocol, part_runs),
             part_runs, part_cells, [("Task", "task"), ("Encoding", "encoding")], registered_columns("extrapolation"),
         ))
     return tables
@@ -257,9 +259,9 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
             "original targets). Orig. − shuf. is the order reliance on order-dependent tasks (high is good; "
             "marked) and the invariance gap on controls (should be ~0). Equiv. gap = ‖f(Px) − P f(x)‖ / ‖f(x)‖ "
             "of the final hidden states (0 = the model cannot see order; mean over seeds).")
-        title = spec.title or f"order sensitivity ({arch})"
+        title = spec.title or f"{people_words(experiment)}: order sensitivity"
         tables.append(metric_table(
-            f"{experiment}_{arch}", f"{experiment}: {title}", _caption(look, protocol, part_runs),
+            f"{experiment}_{arch}", f"{title} ({arch})", _caption(look, protocol, part_runs),
             part_runs, part_cells, [("Task", "task"), ("Type", "order_dependent"), ("Encoding", "encoding")],
             columns,
         ))
@@ -270,8 +272,8 @@ def variant_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, pro
                    ) -> list[Table]:
     """One trained model per task evaluated as trained and under each evaluation variant."""
     look = spec.caption or "The same trained weights evaluated as trained and under each evaluation variant."
-    title = spec.title or "evaluation variants"
-    return [metric_table(experiment, f"{experiment}: {title}", _caption(look, protocol, runs),
+    title = spec.title or f"{people_words(experiment)}: evaluation variants"
+    return [metric_table(experiment, title, _caption(look, protocol, runs),
                          runs, cells, [("Task", "task"), ("Variant", "variant")], registered_columns("variants"))]
 
 
@@ -282,6 +284,6 @@ def perplexity_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, 
     look = spec.caption or (
         "Perplexity = exp(mean loss per character); OOD = unweighted mean of the per-length losses beyond the "
         "training context; OOD/train PPL near 1 means no degradation with longer contexts (lower is better).")
-    title = spec.title or "language-model perplexity vs context length"
-    return [metric_table(experiment, f"{experiment}: {title}", _caption(look, protocol, runs), runs, cells,
+    title = spec.title or f"{people_words(experiment)}: language-model perplexity vs context length"
+    return [metric_table(experiment, title, _caption(look, protocol, runs), runs, cells,
                          [("Task", "task"), ("Encoding", "encoding")], columns)]

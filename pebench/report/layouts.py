@@ -12,6 +12,7 @@ from pebench import declarations, plots
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec, report_spec
 from pebench.registry import Registry
+from pebench.report.findings import people_words
 from pebench.report.layout_findings import findings_length, findings_order, findings_perplexity, findings_variants
 from pebench.report.layout_tables import extrapolation_tables, order_tables, perplexity_tables, variant_tables
 from pebench.tables import Table
@@ -71,55 +72,58 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
             for number, tasks in enumerate(parts, 1):
                 part = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
                 which = f" Tasks in this part: {', '.join(tasks)}." if len(parts) > 1 else ""
+                title = f"{people_words(experiment)}: {kind} vs length ({arch}{part})"
                 figures.append((
-                    f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""),
-                    f"{experiment}: {kind} vs length ({arch}{part})",
+                    f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""), title,
                     f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
                     "fast each fitted (solid or dashed) line falls right of the grey area, and whether it stays "
                     f"above the floor and chance.{which}",
-                    lambda arch=arch, metric=metric, number=number: plots.accuracy_vs_length(
-                        data, experiment, arch=arch, metric=metric, part=number),
+                    lambda arch=arch, metric=metric, number=number, title=title: plots.accuracy_vs_length(
+                        data, experiment, arch=arch, metric=metric, part=number, title=title),
                 ))
+    title = f"{people_words(experiment)}: OOD token accuracy"
     figures.append((
-        f"{experiment}_ood_heatmap", f"{experiment}: OOD token accuracy",
+        f"{experiment}_ood_heatmap", title,
         "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
         "bright rows are encodings that extrapolate on every task; hatched cells with † had no fitted seed (mean "
         "over all seeds, a model that did not learn the task: skip them); compare with chance and the "
         "position-free floor in the tables.",
-        lambda: plots.ood_heatmap(data, experiment),
+        lambda: plots.ood_heatmap(data, experiment, title=title),
     ))
     return figures
 
 
 def order_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
     """Original minus shuffled accuracy per encoding, task and architecture."""
-    return [(experiment, spec.title or "Order sensitivity",
+    title = spec.title or f"{people_words(experiment)}: order sensitivity"
+    return [(experiment, title,
              spec.figure_caption or
              "Original minus shuffled token accuracy per encoding; look for tall solid bars (order-dependent "
              "tasks: the model uses order) and hatched bars near zero (controls: it ignores order where it "
              "should); one panel per architecture (encoder above decoder). Bars and error bars: mean "
              "and 95% CI over the fitted seeds; hollow bars with a dashed outline had no fitted seed (mean over "
              "all seeds, a model that did not learn the task: not evidence either way).",
-             lambda: plots.order_sensitivity(data, experiment))]
+             lambda: plots.order_sensitivity(data, experiment, title=title))]
 
 
 def variant_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
     """Accuracy vs length, one line per evaluation variant."""
     caption = spec.figure_caption or ("Token accuracy vs evaluation length of the trained model and of each "
                                       "evaluation variant; look at the lengths right of the grey area ({shade}).")
-    title = spec.title or "Evaluation variants"
+    title = spec.title or f"{people_words(experiment)}: evaluation variants"
     return [(experiment, title, caption.format(shade=SHADE),
              lambda: plots.variant_curves(data, experiment, title=title))]
 
 
 def perplexity_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
     """Perplexity vs context length, one line per encoding."""
-    return [(f"{experiment}_perplexity", spec.title or "Language-model perplexity vs context length",
+    title = spec.title or "Language-model perplexity vs context length"
+    return [(f"{experiment}_perplexity", title,
              spec.figure_caption or
              "Character-LM perplexity (log scale) vs evaluation context; flat lines right of the grey area "
              "(training context) mean the encoding extrapolates; rising lines mean it does not. "
              "Bands: 95% CI over seeds.",
-             lambda: plots.perplexity_vs_length(data, experiment))]
+             lambda: plots.perplexity_vs_length(data, experiment, title=title))]
 
 
 LAYOUTS.register("extrapolation")(Layout(extrapolation_tables, extrapolation_figures, findings_length))
