@@ -540,7 +540,8 @@ def test_report_json_holds_what_the_site_shows_and_the_digest_of_its_run_files(r
     assert index["raw_sha256"] == raw_digest(synthetic)
     assert index["headline"] and set(index["headline"]) <= set(index["findings"])
     assert index["declarations"]["length_extrapolation"]["primary_metric"] == "ood_token_acc"
-    for key in ("fit_table", "floors_table", "fit_resolution", "provenance", "completeness", "interval_edges"):
+    for key in ("fit_table", "floors_table", "fit_resolution", "provenance", "completeness", "complete",
+                "interval_edges"):
         assert key in index, key
     assert "rerun" not in index  # not a rerun folder
     with pytest.raises(StaleReport, match="has no report.json: run pebench report"):

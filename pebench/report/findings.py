@@ -45,15 +45,28 @@ def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[s
     return lines or list(findings[:3])
 
 
+def _runs(folder: Path, suite_run_ids: Collection[str]) -> tuple[set[str], set[str], set[str]]:
+    """The run ids of the suite (``suite_run_ids``), those of them missing from ``folder``, and the folder's others."""
+    expected = set(suite_run_ids)
+    present = {run_file_id(path) for path in raw_files(Path(folder) / "raw")}
+    return expected, expected - present, present - expected
+
+
+def complete(folder: Path, suite_run_ids: Collection[str]) -> bool | None:
+    """Whether ``folder`` holds every run of its suite (run ids ``suite_run_ids``; runs of another protocol
+    beside them do not count); ``None`` when there are none (:func:`completeness` then says nothing)."""
+    expected, missing, _ = _runs(folder, suite_run_ids)
+    return not missing if expected else None
+
+
 def completeness(folder: Path, suite_run_ids: Collection[str]) -> str:
     """Whether ``folder`` (named after its suite) holds every run of its suite, whose run ids the code defines as
     ``suite_run_ids``, and how to finish it; "" when there are none (not a suite, or an installation without
     the experiment scripts)."""
-    suite, expected = Path(folder).name, set(suite_run_ids)
+    suite = Path(folder).name
+    expected, missing, foreign = _runs(folder, suite_run_ids)
     if not expected:
         return ""
-    present = {run_file_id(path) for path in raw_files(Path(folder) / "raw")}
-    missing, foreign = expected - present, present - expected
     if not missing and not foreign:
         return f"The folder holds every one of the {len(expected)} runs of the `{suite}` suite."
     parts = []

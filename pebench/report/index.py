@@ -31,6 +31,7 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
         DIGEST_KEY: raw_digest(results_dir),
         "declarations": {name: dataclasses.asdict(spec) for name, spec in specs.items()},
         "completeness": findings_module.completeness(results_dir, suite_run_ids),
+        "complete": findings_module.complete(results_dir, suite_run_ids),
         "provenance": findings_module.provenance(read_manifest(results_dir)),
         "headline": findings_module.headline(findings, specs),
         "interval_edges": findings_module.leaderboard_edges(out_dir / "tables"),

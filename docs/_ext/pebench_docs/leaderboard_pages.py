@@ -129,8 +129,7 @@ def headline_findings(results: Path) -> str:
     headline = report_index(folder)["headline"]
     if not headline:
         return not_in_results("Headline findings", f"`{shown(path)}` has no findings")
-    status = completeness(folder)
-    caveat = f"{status}\n\n" if "Incomplete" in status else ""
+    caveat = f"{completeness(folder)}\n\n" if report_index(folder).get("complete") is False else ""
     return caveat + "\n".join(f"- {f}" for f in headline) + (
         f"\n\nFrom `{shown(path)}`, written by `pebench report`; every finding with its tables and figures is on "
         f"{{doc}}`the {REFERENCE_SUITE} results page </_generated/results/{REFERENCE_SUITE}>`.\n")
