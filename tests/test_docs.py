@@ -808,11 +808,11 @@ def test_encoding_and_task_pages_lead_with_the_main_table_boards_and_two_figures
     main = {"header": ["Arch", "Encoding"], "rows": [["decoder", "rope"]]}
     per_task = {"header": ["Task", "Encoding"], "rows": [["copy", "rope"]]}
     curves = [f"length_extrapolation_{arch}_acc_part{k}" for arch in ("decoder", "encoder") for k in (1, 2)]
-    entries = {"encoding": {"rope": {"tables": {"main": main, "length_extrapolation_decoder": per_task},
+    entries = {"encoding": {"rope": {"appearances": [["length_extrapolation", "decoder"],
+                                                     ["length_extrapolation", "encoder"]],
+                                     "tables": {"main": main, "length_extrapolation_decoder": per_task},
                                      "figures": {name: "Look for rope." for name in curves}}}, "task": {}}
-    fake_report(folder, appearances={"encoding": {"rope": [["length_extrapolation", "decoder"],
-                                                           ["length_extrapolation", "encoder"]]}, "task": {}},
-                entries=entries, main_table="main",
+    fake_report(folder, entries=entries, main_table="main",
                 tables=[{"name": "main", "title": "Main results", "caption": "", "paths": {}},
                         {"name": "length_extrapolation_decoder", "title": "Per task", "caption": "", "paths": {}}],
                 figures=[*({"name": name, "title": name, "caption": "", "paths": {"svg": f"figures/{name}.svg"}}

@@ -1,5 +1,5 @@
 """The encoding and task pages read where a name appears from its entry in ``report.json`` (``entries``, each with
-its ``appearances``), and still from the report-wide ``appearances`` of a report written before entries held them."""
+its ``appearances``)."""
 
 from __future__ import annotations
 
@@ -47,10 +47,3 @@ def test_a_page_reads_where_a_name_appears_from_its_entry(results_sections, tmp_
     assert "#### Main results" in lines
     assert results_sections("encoding", "alibi", results) == []
 
-
-def test_a_report_whose_entries_lack_appearances_is_read_as_before(results_sections, tmp_path):
-    now = reported(tmp_path / "now", entries={"encoding": {"rope": {"appearances": PAIRS, "tables": {"main": MAIN},
-                                                                    "figures": {}}}, "task": {}})
-    before = reported(tmp_path / "before", appearances={"encoding": {"rope": PAIRS}, "task": {}},
-                      entries={"encoding": {"rope": {"tables": {"main": MAIN}, "figures": {}}}, "task": {}})
-    assert results_sections("encoding", "rope", before) == results_sections("encoding", "rope", now)

@@ -673,14 +673,3 @@ def test_a_folder_that_records_no_declaration_says_so_and_the_manifest_record_is
     assert any(t.name.startswith("leaderboard_length_extrapolation") for t in recorded.tables)
     recorded_json = json.loads((folder / "report.json").read_text())["declarations"]
     assert recorded_json == {name: json.loads(json.dumps(declared[name])) for name in recorded_json}
-
-
-def test_appearances_list_each_encodings_and_tasks_experiments_and_archs_in_the_order_of_the_cells():
-    from pebench.report.findings import appearances
-
-    cells = pd.DataFrame({"experiment": ["a", "a", "b", "a"], "task": ["copy", "copy", "copy", "sort"],
-                          "encoding": ["rope", "none", "rope", "rope"], "arch": ["decoder", "decoder", "encoder",
-                                                                                "decoder"]})
-    assert appearances(cells) == {
-        "encoding": {"rope": [["a", "decoder"], ["b", "encoder"]], "none": [["a", "decoder"]]},
-        "task": {"copy": [["a", "decoder"], ["b", "encoder"]], "sort": [["a", "decoder"]]}}

@@ -122,19 +122,3 @@ def leaderboard_edges(tables: Path) -> dict[str, str]:
         if {"mrr", "mrr_low", "mrr_high"} <= set(board.columns):
             edges[path.stem] = interval_edges(board)
     return edges
-
-
-
-def appearances(cells: pd.DataFrame) -> dict[str, dict[str, list[list[str]]]]:
-    """Where each encoding and task of a report's cells (``summary/cells.csv``) appears: per column (``encoding``,
-    ``task``) and name, its ``[experiment, arch]`` pairs in the order of the cells (the encoding and task pages
-    link the results that include them)."""
-    found: dict[str, dict[str, list[list[str]]]] = {}
-    for column in ("encoding", "task"):
-        pairs: dict[str, list[list[str]]] = {}
-        for name, experiment, arch in zip(cells[column], cells["experiment"], cells["arch"], strict=True):
-            seen = pairs.setdefault(str(name), [])
-            if [experiment, arch] not in seen:
-                seen.append([experiment, arch])
-        found[column] = pairs
-    return found

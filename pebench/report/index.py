@@ -38,7 +38,6 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
         "fit_table": fit.fit_table(out_dir, raw=results_dir),
         "floors_table": fit.floors_table(out_dir, raw=results_dir),
         "fit_resolution": fit.fit_resolution(data),
-        "appearances": findings_module.appearances(cells),
         "entries": entries(out_dir, cells),
     }
     reference = reruns.reference_of(results_dir)

@@ -25,8 +25,7 @@ def results_sections(column: str, name: str, results: Path = ROOT / "results", e
     for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         index = report_index(folder)
         entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
-        # a report whose entries do not hold their appearances yet has them report-wide
-        pairs = entry.get("appearances", index.get("appearances", {}).get(column, {}).get(name))
+        pairs = entry.get("appearances")
         if not pairs or not (every or folder.name == REFERENCE_SUITE):
             continue
         where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
