@@ -9,29 +9,16 @@ from typing import Any
 
 from pebench import store
 from pebench.report_file import FOLDER, REFERENCE, StaleReport, current_report
-from pebench.store import files_fingerprint, raw_files
 from pebench.tables import text_table, to_markdown
 
 DOCS = Path(__file__).resolve().parents[2]
-
-
 ROOT = DOCS.parent
-
-
 #: committed reruns of a suite on other hardware, ``results/reruns/<name>/``, each shown beside ``results/<suite>``
 RERUNS = "reruns"
-
-
 #: suite folders in results/ that are not reference suites
 NOT_SUITES = {"local", "performance", RERUNS}
-
-
 FIGURE_FORMATS = ("svg",)  # what a page shows of a figure (pebench.report writes SVG and PDF)
-
-
 TABLE_DOWNLOADS = ("tex", "csv")
-
-
 #: the suite whose committed results the protocol page, the leaderboard's lead and the index quote
 REFERENCE_SUITE = "standard"
 
@@ -97,7 +84,7 @@ def report_file(folder: Path, relative: str) -> bytes:
 
 
 def _count_runs(folder: Path) -> int:
-    return len(raw_files(folder / "raw"))
+    return len(store.raw_files(folder / "raw"))
 
 
 def _filled(text: str, folder: Path, reference: Path | None = None) -> str:
@@ -111,8 +98,8 @@ def report_index(folder: Path) -> dict[str, Any]:
     """The ``report.json`` of ``folder``, the report of the run files there now (a build stops with one line
     saying which folder to report when it is missing or older than the run files). Checked once per build
     while neither the run files nor the report are written again (the pages of every encoding and task ask)."""
-    paths = [*raw_files(folder / "raw"), folder / "report.json"]
-    key = (folder.resolve(), files_fingerprint([path for path in paths if path.exists()]))
+    paths = [*store.raw_files(folder / "raw"), folder / "report.json"]
+    key = (folder.resolve(), store.files_fingerprint([path for path in paths if path.exists()]))
     if key not in _INDEXES:
         try:
             _INDEXES[key] = current_report(folder)
