@@ -284,6 +284,6 @@ def perplexity_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, 
     look = spec.caption or (
         "Perplexity = exp(mean loss per character); OOD = unweighted mean of the per-length losses beyond the "
         "training context; OOD/train PPL near 1 means no degradation with longer contexts (lower is better).")
-    title = spec.title or f"{people_words(experiment)}: language-model perplexity vs context length"
+    title = spec.title or "Language-model perplexity vs context length"  # as its figure: names what it measures
     return [metric_table(experiment, title, _caption(look, protocol, runs), runs, cells,
                          [("Task", "task"), ("Encoding", "encoding")], columns)]
