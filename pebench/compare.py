@@ -36,6 +36,7 @@ all its key metrics do (those its experiment declares,
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ import pandas as pd
 from pebench import declarations, results, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
-from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, sort_key
+from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, encoding_labels, people_words, sort_key
 from pebench.store import ResultsError
 
 #: (mean margin, per-seed margin) of a metric by its registered format, in the metric's units
@@ -399,13 +400,46 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
     return sentences
 
 
+def _tiers(main: pd.DataFrame) -> dict[str, float | None]:
+    """Each encoding's tier in one experiment and architecture of a main table; None where it is not ranked."""
+    ranked = main["ranked"].astype(str).str.lower().eq("true")
+    return {e: (float(t) if r else None) for e, t, r in zip(main["encoding"], main["tier"], ranked, strict=True)}
+
+
+def main_table_agreement(local_report: str | Path, reference_report: str | Path) -> list[str]:
+    """One sentence per experiment and architecture of the main table (``tables/main.csv``, written by
+    ``pebench report`` into the report folders ``local_report`` and ``reference_report``) on both sides: the top
+    tier of each side, and for how many encodings the tier (or being unranked) is the same on both."""
+    paths = [Path(reference_report) / "tables" / "main.csv", Path(local_report) / "tables" / "main.csv"]
+    if not all(path.is_file() for path in paths):
+        return []
+    ref, new = (pd.read_csv(io.BytesIO(store.read_plain_file(path, "table"))) for path in paths)
+    sentences = []
+    for (experiment, arch), group in ref.groupby(["experiment", "arch"], sort=False):
+        rerun = new[(new["experiment"] == experiment) & (new["arch"] == arch)]
+        before, after = _tiers(group), _tiers(rerun)
+        both = [e for e in before if e in after]
+        if not both:
+            continue
+        tops = [encoding_labels([e for e, tier in tiers.items() if tier == 1]) for tiers in (after, before)]
+        top = (f"the top tier is {tops[0]} on both sides" if tops[0] == tops[1] else
+               f"the top tier is {tops[0]} in the rerun and {tops[1]} in the reference")
+        same = sum(before[e] == after[e] for e in both)
+        sentences.append(f"Main table of {people_words(experiment, arch)}: {top}; {same} of {len(both)} encodings "
+                         "have the same tier on both sides (or are unranked on both).")
+    return sentences
+
+
 def rerun_agreement(local_dir: str | Path, reference_dir: str | Path, local_report: str | Path | None = None
                     ) -> list[str]:
     """What a rerun says about reproducing the reference beyond its cells: the fit decisions
-    (:func:`fit_agreement`) and the leaderboards (:func:`leaderboard_agreement`; the rerun's report is in
-    ``local_report``, default ``local_dir``), one sentence each."""
+    (:func:`fit_agreement`), the main table's tiers (:func:`main_table_agreement`) and the leaderboards
+    (:func:`leaderboard_agreement`; the rerun's report is in ``local_report``, default ``local_dir``), one
+    sentence each."""
     fits = fit_agreement(local_dir, reference_dir)
-    return [*([fits] if fits else []), *leaderboard_agreement(local_report or local_dir, reference_dir)]
+    report = local_report or local_dir
+    return [*([fits] if fits else []), *main_table_agreement(report, reference_dir),
+            *leaderboard_agreement(report, reference_dir)]
 
 
 def summary_with_agreement(comparison: Comparison, agreement: Sequence[str]) -> str:

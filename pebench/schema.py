@@ -173,6 +173,12 @@ def encoding_label(name: str) -> str:
     return ":".join(ENCODINGS.label(part) if part in ENCODINGS else part for part in str(name).split(":"))
 
 
+def people_words(experiment: str, arch: str | None = None) -> str:
+    """An experiment (and architecture) as a reader says it: ``Length extrapolation, decoder``."""
+    text = experiment.replace("_", " ").capitalize()
+    return f"{text}, {arch}" if arch else text
+
+
 def encoding_labels(names: Sequence[str], empty: str = "no encoding") -> str:
     """``names`` as display labels joined by commas, or ``empty`` when there are none (never a bare "none")."""
     return ", ".join(encoding_label(name) for name in names) or empty

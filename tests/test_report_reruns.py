@@ -37,3 +37,28 @@ def test_several_values_on_one_side_are_all_named_and_a_missing_manifest_gives_n
     two = manifest(H100, {**H100, "torch_version": "2.12.0+cu130"})
     assert "torch (2.11.0+cu130, 2.12.0+cu130 vs 2.13.0+cpu)" in manifest_differences(two, manifest(CPU))
     assert manifest_differences(two, None) is None and manifest_differences(None, manifest(CPU)) is None
+
+
+def write_main(folder, rows) -> None:
+    import pandas as pd
+
+    (folder / "tables").mkdir(parents=True)
+    pd.DataFrame([dict(experiment="length_extrapolation", arch=arch, encoding=encoding, ranked=tier is not None,
+                       tier=tier) for arch, encoding, tier in rows]).to_csv(folder / "tables" / "main.csv", index=False)
+
+
+def test_a_rerun_says_how_its_main_table_tiers_agree_with_the_reference(tmp_path):
+    """Protocol v3's main table, not only v2's MRR leaderboard: each side's top tier and the encodings whose tier
+    (or being unranked) is the same on both."""
+    from pebench.compare import main_table_agreement
+
+    write_main(tmp_path / "ref", [("decoder", "t5", 1), ("decoder", "rope", 1), ("decoder", "sinusoidal", 2),
+                                  ("decoder", "none", None), ("encoder", "t5", 1), ("encoder", "learned", 1)])
+    write_main(tmp_path / "rerun", [("decoder", "t5", 1), ("decoder", "rope", 1), ("decoder", "sinusoidal", 1),
+                                    ("decoder", "none", None), ("encoder", "t5", 1), ("encoder", "learned", 1)])
+    assert main_table_agreement(tmp_path / "rerun", tmp_path / "ref") == [
+        "Main table of Length extrapolation, decoder: the top tier is t5, rope, sinusoidal in the rerun and t5, "
+        "rope in the reference; 3 of 4 encodings have the same tier on both sides (or are unranked on both).",
+        "Main table of Length extrapolation, encoder: the top tier is t5, learned on both sides; 2 of 2 encodings "
+        "have the same tier on both sides (or are unranked on both)."]
+    assert main_table_agreement(tmp_path / "rerun", tmp_path / "nowhere") == []  # a side without a main table

@@ -15,7 +15,7 @@ import pandas as pd
 
 from pebench.experiment import ReportSpec
 from pebench.report_file import FOLDER
-from pebench.schema import encoding_label
+from pebench.schema import encoding_label, people_words
 from pebench.store import raw_files, run_file_id
 
 #: an MRR this close to an end of its interval is "at the edge"
@@ -23,12 +23,6 @@ EDGE = 0.01
 #: the manifest fields a results page lists under its provenance
 PROVENANCE_KEYS = ("date", "git_sha", "git_dirty", "pebench_version", "torch_version", "python_version", "device",
                    "cuda_device", "platform", "processor", "cpu_count", "executor", "workers", "n_runs")
-
-
-def people_words(experiment: str, arch: str | None = None) -> str:
-    """An experiment (and architecture) as a reader says it: ``Length extrapolation, decoder``."""
-    text = experiment.replace("_", " ").capitalize()
-    return f"{text}, {arch}" if arch else text
 
 
 def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[str]:
