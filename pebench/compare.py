@@ -47,7 +47,7 @@ import pandas as pd
 from pebench import declarations, results, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
-from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, encoding_labels, people_words, sort_key
+from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, encoding_labels, encoding_rank, people_words, sort_key
 from pebench.store import ResultsError
 
 #: (mean margin, per-seed margin) of a metric by its registered format, in the metric's units
@@ -421,7 +421,9 @@ def main_table_agreement(local_report: str | Path, reference_report: str | Path)
         both = [e for e in before if e in after]
         if not both:
             continue
-        tops = [encoding_labels([e for e, tier in tiers.items() if tier == 1]) for tiers in (after, before)]
+        # in the canonical order, so that one top tier listed in two orders reads as the same
+        tops = [encoding_labels(sorted((e for e, tier in tiers.items() if tier == 1), key=encoding_rank))
+                for tiers in (after, before)]
         top = (f"the top tier is {tops[0]} on both sides" if tops[0] == tops[1] else
                f"the top tier is {tops[0]} in the rerun and {tops[1]} in the reference")
         same = sum(before[e] == after[e] for e in both)
