@@ -32,6 +32,16 @@ The rule (:func:`choose`):
    depth (the cheaper model). Its caps come from its own runs. No further scale pilot follows: the note says
    what meeting the rule would take.
 
+Amendment (committed with 107 of the 192 runs made, every decoder run and 11 encoder runs, before the
+remaining ones; no rule, threshold or run changed): the rule is applied as soon as no run still to be made can
+change its outcome, instead of only once all are in. The test is conservative: every run not yet made is
+counted as fitted (:func:`best_case_shortfall`); if width 128 then still falls short of the rule and still
+ranks after the best width-64 candidate (ties go to width 64), the outcome is the one the complete pilot would
+give, and its caps come from the width-64 runs, which are complete. Why: the decoder runs alone put width 128
+at least 13 fits short against 8 at depths 3 and 4 at width 64, so the remaining 85 encoder runs (about two
+hours on two cores) could only add to that shortfall; those hours go to the v3 reference instead. The outcome
+records how many runs were made and the best case it was decided on.
+
 Usage (from a clean checkout holding the depth and plateau pilots' results; runs go to
 ``results/pilots/width``)::
 
@@ -69,6 +79,21 @@ def shortfall(runs, depth: int) -> int:
             missing += max(0, depth_pilot.MIN_CAPABLE_FITS - fits)
     nope = at[(at["encoding"] == "none") & (at["arch"] == "decoder") & (at["task"] == "copy")]
     return missing + len(depth_pilot.SEEDS) - int(nope["fitted"].sum())
+
+
+def best_case_shortfall(runs, depth: int) -> int:
+    """The smallest :func:`shortfall` at ``depth`` the pilot can still end with: ``runs`` (run-level rows of
+    this pilot) with every run of :func:`specs` not among them counted as fitted."""
+    import pandas as pd
+
+    at = runs[runs["n_layers"] == depth]
+    done = set(zip(at["arch"], at["encoding"], at["task"], at["seed"].astype(int), strict=True))  # one run a key
+    pending = pd.DataFrame([dict(run_id=s.run_id, n_layers=depth, arch=s.arch, encoding=s.encoding, task=s.task,
+                                 seed=s.seed, fitted=True) for s in specs(depth)
+                            if (s.arch, s.encoding, s.task, s.seed) not in done],
+                           columns=["run_id", "n_layers", "arch", "encoding", "task", "seed", "fitted"])
+    return shortfall(pd.concat([runs[["run_id", "n_layers", "arch", "encoding", "task", "seed", "fitted"]], pending],
+                               ignore_index=True), depth)
 
 
 def closest_depth(merged=None) -> int:
@@ -112,15 +137,27 @@ def width_runs(depth: int):
 def choose() -> dict:
     """The rule's outcome (see the module doc): the closest depth, whether width 128 meets the rule there, each
     candidate's shortfall, and the chosen (depth, width) with its step caps; ``chosen`` is None while the
-    pilot's runs are not complete."""
+    pilot's runs are not complete and the runs still to be made could change it (the amendment in the module
+    doc). ``runs_made`` and ``runs_expected`` count this pilot's runs; when it is decided before they are all
+    in, ``meets`` is False, the width-128 shortfall is :func:`best_case_shortfall` and ``settled_early`` is
+    True."""
     merged = plateau_pilot.union()  # the depth and plateau pilots' run files are read once
     union = merged[0]
     depth = closest_depth(merged)
     wide = width_runs(depth)
     meets, why = depth_pilot.meets_rule(wide, depth)
     candidates = {(d, 64): shortfall(union, d) for d in depth_pilot.DEPTHS}
+    closest = min(candidates, key=lambda c: (candidates[c], c[0]))
+    counts = {"runs_made": len(wide), "runs_expected": len(specs(depth)), "settled_early": False}
     if meets is None:
-        return {"depth": depth, "meets": None, "why": why, "shortfalls": candidates, "chosen": None, "caps": None}
+        best = best_case_shortfall(wide, depth)
+        if best == 0 or best < candidates[closest]:  # a run still to be made could change the outcome
+            return {"depth": depth, "meets": None, "why": why, "shortfalls": candidates, "chosen": None,
+                    "caps": None, **counts}
+        candidates[(depth, WIDTH)] = best
+        why = f"{why}; with every run still to be made counted as fitted, at least {best} fits short"
+        return {"depth": depth, "meets": False, "why": why, "shortfalls": candidates, "chosen": closest,
+                "caps": depth_pilot.step_caps(union, closest[0]), **counts, "settled_early": True}
     candidates[(depth, WIDTH)] = shortfall(wide, depth)
     if meets:
         chosen = (depth, WIDTH)
@@ -128,7 +165,7 @@ def choose() -> dict:
         chosen = min(candidates, key=lambda c: (candidates[c], c[1], c[0]))
     source = wide if chosen[1] == WIDTH else union
     return {"depth": depth, "meets": meets, "why": why, "shortfalls": candidates, "chosen": chosen,
-            "caps": depth_pilot.step_caps(source, chosen[0])}
+            "caps": depth_pilot.step_caps(source, chosen[0]), **counts}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     OUTCOME.parent.mkdir(parents=True, exist_ok=True)
     OUTCOME.write_text(json.dumps(record, indent=1) + "\n")
     verdict = {None: "undecided", True: "meets the rule", False: "fails the rule"}[outcome["meets"]]
-    print(f"closest depth {outcome['depth']}; width {WIDTH} there: {verdict} ({outcome['why']})")
+    print(f"closest depth {outcome['depth']}; width {WIDTH} there: {verdict} ({outcome['why']}); "
+          f"{outcome['runs_made']} of {outcome['runs_expected']} runs made"
+          + (", decided before the rest: none of them can change the outcome" if outcome["settled_early"] else ""))
     for (d, w), n in sorted(outcome["shortfalls"].items()):
-        print(f"  depth {d} width {w}: {n} fits short of the rule")
+        bound = "at least " if outcome["settled_early"] and w == WIDTH else ""
+        print(f"  depth {d} width {w}: {bound}{n} fits short of the rule")
     print(f"chosen scale (depth, width): {outcome['chosen']}")
     return 0
 

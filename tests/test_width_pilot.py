@@ -74,5 +74,31 @@ def test_the_rule_takes_width_128_only_where_it_meets_the_rule(pilot, monkeypatc
     assert outcome["meets"] is wide_fits and outcome["chosen"] == chosen
     assert set(outcome["shortfalls"]) >= {(2, 64), (3, 64), (4, 64), (5, 64), (3, 128)}
     assert outcome["caps"][("decoder", "copy")] == 2500  # twice 1200, rounded up to 500
+    assert not outcome["settled_early"] and outcome["runs_made"] == outcome["runs_expected"] == 192
     monkeypatch.setattr(pilot, "width_runs", lambda depth: wide.iloc[:-1])
-    assert pilot.choose()["chosen"] is None  # undecided until every run is in
+    early = pilot.choose()
+    if wide_fits:  # the missing run could be the fit that keeps width 128 within the rule
+        assert early["chosen"] is None and early["runs_made"] == 191
+    else:  # width 128 falls short even if the missing run fits: decided, from the width-64 runs
+        assert early["settled_early"] and early["chosen"] == (3, 64) and early["meets"] is False
+        assert early["caps"] == outcome["caps"]
+
+
+def test_the_rule_waits_while_a_run_still_to_be_made_could_change_the_outcome(pilot, monkeypatch):
+    union = pd.concat([runs_at(pilot, 3, lambda s: not (s.task == "parity_check" and s.seed == 1))]
+                      + [runs_at(pilot, d, lambda s: s.task not in ("copy", "reverse")) for d in (2, 4, 5)])
+    monkeypatch.setattr(pilot.plateau_pilot, "union", lambda: (union, {}))
+    monkeypatch.setattr(pilot, "closest_depth", lambda merged=None: 3)
+    # width 128 misses one rope encoder fit (shortfall 0 at width 64 would still win a tie) ...
+    wide = runs_at(pilot, 3, lambda s: not (s.encoding == "rope" and s.arch == "encoder"
+                                            and s.task in ("copy", "reverse", "majority") and s.seed == 0))
+    rope_encoder = (wide["encoding"] == "rope") & (wide["arch"] == "encoder")
+    # ... but with its rope encoder runs not yet made it could still meet the rule
+    monkeypatch.setattr(pilot, "width_runs", lambda depth: wide[~rope_encoder])
+    assert pilot.best_case_shortfall(wide[~rope_encoder], 3) == 0
+    assert pilot.choose()["chosen"] is None
+    made = wide[~rope_encoder | wide["task"].isin(["copy", "reverse", "majority"])]  # the three misses are in
+    monkeypatch.setattr(pilot, "width_runs", lambda depth: made)
+    assert pilot.best_case_shortfall(made, 3) == 1
+    early = pilot.choose()
+    assert early["settled_early"] and early["chosen"] == (3, 64) and early["shortfalls"][(3, 128)] == 1
