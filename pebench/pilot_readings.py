@@ -22,6 +22,7 @@ PILOT_READINGS = {
     "t5_duplicate_pilot": ("t5_duplicate.json", "T5 duplicate pilot", "pilots/t5_duplicate_pilot.py"),
     "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
     "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
+    "width_pilot": ("width_pilot.json", "Width pilot", "pilots/width_pilot.py"),
 }
 
 

@@ -168,10 +168,49 @@ def choose() -> dict:
             "caps": depth_pilot.step_caps(source, chosen[0]), **counts}
 
 
+def reading(outcome: dict, wide) -> list:
+    """The pilot's reading as page blocks (:mod:`pebench.blocks`): width 128's fits per architecture and rule
+    encoding at the closest depth, each candidate's shortfall, the chosen scale and its step caps."""
+    from pebench.blocks import bullet_list, text
+    from pebench.blocks import table as table_block
+    from pebench.schema import encoding_label
+
+    per_cell = len(depth_pilot.SEEDS) * len({s.task for s in specs(outcome["depth"])})
+    rows = []
+    for arch in ("decoder", "encoder"):
+        cells = []
+        for encoding in depth_pilot.RULE_ENCODINGS:
+            runs = wide[(wide["arch"] == arch) & (wide["encoding"] == encoding)]
+            made = f" ({len(runs)} made)" if len(runs) < per_cell else ""
+            cells.append(f"{int(runs['fitted'].sum())} of {per_cell}{made}")
+        rows.append([arch, *cells])
+    early = outcome["settled_early"]
+    shortfalls = [f"depth {d}, width {w}: {'at least ' if early and w == WIDTH else ''}{n} fits short of the rule"
+                  for (d, w), n in sorted(outcome["shortfalls"].items())]
+    made = (f"{outcome['runs_made']} of its {outcome['runs_expected']} runs were made, every decoder run among "
+            "them. The rule was applied before the rest, under the amendment in the script's docstring: even with "
+            "every run still to be made counted as fitted, width 128 falls short of the rule and ranks after "
+            "width 64." if early else f"All {outcome['runs_expected']} runs were made.")
+    chosen = outcome["chosen"]
+    verdict = {None: "not decided yet", True: "meets the rule", False: "fails the rule"}[outcome["meets"]]
+    blocks = [text(f"From `results/pilots/width`, read by `python pilots/width_pilot.py read`: runs fitted per "
+                   f"architecture and rule encoding at depth {outcome['depth']}, width {WIDTH} (in-distribution "
+                   f"only). {made} Width {WIDTH} there {verdict} ({outcome['why']})."),
+              table_block(["arch", *(encoding_label(e) for e in depth_pilot.RULE_ENCODINGS)], rows),
+              bullet_list(shortfalls),
+              text(f"**Chosen scale: depth {chosen[0]}, width {chosen[1]}**, the fewest fits short of the rule "
+                   "(width 64 before 128 on a tie, then the smaller depth); its step caps come from its own runs. "
+                   "No scale meets the rule, so the v3 reference runs where the capable encodings come closest."
+                   if chosen else "**No scale chosen yet**: the rule decides once no run still to be made can "
+                   "change its outcome.")]
+    if outcome["caps"]:
+        blocks.append(table_block(["arch", "task", "step cap"], [[a, f"`{t}`", str(c)]
+                                                                 for (a, t), c in sorted(outcome["caps"].items())]))
+    return blocks
+
+
 def main(argv: list[str] | None = None) -> int:
     """``run`` the pilot (resumable) or ``read`` it: apply the rule and write :data:`OUTCOME`."""
-    import json
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the width pilot at the closest depth (resumable)")
@@ -183,13 +222,15 @@ def main(argv: list[str] | None = None) -> int:
 
         print(run_sweep(specs(), OUT, executor="processes", workers=args.workers))
         return 0
+    from pebench.blocks import write_blocks
+
     outcome = choose()
+    wide = width_runs(outcome["depth"])
     record = {**outcome, "shortfalls": [{"depth": d, "width": w, "missing": n}
                                         for (d, w), n in sorted(outcome["shortfalls"].items())],
               "chosen": list(outcome["chosen"]) if outcome["chosen"] else None,
               "caps": [{"arch": a, "task": t, "cap": c} for (a, t), c in sorted((outcome["caps"] or {}).items())]}
-    OUTCOME.parent.mkdir(parents=True, exist_ok=True)
-    OUTCOME.write_text(json.dumps(record, indent=1) + "\n")
+    write_blocks(OUTCOME, reading(outcome, wide), **record)
     verdict = {None: "undecided", True: "meets the rule", False: "fails the rule"}[outcome["meets"]]
     print(f"closest depth {outcome['depth']}; width {WIDTH} there: {verdict} ({outcome['why']}); "
           f"{outcome['runs_made']} of {outcome['runs_expected']} runs made"
