@@ -14,13 +14,15 @@ causal models is compared.
 
 Scaled down from the paper: a 466k-character corpus instead of WikiText-103
 (103M words), a 45k-character evaluation span instead of the validation set's
-~250k words, and (standard suite) a context of 32 characters, a 2-layer
-model of width 64 and 800 steps of 32 windows (the algorithmic tasks' batch of 64 would double
-the experiment's time for no gain in the comparison).
+~250k words, and (standard suite) a context of 32 characters, the suite's model scale (protocol v3:
+3 layers of width 64) and batches of 32 windows (the algorithmic tasks' batch of 64 would double the
+experiment's time for no gain in the comparison). The standard step count is declared by the LM step
+pilot (``pilots/lm_step_pilot.py``) from the in-distribution spread of perplexities across encodings;
+800 until it has read.
 """
 
 from pebench.experiment import Experiment, ReportSpec, register_experiment
-from pebench.protocol import COMPARED_ENCODINGS, SCALES, SEEDS
+from pebench.protocol import SCALES, SEEDS, SUITE_ENCODINGS
 from pebench.tasks.charlm import EVAL_SPAN
 
 #: tokens per evaluation forward pass at the longest length (bounds attention memory)
@@ -51,7 +53,7 @@ def configs(suite: str, context: int, lengths: list[int], steps: int | None = No
             "eval_n_examples": EVAL_SPAN // context,
             "eval_batch_size": min(32, EVAL_TOKENS_PER_BATCH // max(lengths)),
         }
-        return [(base, {"encoding": list(COMPARED_ENCODINGS), "seed": SEEDS[suite]})]
+        return [(base, {"encoding": list(SUITE_ENCODINGS[suite]), "seed": SEEDS[suite]})]
 
     return make
 

@@ -368,15 +368,22 @@ def declared_reports() -> dict:
 
 
 def suite_run_ids(folder: Path) -> list[str]:
-    """The run ids of the suite a results folder is named after, as this installation defines it (none when the
-    name is no suite's, or the experiment scripts are not installed)."""
+    """The run ids of the suite a results folder is named after, as this installation defines it under the
+    protocol its rows record (:func:`pebench.protocol.as_declared`: the committed v2 reference against v2's
+    runs; none when the name is no suite's, or the experiment scripts are not installed)."""
     from pebench.experiment import suite_runs
-    from pebench.protocol import SUITES
+    from pebench.protocol import SUITES, as_declared
+    from pebench.store import first_rows, raw_files
 
     if folder.name not in SUITES:
         return []
+    recorded = first_rows(folder, ["protocol"])  # a run file without the column predates it: protocol v2
+    versions = {int(v) for v in recorded["protocol"].dropna()} if "protocol" in recorded else set()
+    if len(recorded) < len(raw_files(folder / "raw")):
+        versions.add(2)
     try:
-        return [spec.run_id for spec in suite_runs(folder.name)]
+        with as_declared(folder.name, versions.pop() if len(versions) == 1 else None):
+            return [spec.run_id for spec in suite_runs(folder.name)]
     except FileNotFoundError:
         return []
 

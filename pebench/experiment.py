@@ -539,6 +539,6 @@ def _encodings_for(suite: str, arch: str) -> list[str]:
 
 def per_task_grids(suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> TaskGrids:
     """One ``(base, grid)`` pair per (arch, task), each with its :func:`~pebench.protocol.task_steps`, comparing
-    every encoding of :data:`~pebench.protocol.COMPARED_ENCODINGS` over the suite's seeds; ``pebench run --task
+    every encoding of the suite's :data:`~pebench.protocol.SUITE_ENCODINGS` over its seeds; ``pebench run --task
     NAME`` adds more tasks to them (:meth:`TaskGrids.with_tasks`)."""
     return TaskGrids(suite, base, task_list, archs)

@@ -8,6 +8,8 @@ behind the caps, what was tried first) is written on the protocol page (``docs/p
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 #: the suites, each a scale at which every experiment is expanded
@@ -25,13 +27,13 @@ PROTOCOLS = (2, 3)
 COMPARED_ENCODINGS = (
     "none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "fire", "randomized:rope",
 )
-#: the encodings added since, compared in the ``extended`` suite (on the tasks outside the core battery only)
-#: and the ``paper`` suite: the standard suite's time budget cannot hold them beside the core battery
+#: the encodings added since the first reference; under protocol v3 every suite compares them too
 NEWER_ENCODINGS = ("kerple_log", "kerple_power", "sandwich", "transformer_xl", "cope", "p_rope")
 #: the encodings each suite compares in its per-task grids
 SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
     "smoke": COMPARED_ENCODINGS,
-    "standard": COMPARED_ENCODINGS,
+    # protocol v3: the whole field on the core battery (issue 36)
+    "standard": COMPARED_ENCODINGS + NEWER_ENCODINGS,
     "extended": COMPARED_ENCODINGS + NEWER_ENCODINGS,
     "paper": COMPARED_ENCODINGS + NEWER_ENCODINGS,
     "replication": COMPARED_ENCODINGS + NEWER_ENCODINGS,
@@ -52,8 +54,12 @@ SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"d_model": 32, "n_layers": 1, "n_heads": 4, "steps": 30, "batch_size": 16, "warmup_steps": 5,
               "lr": 1e-3, "eval_n_examples": 32, "fit_every": 10, "stop_at_fit": True,
               **FIT_V3, "fit_examples": 64},
-    # protocol 2 until the reference is regenerated under v3 (pilots/depth_pilot.py declares how)
-    "standard": dict(SCALE_V2),
+    # protocol v3: depth 3 at width 64, chosen by the width pilot's rule (results/pilots/width_pilot.json) from
+    # the depth pilot without a plateau stop; no plateau stop (the plateau pilot); steps is the cap of a task
+    # without one in TASK_STEPS (every core task has one)
+    "standard": {"d_model": 64, "n_layers": 3, "n_heads": 4, "steps": 5000, "batch_size": 64, "warmup_steps": 100,
+                 "lr": 3e-3, "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True, "fit_patience": 0,
+                 **FIT_V3, "protocol": 3},
     "extended": dict(SCALE_V2),
     # length_seed: the seeds of a cell share one stream of training lengths, so that on a GPU
     # they train as one seed-batched model (pebench run --seed-batch; pebench.batched)
@@ -67,8 +73,18 @@ SCALES["replication"] = {**SCALE_V2, "length_seed": 0}
 #: optimizer steps per (arch, task) where a suite departs from its scale's ``steps``: the same budget for every
 #: encoding, sized from declared pilots so that the capable encodings fit the task in distribution (docs: protocol)
 TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
-    # doubled after the step-cap pilot (pilots/cap_pilot.py): most misses of capable encodings were of steps
-    "standard": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in ("copy", "reverse", "duplicate")},
+    # protocol v3: the width pilot's rule caps at depth 3, width 64 (results/pilots/width_pilot.json): twice the
+    # most steps sinusoidal, learned and RoPE took to fit each task there, rounded up to 500, within 1000-5000
+    "standard": {
+        ("decoder", "bucket_sort"): 5000, ("decoder", "copy"): 4000, ("decoder", "cycle_navigation"): 5000,
+        ("decoder", "duplicate"): 5000, ("decoder", "even_pairs"): 2500, ("decoder", "majority"): 3000,
+        ("decoder", "missing_duplicate"): 5000, ("decoder", "odds_first"): 5000, ("decoder", "parity_check"): 5000,
+        ("decoder", "reverse"): 5000, ("decoder", "reverse_string"): 5000, ("decoder", "selective_copy"): 5000,
+        ("encoder", "bucket_sort"): 4000, ("encoder", "copy"): 3000, ("encoder", "cycle_navigation"): 5000,
+        ("encoder", "duplicate"): 5000, ("encoder", "even_pairs"): 4000, ("encoder", "majority"): 2000,
+        ("encoder", "missing_duplicate"): 5000, ("encoder", "odds_first"): 5000, ("encoder", "parity_check"): 5000,
+        ("encoder", "reverse"): 5000, ("encoder", "reverse_string"): 5000, ("encoder", "selective_copy"): 5000,
+    },
     # doubled: RoPE was still learning these multi-token tasks at the 2500-step cap (results/pilots/task_fit.csv)
     "extended": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in (
         "binary_addition", "binary_multiplication", "compute_sqrt", "duplicate_string", "stack_manipulation")}
@@ -94,5 +110,44 @@ def task_steps(suite: str, arch: str, task: str) -> int:
 
 
 #: seeds per suite
-SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2], "extended": [0, 1, 2],
+#: (standard, protocol v3: six, so that a per-task paired sign-flip test over seeds can reach p < 0.05)
+SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2, 3, 4, 5], "extended": [0, 1, 2],
                                "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "replication": [0, 1, 2]}
+
+
+#: the standard suite as protocol v2 declared it (scale, the caps that departed from it, seeds, encodings): the
+#: committed reference was made under it until the v3 reference replaces it, so that :func:`standard_v2` can
+#: expand it again
+STANDARD_V2: dict[str, Any] = {
+    "scale": SCALE_V2,
+    "task_steps": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in ("copy", "reverse", "duplicate")},
+    "seeds": [0, 1, 2],
+    "encodings": COMPARED_ENCODINGS,
+}
+
+
+@contextlib.contextmanager
+def standard_v2() -> Iterator[None]:
+    """Within the block, the standard suite expands as protocol v2 declared it (:data:`STANDARD_V2`), with v2's run
+    ids: for reading the committed v2 reference against the code that made it, and for the pilots that repeat its
+    runs. Never used to make new standard runs; the protocol is restored on leaving the block."""
+    saved = (SCALES["standard"], TASK_STEPS["standard"], SEEDS["standard"], SUITE_ENCODINGS["standard"])
+    SCALES["standard"] = dict(STANDARD_V2["scale"])
+    TASK_STEPS["standard"] = dict(STANDARD_V2["task_steps"])
+    SEEDS["standard"] = list(STANDARD_V2["seeds"])
+    SUITE_ENCODINGS["standard"] = tuple(STANDARD_V2["encodings"])
+    try:
+        yield
+    finally:
+        SCALES["standard"], TASK_STEPS["standard"], SEEDS["standard"], SUITE_ENCODINGS["standard"] = saved
+
+
+@contextlib.contextmanager
+def as_declared(suite: str, version: int | None) -> Iterator[None]:
+    """Within the block, ``suite`` expands as protocol ``version`` declared it: the standard suite under v2 by
+    :func:`standard_v2` while its scale is v3's; every other suite and version as now (``None``: as now)."""
+    if suite == "standard" and version == 2 and SCALES["standard"].get("protocol") != 2:
+        with standard_v2():
+            yield
+    else:
+        yield

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from pebench import protocol, tasks
+from pebench import protocol, store, tasks
 from pebench.blocks import Block
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
@@ -191,10 +191,18 @@ def protocol_values() -> dict[str, str]:
     defaults = TrainConfig()
     return {
         "fit_threshold": f"{defaults.fit_threshold:g}",
-        "fit_examples": str(defaults.fit_examples),
+        "fit_examples": str(standard.get("fit_examples", defaults.fit_examples)),
         "fit_every": str(standard["fit_every"]),
-        "fit_patience": str(standard["fit_patience"]),
+        # the plateau stop as protocol v2 declared it (the suites still made under v2 keep it)
+        "fit_patience": str(protocol.SCALE_V2["fit_patience"]),
+        "standard_plateau_stop": (f"a plateau stop of {standard['fit_patience']} steps" if standard["fit_patience"]
+                                  else "no plateau stop: a run trains until it fits or reaches its step cap"),
         "fit_min_drop_complement": f"{1 - defaults.fit_min_drop:g}",
+        "standard_protocol": str(standard.get("protocol", protocol.PROTOCOL)),
+        "standard_depth": str(standard["n_layers"]),
+        "standard_width": str(standard["d_model"]),
+        "standard_heads": str(standard["n_heads"]),
+        "n_standard_encodings": str(len(protocol.SUITE_ENCODINGS[REFERENCE_SUITE])),
         "step_cap": str(standard["steps"]),
         "standard_task_caps": task_caps_text(protocol.TASK_STEPS.get(REFERENCE_SUITE, {})),
         "single_output_steps": str(protocol.SINGLE_OUTPUT_STEPS),
@@ -332,23 +340,25 @@ class BudgetOverrun:
 
 def standard_budget_overrun(minutes: float) -> BudgetOverrun | None:
     """``None`` when the standard suite's measured ``minutes`` are within :data:`SUITE_BUDGET_MINUTES`, else by
-    how much it is over and its length experiment's tasks and seeds (read from the suite's runs)."""
+    how much it is over and its length experiment's tasks and seeds (read from the suite's runs as protocol v2
+    declared them: the budget was v2's; protocol v3 has none)."""
     if minutes <= SUITE_BUDGET_MINUTES:
         return None
-    runs = suite_runs("standard", ["length_extrapolation"])
+    with protocol.as_declared("standard", 2):
+        runs = suite_runs("standard", ["length_extrapolation"])
     return BudgetOverrun(minutes - SUITE_BUDGET_MINUTES, len({s.task for s in runs}), len({s.seed for s in runs}))
 
 
 def standard_budget_text(minutes: float) -> str:
-    """Where the standard suite's measured wall time (``minutes``) stands against its budget, and, if over,
-    why it is not cut to fit (the protocol page's evidence; :func:`standard_budget_overrun`)."""
+    """Where the standard suite's measured wall time (``minutes``, of protocol v2's suite) stood against v2's
+    budget, and, if over, why it was not cut to fit (the protocol page's evidence; :func:`standard_budget_overrun`)."""
     over = standard_budget_overrun(minutes)
     if over is None:
         return f"within its budget of {SUITE_BUDGET_MINUTES} minutes"
-    return (f"over its budget of {SUITE_BUDGET_MINUTES} minutes by {over.minutes_over:.0f} min. It is "
-            "not cut to fit: a stricter plateau stop would end runs before their fit (the stop-rule replay) and "
+    return (f"over protocol v2's budget of {SUITE_BUDGET_MINUTES} minutes by {over.minutes_over:.0f} min. It "
+            "was not cut to fit: a stricter plateau stop would end runs before their fit (the stop-rule replay) and "
             "lower step caps would leave capable encodings unfitted (the step-cap pilot), both on the "
-            f"{{doc}}`protocol` page, while its length experiment holds the smallest battery the protocol allows: "
+            f"{{doc}}`protocol` page, while its length experiment held the smallest battery v2 allowed: "
             f"{over.n_tasks} tasks, {over.n_seeds} seeds, every compared encoding")
 
 
@@ -357,11 +367,49 @@ def suite_time_values(performance: Path) -> dict[str, str]:
     ``performance/suites.csv`` (machine named; :func:`measured_suite_times`), e.g.
     ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
     times = {}
+    with protocol.as_declared("standard", 2):
+        v2_runs = len(suite_runs("standard"))  # a measurement of v2's suite (606 runs) is judged by v2's budget
     for measured in measured_suite_times(performance):
         times[f"{measured.suite}_time"] = f"{measured.text()} (measured {measured.date}, {{doc}}`performance`)"
         if measured.suite == "standard":
-            times["standard_budget"] = standard_budget_text(measured.wall_minutes)
+            times["standard_budget"] = (standard_budget_text(measured.wall_minutes) if measured.runs == v2_runs
+                                        else "the suite of protocol v3, which declares no time budget: its scale "
+                                        "is the one its pilots chose ({doc}`pilots`)")
     times.setdefault("standard_budget", "not measured yet")
     for suite in ("smoke", "standard", "paper"):
         times.setdefault(f"{suite}_time", "not measured yet (see {doc}`performance`)")
     return times
+
+
+#: where the next reference of a suite is made, run by run, while the committed one stays in ``results/<suite>``
+NEXT_FOLDER = "next"
+
+
+def regeneration_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
+    """Where the regeneration of ``suite``'s reference under the current protocol stands, in one sentence: the runs
+    of the suite's run specs whose files ``results/next/<suite>/raw`` holds (file names are only compared with the
+    expected run ids, never opened here), and the protocol of the committed reference; ``""`` when nothing is being
+    regenerated.
+
+    Raises:
+        pebench.store.ResultsError: a link where the folder or its ``raw/`` should be (never followed).
+    """
+
+    folder = store.refuse_link(store.refuse_link(Path(results) / NEXT_FOLDER) / suite)
+    if not folder.exists():
+        return ""
+    expected = {spec.run_id for spec in suite_runs(suite)}
+    made = {store.run_file_id(path) for path in store.raw_files(store.refuse_link(folder / "raw"))} & expected
+    protocol_version = protocol.SCALES[suite].get("protocol", protocol.PROTOCOL)
+    return (f"The {suite} reference is being regenerated under protocol v{protocol_version}: "
+            f"{len(made):,} of its {len(expected):,} runs are committed under `{shown_path(folder, results)}` "
+            "(resumable, run by run). Until every run is in, the results pages show the committed reference, "
+            "made under the protocol its rows record.")
+
+
+def shown_path(path: Path, results: Path) -> str:
+    """``path`` as the reader of the site sees it: relative to the folder above ``results``."""
+    try:
+        return str(Path(path).relative_to(Path(results).parent))
+    except ValueError:
+        return str(path)

@@ -71,11 +71,14 @@ def misses(path: Path = REFERENCE_RUNS):
 
 def specs(path: Path = REFERENCE_RUNS, suite: str = "standard") -> list:
     """The suite's specs of the reference's :func:`misses`, each with the reference's step cap times
-    :data:`FACTOR` (the suite's spec with the reference's cap is checked to be the reference's run)."""
+    :data:`FACTOR` (the suite's spec with the reference's cap is checked to be the reference's run). The suite
+    expands as protocol v2 declared it, under which the reference was made (:func:`pebench.protocol.as_declared`)."""
     from pebench.experiment import suite_runs
+    from pebench.protocol import as_declared
 
-    by_cell = {(spec.arch, spec.task, spec.encoding, spec.seed): spec
-               for spec in suite_runs(suite, ["length_extrapolation"])}
+    with as_declared(suite, 2):
+        by_cell = {(spec.arch, spec.task, spec.encoding, spec.seed): spec
+                   for spec in suite_runs(suite, ["length_extrapolation"])}
     out = []
     for miss in misses(path).sort_values("run_id").itertuples():
         spec = by_cell.get((miss.arch, miss.task, miss.encoding, miss.seed))
@@ -163,8 +166,8 @@ def _reading(both) -> str:
 
 def _cost(both, runs) -> str:
     """The bound on what the pilots' longer cap would add to the suite (every run of these tasks the reference
-    ``runs`` stopped at its cap, again), and whether the standard suite has adopted that cap."""
-    from pebench.protocol import task_steps
+    ``runs`` stopped at its cap, again), and whether the standard suite of protocol v2 adopted that cap."""
+    from pebench.protocol import as_declared, task_steps
 
     factors = {round(float(f), 3) for f in both["step_cap"] / both["steps_ref"]}
     tasks = set(both["task"])
@@ -177,7 +180,9 @@ def _cost(both, runs) -> str:
             f"training to the suite ({len(capped)} runs of these tasks, of any encoding, stopped at the cap in the "
             f"reference; about {extra / 2 / 60:.0f} min of wall time on 2 workers) to the time measured for that "
             "reference.")
-    if all(task_steps("standard", r.arch, r.task) == int(r.step_cap) for r in both.itertuples()):
+    with as_declared("standard", 2):
+        adopted = all(task_steps("standard", r.arch, r.task) == int(r.step_cap) for r in both.itertuples())
+    if adopted:
         cost += (f" The standard suite has since adopted the {times} cap on {', '.join(sorted(tasks))} in both "
                  "architectures (`pebench.protocol.TASK_STEPS`); what it cost is measured on the performance page.")
     return cost

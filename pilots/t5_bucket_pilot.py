@@ -33,9 +33,11 @@ OUT = Path(__file__).resolve().parent.parent / "results" / "pilots" / "t5_bucket
 def specs(suite: str = "standard") -> list:
     """The suite's encoder T5 runs of :data:`TASKS`, each as published and with exact buckets."""
     from pebench.experiment import canonical_options, suite_runs
+    from pebench.protocol import as_declared
 
-    published = [spec for spec in suite_runs(suite, ["length_extrapolation"])
-                 if spec.arch == "encoder" and spec.encoding == "t5" and spec.task in TASKS]
+    with as_declared(suite, 2):  # the reference runs it repeats were made under protocol v2
+        published = [spec for spec in suite_runs(suite, ["length_extrapolation"])
+                     if spec.arch == "encoder" and spec.encoding == "t5" and spec.task in TASKS]
     exact = [dataclasses.replace(spec, encoding_options=canonical_options({"num_buckets": EXACT_BUCKETS}))
              for spec in published]
     return published + exact

@@ -47,9 +47,11 @@ OUT = Path(__file__).resolve().parent.parent / "results" / "pilots" / "t5_duplic
 def specs(suite: str = "standard") -> list[tuple[str, object]]:
     """``(variant, spec)``: the suite's encoder T5 runs of duplicate, once per variant of :data:`VARIANTS`."""
     from pebench.experiment import suite_runs
+    from pebench.protocol import as_declared
 
-    published = [spec for spec in suite_runs(suite, ["length_extrapolation"])
-                 if spec.arch == "encoder" and spec.encoding == "t5" and spec.task == "duplicate"]
+    with as_declared(suite, 2):  # the reference runs it repeats were made under protocol v2
+        published = [spec for spec in suite_runs(suite, ["length_extrapolation"])
+                     if spec.arch == "encoder" and spec.encoding == "t5" and spec.task == "duplicate"]
     if not published:
         raise SystemExit(f"the {suite} suite has no encoder T5 run of duplicate")
     return [(name, dataclasses.replace(spec, train=dataclasses.replace(spec.train, **changes)))

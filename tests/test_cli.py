@@ -39,7 +39,7 @@ def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
     """The replication suite's experiments run 3, 5 or 10 seeds: the listing says so, not the suite default."""
     from pebench.experiment import suite_runs
 
-    assert describe_run_seeds(suite_runs("standard")) == "3 (seeds 0-2)"
+    assert describe_run_seeds(suite_runs("standard")) == "6 (seeds 0-5)"
     assert describe_run_seeds(suite_runs("replication")) == "3-10 per experiment (seeds 0-9)"
     assert describe_run_seeds([]) == "0"
 

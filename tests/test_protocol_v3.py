@@ -185,3 +185,85 @@ def test_suites_under_v2_keep_their_own_scale_when_another_suite_moves():
     assert protocol.SCALES["replication"]["length_seed"] == 0
     scales = [protocol.SCALES[suite] for suite in ("standard", "extended", "replication")]
     assert len({id(scale) for scale in scales + [protocol.SCALE_V2]}) == 4
+
+
+def test_the_standard_suite_of_v3_is_the_scale_the_width_pilot_chose():
+    """Depth, width and caps come from the width pilot's committed outcome; no plateau stop; six seeds; the whole
+    field; v3's fit criterion."""
+    import json
+    from pathlib import Path
+
+    from pebench import protocol
+
+    outcome = json.loads((Path(__file__).resolve().parent.parent / "results/pilots/width_pilot.json").read_text())
+    scale = protocol.SCALES["standard"]
+    assert (scale["n_layers"], scale["d_model"]) == tuple(outcome["chosen"]) and scale["protocol"] == 3
+    assert scale["fit_patience"] == 0 and {k: scale[k] for k in FIT_V3} == FIT_V3
+    assert protocol.TASK_STEPS["standard"] == {(c["arch"], c["task"]): c["cap"] for c in outcome["caps"]}
+    assert len(protocol.SEEDS["standard"]) == 6
+    assert set(protocol.SUITE_ENCODINGS["standard"]) == set(protocol.COMPARED_ENCODINGS + protocol.NEWER_ENCODINGS)
+
+
+def test_the_committed_v2_reference_expands_again_under_standard_v2_and_the_protocol_is_restored():
+    from pathlib import Path
+
+    from pebench import protocol
+    from pebench.cli import suite_run_ids
+    from pebench.experiment import suite_runs
+    from pebench.store import load
+
+    before = [spec.run_id for spec in suite_runs("standard")]
+    with protocol.standard_v2():
+        v2 = {spec.run_id for spec in suite_runs("standard")}
+        assert protocol.SCALES["standard"] == protocol.SCALE_V2 and protocol.SEEDS["standard"] == [0, 1, 2]
+    assert [spec.run_id for spec in suite_runs("standard")] == before  # restored
+    assert len(v2) == 606 and not v2 & set(before)
+    folder = Path(__file__).resolve().parent.parent / "results" / "standard"
+    committed = set(load(folder)["run_id"])
+    if "protocol" not in load(folder).columns:  # the v2 reference, until v3's replaces it
+        assert committed == v2
+        assert set(suite_run_ids(folder)) == v2  # what pebench report counts the folder's completeness against
+    with pytest.raises(RuntimeError), protocol.standard_v2():
+        raise RuntimeError("restored even when the block raises")
+    assert [spec.run_id for spec in suite_runs("standard")] == before
+
+
+def test_as_declared_changes_only_the_standard_suite_under_v2():
+    from pebench import protocol
+    from pebench.experiment import suite_runs
+
+    smoke, standard = ([spec.run_id for spec in suite_runs(suite)] for suite in ("smoke", "standard"))
+    with protocol.as_declared("smoke", 2):
+        assert [spec.run_id for spec in suite_runs("smoke")] == smoke
+    for version in (3, None):
+        with protocol.as_declared("standard", version):
+            assert [spec.run_id for spec in suite_runs("standard")] == standard
+    with protocol.as_declared("standard", 2):
+        assert len(suite_runs("standard")) == 606
+
+
+def test_the_regeneration_sentence_counts_the_runs_of_the_next_reference(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from pebench.experiment import suite_runs
+    from pebench.protocol_tables import regeneration_text
+    from pebench.store import ResultsError, run_file_name
+
+    results = tmp_path / "results"
+    assert regeneration_text(results) == ""  # nothing regenerated
+    raw = results / "next" / "standard" / "raw"
+    raw.mkdir(parents=True)
+    source = Path(__file__).resolve().parent.parent / "results" / "standard" / "raw"
+    first = next(iter(source.iterdir()))
+    specs = suite_runs("standard")
+    for spec in specs[:3]:
+        shutil.copy(first, raw / run_file_name(spec.run_id))  # only the names are counted
+    (raw / run_file_name("0123456789abcdef")).write_bytes(b"")  # not a run of the suite: not counted
+    text = regeneration_text(results)
+    assert text.startswith("The standard reference is being regenerated under protocol v3: 3 of its "
+                           f"{len(specs):,} runs are committed under `results/next/standard`")
+    shutil.rmtree(raw)
+    raw.symlink_to(source)
+    with pytest.raises(ResultsError, match="symbolic link"):
+        regeneration_text(results)

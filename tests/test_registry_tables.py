@@ -10,7 +10,7 @@ def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_l
     rows = {row[0].text: [cell.text for cell in row] for row in table.rows}
     assert list(rows) == [f"<{name}>" for name in encodings.names()]
     assert rows["<randomized>"][4] == "standard, extended, paper, replication"  # randomized:rope is compared
-    assert rows["<cope>"][4] == "extended, paper, replication"
+    assert rows["<cope>"][4] == "standard, extended, paper, replication"  # protocol v3: the whole field
 
 
 def test_a_wrapper_is_built_around_rope_with_its_defaults():
