@@ -35,6 +35,7 @@ from typing import Any
 import pebench
 from pebench import encodings, tasks
 from pebench.pilot_readings import PILOT_READINGS
+from pebench.protocol_tables import regeneration_text
 
 from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
 from .common import DOCS, REFERENCE_SUITE, ROOT, write
@@ -120,6 +121,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
                          n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
     substitutions.update(protocol_pages.suite_times(results))
     substitutions.update(protocol_pages.protocol_substitutions())
+    substitutions["standard_regeneration"] = regeneration_text(results)
     return substitutions
 
 
