@@ -213,7 +213,8 @@ def test_protocol_numbers_come_from_the_code(gen):
 def test_protocol_page_takes_its_numbers_from_the_build():
     """The protocol page's constants are substitutions and its result tables generated includes."""
     page = (DOCS / "protocol.md").read_text()
-    for name in ("step_cap", "single_output_steps", "fit_threshold", "fit_patience", "position_capacity",
+    for name in ("standard_task_caps", "standard_depth", "standard_plateau_stop", "single_output_steps",
+                 "fit_threshold", "fit_patience", "position_capacity",
                  "length_extrapolation_ood_lengths"):
         assert f"{{{{ {name} }}}}" in page, name
     for name in ("fit_table", "floors_table", "battery_length_extrapolation"):
