@@ -249,6 +249,32 @@ def _protocol_notes(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     return notes
 
 
+class ProtocolMismatch(ResultsError):
+    """The two sides of a comparison were made under different protocol versions (v3 against the v2 reference, say):
+    no cell is expected to agree, so none is compared. ``local`` and ``reference``: the versions each side records."""
+
+    def __init__(self, message: str, local: set[int], reference: set[int]):
+        super().__init__(message)
+        self.local, self.reference = local, reference
+
+    def sentence(self, rerun: str, reference: str) -> str:
+        """The mismatch in one sentence naming the two sides as ``rerun`` and ``reference``."""
+        return (f"{rerun} was made under protocol {_versions(self.local)} and {reference} under protocol "
+                f"{_versions(self.reference)}: their numbers are not expected to agree")
+
+
+def recorded_protocols(data: pd.DataFrame) -> set[int]:
+    """The protocol versions a folder's rows record (a row without the ``protocol`` column predates protocol v3's
+    field: v2)."""
+    if "protocol" not in data.columns:
+        return {2} if len(data) else set()
+    return {int(v) if pd.notna(v) else 2 for v in data["protocol"].unique()}
+
+
+def _versions(versions: set[int]) -> str:
+    return " and ".join(f"v{v}" for v in sorted(versions)) or "none"
+
+
 def protocol_differences(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     """Where a cell present on both sides was run under another configuration (any of
     :data:`pebench.schema.CONFIG_COLUMNS` but the suite name: evaluation lengths, steps, ...):
@@ -277,6 +303,11 @@ def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[
     """
     local_data, reference_data = store.load(local_dir), store.load(reference_dir)
     check_same_suite(local_data, reference_data, local_dir, reference_dir)
+    versions = [recorded_protocols(data) for data in (local_data, reference_data)]
+    if versions[0] != versions[1]:
+        mismatch = ProtocolMismatch("", *versions)
+        raise ProtocolMismatch(f"{mismatch.sentence(str(local_dir), str(reference_dir))}; compare with a reference "
+                               "made under the same protocol", *versions)
     differences = protocol_differences(local_data, reference_data)
     if differences:
         raise ResultsError(f"{local_dir} and {reference_dir} were run under different protocols "

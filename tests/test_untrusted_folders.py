@@ -350,6 +350,33 @@ def test_combine_takes_two_sweeps_of_identical_runs_as_the_same_runs(tmp_path, c
     assert "1 run(s) are in more than one folder with different rows" in capsys.readouterr().err
 
 
+def test_compare_refuses_a_rerun_of_another_protocol_version_on_one_line(tmp_path, capsys):
+    """A v3 rerun against the v2 reference (rows without the ``protocol`` column predate v3): one line naming both
+    versions, exit 2, before any cell is compared."""
+    rerun = small_results(tmp_path / "rerun", protocol=3)
+    original = small_results(tmp_path / "reference")
+    assert main(["compare", str(rerun), str(original)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "made under protocol v3" in captured.err
+    assert "under protocol v2: their numbers are not expected to agree" in captured.err and not captured.out
+
+
+def test_the_report_of_a_rerun_of_another_protocol_says_it_is_not_compared(tmp_path):
+    """tox -e bench reports a v3 rerun beside the v2 reference (until v3's is committed): the report is written
+    and says why no cell is compared, instead of failing."""
+    import json
+
+    results = tmp_path / "results"
+    small_results(results / "standard")
+    rerun = small_results(results / "local" / "standard", protocol=3)
+    (rerun / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": []}))
+    assert main(["report", str(rerun)]) == 0
+    section = json.loads((rerun / "report.json").read_text())["rerun"]
+    assert section["comparison"]["verdict"].startswith("`pebench compare {folder} {reference}`: **not compared**")
+    assert "protocol v3" in section["summary"][0] and "protocol v2" in section["summary"][0]
+    assert section["comparison"]["rows"] == []
+
+
 def small_results_with_other_accuracy(folder: Path) -> str:
     """The text of the first run file of :func:`small_results` with its token accuracy changed."""
     from pebench import store

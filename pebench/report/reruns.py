@@ -72,6 +72,12 @@ def comparison_section(comparison: compare_module.Comparison) -> dict[str, Any]:
     }
 
 
+def not_compared(why: str) -> dict[str, Any]:
+    """:func:`comparison_section` of a rerun that is not compared with its reference, saying ``why``."""
+    return {"verdict": f"`pebench compare {FOLDER} {REFERENCE}`: **not compared**: {why}.", "method": "",
+            "notes": [], "header": [], "rows": [], "one_side": []}
+
+
 #: what a rerun's manifest is compared with its reference's on (:func:`manifest_differences`): the name a sentence
 #: gives a field, and its value in one invocation (``None``: not recorded); workers and the executor give the
 #: same rows, so they are no difference
@@ -138,7 +144,12 @@ def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[
     """The ``rerun`` section of a rerun's ``report.json`` (its report written into ``report``, its experiments
     ``declared`` so): the digest of its reference's run files (:func:`pebench.report_file.raw_digest`; a
     page refuses a section older than its reference), :func:`rerun_summary` and :func:`comparison_section`."""
-    comparison = compare_module.compare(rerun, reference, declared=declared)
+    try:
+        comparison = compare_module.compare(rerun, reference, declared=declared)
+    except compare_module.ProtocolMismatch as mismatch:  # e.g. a v3 rerun while the reference is still v2's
+        why = mismatch.sentence(f"`{FOLDER}`", f"`{REFERENCE}`")
+        return {"reference": reference.name, "reference_raw_sha256": raw_digest(reference),
+                "summary": [f"Not compared with its reference: {why}."], "comparison": not_compared(why)}
     return {"reference": reference.name, "reference_raw_sha256": raw_digest(reference),
             "summary": rerun_summary(rerun, reference, comparison, report),
             "comparison": comparison_section(comparison)}
