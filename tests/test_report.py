@@ -93,7 +93,7 @@ def test_findings_carry_numbers(report):
     text = "\n".join(report.findings)
     assert re.search(r"NoPE encoder: 0\.1\d ± 0\.0\d token accuracy on order-dependent tasks \(chance 0\.10\) "
                      r"vs 0\.9\d ± 0\.0\d on controls", text)
-    assert "copy (decoder): among fitted seeds, best OOD token accuracy alibi" in text
+    assert "Length extrapolation, decoder, copy: among fitted seeds, best OOD token accuracy alibi" in text
     assert "RoPE scaling at evaluation (OOD token accuracy, mean over 1 task): trained 0.20, linear 0.30" in text
     assert "least degradation alibi" in text and "most rope" in text
     assert report.findings[-1].startswith("54 runs: 52 ok, 1 diverged") and "1 failed" in report.findings[-1]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from pebench import encodings, plots, results, schema
 from pebench.experiment import ReportSpec
-from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels
+from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels, people_words
 from pebench.tables import format_mean_ci, format_number
 
 
@@ -32,7 +32,8 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
         judged = part[part["judged"]] if "judged" in part else part
         unfitted_tasks = sorted(set(part["task"]) - set(judged["task"]))
         if unfitted_tasks:
-            out.append(f"{experiment} ({arch}): no encoding fitted {', '.join(unfitted_tasks)} within its step cap; "
+            out.append(f"{people_words(experiment, arch)}: no encoding fitted {', '.join(unfitted_tasks)} within its "
+                       "step cap; "
                        "no extrapolation finding there.")
         tests = results.compare_to_best(fitted_runs[fitted_runs["arch"] == arch], "ood_token_acc")
         for task, rows in tests.groupby("task", sort=False):
@@ -43,7 +44,8 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
                 if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
             floor = cell.get("ood_floor_token_acc_mean", np.nan)
             out.append(
-                f"{task} ({arch}): among fitted seeds, best OOD token accuracy {encoding_label(top['encoding'])} "
+                f"{people_words(experiment, arch)}, {task}: among fitted seeds, best OOD token accuracy "
+                f"{encoding_label(top['encoding'])} "
                 f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
                 f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
                 f"{cell['ood_chance_token_acc_mean']:.2f}); not significantly worse among fitted: "
@@ -132,5 +134,5 @@ def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str
                 f"{format_number(row['train_perplexity_mean'], 'ppl')})")
 
     lengths = f"{int(runs['train_max_len'].max())}"
-    return [f"{experiment}: perplexity beyond the training context ({lengths} characters): least degradation "
-            f"{describe(best)}, most {describe(worst)}."]
+    return [f"{people_words(experiment)}: perplexity beyond the training context ({lengths} characters): least "
+            f"degradation {describe(best)}, most {describe(worst)}."]
