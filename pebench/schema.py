@@ -173,9 +173,15 @@ def encoding_label(name: str) -> str:
     return ":".join(ENCODINGS.label(part) if part in ENCODINGS else part for part in str(name).split(":"))
 
 
+#: words of experiment names that a reader writes otherwise (:func:`people_words`)
+SPELLED = {"lm": "LM", "rope": "RoPE"}
+
+
 def people_words(experiment: str, arch: str | None = None) -> str:
-    """An experiment (and architecture) as a reader says it: ``Length extrapolation, decoder``."""
-    text = experiment.replace("_", " ").capitalize()
+    """An experiment (and architecture) as a reader says it: ``Length extrapolation, decoder``, ``LM
+    extrapolation``, ``RoPE scaling``."""
+    words = [SPELLED.get(word, word) for word in experiment.split("_")]
+    text = " ".join([words[0][:1].upper() + words[0][1:], *words[1:]]) if words else ""
     return f"{text}, {arch}" if arch else text
 
 

@@ -89,3 +89,11 @@ def test_encodings_sort_in_their_canonical_order_and_the_trained_model_first():
     assert variants.sort_values(key=schema.sort_key).tolist() == [schema.BASE_VARIANT, "yarn", "linear"]
     assert schema.encoding_label("randomized:none") == "randomized:NoPE"
     assert schema.order_dependent("copy") is True and schema.order_dependent("not_a_task") is None
+
+
+def test_people_words_spell_experiments_as_a_reader_writes_them():
+    from pebench.schema import people_words
+
+    assert people_words("length_extrapolation", "decoder") == "Length extrapolation, decoder"
+    assert people_words("lm_extrapolation") == "LM extrapolation"  # not "Lm extrapolation"
+    assert people_words("rope_scaling") == "RoPE scaling"
