@@ -51,6 +51,9 @@ EVAL_LENGTHS = [5, 10, 15, 20, 22, 25, 28, 31, 34, 37, 40]
 #: step caps (the same for every encoding of a task)
 MULTI_TOKEN_STEPS = 5000
 ONE_TOKEN_STEPS = 2500
+#: the last sentence of :func:`fit_reading` for this replication
+SCALE_CHECK_SENTENCE = ("Whether the model's size moves the order is what the scale check at the end of this section "
+                        "asks.")
 #: the pairwise orders of the paper's Figure 1 MRR, better first: scored for sign agreement
 CLAIMS = tuple((a, b) for i, a in enumerate(PAPER_ENCODINGS) for b in PAPER_ENCODINGS[i + 1:])
 #: the paper's setup as it states it (Section 3, Appendix D and Table 2; pebench/data/published/README.md),
@@ -94,20 +97,26 @@ def published_aggregate() -> pd.Series:
     return mrr[list(PAPER_ENCODINGS)].rename("mrr")
 
 
-def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score | None:
+def score(folder: Path, data: pd.DataFrame | None = None, name: str = NAME,
+          fit_check: str = f"held-out token accuracy >= 0.99 at length {TRAIN_MAX_LEN}",
+          closing: str = SCALE_CHECK_SENTENCE) -> replication.Score | None:
     """The pre-registered agreement scores from the results in ``folder`` (``summary/runs.csv``; ``data`` is not
-    needed): ``(RankingAgreement, claims table, what the order rests on)``, or None when it holds no run of this
-    experiment."""
-    runs = replication.experiment_runs(folder, NAME)
+    needed) of the experiment ``name`` (this replication's, or a re-make of it scored alike, whose fit criterion
+    ``fit_check`` says in words; ``closing`` ends the fit reading): ``(RankingAgreement, claims table, what the
+    order rests on)``, or None when it holds no run of that experiment."""
+    runs = replication.experiment_runs(folder, name)
     if runs is None:
         return None
     return (replication.ranking_agreement(runs, METRIC, published_aggregate()),
-            replication.claim_agreement(runs, CLAIMS, METRIC), fit_reading(runs))
+            replication.claim_agreement(runs, CLAIMS, METRIC), fit_reading(runs, fit_check, closing))
 
 
-def fit_reading(runs: pd.DataFrame) -> str:
+def fit_reading(runs: pd.DataFrame,
+                fit_check: str = f"held-out token accuracy >= 0.99 at length {TRAIN_MAX_LEN}",
+                closing: str = SCALE_CHECK_SENTENCE) -> str:
     """What the ranking of the paper's five encodings rests on: the tasks none of them fitted (they tie there),
-    and how many runs each fitted, from the runs."""
+    and how many runs each fitted (under the fit criterion ``fit_check`` says in words), from the runs, then
+    ``closing``."""
     runs = runs[runs["encoding"].isin(PAPER_ENCODINGS)]
     by_task = runs.assign(fit=fitted(runs)).groupby("task", sort=False)["fit"].any()
     none_fit = [task for task in TASKS if task in by_task.index and not by_task[task]]
@@ -116,11 +125,9 @@ def fit_reading(runs: pd.DataFrame) -> str:
     tied = (f"{len(none_fit)} of the {by_task.size} tasks ({', '.join(none_fit)}) were fitted by none of the "
             "paper's five encodings within their step caps, so the five tie there (every run scores 0) and the "
             f"order is decided by the other {ranked}. " if none_fit else "")
-    return (f"What the order rests on: {tied}Runs fitted (held-out token accuracy >= 0.99 at length "
-            f"{TRAIN_MAX_LEN}), per encoding: {counts}. An unfitted run is not judged beyond the training lengths "
-            "(it scores 0), so an encoding that does not learn a task at pebench's scale ranks last on it, "
-            "whatever it would do beyond 20 at the paper's. Whether the model's size moves the order is what the "
-            "scale check at the end of this section asks.")
+    return (f"What the order rests on: {tied}Runs fitted ({fit_check}), per encoding: {counts}. An unfitted run "
+            "is not judged beyond the training lengths (it scores 0), so an encoding that does not learn a task at "
+            f"pebench's scale ranks last on it, whatever it would do beyond 20 at the paper's. {closing}")
 
 
 EXPERIMENT = register_experiment(Experiment(

@@ -268,13 +268,14 @@ def sections_text(folder) -> str:
 
 def test_every_replication_script_registers_its_record_and_checks():
     load_experiments()
-    assert replication.REPLICATIONS.names() == ["kazemnejad2023", "press2022", "ruoss2023"]
+    assert replication.REPLICATIONS.names() == ["kazemnejad2023", "kazemnejad2023_v3", "press2022", "ruoss2023"]
     kazemnejad = replication.REPLICATIONS.get("kazemnejad2023")
     assert kazemnejad.paper == "kazemnejad2023nope" and kazemnejad.metric == "ood_seq_acc"
     assert kazemnejad.published()["none"] == pytest.approx(0.69) and len(kazemnejad.claims) == 10
     assert [c.name for c in kazemnejad.checks] == ["kazemnejad2023_scale"]
     assert [c.name for c in replication.REPLICATIONS.get("ruoss2023").checks] == ["ruoss2023_check"]
     assert replication.REPLICATIONS.get("press2022").checks == []
+    assert replication.REPLICATIONS.get("kazemnejad2023_v3").checks == []
     bib = (Path(__file__).resolve().parent.parent / "docs" / "references.bib").read_text()
     for name in replication.REPLICATIONS.names():
         record = replication.REPLICATIONS.get(name)
@@ -283,12 +284,46 @@ def test_every_replication_script_registers_its_record_and_checks():
         replication.REPLICATIONS.register("kazemnejad2023")(kazemnejad)
 
 
+def test_the_v3_remake_changes_only_the_model_and_fit_criterion_and_is_scored_alike():
+    """kazemnejad2023_v3 (issue 36, item 9): each run is the replication's run with the standard suite's v3 depth,
+    width, heads and fit criterion; tasks, lengths, encodings, seeds, caps and scores are the replication's."""
+    import dataclasses
+
+    from pebench.experiment import suite_runs
+    from pebench.protocol import SCALES
+
+    load_experiments()
+    runs = suite_runs("replication", ["kazemnejad2023", "kazemnejad2023_v3"])
+    v2 = {(s.task, s.encoding, s.seed): s for s in runs if s.experiment == "kazemnejad2023"}
+    v3 = {(s.task, s.encoding, s.seed): s for s in runs if s.experiment == "kazemnejad2023_v3"}
+    assert set(v2) == set(v3) and len(v3) == 270
+    standard = SCALES["standard"]
+    for key, remade in v3.items():
+        assert (remade.n_layers, remade.d_model, remade.protocol) == (standard["n_layers"], standard["d_model"], 3)
+        assert remade.train.fit_patience == 0 and remade.train.fit_lengths == "all"
+        assert remade.train.fit_examples == standard["fit_examples"] and remade.train.fit_disjoint
+        original = v2[key]
+        assert remade.train.steps == original.train.steps and remade.eval == original.eval
+        # the same run but for the model's size and the fit criterion
+        same = dataclasses.replace(remade, experiment=original.experiment, n_layers=original.n_layers,
+                                   protocol=original.protocol, train=dataclasses.replace(
+                                       remade.train, fit_patience=original.train.fit_patience,
+                                       fit_lengths=original.train.fit_lengths,
+                                       fit_examples=original.train.fit_examples,
+                                       fit_disjoint=original.train.fit_disjoint))
+        assert same == original
+    record, remake = (replication.REPLICATIONS.get(name) for name in ("kazemnejad2023", "kazemnejad2023_v3"))
+    assert (remake.claims, remake.metric, remake.published().to_dict()) == (
+        record.claims, record.metric, record.published().to_dict())
+    assert remake.score.keywords["name"] == "kazemnejad2023_v3"
+
+
 def test_without_runs_each_section_says_how_to_make_them(tmp_path):
     text = sections_text(tmp_path / "replication")
     assert "## Replication: Kazemnejad et al. 2023" in text and "| NoPE | 0.69 |" in text
     assert "## Replication: Press et al. 2022" in text and "| sinusoidal | 14.61 |" in text  # 293.02 / 20.05
-    # each of the three replications, the Kazemnejad scale check and the Ruoss check
-    assert text.count("Not run yet") == 5 and "Kendall's tau of" not in text
+    # each of the three replications, the Kazemnejad re-make at v3's scale, its scale check and the Ruoss check
+    assert text.count("Not run yet") == 6 and "Kendall's tau of" not in text
     assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
     assert "Declared in `experiments/replicate_kazemnejad2023.py` (commit `ba88c84`)" in text
     assert "### Scale check: copy at 6 model sizes" in text and "--experiment kazemnejad2023_d256_l4" in text
