@@ -88,7 +88,7 @@ def _record() -> replication.Replication:
     return dataclasses.replace(
         module.REPLICATION, experiment=EXPERIMENT,
         score=functools.partial(module.score, name=NAME, fit_check=FIT_CHECK, closing=closing),
-        script=f"experiments/{Path(__file__).name}", declared_in="(this script's first commit)")
+        script=f"experiments/{Path(__file__).name}", declared_in="eba8dcf")
 
 
 REPLICATION = replication.REPLICATIONS.register(NAME)(_record())
