@@ -23,6 +23,7 @@ PILOT_READINGS = {
     "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
     "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
     "width_pilot": ("width_pilot.json", "Width pilot", "pilots/width_pilot.py"),
+    "lm_step_pilot": ("lm_step_pilot.json", "LM step pilot", "pilots/lm_step_pilot.py"),
 }
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -103,6 +102,37 @@ def choose(table, expected: dict[int, int]) -> dict:
     return {"spreads": status, "steps": chosen}
 
 
+def reading(table, outcome: dict) -> list:
+    """The pilot's reading as page blocks (:mod:`pebench.blocks`): the seed-mean perplexity at the training context
+    per encoding and step count run, each count's spread (worst over best), and the chosen count."""
+    from pebench.blocks import bullet_list, text
+    from pebench.blocks import table as table_block
+    from pebench.schema import encoding_label, encoding_rank
+
+    counts = sorted(int(steps) for steps in table["steps"].unique())
+    cells = {(int(row.steps), row.encoding): row for row in table.itertuples()}
+    encodings = sorted(table["encoding"].unique(), key=encoding_rank)
+    rows = [[encoding_label(encoding), *(f"{cells[(steps, encoding)].perplexity:.2f}"
+                                         + ("" if cells[(steps, encoding)].runs == len(SEEDS) else
+                                            f" ({cells[(steps, encoding)].runs} of {len(SEEDS)} seeds)")
+                                         if (steps, encoding) in cells else "—" for steps in counts)]
+            for encoding in encodings]
+    spreads = [f"{steps} steps: spread {spread:.2f}" + (" (within the rule)" if spread <= MAX_SPREAD else "")
+               if spread is not None else f"{steps} steps: not complete yet"
+               for steps, spread in outcome["spreads"].items()]
+    chosen = outcome["steps"]
+    verdict = (f"**Chosen: {chosen} steps**" + (", the largest count: none was within the rule" if chosen == STEPS[-1]
+                                                and (outcome["spreads"].get(chosen) or 0) > MAX_SPREAD else "")
+               + "." if chosen else "**No step count chosen yet**: the next count runs once the last is complete.")
+    return [text(f"From `results/pilots/lm_steps`, read by `python pilots/lm_step_pilot.py read`: the standard "
+                 f"suite's language model (protocol v3's scale), seed-mean perplexity at its training context "
+                 f"({CONTEXT} characters; seeds {', '.join(map(str, SEEDS))}) per encoding and step count. The rule: "
+                 f"the smallest count whose spread (worst perplexity over best) is at most {MAX_SPREAD:.2f}. "
+                 "In-distribution only."),
+            table_block(["encoding", *(f"{steps} steps" for steps in counts)], rows),
+            bullet_list(spreads), text(verdict)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """``run`` one step count (resumable) or ``read`` the pilot."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -120,10 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     table = perplexities()
     cells = {steps: len({s.encoding for s in specs(steps)}) for steps in STEPS}
     outcome = choose(table, cells)
-    OUTCOME.parent.mkdir(parents=True, exist_ok=True)
-    OUTCOME.write_text(json.dumps({"table": table.to_dict(orient="records"),
-                                   "spreads": {str(k): v for k, v in outcome["spreads"].items()},
-                                   "steps": outcome["steps"], "max_spread": MAX_SPREAD}, indent=1) + "\n")
+    from pebench.blocks import write_blocks
+
+    write_blocks(OUTCOME, reading(table, outcome), table=table.to_dict(orient="records"),
+                 spreads={str(k): v for k, v in outcome["spreads"].items()}, steps=outcome["steps"],
+                 max_spread=MAX_SPREAD)
     print(table.to_string(index=False))
     print(f"spreads: {outcome['spreads']}; chosen steps: {outcome['steps']}")
     return 0

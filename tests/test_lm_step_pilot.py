@@ -46,3 +46,14 @@ def test_the_smallest_step_count_within_the_spread_is_chosen(pilot):
     assert pilot.choose(table({800: 1.5}, runs=1), expected)["spreads"][800] is None  # a seed missing
     none_close = table({800: 1.5, 1600: 1.4, 3200: 1.3, 6400: 1.2})
     assert pilot.choose(none_close, expected)["steps"] == 6400  # the largest, said in the note
+
+
+def test_the_reading_shows_each_count_run_its_spread_and_the_choice(pilot):
+    expected = {steps: 3 for steps in pilot.STEPS}
+    frame = table({800: 1.5, 1600: 1.08})
+    blocks = pilot.reading(frame, pilot.choose(frame, expected))
+    assert blocks[1]["header"] == ["encoding", "800 steps", "1600 steps"] and len(blocks[1]["rows"]) == 3
+    assert blocks[2]["items"] == ["800 steps: spread 1.50", "1600 steps: spread 1.08 (within the rule)"]
+    assert blocks[3]["text"] == "**Chosen: 1600 steps**."
+    waiting = pilot.reading(table({800: 1.5}), pilot.choose(table({800: 1.5}), expected))
+    assert waiting[2]["items"][-1] == "1600 steps: not complete yet" and "No step count chosen" in waiting[3]["text"]
