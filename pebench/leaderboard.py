@@ -38,7 +38,7 @@ from pebench import encodings
 from pebench import metrics as metric_registry
 from pebench.results import holm
 from pebench.schema import BASE_VARIANT, GROUP_COLUMNS, completed, encoding_label, encoding_rank, fitted
-from pebench.tables import Cell, Column, Table
+from pebench.tables import Cell, Column, Table, interval_text
 
 #: significance level of the pairwise verdicts (after Holm correction)
 ALPHA = 0.05
@@ -611,16 +611,9 @@ def verdict_text(row) -> str:
 # --------------------------------------------------------------------------- writers
 
 
-def _number(value: float, digits: int = 2) -> str:
-    """``value`` with ``digits`` decimals, never ``-0.00``; ``—`` when undefined."""
-    if value is None or not np.isfinite(value):
-        return "inf" if value == np.inf else "-inf" if value == -np.inf else "—"
-    return f"{round(float(value), digits) + 0.0:.{digits}f}"
-
-
 def _interval(point: float, low: float, high: float, digits: int = 2) -> str:
-    """``point [low, high]``."""
-    return f"{_number(point, digits)} [{_number(low, digits)}, {_number(high, digits)}]"
+    """``point [low, high]`` (:func:`pebench.tables.interval_text`, ASCII minus)."""
+    return interval_text(point, low, high, digits, typographic=False)
 
 
 def _p(value: float) -> str:

@@ -26,6 +26,7 @@ This module imports neither pandas nor the analysis modules: the site's extensio
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,32 @@ def _format_number(value: float, kind: str) -> str:
     if kind == "seconds":
         return f"{value:.1f}"
     raise ValueError(f"unknown number format {kind!r}; valid: acc, ratio, length, int, ppl, gap, loss, seconds")
+
+
+def number_text(value: float | None, digits: int = 2, typographic: bool = True) -> str:
+    """``value`` with ``digits`` decimals, never ``-0.00``, with a typographic minus (``−0.12``); ``—`` when
+    undefined. ``typographic=False`` (the boards): an ASCII minus, and infinities as ``inf`` and ``-inf``."""
+    if value is None or not math.isfinite(value):
+        return "inf" if value == math.inf and not typographic else "-inf" if value == -math.inf and not typographic \
+            else "—"
+    text = f"{round(float(value), digits) + 0.0:.{digits}f}"
+    return text.replace("-", "−") if typographic else text
+
+
+def interval_text(point: float, low: float, high: float, digits: int = 2, typographic: bool = True) -> str:
+    """``point [low, high]``, each with ``digits`` decimals (:func:`number_text`), e.g. ``0.41 [0.35, 0.47]``."""
+    return " ".join([number_text(point, digits, typographic),
+                     f"[{number_text(low, digits, typographic)}, {number_text(high, digits, typographic)}]"])
+
+
+#: a table cell's text that is a number, a mean ± CI, an interval, a fraction or a count ("3 (2 fitted)")
+NUMBER_TEXT = re.compile(r"[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*\d[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*")
+
+
+def is_number_text(text: str) -> bool:
+    """Whether a table cell's display text is a number that must not wrap (``0.93 ± 0.02 †``, ``0.37 [0.29, 0.43]``,
+    ``3 (2 fitted)``)."""
+    return bool(NUMBER_TEXT.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|of)\b", "", text.strip())))
 
 
 def format_mean_ci(mean: float | None, ci: float | None, kind: str = "acc") -> str:

@@ -18,7 +18,10 @@ from pebench.tables import (
     Table,
     format_mean_ci,
     format_number,
+    interval_text,
+    is_number_text,
     latex_escape,
+    number_text,
     text_table,
     to_latex,
     to_markdown,
@@ -185,3 +188,15 @@ def test_the_floor_column_marks_a_floor_computed_by_permutation_as_a_bound(tmp_p
     bounded = {row[0].value: row[floor].text for row in tables[0].rows if row[floor].bound}
     assert set(bounded) == {first} and all(text[0].isdigit() for text in bounded.values())
     assert "≥" in to_markdown(tables[0]) and isinstance(cells, pd.DataFrame)
+
+
+def test_one_interval_text_for_the_main_table_the_boards_and_the_changes():
+    assert interval_text(0.4123, 0.35, -0.0001) == "0.41 [0.35, 0.00]"  # never -0.00
+    assert interval_text(-0.123, -0.2, 0.0, 3) == "−0.123 [−0.200, 0.000]"  # a typographic minus in the tables
+    assert interval_text(-0.123, float("-inf"), float("nan"), typographic=False) == "-0.12 [-inf, —]"  # the boards
+    assert number_text(None) == number_text(float("inf")) == "—"
+
+
+def test_a_number_cell_is_told_from_a_word_cell():
+    assert all(is_number_text(text) for text in ("0.93 ± 0.02 †", "0.37 [0.29, 0.43]", "3 (2 fitted)", "−0.12"))
+    assert not any(is_number_text(text) for text in ("rope", "yes", "— (not fitted)", ""))

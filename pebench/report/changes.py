@@ -26,7 +26,7 @@ from pebench import blocks, encodings, history
 from pebench.report.findings import people_words
 from pebench.schema import encoding_label
 from pebench.store import ResultsError
-from pebench.tables import Cell, Column, Table
+from pebench.tables import Cell, Column, Table, interval_text
 
 #: what identifies a verdict
 KEYS = ("experiment", "arch", "encoding")
@@ -121,18 +121,9 @@ def _under(label: str) -> str:
     return label if label in SIDES else f"under {label}"
 
 
-def _number(value: float, digits: int) -> str:
-    """``value`` with ``digits`` decimals and a typographic minus, never ``−0.00``; ``—`` when undefined."""
-    if value is None or not np.isfinite(value):
-        return "—"
-    return f"{round(float(value), digits) + 0.0:.{digits}f}".replace("-", "−")
-
-
 def _interval(point: float, low: float, high: float, digits: int = 2) -> str:
     """``point [low, high]``, or ``—`` without a point."""
-    if not np.isfinite(point):
-        return "—"
-    return f"{_number(point, digits)} [{_number(low, digits)}, {_number(high, digits)}]"
+    return "—" if not np.isfinite(point) else interval_text(point, low, high, digits)
 
 
 def _tier(row: Mapping[str, Any], side: str) -> str:

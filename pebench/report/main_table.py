@@ -20,7 +20,7 @@ from pebench import encodings, leaderboard
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.schema import encoding_label
-from pebench.tables import Cell, Column, Style, Table
+from pebench.tables import Cell, Column, Style, Table, interval_text
 
 #: the file stem of a suite's main table (``tables/main.tex``)
 MAIN_TABLE = "main"
@@ -34,17 +34,9 @@ def lead_experiment(experiments: Sequence[tuple[str, object, ReportSpec]]) -> st
     return next((name for name, _, spec in experiments if spec.primary_metric), None)
 
 
-def _number(value: float, digits: int) -> str:
-    """``value`` with ``digits`` decimals and a typographic minus (``−0.12``), never ``−0.00``; ``—`` when
-    undefined."""
-    if value is None or not np.isfinite(value):
-        return "—"
-    return f"{round(float(value), digits) + 0.0:.{digits}f}".replace("-", "−")
-
-
 def _interval(point: float, low: float, high: float, digits: int = 2) -> Cell:
     """``point [low, high]`` with ``digits`` decimals; its value is the triple."""
-    return Cell(f"{_number(point, digits)} [{_number(low, digits)}, {_number(high, digits)}]", (point, low, high))
+    return Cell(interval_text(point, low, high, digits), (point, low, high))
 
 
 def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) -> Table | None:
