@@ -23,7 +23,12 @@ The rule (:func:`choose`), on the seed-mean perplexity at the training context o
 Step counts are run in increasing order; a count is decided once its runs are complete, so the larger ones
 need not run once a smaller one meets the rule.
 
-Usage (from a clean checkout; runs go to ``results/pilots/lm_steps``)::
+Amendment (committed after the 800-step runs, before any other; no rule, run or threshold changed): each step
+count's runs go to a folder of their own (:func:`folder`, ``results/pilots/lm_steps/steps<N>``), since a results
+folder pools the runs of one cell as seeds and the runner refuses one cell under two step counts; the 800-step
+runs were moved there from ``results/pilots/lm_steps``.
+
+Usage (from a clean checkout; runs go to ``results/pilots/lm_steps/steps<N>``)::
 
     python pilots/lm_step_pilot.py run --steps 800 --workers 2     # resumable; one step count at a time
     python pilots/lm_step_pilot.py read                            # results/pilots/lm_step_pilot.json
@@ -69,13 +74,24 @@ def specs(steps: int) -> list:
             for s in runs]
 
 
-def perplexities(folder: Path = OUT):
-    """Seed-mean perplexity at the training context per (steps, encoding), and the runs per cell."""
+def folder(steps: int, root: Path = OUT) -> Path:
+    """The results folder of the runs at ``steps`` (one per step count: a folder pools a cell's runs as seeds)."""
+    return root / f"steps{steps}"
+
+
+def perplexities(root: Path = OUT):
+    """Seed-mean perplexity at the training context per (steps, encoding), and the runs per cell, from the folder
+    of every step count run so far under ``root``."""
     import numpy as np
+    import pandas as pd
 
     from pebench.store import load
 
-    data = load(folder)
+    folders = [folder(steps, root) for steps in STEPS if (folder(steps, root) / "raw").is_dir()]
+    if not folders:
+        raise FileNotFoundError(f"no pilot runs under {root}: run 'python pilots/lm_step_pilot.py run --steps "
+                                f"{STEPS[0]}' first")
+    data = pd.concat([load(path) for path in folders], ignore_index=True)
     data = data[(data["experiment"] == EXPERIMENT) & (data["eval_len"] == CONTEXT)]
     per_run = data.groupby(["steps", "encoding", "seed"], sort=True)["loss"].mean().reset_index()
     per_run["perplexity"] = np.exp(per_run["loss"])
@@ -145,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         from pebench.runner import run_sweep
 
-        print(run_sweep(specs(args.steps), OUT, executor="processes", workers=args.workers))
+        print(run_sweep(specs(args.steps), folder(args.steps), executor="processes", workers=args.workers))
         return 0
     table = perplexities()
     cells = {steps: len({s.encoding for s in specs(steps)}) for steps in STEPS}

@@ -57,3 +57,13 @@ def test_the_reading_shows_each_count_run_its_spread_and_the_choice(pilot):
     assert blocks[3]["text"] == "**Chosen: 1600 steps**."
     waiting = pilot.reading(table({800: 1.5}), pilot.choose(table({800: 1.5}), expected))
     assert waiting[2]["items"][-1] == "1600 steps: not complete yet" and "No step count chosen" in waiting[3]["text"]
+
+
+def test_each_step_count_has_a_folder_of_its_own(pilot, monkeypatch):
+    """A results folder pools the runs of one cell as seeds, so two step counts of one encoding cannot share one
+    (the runner refuses it): each count writes to its own folder."""
+    monkeypatch.setitem(protocol.SCALES, "standard", {**protocol.SCALES["standard"], "protocol": 3})
+    cells = [{(s.experiment, s.task, s.encoding, s.arch, s.seed) for s in pilot.specs(steps)} for steps in (800, 1600)]
+    assert cells[0] == cells[1]  # the same cells at two step counts
+    assert len({pilot.folder(steps) for steps in pilot.STEPS}) == len(pilot.STEPS)
+    assert pilot.folder(800) == pilot.OUT / "steps800"
