@@ -47,6 +47,7 @@ import pandas as pd
 from pebench import declarations, results, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
+from pebench.report.changes import main_table_frame
 from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, encoding_labels, encoding_rank, people_words, sort_key
 from pebench.store import ResultsError
 
@@ -415,7 +416,8 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
     for path in sorted((Path(reference_report) / "tables").glob("leaderboard_*.csv")):
         if not (Path(local_report) / "tables" / path.name).exists():
             continue
-        ref, new = pd.read_csv(path), pd.read_csv(Path(local_report) / "tables" / path.name)
+        ref, new = (pd.read_csv(io.BytesIO(store.read_plain_file(table, "table")))
+                    for table in (path, Path(local_report) / "tables" / path.name))
         arches = []
         for arch, group in ref.groupby("arch", sort=True):
             both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
@@ -432,9 +434,10 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
 
 
 def _tiers(main: pd.DataFrame) -> dict[str, float | None]:
-    """Each encoding's tier in one experiment and architecture of a main table; None where it is not ranked."""
-    ranked = main["ranked"].astype(str).str.lower().eq("true")
-    return {e: (float(t) if r else None) for e, t, r in zip(main["encoding"], main["tier"], ranked, strict=True)}
+    """Each encoding's tier in one experiment and architecture of a main table
+    (:func:`pebench.report.changes.main_table_frame`); None where it is not ranked."""
+    rows = zip(main["encoding"], main["tier"], main["ranked"], strict=True)
+    return {encoding: (float(tier) if ranked else None) for encoding, tier, ranked in rows}
 
 
 def main_table_agreement(local_report: str | Path, reference_report: str | Path) -> list[str]:
@@ -444,7 +447,7 @@ def main_table_agreement(local_report: str | Path, reference_report: str | Path)
     paths = [Path(reference_report) / "tables" / "main.csv", Path(local_report) / "tables" / "main.csv"]
     if not all(path.is_file() for path in paths):
         return []
-    ref, new = (pd.read_csv(io.BytesIO(store.read_plain_file(path, "table"))) for path in paths)
+    ref, new = (main_table_frame(store.read_plain_file(path, "table"), path) for path in paths)
     sentences = []
     for (experiment, arch), group in ref.groupby(["experiment", "arch"], sort=False):
         rerun = new[(new["experiment"] == experiment) & (new["arch"] == arch)]

@@ -40,11 +40,15 @@ def test_several_values_on_one_side_are_all_named_and_a_missing_manifest_gives_n
 
 
 def write_main(folder, rows) -> None:
+    """A main table (``tables/main.csv``) with every column a comparison reads; only the tiers filled in."""
     import pandas as pd
 
+    from pebench.report.changes import VERDICT_COLUMNS
+
     (folder / "tables").mkdir(parents=True)
-    pd.DataFrame([dict(experiment="length_extrapolation", arch=arch, encoding=encoding, ranked=tier is not None,
-                       tier=tier) for arch, encoding, tier in rows]).to_csv(folder / "tables" / "main.csv", index=False)
+    pd.DataFrame([{**dict.fromkeys(VERDICT_COLUMNS), "experiment": "length_extrapolation", "arch": arch,
+                   "encoding": encoding, "ranked": tier is not None, "tier": tier} for arch, encoding, tier in rows]
+                 ).to_csv(folder / "tables" / "main.csv", index=False)
 
 
 def test_a_rerun_says_how_its_main_table_tiers_agree_with_the_reference(tmp_path):
