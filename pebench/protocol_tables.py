@@ -25,6 +25,8 @@ from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
 from pebench.fit_criterion import fit_criterion_blocks
 from pebench.provenance import manifest_history
+from pebench.report_file import display_path
+from pebench.results_text import not_in_results
 from pebench.seed_text import describe_run_seeds
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
@@ -264,6 +266,21 @@ def protocol_columns_text(columns: Iterable[str]) -> str:
     if {"fitted", "id_floor_token_acc"} <= set(columns):
         return "record the fit criterion (`fitted`, `steps_to_fit`) and the position-free floors."
     return "predate this protocol: they have no `fitted` or floor columns."
+
+
+def reference_history_text(checkout: Path, results: Path, suite: str = REFERENCE_SUITE) -> str:
+    """The commits of ``checkout`` that changed ``suite``'s reference manifest (:func:`reference_history`), and
+    whether the results in ``results`` carry the fit criterion (the header of their ``summary/runs.csv``,
+    :func:`protocol_columns_text`), in Markdown."""
+    history = reference_history(checkout, suite)
+    lines = [history.to_markdown() if history.rows else
+             not_in_results("History of the reference", f"no git history of `results/{suite}/manifest.json`")]
+    runs = Path(results) / suite / "summary" / "runs.csv"
+    if runs.exists():
+        columns = runs.read_text().split("\n", 1)[0].split(",")
+        lines.append(f"The results this site was built from (`{display_path(runs, checkout)}`) "
+                     f"{protocol_columns_text(columns)}")
+    return "\n".join(lines) + "\n"
 
 
 def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pebench import store
 
@@ -68,3 +68,138 @@ def current_report(folder: str | Path) -> dict[str, Any]:
         raise StaleReport(f"{path} is older than the run files in {folder / 'raw'} (or predates their digest): "
                           f"{remedy}")
     return index
+
+
+#: the folders of a results folder whose subfolders are reruns of ``<results>/<suite>``: ``local`` (``tox -e bench``)
+#: and ``reruns`` (committed reruns on other hardware)
+RERUN_PARENTS = ("local", "reruns")
+#: the folders of a results folder that hold no reference suite
+NOT_SUITES = frozenset({"performance", *RERUN_PARENTS})
+
+
+def display_path(path: str | Path, root: str | Path) -> str:
+    """``path`` as a reader would type it: relative to ``root`` (the repository) when inside it, else absolute."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def filled(text: str, folder: str | Path, root: str | Path, reference: str | Path | None = None) -> str:
+    """A text of a ``report.json`` with the folders it names (:data:`FOLDER`, :data:`REFERENCE`) as the reader sees
+    them (:func:`display_path` from ``root``)."""
+    text = str(text).replace(FOLDER, display_path(folder, root))
+    return text.replace(REFERENCE, display_path(reference, root)) if reference is not None else text
+
+
+def has_results(folder: str | Path) -> bool:
+    """Whether ``folder`` holds results (run files or a manifest), which then must have a current report."""
+    return (Path(folder) / "raw").is_dir() or (Path(folder) / "manifest.json").exists()
+
+
+def count_runs(folder: str | Path) -> int:
+    """How many run files ``folder/raw`` holds (:func:`pebench.store.raw_files`)."""
+    return len(store.raw_files(Path(folder) / "raw"))
+
+
+def suite_folders(results: str | Path) -> list[Path]:
+    """The reference suite folders of ``results`` (those with results, :func:`has_results`), by name. A link there is
+    refused on one line, never followed, and a name must be plain (:func:`pebench.store.path_in`)."""
+    if not store.refuse_link(results).is_dir():
+        return []
+    return [store.path_in(results, p.name) for p in sorted(Path(results).iterdir())
+            if p.name not in NOT_SUITES and store.refuse_link(p).is_dir() and has_results(p)]
+
+
+def rerun_folders(results: str | Path, parent: str = "reruns") -> list[Path]:
+    """The reruns ``results/<parent>/<name>/`` with run files, by name (``parent`` one of :data:`RERUN_PARENTS`). A
+    link there (the parent, an entry, a ``raw/``) is refused on one line, never followed, and a name must be
+    plain (:func:`pebench.store.path_in`)."""
+    folder = store.refuse_link(Path(results) / parent)
+    return [store.path_in(folder, path.name) for path in sorted(folder.iterdir())
+            if store.refuse_link(path).is_dir() and store.refuse_link(path / "raw").is_dir()] if folder.is_dir() else []
+
+
+def rerun_reference(rerun: str | Path) -> Path:
+    """The reference of a rerun folder ``<results>/<parent>/<name>``: ``<results>/<suite>`` of the suite its manifest
+    names, read through :func:`pebench.store.read_manifest` (a link is refused) and checked to be a plain name.
+
+    Raises:
+        ValueError: the rerun has no manifest naming its suite.
+        ResultsError: its manifest is a link, or the suite is no plain name, or the reference is a link.
+    """
+    rerun = Path(rerun)
+    suite = (store.read_manifest(rerun) or {}).get("suite")
+    if not suite:
+        raise ValueError(f"{rerun} has no manifest naming its suite, so it has no reference to compare with")
+    return store.refuse_link(store.path_in(rerun.parent.parent, suite))
+
+
+def artifact_bytes(folder: str | Path, relative: str) -> bytes:
+    """The bytes of the file ``relative`` (as a ``report.json`` names it, e.g. ``figures/x.svg``) of ``folder``: each
+    part a plain name (no ``..``, not absolute), no part a link, a regular file (:mod:`pebench.store`)."""
+    path = Path(folder)
+    for part in str(relative).split("/"):
+        path = store.refuse_link(store.path_in(path, part))
+    if path.is_dir():
+        raise store.ResultsError(f"{path}: a folder, not a file of the report")
+    return store.read_plain_file(path, "file of the report")
+
+
+def current_rerun(rerun: str | Path, reference: str | Path, report: dict[str, Any]) -> dict[str, Any]:
+    """The ``rerun`` section of the ``report`` of the folder ``rerun``, checked to be made against the run files of
+    ``reference`` there now (:func:`raw_digest`).
+
+    Raises:
+        StaleReport: on one line saying what to run: the report compares the rerun with no reference, or is older
+            than the reference's run files.
+    """
+    section = report.get("rerun")
+    if section is None or section.get("reference_raw_sha256") != raw_digest(reference):
+        state = "compares it with no reference" if section is None else "is older than the run files of its reference"
+        raise StaleReport(f"the report of {rerun} {state} ({reference}): run pebench report {rerun} with {reference} "
+                          "beside it")
+    return section
+
+
+class ReportArtifact(NamedTuple):
+    """A figure or table of a report as a renderer shows it: ``paths`` map a format to its copy."""
+
+    name: str
+    title: str
+    caption: str
+    paths: dict[str, Path]
+
+
+class CopiedReport(NamedTuple):
+    """A folder's ``report.json`` (``index``) with the artifacts and summaries it names copied (:func:`copy_report`)."""
+
+    figures: list[ReportArtifact]
+    tables: list[ReportArtifact]
+    summaries: dict[str, Path]
+    index: dict[str, Any]
+
+
+def copy_report(folder: str | Path, index: dict[str, Any], out: str | Path) -> CopiedReport:
+    """The figures, tables and summaries that ``index`` (the report of ``folder``) names, copied from ``folder`` into
+    ``out`` under the same relative paths; each read through :func:`artifact_bytes` before it names a target."""
+
+    def copied(relative: str) -> Path:
+        data = artifact_bytes(folder, relative)
+        target = Path(out) / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return target
+
+    def artifacts(kind: str) -> list[ReportArtifact]:
+        return [ReportArtifact(item["name"], item["title"], item["caption"],
+                               {ext: copied(path) for ext, path in item["paths"].items()}) for item in index[kind]]
+
+    return CopiedReport(artifacts("figures"), artifacts("tables"),
+                        {name: copied(path) for name, path in index["summaries"].items()}, index)
+
+
+def lead_artifacts(report: CopiedReport) -> tuple[ReportArtifact | None, ReportArtifact | None]:
+    """The main table and the lead figure of ``report``, as its ``main_table`` and ``lead_figure`` name them (a
+    report written before it named a lead figure leads with its first)."""
+    main = next((t for t in report.tables if t.name == report.index["main_table"]), None)
+    lead = report.index.get("lead_figure", report.figures[0].name if report.figures else "")
+    return main, next((f for f in report.figures if f.name == lead), None)

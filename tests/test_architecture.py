@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
     ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI
+    ("pebench.results_text", "interface"),  # the words around a report's numbers, for the site and the CLI
     ("pebench.registry_tables", "interface"),  # the registries in tables, for the site
     ("pebench.pilot_readings", "interface"),  # pilot readings written as data, as blocks for the site
     ("pebench.__main__", "interface"),

@@ -17,6 +17,8 @@ import pytest
 from test_registry import cited_plugins  # noqa: F401  (a fixture: plugin encodings cited by DOI, text)
 
 from pebench import encodings, tasks
+from pebench.report_file import rerun_reference
+from pebench.results_text import rerun_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -173,19 +175,19 @@ def test_leaderboard_page_shows_the_reports_reading_of_the_mrr_intervals(gen, tm
 
 def test_results_without_a_column_say_so(gen, tmp_path):
     folder = fake_results(tmp_path / "results", protocol_columns=False, tables=False)
-    for text in (gen.fit_table(folder), gen.floors_table(folder)):
+    for text in (gen.report_tables(folder, "fit_table"), gen.report_tables(folder, "floors_table")):
         assert "not in these results" in text and ("`fitted`" in text or "`id_floor_token_acc`" in text)
         assert f"`{gen.shown(folder)}/summary/runs.csv`" in text  # the report's placeholder, filled
     board = gen.leaderboard_include(tmp_path / "results", tmp_path / "docs" / "_generated" / "leaderboard",
                                     tmp_path / "docs")
     assert "*Leaderboard: not in these results" in board and "|---|" not in board
-    assert "not in these results" in gen.fit_table(tmp_path / "nowhere")
+    assert "not in these results" in gen.report_tables(tmp_path / "nowhere", "fit_table")
     assert "not in these results" in gen.headline_findings(tmp_path / "nowhere")
 
 
 def test_floors_table_shows_the_reports_rows(gen, tmp_path):
     folder = fake_results(tmp_path / "results")
-    text = gen.floors_table(folder)
+    text = gen.report_tables(folder, "floors_table")
     section = json.loads((folder / "report.json").read_text())["floors_table"]["sections"][0]
     assert text.startswith(section["lead"].replace("{folder}", gen.shown(folder)))
     assert all(line in text for line in markdown_rows(section["rows"]))
@@ -202,7 +204,7 @@ def test_protocol_numbers_come_from_the_code(gen):
     from pebench import experiment, protocol
     from pebench.train import TrainConfig
 
-    values = gen.protocol_substitutions()
+    values = gen.protocol_values()
     assert values["step_cap"] == str(protocol.SCALES["standard"]["steps"])
     assert values["single_output_steps"] == str(protocol.SINGLE_OUTPUT_STEPS)
     assert values["fit_threshold"] == f"{TrainConfig().fit_threshold:g}"
@@ -455,7 +457,7 @@ def test_local_rerun_page_shows_the_per_cell_comparison_and_stacked_figures(gen,
     reference above the rerun's at the content width (not ~350 px side by side)."""
     reference, local = reported_rerun
     srcdir = tmp_path / "docs"
-    pages = gen.local_page(local, reference, srcdir / "_generated" / "results" / gen.LOCAL_PAGE, srcdir)
+    pages = gen.rerun_page(local, reference, srcdir / "_generated" / "results" / gen.LOCAL_PAGE, srcdir)
     page = gen.LOCAL_PAGE
     assert list(pages) == [page, *(f"{page}-{part}" for part in ("comparison", "figures", "tables", "findings",
                                                                   "provenance"))]
@@ -517,10 +519,11 @@ def test_the_site_shows_the_committed_reports_and_copies_each_once_per_build(gen
     import pebench.report
 
     monkeypatch.setattr(pebench.report, "write_report", lambda *args, **kwargs: pytest.fail("the site reported"))
-    copied = []
-    pages = importlib.import_module("pebench_docs.results_pages")
-    monkeypatch.setattr(pages, "report_file", lambda folder, relative: copied.append(folder / relative) or
-                        gen.report_file(folder, relative))
+    import pebench.report_file
+
+    copied, read = [], pebench.report_file.artifact_bytes
+    monkeypatch.setattr(pebench.report_file, "artifact_bytes", lambda folder, relative: copied.append(folder / relative)
+                        or read(folder, relative))
     reference, local = reported_rerun
     out, srcdir = tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
     gen.generate_results(reference.parent, out, srcdir)
@@ -577,13 +580,13 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
     summary = json.loads((rerun / "report.json").read_text())["rerun"]["summary"]
     shown = [line.replace("{folder}", gen.shown(rerun)) for line in summary]
     assert summary[0].startswith("`{folder}` reruns the `standard` suite")
-    assert gen.rerun_summary(rerun, reference) == shown
+    assert rerun_summary(rerun, reference, gen.ROOT, json.loads((rerun / "report.json").read_text())) == shown
     assert all(f"- {line}" in text for line in shown)
     assert text.index(f"- `{gen.shown(rerun)}` reruns") < text.index("## Reproduction check")
     assert gen.reruns_text(results) == f"{{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {' '.join(shown)}"
     (rerun / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": []}))
     with pytest.raises(ValueError, match="no manifest naming its suite"):
-        gen.rerun_reference(rerun.parent / "nowhere", results)
+        rerun_reference(rerun.parent / "nowhere")
 
 
 def test_a_linked_rerun_folder_or_manifest_stops_the_build_with_one_line(gen, reported_rerun, tmp_path):
@@ -604,15 +607,15 @@ def test_a_linked_rerun_folder_or_manifest_stops_the_build_with_one_line(gen, re
         assert "\n" not in str(error.value)
     (results / gen.RERUNS / "gpu").unlink()
     rerun = shutil.copytree(local, results / gen.RERUNS / "gpu")
-    assert gen.rerun_folders(results) == [rerun] and gen.rerun_reference(rerun, results) == results / "standard"
+    assert gen.rerun_folders(results) == [rerun] and rerun_reference(rerun) == results / "standard"
     (rerun / "manifest.json").unlink()
     (rerun / "manifest.json").symlink_to(elsewhere / "manifest.json")
     with pytest.raises(ResultsError, match=r"gpu/manifest.json: a symbolic link, not a manifest"):
-        gen.rerun_reference(rerun, results)
+        rerun_reference(rerun)
     (rerun / "manifest.json").unlink()
     (rerun / "manifest.json").write_text(json.dumps({"suite": "../elsewhere", "invocations": []}))
     with pytest.raises(ResultsError, match=r"'\.\./elsewhere' is not a plain file name"):
-        gen.rerun_reference(rerun, results)
+        rerun_reference(rerun)
     shutil.rmtree(results / gen.RERUNS)
     (results / gen.RERUNS).symlink_to(elsewhere.parent, target_is_directory=True)
     with pytest.raises(ResultsError, match=r"results/reruns is a symbolic link"):
@@ -739,7 +742,7 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
             ("standard", 606, 4484.0, "2026-11-24")]
     pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
                   for suite, runs, wall, date in rows]).to_csv(folder / "suites.csv", index=False)
-    times = gen.suite_times(tmp_path)
+    times = gen.suite_time_values(tmp_path / "performance")
     assert times["standard_time"].startswith("606 runs in 75 min with 2 workers")
     assert "2026-11-24" in times["standard_time"]
     assert times["smoke_time"].startswith("60 runs in 13 s")
@@ -754,7 +757,7 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     rows.append(("standard", len(suite_runs("standard")), 40000.0, "2026-11-30"))  # the suite of protocol v3
     pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
                   for suite, runs, wall, date in rows]).to_csv(folder / "suites.csv", index=False)
-    assert "declares no time budget" in gen.suite_times(tmp_path)["standard_budget"]
+    assert "declares no time budget" in gen.suite_time_values(tmp_path / "performance")["standard_budget"]
 
 
 def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen, tmp_path):

@@ -5,13 +5,13 @@ every ``import`` and ``from ... import`` in it, at module level or inside a func
 
 * ``pandas`` and ``scipy`` (and their submodules) are never imported: the extension reads ``report.json``,
   the registries and small files as they are, and computes no statistics.
-* The analysis modules are never imported: ``pebench.results``, ``pebench.leaderboard``,
-  ``pebench.replication``, ``pebench.plots``, ``pebench.compare``, ``pebench.combine`` and ``pebench.report``
-  with every submodule, so a number the site shows is one ``pebench report`` wrote.
+* The analysis modules are never imported: every module that ``tests/test_architecture.py`` places in the
+  analysis layer (``pebench.results``, ``pebench.leaderboard``, ``pebench.compare``, ``pebench.report`` with every
+  submodule, ...), so a number the site shows is one ``pebench report`` wrote.
 * No exception: what the site needs of a report lives outside the analysis, in modules that import neither
-  pandas nor scipy (``tests/test_report_file.py``): :mod:`pebench.report_file` (the placeholders of
-  ``report.json``'s texts and the check that a report is current), :mod:`pebench.blocks` and
-  :mod:`pebench.fit_criterion` (protocol v3's fit criterion from the code's declarations).
+  pandas nor scipy: :mod:`pebench.report_file` (reading a folder's report, its artifacts and a rerun's reference),
+  :mod:`pebench.results_text` (the words around the report's numbers) and :mod:`pebench.blocks`.
+* The extension stays small enough to read as a renderer: under :data:`MAX_LINES` lines in all.
 * Importing the extension in a fresh interpreter loads neither pandas nor scipy, through whatever library module
   it takes (matplotlib it may load: the teaching figures of :mod:`pebench.explain` draw with it).
 * Relative imports (between the extension's own modules) are not checked. The API pages import every
@@ -26,11 +26,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_architecture import LAYERS
 
 EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
 FORBIDDEN_PACKAGES = ("pandas", "scipy")
-ANALYSIS = ("pebench.results", "pebench.leaderboard", "pebench.replication", "pebench.plots", "pebench.compare",
-            "pebench.combine", "pebench.report")
+#: the analysis layer of DESIGN.md, as tests/test_architecture.py places pebench's modules in it
+ANALYSIS = tuple(dict.fromkeys(pattern.removesuffix(".*") for pattern, layer in LAYERS if layer == "analysis"))
+#: the most lines the extension's modules may have in all (issue 38: the library computes, the site renders)
+MAX_LINES = 800
 MODULES = sorted(EXT.rglob("*.py"))
 
 
@@ -60,6 +63,15 @@ def forbidden_imports(tree: ast.AST) -> list[str]:
 
 def test_the_extension_has_modules_to_check():
     assert EXT / "pebench_docs" / "__init__.py" in MODULES and len(MODULES) > 2
+    assert {"pebench.report", "pebench.leaderboard", "pebench.compare", "pebench.results"} <= set(ANALYSIS)
+
+
+def test_the_extension_is_under_its_line_budget():
+    package = sorted((EXT / "pebench_docs").glob("*.py"))
+    lines = {path.name: len(path.read_text().splitlines()) for path in package}
+    assert sum(lines.values()) < MAX_LINES, (f"docs/_ext/pebench_docs has {sum(lines.values())} lines ({lines}), "
+                                             f"the limit is {MAX_LINES}: move what computes or words results into "
+                                             "the library (pebench.results_text, pebench.report_file) and render it")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: path.relative_to(EXT).as_posix())

@@ -16,22 +16,22 @@ import numpy as np
 
 from pebench import compare as compare_module
 from pebench.experiment import ReportSpec
-from pebench.report_file import FOLDER, REFERENCE, raw_digest
+from pebench.report_file import FOLDER, REFERENCE, RERUN_PARENTS, raw_digest, rerun_reference
 from pebench.store import read_manifest
-
-#: the folders whose subfolders are reruns of ``<results>/<suite>``
-RERUN_PARENTS = ("local", "reruns")
 
 
 def reference_of(folder: Path) -> Path | None:
-    """The reference of a rerun folder (``<results>/local/<suite>`` or ``<results>/reruns/<name>``):
-    ``<results>/<suite>`` of the suite its manifest names, when that folder exists; else ``None``."""
+    """The reference of a rerun folder (``<results>/local/<suite>`` or ``<results>/reruns/<name>``,
+    :data:`~pebench.report_file.RERUN_PARENTS`) when that folder exists (:func:`pebench.report_file.rerun_reference`,
+    the one reader of a rerun's reference); ``None`` for another folder, a rerun without one or one behind a link."""
     folder = Path(folder).resolve()
     if folder.parent.name not in RERUN_PARENTS:
         return None
-    suite = (read_manifest(folder) or {}).get("suite")
-    reference = folder.parent.parent / str(suite) if suite else None
-    return reference if reference is not None and reference.is_dir() and reference != folder else None
+    try:
+        reference = rerun_reference(folder)
+    except ValueError:  # no manifest naming a suite, or a link or an odd name (ResultsError)
+        return None
+    return reference if reference.is_dir() and reference != folder else None
 
 
 def _number(value: float, signed: bool = False) -> str:

@@ -1,27 +1,10 @@
 """Generate the registry-, results- and figure-driven pages of the pebench site at build time.
 
-Everything under ``docs/_generated/`` is written here when the builder starts
-(Sphinx event ``builder-inited``), before Sphinx reads the sources:
-
-* ``encodings/<name>.md``: one page per registered encoding;
-* ``tasks/<name>.md``: one page per registered task;
-* ``results/<suite>.md``: one page per suite folder in ``results/``, from what ``pebench report`` wrote
-  there (``report.json``, figures, tables; a build stops with one line when a folder's report is missing or
-  older than its run files), and a "local rerun" page when ``results/local/standard`` exists;
-* ``api/<module>.md``: one autodoc page per importable ``pebench`` module;
-* ``figures/*.svg``: the teaching figures of :mod:`pebench.explain`;
-* ``includes/*.md``: tables included by the hand-written pages.
-
-The hand-written pages never name a generated file that might be missing:
-they use glob toctrees, includes of files that are always written, and
-substitutions (``generate`` returns their values).
-
-This module holds the build hooks and :func:`generate`; the pages are written by the page modules:
-``registry_pages`` (encodings, tasks, metrics, API, figures, citations), ``protocol_pages`` (the protocol's
-numbers from the code, pilots, replications), ``results_pages`` (suites and reruns) and ``leaderboard_pages``
-(leaderboard, headline findings, fit tables, the reference's history), over
-``common``. They render ``report.json``, the registries and files as written; they compute no results
-(``tests/test_docs_extension.py`` holds them to it).
+When the builder starts, :func:`generate` writes everything under ``docs/_generated/`` (a page per encoding, task,
+``pebench`` module and results folder, the teaching figures, the ``includes/`` of the hand-written pages) and
+returns the MyST substitutions. The page modules render the registries, the ``report.json`` that ``pebench report``
+wrote (a build stops with one line when it is stale) and the library's words (:mod:`pebench.results_text`,
+:mod:`pebench.protocol_tables`); they compute no results (``tests/test_docs_extension.py``).
 """
 
 from __future__ import annotations
@@ -35,37 +18,33 @@ from typing import Any
 import pebench
 from pebench import encodings, tasks
 from pebench.pilot_readings import PILOT_READINGS
-from pebench.protocol_tables import regeneration_text
+from pebench.protocol_tables import (
+    experiments_blocks,
+    fit_criterion,
+    protocol_values,
+    reference_history_text,
+    regeneration_text,
+    suite_time_values,
+)
+from pebench.registry_tables import metrics_table
+from pebench.results_text import PERFORMANCE_FALLBACK
+from pebench.tables import is_number_text
 
 from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
-from .common import DOCS, REFERENCE_SUITE, ROOT, write
+from .common import DOCS, REFERENCE_SUITE, ROOT, render_blocks, write
 
 
 def performance_includes(srcdir: Path = DOCS) -> list[Path]:
     """Files that ``docs/performance.md`` includes with ``{include}`` (pages of their own they must not be)."""
     page = srcdir / "performance.md"
-    if not page.exists():
-        return []
-    found = re.findall(r"^[`:]{3,}\{include\}\s+(\S+)", page.read_text(), flags=re.M)
+    found = re.findall(r"^[`:]{3,}\{include\}\s+(\S+)", page.read_text(), flags=re.M) if page.exists() else []
     return [(page.parent / name).resolve() for name in found]
 
 
 def performance_docs(srcdir: Path = DOCS) -> list[str]:
     """Toctree entry of the performance page: docs/performance.md if it is complete, else the fallback page."""
-    page = srcdir / "performance.md"
-    if page.exists() and all(path.exists() for path in performance_includes(srcdir)):
-        return ["performance"]
-    return ["_generated/performance"]
-
-
-PERFORMANCE_FALLBACK = """# Performance
-
-This build of the site includes no performance measurements: the throughput benchmark
-(`python -m pebench.throughput`) has not been run for it, or its tables (`docs/performance_tables.md`)
-were not generated. Running the benchmark writes `results/performance/*.csv` and those tables, which
-report training throughput against x-transformers, the fraction of the matmul peak reached, and the
-effect of worker processes and seed batching.
-"""
+    complete = (srcdir / "performance.md").exists() and all(path.exists() for path in performance_includes(srcdir))
+    return ["performance"] if complete else ["_generated/performance"]
 
 
 def excluded_sources(srcdir: Path = DOCS) -> list[str]:
@@ -95,23 +74,24 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         write(out / "api" / f"{module}.md", registry_pages.api_page(module))
     if performance_docs(srcdir) != ["performance"]:
         write(out / "performance.md", PERFORMANCE_FALLBACK)
-    else:
+    else:  # the performance engineer's page is complete
         (out / "performance.md").unlink(missing_ok=True)
     reference, pilots = results / REFERENCE_SUITE, results / "pilots"
     includes = {
         "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
-        "metrics_table": registry_pages.metrics_table(), "cite": registry_pages.cite_include(),
-        "experiments": protocol_pages.experiments_tables(), "v3_fit": protocol_pages.v3_fit_include(),
+        "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
+        "experiments": "\n".join(render_blocks(experiments_blocks(REFERENCE_SUITE))),
+        "v3_fit": "\n".join(render_blocks(fit_criterion())),
         **{include: protocol_pages.pilot_reading(pilots / name, what, script)
            for include, (name, what, script) in PILOT_READINGS.items()},
         "depth_pilot": protocol_pages.depth_pilot_include(pilots),
         **{f"battery_{name}": table for name, table in protocol_pages.battery_tables().items()},
         "replications": protocol_pages.replications_include(results),
-        "fit_table": leaderboard_pages.fit_table(reference), "floors_table": leaderboard_pages.floors_table(reference),
+        **{key: leaderboard_pages.report_tables(reference, key) for key in leaderboard_pages.REPORT_TABLES},
         "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
         "leaderboard": leaderboard_pages.leaderboard_include(results, out / "leaderboard", srcdir),
         "headline_findings": leaderboard_pages.headline_findings(results),
-        "reference_history": leaderboard_pages.reference_history(results),
+        "reference_history": reference_history_text(ROOT, results),
         "results_toc": results_pages.results_toc(suite_pages),
     }
     for name, text in includes.items():
@@ -119,15 +99,10 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     substitutions = registry_pages.generate_figures(out / "figures")
     substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
                          n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
-    substitutions.update(protocol_pages.suite_times(results))
-    substitutions.update(protocol_pages.protocol_substitutions())
+    substitutions.update(suite_time_values(results / "performance"))
+    substitutions.update(protocol_values())
     substitutions["standard_regeneration"] = regeneration_text(results)
     return substitutions
-
-
-def results_root() -> Path:
-    """The folder of result suites: ``results/``, or ``$PEBENCH_DOCS_RESULTS`` (to preview another set)."""
-    return Path(os.environ.get("PEBENCH_DOCS_RESULTS", ROOT / "results")).resolve()
 
 
 #: the lock a build of a source tree holds from writing ``_generated/`` until it has finished reading it
@@ -135,10 +110,9 @@ BUILD_LOCK = ".pebench-build.lock"
 
 
 def hold_build_lock(srcdir: Path, timeout: float = 1800.0, poll: float = 2.0):
-    """Take the exclusive lock of ``srcdir``'s generated sources and return its open file (closing the file
-    releases it). Two builds of one source tree (``tox -e docs`` beside a hand-run ``sphinx-build``) would
-    otherwise rewrite ``_generated/`` under each other's reader; the second waits for the first, and a
-    build that cannot get the lock within ``timeout`` seconds stops with one line saying who holds it."""
+    """Take the exclusive lock of ``srcdir``'s generated sources and return its open file (closing it releases the
+    lock), so that two builds of one tree never rewrite ``_generated/`` under each other's reader: the second waits,
+    and stops with one line saying who holds it after ``timeout`` seconds."""
     import fcntl
     import time
 
@@ -159,8 +133,7 @@ def hold_build_lock(srcdir: Path, timeout: float = 1800.0, poll: float = 2.0):
                 print(f"pebench_docs: another build of {srcdir} is running; waiting for it to finish", flush=True)
                 told = True
             time.sleep(poll)
-    handle.seek(0)
-    handle.truncate()
+    handle.truncate(0)
     handle.write(f"pid {os.getpid()}\n")
     handle.flush()
     return handle
@@ -169,7 +142,8 @@ def hold_build_lock(srcdir: Path, timeout: float = 1800.0, poll: float = 2.0):
 def _on_builder_inited(app) -> None:
     app._pebench_build_lock = hold_build_lock(Path(app.srcdir))
     try:
-        app.config.myst_substitutions.update(generate(Path(app.srcdir), results_root()))
+        results = os.environ.get("PEBENCH_DOCS_RESULTS", ROOT / "results")  # another set of results, to preview it
+        app.config.myst_substitutions.update(generate(Path(app.srcdir), Path(results).resolve()))
     except BaseException:  # no build follows to release it
         _on_build_finished(app, None)
         raise
@@ -188,21 +162,12 @@ def _on_source_read(app, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace("PERFORMANCE_PAGE", "\n".join(performance_docs(Path(app.srcdir))))
 
 
-#: a table cell that is a number, a mean ± CI, an interval, a fraction or a count ("3 (2 fitted)")
-NUMBER_CELL = re.compile(r"[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*\d[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*")
-
-
-def is_number_cell(text: str) -> bool:
-    """Whether a table cell holds a number that must not wrap (``0.93 ± 0.02 †``, ``0.37 [0.29, 0.43]``)."""
-    return bool(NUMBER_CELL.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|of)\b", "", text.strip())))
-
-
 def _mark_number_cells(app, doctree) -> None:
     # class "pebench-number" keeps a cell on one line (docs/_static/pebench.css)
     from docutils import nodes
 
     for entry in doctree.findall(nodes.entry):
-        if is_number_cell(entry.astext()):
+        if is_number_text(entry.astext()):
             entry["classes"].append("pebench-number")
 
 

@@ -1,4 +1,4 @@
-"""What every page module uses: the paths of the site, writing a generated file, MyST tables, and the
+"""What every page module uses: the site's paths, writing a generated file, MyST tables and blocks, and the
 committed ``report.json`` of a results folder (read, never computed; a build stops when it is stale)."""
 
 from __future__ import annotations
@@ -8,15 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pebench import store
-from pebench.report_file import FOLDER, REFERENCE, StaleReport, current_report
+from pebench.report_file import StaleReport, current_report, display_path, filled
 from pebench.tables import text_table, to_markdown
 
 DOCS = Path(__file__).resolve().parents[2]
 ROOT = DOCS.parent
 #: committed reruns of a suite on other hardware, ``results/reruns/<name>/``, each shown beside ``results/<suite>``
 RERUNS = "reruns"
-#: suite folders in results/ that are not reference suites
-NOT_SUITES = {"local", "performance", RERUNS}
 FIGURE_FORMATS = ("svg",)  # what a page shows of a figure (pebench.report writes SVG and PDF)
 TABLE_DOWNLOADS = ("tex", "csv")
 #: the suite whose committed results the protocol page, the leaderboard's lead and the index quote
@@ -36,9 +34,13 @@ def source_path(path: Path, srcdir: Path = DOCS) -> str:
 
 
 def shown(path: Path) -> str:
-    """``path`` relative to the repository when inside it (as a reader would type it), else absolute."""
-    path = Path(path).resolve()
-    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    """``path`` as a reader would type it (:func:`pebench.report_file.display_path` from the repository)."""
+    return display_path(path, ROOT)
+
+
+def fill(text: str, folder: Path, reference: Path | None = None) -> str:
+    """A text of a ``report.json``, its folders' paths as the reader sees them (:func:`pebench.report_file.filled`)."""
+    return filled(text, folder, ROOT, reference)
 
 
 def markdown_table(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
@@ -53,51 +55,9 @@ def save_figure(fig, stem: Path, formats: Iterable[str] = ("svg",)) -> None:
         fig.savefig(stem.with_suffix(f".{ext}"), bbox_inches="tight", dpi=110)
 
 
-def not_in_results(what: str, why: str) -> str:
-    """The line a generated piece shows instead of numbers the committed results do not have."""
-    return f"*{what}: not in these results ({why}).*\n"
-
-
-def _has_results(folder: Path) -> bool:
-    """Whether ``folder`` holds results (run files or a manifest), which then must have a current report."""
-    return (folder / "raw").is_dir() or (folder / "manifest.json").exists()
-
-
-def suite_folders(results: Path) -> list[Path]:
-    """Reference suite folders in ``results/`` (those with run files or a manifest). A link there is refused on
-    one line, never followed, and a name must be plain (:mod:`pebench.store`)."""
-    if not store.refuse_link(results).is_dir():
-        return []
-    return [store.path_in(results, p.name) for p in sorted(results.iterdir())
-            if p.name not in NOT_SUITES and store.refuse_link(p).is_dir() and _has_results(p)]
-
-
-def report_file(folder: Path, relative: str) -> bytes:
-    """The bytes of the file ``relative`` (as a ``report.json`` names it, e.g. ``figures/x.svg``) of ``folder``:
-    each part a plain name (no ``..``, not absolute), no part a link, a regular file (:mod:`pebench.store`)."""
-    path = folder
-    for part in str(relative).split("/"):
-        path = store.refuse_link(store.path_in(path, part))
-    if path.is_dir():
-        raise store.ResultsError(f"{path}: a folder, not a file of the report")
-    return store.read_plain_file(path, "file of the report")
-
-
-def _count_runs(folder: Path) -> int:
-    return len(store.raw_files(folder / "raw"))
-
-
-def _filled(text: str, folder: Path, reference: Path | None = None) -> str:
-    """A text of a ``report.json`` with the paths of the folders it names (:data:`pebench.report.fit.FOLDER`,
-    :data:`pebench.report.reruns.REFERENCE`) as the reader sees them."""
-    text = str(text).replace(FOLDER, shown(folder))
-    return text.replace(REFERENCE, shown(reference)) if reference is not None else text
-
-
 def report_index(folder: Path) -> dict[str, Any]:
-    """The ``report.json`` of ``folder``, the report of the run files there now (a build stops with one line
-    saying which folder to report when it is missing or older than the run files). Checked once per build
-    while neither the run files nor the report are written again (the pages of every encoding and task ask)."""
+    """The ``report.json`` of ``folder``, checked to be current (:func:`pebench.report_file.current_report`; else the
+    build stops with one line), once while neither the run files nor the report change."""
     paths = [*store.raw_files(folder / "raw"), folder / "report.json"]
     key = (folder.resolve(), store.files_fingerprint([path for path in paths if path.exists()]))
     if key not in _INDEXES:
@@ -115,24 +75,18 @@ _INDEXES: dict[tuple, dict[str, Any]] = {}
 def table_text(section: Mapping[str, Any], folder: Path) -> str:
     """A table of a ``report.json`` (``{"lead", "header", "rows"}``, or ``{"missing"}``) as MyST."""
     if "missing" in section:
-        return _filled(section["missing"], folder)
-    rows = [[_filled(cell, folder) for cell in row] for row in section["rows"]]
-    return f"{_filled(section['lead'], folder)}\n\n" + markdown_table(section["header"], rows)
+        return fill(section["missing"], folder)
+    rows = [[fill(cell, folder) for cell in row] for row in section["rows"]]
+    return f"{fill(section['lead'], folder)}\n\n" + markdown_table(section["header"], rows)
 
 
 def tables_text(part: Mapping[str, Any], folder: Path) -> str:
-    """Tables of a ``report.json`` (``{"sections": [...]}``, each headed by its lead, or ``{"missing"}``)."""
-    if "missing" in part:
-        return _filled(part["missing"], folder)
-    lines = []
-    for section in part["sections"]:
-        lines += [_filled(section["lead"], folder), "", markdown_table(section["header"], section["rows"])]
-    return "\n".join(lines)
+    """Tables of a ``report.json`` (``{"sections": [...]}`` of :func:`table_text`'s, or ``{"missing"}``)."""
+    return "\n".join(table_text(section, folder) for section in part.get("sections", [part]))
 
 
 def render_blocks(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of blocks as ``pebench report`` and the pilot readers write them
-    (:mod:`pebench.report.replications`): headings, paragraphs, tables, bulleted lists and code."""
+    """Markdown lines of blocks (:mod:`pebench.blocks`): headings, paragraphs, tables, bulleted lists and code."""
     lines: list[str] = []
     for block in blocks:
         kind = block["kind"]

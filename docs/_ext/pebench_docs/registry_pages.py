@@ -9,61 +9,44 @@ import pkgutil
 from pathlib import Path
 
 import pebench
-from pebench import encodings, explain, registry_tables, tasks
-from pebench.entry_lead import lead
+from pebench import encodings, explain, registry_tables, results_text, tasks
 from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
+from pebench.report_file import suite_folders
 
-from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path, suite_folders
+from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
 
 def results_sections(column: str, name: str, results: Path = ROOT / "results", every: bool = True) -> list[str]:
-    """Where ``name`` (an encoding or a task) appears in the committed results: per suite, from its entry in the
-    report (:func:`pebench.report.entries.entries`), the experiments and architectures, its rows of each table and
-    the figures that draw it, each captioned with what to look at. ``every=False``: only the reference suite, and of
-    it only what a page leads with (:func:`pebench.entry_lead.lead`)."""
+    """Where ``name`` (an encoding or a task) appears in the committed results, per suite from its report's
+    ``entries``: the experiments, its table rows and the figures that draw it; ``every=False``: only what the
+    reference suite leads with (:func:`pebench.entry_lead.lead`)."""
     found = []
     for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
-        index = report_index(folder)
-        entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
-        pairs = entry.get("appearances")
-        if not pairs or not (every or folder.name == REFERENCE_SUITE):
+        view = results_text.entry_view(report_index(folder), column, name, lead_only=not every)
+        if view is None or not (every or folder.name == REFERENCE_SUITE):
             continue
+        page, (pairs, tables, figures) = f"/_generated/results/{folder.name}", view
         where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
-        page = f"/_generated/results/{folder.name}"
         found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
-        tables, figures = [t["name"] for t in index["tables"]], [f["name"] for f in index["figures"]]
-        if not every:
-            tables, figures = lead(entry, tables, index.get("main_table"), figures, pairs)
-        for table in index["tables"]:
-            rows = entry["tables"].get(table["name"]) if table["name"] in tables else None
-            if rows:
-                found += [f"#### {table['title']}", "", markdown_table(rows["header"], rows["rows"])]
-        drawn = [fig for fig in index["figures"]
-                 if fig["name"] in entry["figures"] and fig["name"] in figures and "svg" in fig["paths"]]
-        found += ["#### Figures", ""] if drawn else []
-        for figure in drawn:
-            found += [f":::{{figure}} {page}/{figure['paths']['svg']}", f":alt: {figure['title']}", "",
-                      f"**{figure['title']}.** {entry['figures'][figure['name']]}", ":::", ""]
+        for title, rows in tables:
+            found += [f"#### {title}", "", markdown_table(rows["header"], rows["rows"])]
+        found += ["#### Figures", ""] if figures else []
+        for title, svg, caption in figures:
+            found += [f":::{{figure}} {page}/{svg}", f":alt: {title}", "", f"**{title}.** {caption}", ":::", ""]
     return found
 
 
 def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
-    """The "In the results" section of ``name``'s page: what it leads with in the reference suite
-    (:func:`results_sections`) and one link to the page of all its results (:func:`all_results_page`)."""
+    """The "In the results" section of ``name``'s page: what the reference suite leads with and a link to the page
+    of all its results (:func:`all_results_page`)."""
     if not results_sections(column, name, results):
-        return ["## In the results", "", f"Not part of the committed reference results; run it with "
-                f"`pebench run --suite standard --{column} {name}`.", ""]
-    return ["## In the results", "", f"From the {REFERENCE_SUITE} results: its rows of the main table and the "
-            "boards, where it has any, and its main figures (the whole tables, their captions and downloads are on "
-            "the results pages).", "",
-            *results_sections(column, name, results, every=False),
-            f"{{doc}}`All results for {name} </_generated/{column}_results/{name}>`: every suite, every table "
-            "row and every figure that draws it.", ""]
+        return ["## In the results", "", results_text.not_in_reference_text(column, name), ""]
+    return ["## In the results", "", results_text.ENTRY_LEAD, "", *results_sections(column, name, results, every=False),
+            f"{{doc}}`All results for {name} </_generated/{column}_results/{name}>`: {results_text.ALL_RESULTS}", ""]
 
 
 def all_results_page(column: str, name: str, results: Path = ROOT / "results") -> str | None:
-    """The page of every result of ``name`` (:func:`results_sections`), an orphan linked from its page only;
-    None when no committed results hold it."""
+    """The orphan page of every result of ``name`` (:func:`results_sections`); None when the results hold none."""
     found = results_sections(column, name, results)
     if not found:
         return None
@@ -96,26 +79,18 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
         image = source_path(stem.with_suffix(".svg"), srcdir)
         lines += ["## Example", "", f":::{{figure}} {image}", f":alt: {name} example", "", caption, ":::", ""]
     lines += results_links("encoding", name)
-    lines += [
-        "## Definition and conventions",
-        "",
-        "The class docstring, which states the formula, the convention and the reference code it was checked "
-        "against:",
-        "",
-        *autoclass_block(encodings.ENCODINGS.get(name)),
-    ]
+    lines += ["## Definition and conventions", "", "The class docstring, which states the formula, the convention and "
+              "the reference code it was checked against:", "", *autoclass_block(encodings.ENCODINGS.get(name))]
     return "\n".join(lines)
 
 
 def encodings_table() -> str:
-    """Every registered encoding with the suites that compare it (:func:`pebench.registry_tables.encodings_table`),
-    each linked to its page."""
+    """Every registered encoding, linked to its page (:func:`pebench.registry_tables.encodings_table`)."""
     return registry_tables.encodings_table(lambda name: f"{{doc}}`{name} </_generated/encodings/{name}>`").to_markdown()
 
 
 def task_page(name: str) -> str:
-    """The page of task ``name``: its facts, two examples (seed 0) and how each architecture sees one
-    (:mod:`pebench.registry_tables`)."""
+    """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.registry_tables`)."""
     task = tasks.get(name)
     examples, rendered = registry_tables.task_examples(name)
     lines = [f"# `{name}`", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
@@ -123,25 +98,15 @@ def task_page(name: str) -> str:
     for arch, table in rendered.items():
         lines += [f"### Rendered for the {arch}", "", table.to_markdown()]
     lines += results_links("task", name)
-    lines += [
-        "`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
-        "(label -100); see {func}`pebench.tasks.base.render_pair`.",
-        "",
-        "## Definition",
-        "",
-        *autoclass_block(type(task)),
-    ]
+    lines += ["`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
+              "(label -100); see {func}`pebench.tasks.base.render_pair`.", "", "## Definition", "",
+              *autoclass_block(type(task))]
     return "\n".join(lines)
 
 
 def tasks_table() -> str:
     """Every registered task (:func:`pebench.registry_tables.tasks_table`), each linked to its page."""
     return registry_tables.tasks_table(lambda name: f"{{doc}}`{name} </_generated/tasks/{name}>`").to_markdown()
-
-
-def metrics_table() -> str:
-    """Every registered metric with its metadata (:func:`pebench.registry_tables.metrics_table`)."""
-    return registry_tables.metrics_table().to_markdown()
 
 
 def api_modules() -> list[str]:
@@ -164,8 +129,7 @@ def api_page(module: str) -> str:
 
 
 def generate_figures(out: Path) -> dict[str, str]:
-    """The teaching figures of the Concepts page; returns substitutions with the numbers they show
-    (:data:`pebench.explain.CONCEPT_FIGURES`, :func:`pebench.explain.concept_values`)."""
+    """The Concepts page's teaching figures; returns the numbers they show (:mod:`pebench.explain`)."""
     for name, make in explain.CONCEPT_FIGURES.items():
         save_figure(make(), out / name)
     return explain.concept_values()
