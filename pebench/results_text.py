@@ -31,7 +31,7 @@ RERUN_LEAD = ("Runs made on other hardware are not bit-identical to the referenc
               "Reproducibility): this page shows how far the results move with the machine and the software listed "
               "below, the uncertainty a reader's own rerun carries.")
 
-#: the performance page of a build whose throughput benchmark has not been run (or its tables not generated)
+# the performance page of a build whose throughput benchmark has not been run (or its tables not generated)
 PERFORMANCE_FALLBACK = """# Performance
 
 This build of the site includes no performance measurements: the throughput benchmark
