@@ -97,3 +97,13 @@ def test_people_words_spell_experiments_as_a_reader_writes_them():
     assert people_words("length_extrapolation", "decoder") == "Length extrapolation, decoder"
     assert people_words("lm_extrapolation") == "LM extrapolation"  # not "Lm extrapolation"
     assert people_words("rope_scaling") == "RoPE scaling"
+
+
+def test_findings_name_an_experiment_by_its_declared_title_else_in_people_words():
+    from pebench.experiment import ReportSpec
+    from pebench.report.layout_findings import named
+
+    assert named("kazemnejad2023", ReportSpec(title="Replication: Kazemnejad et al. 2023"), "decoder") == \
+        "Replication: Kazemnejad et al. 2023, decoder"
+    assert named("length_extrapolation", ReportSpec(), "encoder") == "Length extrapolation, encoder"
+    assert named("lm_extrapolation", ReportSpec()) == "LM extrapolation"

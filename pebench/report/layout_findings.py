@@ -18,6 +18,13 @@ def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
     return results.seed_statistics(per_seed.to_numpy())
 
 
+def named(experiment: str, spec: ReportSpec, arch: str | None = None) -> str:
+    """An experiment as its findings name it: its declared title (``Replication: Kazemnejad et al. 2023``), else
+    its name in people's words (:func:`pebench.schema.people_words`), with the architecture when given."""
+    name = spec.title or people_words(experiment)
+    return f"{name}, {arch}" if arch else name
+
+
 def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
     an unfitted run is no evidence), with its fit fraction, the position-free floor and chance; tasks no
@@ -32,7 +39,7 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
         judged = part[part["judged"]] if "judged" in part else part
         unfitted_tasks = sorted(set(part["task"]) - set(judged["task"]))
         if unfitted_tasks:
-            out.append(f"{people_words(experiment, arch)}: no encoding fitted {', '.join(unfitted_tasks)} within its "
+            out.append(f"{named(experiment, spec, arch)}: no encoding fitted {', '.join(unfitted_tasks)} within its "
                        "step cap; "
                        "no extrapolation finding there.")
         tests = results.compare_to_best(fitted_runs[fitted_runs["arch"] == arch], "ood_token_acc")
@@ -44,7 +51,7 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
                 if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
             floor = cell.get("ood_floor_token_acc_mean", np.nan)
             out.append(
-                f"{people_words(experiment, arch)}, {task}: among fitted seeds, best OOD token accuracy "
+                f"{named(experiment, spec, arch)}, {task}: among fitted seeds, best OOD token accuracy "
                 f"{encoding_label(top['encoding'])} "
                 f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
                 f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
@@ -134,5 +141,5 @@ def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str
                 f"{format_number(row['train_perplexity_mean'], 'ppl')})")
 
     lengths = f"{int(runs['train_max_len'].max())}"
-    return [f"{people_words(experiment)}: perplexity beyond the training context ({lengths} characters): least "
+    return [f"{named(experiment, spec)}: perplexity beyond the training context ({lengths} characters): least "
             f"degradation {describe(best)}, most {describe(worst)}."]
