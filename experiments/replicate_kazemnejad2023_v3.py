@@ -67,7 +67,7 @@ EXPERIMENT = register_experiment(Experiment(
     script=__file__,
     report=ReportSpec(
         layout="extrapolation",
-        position=201,
+        position=208,  # after the replication (200) and its scale check (201-205), before Press (210)
         title="Replication at protocol v3's scale: Kazemnejad et al. 2023",
         caption="Greedy exact match of 3-layer decoder-only models trained on lengths up to 20 under protocol v3's "
                 "fit criterion: look at the lengths beyond 20 and at the ranking of the paper's five encodings, "
