@@ -411,22 +411,15 @@ def regeneration_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
     Raises:
         pebench.store.ResultsError: a link where the folder or its ``raw/`` should be (never followed).
     """
-
     folder = store.refuse_link(store.refuse_link(Path(results) / NEXT_FOLDER) / suite)
     if not folder.exists():
         return ""
     expected = {spec.run_id for spec in suite_runs(suite)}
     made = {store.run_file_id(path) for path in store.raw_files(store.refuse_link(folder / "raw"))} & expected
     protocol_version = protocol.SCALES[suite].get("protocol", protocol.PROTOCOL)
+    shown = display_path(folder, Path(results).parent)  # as the reader of the site sees it
     return (f"The {suite} reference is being regenerated under protocol v{protocol_version}: "
-            f"{len(made):,} of its {len(expected):,} runs are committed under `{shown_path(folder, results)}` "
+            f"{len(made):,} of its {len(expected):,} runs are committed under `{shown}` "
             "(resumable, run by run). Until every run is in, the results pages show the committed reference, "
             "made under the protocol its rows record.")
 
-
-def shown_path(path: Path, results: Path) -> str:
-    """``path`` as the reader of the site sees it: relative to the folder above ``results``."""
-    try:
-        return str(Path(path).relative_to(Path(results).parent))
-    except ValueError:
-        return str(path)
