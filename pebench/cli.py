@@ -373,14 +373,12 @@ def suite_run_ids(folder: Path) -> list[str]:
     runs; none when the name is no suite's, or the experiment scripts are not installed)."""
     from pebench.experiment import suite_runs
     from pebench.protocol import SUITES, as_declared
-    from pebench.store import first_rows, raw_files
+    from pebench.schema import recorded_protocols
+    from pebench.store import first_rows
 
     if folder.name not in SUITES:
         return []
-    recorded = first_rows(folder, ["protocol"])  # a run file without the column predates it: protocol v2
-    versions = {int(v) for v in recorded["protocol"].dropna()} if "protocol" in recorded else set()
-    if len(recorded) < len(raw_files(folder / "raw")):
-        versions.add(2)
+    versions = recorded_protocols(first_rows(folder, ["experiment", "protocol"]))  # a row per run file
     try:
         with as_declared(folder.name, versions.pop() if len(versions) == 1 else None):
             return [spec.run_id for spec in suite_runs(folder.name)]

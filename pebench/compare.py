@@ -48,7 +48,16 @@ from pebench import declarations, results, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.report.changes import main_table_frame
-from pebench.schema import BASE_VARIANT, CELL_COLUMNS, completed, encoding_labels, encoding_rank, people_words, sort_key
+from pebench.schema import (
+    BASE_VARIANT,
+    CELL_COLUMNS,
+    completed,
+    encoding_labels,
+    encoding_rank,
+    people_words,
+    recorded_protocols,
+    sort_key,
+)
 from pebench.store import ResultsError
 
 #: (mean margin, per-seed margin) of a metric by its registered format, in the metric's units
@@ -251,25 +260,19 @@ def _protocol_notes(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
 
 
 class ProtocolMismatch(ResultsError):
-    """The two sides of a comparison were made under different protocol versions (v3 against the v2 reference, say):
-    no cell is expected to agree, so none is compared. ``local`` and ``reference``: the versions each side records."""
+    """The two sides of a comparison (the folders ``local_dir`` and ``reference_dir``) were made under different
+    protocol versions (v3 against the v2 reference, say): no cell is expected to agree, so none is compared.
+    ``local`` and ``reference``: the versions each side records."""
 
-    def __init__(self, message: str, local: set[int], reference: set[int]):
-        super().__init__(message)
+    def __init__(self, local_dir: str | Path, reference_dir: str | Path, local: set[int], reference: set[int]):
         self.local, self.reference = local, reference
+        super().__init__(f"{self.sentence(str(local_dir), str(reference_dir))}; compare with a reference made under "
+                         "the same protocol")
 
     def sentence(self, rerun: str, reference: str) -> str:
         """The mismatch in one sentence naming the two sides as ``rerun`` and ``reference``."""
         return (f"{rerun} was made under protocol {_versions(self.local)} and {reference} under protocol "
                 f"{_versions(self.reference)}: their numbers are not expected to agree")
-
-
-def recorded_protocols(data: pd.DataFrame) -> set[int]:
-    """The protocol versions a folder's rows record (a row without the ``protocol`` column predates protocol v3's
-    field: v2)."""
-    if "protocol" not in data.columns:
-        return {2} if len(data) else set()
-    return {int(v) if pd.notna(v) else 2 for v in data["protocol"].unique()}
 
 
 def _versions(versions: set[int]) -> str:
@@ -306,9 +309,7 @@ def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[
     check_same_suite(local_data, reference_data, local_dir, reference_dir)
     versions = [recorded_protocols(data) for data in (local_data, reference_data)]
     if versions[0] != versions[1]:
-        mismatch = ProtocolMismatch("", *versions)
-        raise ProtocolMismatch(f"{mismatch.sentence(str(local_dir), str(reference_dir))}; compare with a reference "
-                               "made under the same protocol", *versions)
+        raise ProtocolMismatch(local_dir, reference_dir, *versions)
     differences = protocol_differences(local_data, reference_data)
     if differences:
         raise ResultsError(f"{local_dir} and {reference_dir} were run under different protocols "

@@ -104,6 +104,14 @@ def completed(rows: pd.DataFrame) -> pd.Series:
     return rows["status"] != "failed"
 
 
+def recorded_protocols(rows: pd.DataFrame) -> set[int]:
+    """The protocol versions ``rows`` (of one results folder) record; a row without the ``protocol`` column, or
+    with it empty, predates protocol v3's field: v2. Empty for no rows."""
+    if "protocol" not in rows:
+        return {2} if len(rows) else set()
+    return {2 if value is None or value != value else int(value) for value in rows["protocol"].unique()}  # NaN: v2
+
+
 def fit_flag(value: object) -> float:
     """A ``fitted`` cell as read from a CSV (True/False, "True"/"False", 1.0/0.0, empty) -> 1.0, 0.0 or NaN."""
     if isinstance(value, str):

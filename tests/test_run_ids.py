@@ -36,10 +36,10 @@ def specs():
     """The standard suite's runs under the protocol the committed reference records (run files without a
     ``protocol`` column predate protocol v3: v2, until the v3 reference replaces them)."""
     from pebench.protocol import as_declared
+    from pebench.schema import recorded_protocols
     from pebench.store import first_rows
 
-    recorded = first_rows(RAW.parent, ["protocol"])
-    version = int(recorded["protocol"].iloc[0]) if "protocol" in recorded and len(recorded) else 2
+    (version,) = recorded_protocols(first_rows(RAW.parent, ["experiment", "protocol"]))  # a folder has one
     with as_declared("standard", version):
         return suite_runs("standard")
 

@@ -107,3 +107,14 @@ def test_findings_name_an_experiment_by_its_declared_title_else_in_people_words(
         "Replication: Kazemnejad et al. 2023, decoder"
     assert named("length_extrapolation", ReportSpec(), "encoder") == "Length extrapolation, encoder"
     assert named("lm_extrapolation", ReportSpec()) == "LM extrapolation"
+
+
+def test_recorded_protocols_read_a_row_without_the_field_as_v2():
+    import pandas as pd
+
+    from pebench.schema import recorded_protocols
+
+    assert recorded_protocols(pd.DataFrame({"experiment": ["a", "b"]})) == {2}  # the field predates v3
+    assert recorded_protocols(pd.DataFrame({"experiment": ["a", "b"], "protocol": [3.0, None]})) == {2, 3}
+    assert recorded_protocols(pd.DataFrame({"experiment": ["a"], "protocol": [3]})) == {3}
+    assert recorded_protocols(pd.DataFrame(columns=["experiment"])) == set()
