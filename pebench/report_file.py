@@ -144,6 +144,16 @@ def artifact_bytes(folder: str | Path, relative: str) -> bytes:
     return store.read_plain_file(path, "file of the report")
 
 
+def copy_artifact(folder: str | Path, relative: str, target: str | Path) -> Path:
+    """The file ``relative`` of ``folder``, read through :func:`artifact_bytes` (so no link is followed out of it),
+    written to ``target`` (its folders made): ``target``."""
+    target = Path(target)
+    data = artifact_bytes(folder, relative)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
 def current_rerun(rerun: str | Path, reference: str | Path, report: dict[str, Any]) -> dict[str, Any]:
     """The ``rerun`` section of the ``report`` of the folder ``rerun``, checked to be made against the run files of
     ``reference`` there now (:func:`raw_digest`).
@@ -183,11 +193,7 @@ def copy_report(folder: str | Path, index: dict[str, Any], out: str | Path) -> C
     ``out`` under the same relative paths; each read through :func:`artifact_bytes` before it names a target."""
 
     def copied(relative: str) -> Path:
-        data = artifact_bytes(folder, relative)
-        target = Path(out) / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        return target
+        return copy_artifact(folder, relative, Path(out) / relative)
 
     def artifacts(kind: str) -> list[ReportArtifact]:
         return [ReportArtifact(item["name"], item["title"], item["caption"],

@@ -164,6 +164,28 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     assert "lies within" not in text  # that table's CSV has no MRR interval: nothing said about it
 
 
+@pytest.mark.parametrize("suffix", [".md", ".tex"])
+def test_leaderboard_page_refuses_a_table_that_is_a_link(gen, tmp_path, suffix):
+    """A results folder may come from anyone: a table of it that is a symbolic link (here to a file outside it) is
+    refused with one line, never read or copied onto the site."""
+    import os
+
+    from pebench.store import ResultsError
+
+    results = tmp_path / "results"
+    folder = fake_results(results)
+    table = folder / "tables" / f"leaderboard_length_extrapolation{suffix}"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside the folder")
+    table.unlink()
+    os.symlink(secret, table)
+    with pytest.raises(ResultsError, match="link") as error:
+        gen.leaderboard_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
+    assert "\n" not in str(error.value)
+    assert not any("outside the folder" in path.read_text() for path in (tmp_path / "docs").rglob("*") if
+                   path.is_file())
+
+
 def test_leaderboard_page_shows_the_reports_reading_of_the_mrr_intervals(gen, tmp_path):
     results = tmp_path / "results"
     folder = fake_results(results)

@@ -3,13 +3,12 @@ reference's history, from the committed reports."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 from pebench import results_text
 from pebench.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
-from pebench.report_file import has_results, suite_folders
+from pebench.report_file import artifact_bytes, copy_artifact, has_results, suite_folders
 
 from . import common
 from .common import REFERENCE_SUITE, ROOT, fill, report_index, shown
@@ -37,17 +36,18 @@ def fit_resolution(folders: Iterable[Path]) -> str:
     return "\n".join([first["lead"], "", common.markdown_table(first["header"], rows), "", first["closing"]])
 
 
+def _copied(folder: Path, name: str, out: Path, srcdir: Path) -> str:
+    """``tables/<name>`` of ``folder`` copied into ``out`` (no link followed): its path for a download link."""
+    return common.source_path(copy_artifact(folder, f"tables/{name}", out / name), srcdir)
+
+
 def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -> list[str]:
     """A report table (``tables/<name>.md``) with links to copies of its ``.tex`` and ``.csv`` under ``out``."""
-    downloads = []
-    for ext in common.TABLE_DOWNLOADS:
-        source = path.with_suffix(f".{ext}")
-        if source.exists():
-            copy = out / source.name
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, copy)
-            downloads.append(f"{{download}}`{ext.upper()} <{common.source_path(copy, srcdir)}>`")
-    return [f"### {title}", "", lead, "", path.read_text().strip(), "", "Download: " + ", ".join(downloads), ""]
+    folder = path.parent.parent
+    downloads = [f"{{download}}`{ext.upper()} <{_copied(folder, path.with_suffix(f'.{ext}').name, out, srcdir)}>`"
+                 for ext in common.TABLE_DOWNLOADS if path.with_suffix(f".{ext}").exists()]
+    text = artifact_bytes(folder, f"tables/{path.name}").decode().strip()
+    return [f"### {title}", "", lead, "", text, "", "Download: " + ", ".join(downloads), ""]
 
 
 def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
@@ -84,9 +84,8 @@ def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) 
         lines += [edges, ""]
     ranks = board.with_name(f"task_ranks_{experiment}.csv")
     if ranks.exists():
-        copy = out / folder.name / ranks.name
-        shutil.copyfile(ranks, copy)
-        lines += [f"Every task's ranks: {{download}}`{ranks.name} <{common.source_path(copy, srcdir)}>`.", ""]
+        link = _copied(folder, ranks.name, out / folder.name, srcdir)
+        lines += [f"Every task's ranks: {{download}}`{ranks.name} <{link}>`.", ""]
     return lines
 
 
