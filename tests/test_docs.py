@@ -809,8 +809,15 @@ def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, t
     blocks = [dict(kind="heading", level=2, text="Replication: a paper"), dict(kind="text", text="A **finding**."),
               dict(kind="table", header=["encoding", "tau"], rows=[["NoPE", "0.69"]]),
               dict(kind="list", items=["`arm`: what it changes"]), dict(kind="code", language="bash", lines=["run"])]
-    (results / "replication").mkdir(parents=True)
-    (results / "replication" / "report.json").write_text(json.dumps({"replications": [{"blocks": blocks}]}))
+    from pebench.report_file import DIGEST_KEY, raw_digest
+
+    (results / "replication" / "raw").mkdir(parents=True)
+    report = {"replications": [{"blocks": blocks}], DIGEST_KEY: "older"}
+    (results / "replication" / "report.json").write_text(json.dumps(report))
+    with pytest.raises(RuntimeError, match="report.json is older than the run files"):
+        gen.replications_include(results)  # a report not made from the run files there now is not shown
+    report[DIGEST_KEY] = raw_digest(results / "replication")
+    (results / "replication" / "report.json").write_text(json.dumps(report))
     assert gen.replications_include(results) == ("## Replication: a paper\n\nA **finding**.\n\n| encoding | tau |\n"
                                                  "|---|---|\n| NoPE | 0.69 |\n\n\n- `arm`: what it changes\n\n"
                                                  "```bash\nrun\n```\n")

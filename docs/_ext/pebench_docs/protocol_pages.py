@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pebench import store
 from pebench.pilot_readings import depth_pilot_blocks
 from pebench.protocol_tables import battery_tables as battery
 from pebench.results_text import not_in_results
 
-from .common import REFERENCE_SUITE, ROOT, markdown_table, render_blocks, shown
+from .common import REFERENCE_SUITE, ROOT, markdown_table, render_blocks, report_index, shown
 
 
 def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, str]:
@@ -26,7 +27,7 @@ def pilot_reading(path: Path, what: str, script: str) -> str:
     rendered; or the line that says how to write it."""
     if not path.exists():
         return not_in_results(what, f"`{shown(path)}` is missing; run `python {script} read`")
-    return "\n".join(render_blocks(json.loads(path.read_text())["blocks"]))
+    return "\n".join(render_blocks(json.loads(store.read_plain_file(path, "pilot reading"))["blocks"]))
 
 
 def depth_pilot_include(pilots: Path) -> str:
@@ -44,11 +45,11 @@ REPLICATION_SUITE = "replication"
 
 def replications_include(results: Path = ROOT / "results") -> str:
     """The Replications page's body: the replication sections of the replication suite's ``report.json``
-    (written by ``pebench report``), rendered as they are."""
+    (written by ``pebench report``; checked to be current, :func:`.common.report_index`), rendered as they are."""
     path = results / REPLICATION_SUITE / "report.json"
     if not path.exists():
         return not_in_results("Replications", f"no `{shown(path)}`; `pebench report --results "
                                               f"{shown(path.parent)}` writes it")
-    sections = json.loads(path.read_text()).get("replications", [])
+    sections = report_index(path.parent).get("replications", [])
     lines = [line for section in sections for line in render_blocks(section["blocks"])]
     return "\n".join(lines) if lines else not_in_results("Replications", "no replication experiment is declared")
