@@ -96,14 +96,6 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
                                                "task given by name needs that registry",
 }
 
-#: arrows that other steps of issue 38 (still in progress) remove, each with the step; the checks ignore these
-#: arrows and nothing else
-KNOWN: dict[tuple[str, str], str] = {
-    ("pebench.report.layouts", "pebench.experiment"): "layout_of falls back on the registered declaration "
-                                                      "(experiment.report_spec) when a caller gives none (item 7)",
-}
-
-
 @dataclass(frozen=True)
 class Arrow:
     """One import of ``target`` by ``source`` (pebench modules), at ``line``; ``lazy``: inside a function."""
@@ -174,7 +166,7 @@ def arrows() -> list[Arrow]:
         visitor = _Imports(module, path.name == "__init__.py")
         visitor.visit(ast.parse(path.read_text(), str(path)))
         found += visitor.arrows
-    return [arrow for arrow in found if (arrow.source, arrow.target) not in KNOWN]
+    return found
 
 
 def layer(module: str) -> str:

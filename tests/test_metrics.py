@@ -11,7 +11,7 @@ import pytest
 from test_results import write_synthetic_results
 
 from pebench import encodings, metrics, report, results, store, tasks
-from pebench.experiment import EXPERIMENTS, ReportSpec, load_experiments, suite_runs
+from pebench.experiment import EXPERIMENTS, ReportSpec, load_experiments, report_spec, suite_runs
 from pebench.schema import BASE_VARIANT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,15 +75,15 @@ def test_every_experiment_declares_a_registered_layout_and_metrics():
     load_experiments()
     positions = []
     for name in EXPERIMENTS.names():
-        layout, spec = report.layout_of(name)
-        assert spec is EXPERIMENTS.get(name).report
-        assert all(metric in metrics.RUN_METRICS for metric in report.key_metrics(name))
+        layout, spec = report.layout_of(name, report_spec(name))
+        assert spec is EXPERIMENTS.get(name).report and layout is report.LAYOUTS.get(spec.layout)
+        assert all(metric in metrics.RUN_METRICS for metric in report.key_metrics(name, spec))
         positions.append(spec.position)
     assert len(set(positions)) == len(positions)  # a deterministic order of sections
 
 
 def test_an_unregistered_experiment_gets_the_default_layout():
-    layout, spec = report.layout_of("an_experiment_made_elsewhere")
+    layout, spec = report.layout_of("an_experiment_made_elsewhere", report_spec("an_experiment_made_elsewhere"))
     assert spec == ReportSpec() and layout is report.LAYOUTS.get("extrapolation")
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from pebench import declarations, plots
 from pebench import metrics as metric_registry
-from pebench.experiment import ReportSpec, report_spec
+from pebench.experiment import ReportSpec
 from pebench.registry import Registry
 from pebench.report.findings import people_words
 from pebench.report.layout_findings import findings_length, findings_order, findings_perplexity, findings_variants
@@ -48,16 +48,15 @@ class Layout:
 LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
 
 
-def layout_of(experiment: str, spec: ReportSpec | None = None) -> tuple[Layout, ReportSpec]:
-    """The layout and report declaration of ``experiment``: ``spec`` when given (a declaration a results folder
-    records, :mod:`pebench.declarations`), else the registered one (:func:`pebench.experiment.report_spec`)."""
-    spec = spec if spec is not None else report_spec(experiment)
+def layout_of(experiment: str, spec: ReportSpec) -> tuple[Layout, ReportSpec]:
+    """The layout ``experiment``'s report declaration ``spec`` names (the declaration a results folder records,
+    :mod:`pebench.declarations`; the analysis never loads an experiment script to learn it), with ``spec``."""
     return LAYOUTS.get(spec.layout), spec
 
 
-def key_metrics(experiment: str, spec: ReportSpec | None = None) -> tuple[str, ...]:
-    """The metrics ``pebench compare`` checks for ``experiment`` (declared by ``spec`` when given, as in
-    :func:`layout_of`): its declaration's, else its layout's."""
+def key_metrics(experiment: str, spec: ReportSpec) -> tuple[str, ...]:
+    """The metrics ``pebench compare`` checks for ``experiment`` as ``spec`` declares them: its declaration's,
+    else its layout's."""
     return declarations.key_metrics(layout_of(experiment, spec)[1])
 
 
