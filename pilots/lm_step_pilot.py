@@ -28,6 +28,12 @@ count's runs go to a folder of their own (:func:`folder`, ``results/pilots/lm_st
 folder pools the runs of one cell as seeds and the runner refuses one cell under two step counts; the 800-step
 runs were moved there from ``results/pilots/lm_steps``.
 
+Amendment 2 (committed after the 3200-step runs, before any 6400-step run; no rule, run or threshold changed): the
+rule is applied as soon as no run still to be made can change its outcome. Once every count below the largest
+is complete and none is within the rule, the largest is chosen whatever its own spread, so its pilot runs are not
+needed to decide: the reading says its spread was not measured by the pilot (the standard suite's own LM runs
+report the in-distribution perplexity at that count).
+
 Usage (from a clean checkout; runs go to ``results/pilots/lm_steps/steps<N>``)::
 
     python pilots/lm_step_pilot.py run --steps 800 --workers 2     # resumable; one step count at a time
@@ -101,12 +107,16 @@ def perplexities(root: Path = OUT):
 
 def choose(table, expected: dict[int, int]) -> dict:
     """The rule's outcome from :func:`perplexities` (``expected``: the number of (encoding) cells per step
-    count when complete): each step count's spread, the chosen count (None while undecided)."""
+    count when complete): each step count's spread (None: not complete), the chosen count (None while
+    undecided). The largest count is chosen as soon as every smaller one is complete and outside the rule, since
+    no run of its own can change that (amendment 2)."""
     status, chosen = {}, None
     for steps in STEPS:
         cells = table[(table["steps"] == steps) & (table["runs"] == len(SEEDS))]
         if len(cells) < expected.get(steps, 0) or steps not in expected:
             status[steps] = None
+            if steps == STEPS[-1]:
+                chosen = steps
             break
         spread = float(cells["perplexity"].max() / cells["perplexity"].min())
         status[steps] = spread
@@ -137,8 +147,12 @@ def reading(table, outcome: dict) -> list:
                if spread is not None else f"{steps} steps: not complete yet"
                for steps, spread in outcome["spreads"].items()]
     chosen = outcome["steps"]
-    verdict = (f"**Chosen: {chosen} steps**" + (", the largest count: none was within the rule" if chosen == STEPS[-1]
-                                                and (outcome["spreads"].get(chosen) or 0) > MAX_SPREAD else "")
+    spreads = [line if not (line.endswith("not complete yet") and chosen == STEPS[-1]) else
+               f"{STEPS[-1]} steps: not run by the pilot (no run of it could change the outcome)" for line in spreads]
+    largest = chosen == STEPS[-1] and (outcome["spreads"].get(chosen) is None
+                                       or outcome["spreads"][chosen] > MAX_SPREAD)
+    verdict = (f"**Chosen: {chosen} steps**" + (", the largest count: no smaller one was within the rule" if largest
+                                                else "")
                + "." if chosen else "**No step count chosen yet**: the next count runs once the last is complete.")
     return [text(f"From `results/pilots/lm_steps`, read by `python pilots/lm_step_pilot.py read`: the standard "
                  f"suite's language model (protocol v3's scale), seed-mean perplexity at its training context "

@@ -48,6 +48,23 @@ def test_the_smallest_step_count_within_the_spread_is_chosen(pilot):
     assert pilot.choose(none_close, expected)["steps"] == 6400  # the largest, said in the note
 
 
+def test_the_largest_count_is_chosen_once_no_run_of_it_can_change_the_outcome(pilot):
+    """Amendment 2: every smaller count complete and outside the rule decides the largest without its runs; a
+    smaller count still incomplete (or one within the rule) does not."""
+    expected = {steps: 3 for steps in pilot.STEPS}
+    smaller = dict(zip(pilot.STEPS[:-1], (1.5, 1.4, 1.3), strict=True))
+    outcome = pilot.choose(table(smaller), expected)
+    assert outcome["steps"] == pilot.STEPS[-1] and outcome["spreads"][pilot.STEPS[-1]] is None
+    blocks = pilot.reading(table(smaller), outcome)
+    assert blocks[2]["items"][-1] == f"{pilot.STEPS[-1]} steps: not run by the pilot (no run of it could change " \
+                                     "the outcome)"
+    assert blocks[3]["text"] == f"**Chosen: {pilot.STEPS[-1]} steps**, the largest count: no smaller one was " \
+                                "within the rule."
+    assert pilot.choose(table({800: 1.5, 1600: 1.4}), expected)["steps"] is None  # 3200 could still be within it
+    a_seed_missing = pd.concat([table({800: 1.5, 1600: 1.4}), table({3200: 1.3}, runs=1)], ignore_index=True)
+    assert pilot.choose(a_seed_missing, expected)["steps"] is None  # 3200 incomplete: it could still be within
+
+
 def test_the_reading_shows_each_count_run_its_spread_and_the_choice(pilot):
     expected = {steps: 3 for steps in pilot.STEPS}
     frame = table({800: 1.5, 1600: 1.08})
