@@ -211,6 +211,7 @@ def protocol_values() -> dict[str, str]:
         "position_capacity": ", ".join(f"{suite} {n}" for suite, n in protocol.POSITION_CAPACITY.items()),
         "standard_seeds": str(len(protocol.SEEDS[REFERENCE_SUITE])),
         "lm_eval_span": f"{EVAL_SPAN:,}",
+        "standard_lm_steps": f"{protocol.LM_STEPS[REFERENCE_SUITE]:,}",
         "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
         "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
         "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),

@@ -204,6 +204,23 @@ def test_the_standard_suite_of_v3_is_the_scale_the_width_pilot_chose():
     assert set(protocol.SUITE_ENCODINGS["standard"]) == set(protocol.COMPARED_ENCODINGS + protocol.NEWER_ENCODINGS)
 
 
+def test_the_standard_lm_trains_the_step_count_the_lm_step_pilot_chose():
+    """The step count comes from the LM step pilot's committed outcome; under v2's declaration the LM is the
+    800-step one the v2 reference was made with."""
+    import json
+    from pathlib import Path
+
+    from pebench import protocol
+    from pebench.experiment import suite_runs
+
+    outcome = json.loads((Path(__file__).resolve().parent.parent / "results/pilots/lm_step_pilot.json").read_text())
+    assert outcome["steps"] == protocol.LM_STEPS["standard"]
+    assert {spec.train.steps for spec in suite_runs("standard", ["lm_extrapolation"])} == {outcome["steps"]}
+    with protocol.standard_v2():
+        assert {spec.train.steps for spec in suite_runs("standard", ["lm_extrapolation"])} == {800}
+    assert protocol.LM_STEPS["standard"] == outcome["steps"]  # restored
+
+
 def test_the_committed_v2_reference_expands_again_under_standard_v2_and_the_protocol_is_restored():
     from pathlib import Path
 
