@@ -9,6 +9,8 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from pebench.tables import text_table, to_markdown
+
 Block = dict
 #: the kinds of block there are (the site renders each)
 KINDS = ("heading", "text", "table", "list", "code")
@@ -45,3 +47,28 @@ def write_blocks(path: Path, blocks: Sequence[Block], **fields: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**fields, "blocks": list(blocks)}, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def markdown_lines(blocks: Iterable[Block]) -> list[str]:
+    """Blocks as Markdown (MyST) lines, as the site shows them: headings, paragraphs, tables
+    (:func:`pebench.tables.to_markdown`), bulleted lists and code.
+
+    Raises:
+        ValueError: a block of a kind not in :data:`KINDS`.
+    """
+    lines: list[str] = []
+    for block in blocks:
+        kind = block["kind"]
+        if kind == "heading":
+            lines += [f"{'#' * block['level']} {block['text']}", ""]
+        elif kind == "text":
+            lines += [block["text"], ""]
+        elif kind == "table":
+            lines += [to_markdown(text_table(block["header"], block["rows"])), ""]
+        elif kind == "list":
+            lines += [f"- {item}" for item in block["items"]] + [""]
+        elif kind == "code":
+            lines += [f"```{block['language']}", *block["lines"], "```", ""]
+        else:
+            raise ValueError(f"a block of kind {kind!r} cannot be rendered; known: {', '.join(KINDS)}")
+    return lines

@@ -234,10 +234,22 @@ def validate_spec(spec: RunSpec) -> None:
     # Building the encoding, exactly as the runner will, checks its options
     # (unknown keys, odd head dims, options that contradict the architecture, ...).
     for overrides in [{}] + [json.loads(options) for _label, options in spec.eval.variants]:
-        encodings.build(
-            spec.encoding, d_model=spec.d_model, n_heads=spec.n_heads, max_len=spec.position_capacity(),
-            train_len=spec.train_context(), causal=is_causal(spec.arch), **spec.build_options(**overrides),
-        )
+        registered = encodings.ENCODINGS.get(spec.encoding.partition(":")[0])
+        _check_encoding(registered, spec.encoding, spec.d_model, spec.n_heads, spec.position_capacity(),
+                        spec.train_context(), is_causal(spec.arch),
+                        json.dumps(spec.build_options(**overrides), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_encoding(registered: object, encoding: str, d_model: int, n_heads: int, max_len: int, train_len: int,
+                    causal: bool, options: str) -> None:
+    """Build ``encoding`` with these arguments (``options``: its build options as JSON), as the runner will, so
+    that a bad option raises here. Remembered per arguments and per ``registered`` (what the registry holds under
+    the encoding's name, so that a plugin registered again is checked again); a failure is not remembered:
+    expanding a suite validates thousands of specs that share a few dozen encodings, and building each again
+    took seconds."""
+    encodings.build(encoding, d_model=d_model, n_heads=n_heads, max_len=max_len, train_len=train_len, causal=causal,
+                    **json.loads(options))
 
 
 # --------------------------------------------------------------------------- grids

@@ -182,7 +182,7 @@ def run_file_name(run_id: str) -> str:
 def run_file_suffix(path: str | Path) -> str | None:
     """Which of :data:`RUN_FILE_SUFFIXES` a run file's name ends in, or ``None`` when the name is not a run
     file's: another ending, nothing before the ending, or hidden (a temporary file of a write in flight)."""
-    name = Path(path).name
+    name = os.path.basename(os.fspath(path))
     if name.startswith("."):
         return None
     return next((suffix for suffix in RUN_FILE_SUFFIXES if name.endswith(suffix) and len(name) > len(suffix)),
@@ -193,7 +193,7 @@ def run_file_id(path: str | Path) -> str | None:
     """The run id a run file's name gives (its name without :data:`RUN_FILE_SUFFIXES`), or ``None`` when
     the name is not a run file's (:func:`run_file_suffix`)."""
     suffix = run_file_suffix(path)
-    return None if suffix is None else Path(path).name[: -len(suffix)]
+    return None if suffix is None else os.path.basename(os.fspath(path))[: -len(suffix)]
 
 
 def raw_files(folder: str | Path) -> list[Path]:
@@ -202,7 +202,8 @@ def raw_files(folder: str | Path) -> list[Path]:
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    return sorted(path for path in folder.iterdir() if run_file_id(path) is not None)
+    return [folder / name for name in sorted(entry.name for entry in os.scandir(folder)
+                                             if run_file_id(entry.name) is not None)]
 
 
 def umask() -> int:
@@ -566,12 +567,15 @@ def files_fingerprint(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, 
     files, neither replaced (a new inode) nor written (new times) in between."""
     stats = []
     for path in paths:
+        # absolute, not resolved: a key for a cache, where two spellings of one file only cost a miss (and
+        # resolving each of a folder's files on every call took most of the site build's time)
+        name = os.path.abspath(path)
         try:
-            stat = path.stat()
+            stat = os.stat(name)
         except OSError:  # gone since it was listed: reading it names it
-            stats.append((str(path.resolve()), -1, -1, -1, -1))
+            stats.append((name, -1, -1, -1, -1))
             continue
-        stats.append((str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+        stats.append((name, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
     return tuple(stats)
 
 

@@ -564,6 +564,24 @@ def test_the_site_shows_the_committed_reports_and_copies_each_once_per_build(gen
     assert {path.parents[1] for path in copied if path.parent.name == "figures"} == {reference, local}
 
 
+def test_a_build_checks_each_folders_report_once_and_a_later_build_again(gen, reported_rerun, monkeypatch):
+    """Within one build (``one_build``, which ``generate`` runs under) a folder's report is read and checked
+    against its run files once, however many pages ask; outside it, and in the next build, every time."""
+    import pebench_docs.common as common
+
+    reference, _ = reported_rerun
+    checked, check = [], common.current_report
+    monkeypatch.setattr(common, "current_report", lambda folder: checked.append(folder) or check(folder))
+    with gen.one_build():
+        first = [gen.report_index(reference) for _ in range(3)]
+    assert checked == [reference] and first[0] is first[2]
+    with gen.one_build():
+        gen.report_index(reference)
+    gen.report_index(reference)
+    gen.report_index(reference)
+    assert checked == [reference] * 4
+
+
 def test_a_results_folder_without_a_current_report_stops_the_build_with_one_line(gen, reported_rerun, tmp_path):
     from test_report import edit_runs
 

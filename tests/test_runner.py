@@ -81,6 +81,40 @@ def test_unknown_keys_and_values_are_rejected_with_choices():
         tiny_spec(d_model=18, n_heads=4)
 
 
+def test_an_encodings_options_are_checked_again_for_what_is_registered_now(monkeypatch):
+    """Spec validation builds each encoding once per set of arguments (a suite shares a few dozen), but never
+    keeps a failure, and checks again when another encoding is registered under the name (a plugin reloaded)."""
+    from pebench import encodings
+    from pebench.encodings.base import PositionalEncoding
+
+    built = []
+
+    class Strict(PositionalEncoding):
+        def __init__(self, d_model, n_heads, max_len, *, causal=False, train_len=None, scale: float = 1.0):
+            super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+            built.append(scale)
+            if scale != 1.0:
+                raise ValueError("Strict takes scale 1 only")
+
+    class Lenient(PositionalEncoding):
+        def __init__(self, d_model, n_heads, max_len, *, causal=False, train_len=None, scale: float = 1.0):
+            super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+            built.append(scale)
+
+    monkeypatch.setitem(encodings.ENCODINGS._entries, "test_strict", Strict)
+    monkeypatch.setitem(encodings.ENCODINGS._meta, "test_strict", {})
+    tiny_spec(encoding="test_strict")
+    tiny_spec(encoding="test_strict", seed=1)  # the same arguments: not built again
+    assert built == [1.0]
+    for _ in range(2):  # a failure is not remembered: raised each time
+        with pytest.raises(ValueError, match="scale 1 only"):
+            tiny_spec(encoding="test_strict", encoding_options={"scale": 2})
+    assert len(built) == 3
+    monkeypatch.setitem(encodings.ENCODINGS._entries, "test_strict", Lenient)  # registered again, otherwise
+    assert tiny_spec(encoding="test_strict", encoding_options={"scale": 2}).encoding == "test_strict"
+    assert built[-1] == 2
+
+
 def test_suites_expand_with_unique_ids():
     smoke = suite_runs("smoke")
     standard = suite_runs("standard")

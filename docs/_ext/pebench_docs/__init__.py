@@ -31,7 +31,7 @@ from pebench.results_text import PERFORMANCE_FALLBACK
 from pebench.tables import is_number_text
 
 from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
-from .common import DOCS, REFERENCE_SUITE, ROOT, render_blocks, write
+from .common import DOCS, REFERENCE_SUITE, ROOT, one_build, render_blocks, write
 
 
 def performance_includes(srcdir: Path = DOCS) -> list[Path]:
@@ -56,6 +56,7 @@ def excluded_sources(srcdir: Path = DOCS) -> list[str]:
     return excluded
 
 
+@one_build()
 def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str, str]:
     """Write every generated page under ``srcdir/_generated``; return the MyST substitutions."""
     out = srcdir / "_generated"

@@ -3,11 +3,12 @@ committed ``report.json`` of a results folder (read, never computed; a build sto
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pebench import store
+from pebench.blocks import markdown_lines
 from pebench.report_file import StaleReport, current_report, display_path, filled
 from pebench.tables import text_table, to_markdown
 
@@ -57,19 +58,31 @@ def save_figure(fig, stem: Path, formats: Iterable[str] = ("svg",)) -> None:
 
 def report_index(folder: Path) -> dict[str, Any]:
     """The ``report.json`` of ``folder``, checked to be current (:func:`pebench.report_file.current_report`; else the
-    build stops with one line), once while neither the run files nor the report change."""
-    paths = [*store.raw_files(folder / "raw"), folder / "report.json"]
-    key = (folder.resolve(), store.files_fingerprint([path for path in paths if path.exists()]))
-    if key not in _INDEXES:
-        try:
-            _INDEXES[key] = current_report(folder)
-        except StaleReport as exc:
-            raise RuntimeError(f"pebench_docs: {exc}") from None
-    return _INDEXES[key]
+    build stops with one line); read once per build (:func:`one_build`), which holds the tree's lock."""
+    if _BUILD is not None and str(folder) in _BUILD:
+        return _BUILD[str(folder)]
+    try:
+        index = current_report(folder)
+    except StaleReport as exc:
+        raise RuntimeError(f"pebench_docs: {exc}") from None
+    if _BUILD is not None:
+        _BUILD[str(folder)] = index
+    return index
 
 
-#: the reports :func:`report_index` read in this process, by folder and the state of its files
-_INDEXES: dict[tuple, dict[str, Any]] = {}
+#: the reports :func:`report_index` read in the build under way (:func:`one_build`), by folder
+_BUILD: dict[str, dict[str, Any]] | None = None
+
+
+@contextlib.contextmanager
+def one_build() -> Iterator[None]:
+    """Within the block (or a function it decorates), :func:`report_index` reads each folder's report once."""
+    global _BUILD
+    _BUILD = {}
+    try:
+        yield
+    finally:
+        _BUILD = None
 
 
 def table_text(section: Mapping[str, Any], folder: Path) -> str:
@@ -86,20 +99,5 @@ def tables_text(part: Mapping[str, Any], folder: Path) -> str:
 
 
 def render_blocks(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of blocks (:mod:`pebench.blocks`): headings, paragraphs, tables, bulleted lists and code."""
-    lines: list[str] = []
-    for block in blocks:
-        kind = block["kind"]
-        if kind == "heading":
-            lines += [f"{'#' * block['level']} {block['text']}", ""]
-        elif kind == "text":
-            lines += [block["text"], ""]
-        elif kind == "table":
-            lines += [markdown_table(block["header"], block["rows"]), ""]
-        elif kind == "list":
-            lines += [f"- {item}" for item in block["items"]] + [""]
-        elif kind == "code":
-            lines += [f"```{block['language']}", *block["lines"], "```", ""]
-        else:
-            raise ValueError(f"a block of kind {kind!r} cannot be rendered; known: heading, text, table, list, code")
-    return lines
+    """Markdown lines of blocks (:func:`pebench.blocks.markdown_lines`)."""
+    return markdown_lines(blocks)
