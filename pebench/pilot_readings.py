@@ -27,6 +27,17 @@ PILOT_READINGS = {
 }
 
 
+def _chosen_depth_text(chosen: int | None, outcome: dict) -> str:
+    """What the depth pilot chose: the depth that met its rule, or, when none did, its fallback, said to be one
+    (the width pilot then decided protocol v3's scale)."""
+    if not chosen:
+        return "**No depth chosen yet**: the rule decides once the depths it needs are complete."
+    if any(state["meets"] for state in outcome["depths"].values()):
+        return f"**Chosen depth: {chosen}.**"
+    return (f"**No depth met the rule; the depth pilot's fallback is depth {chosen}** (the depth with the most "
+            "capable fits). It is not protocol v3's scale: the width pilot, declared for this case, decided that.")
+
+
 def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
     """The depth pilot's reading from the folder ``pilots`` (``shown``: that folder as the reader sees it, for the
     lead), or None when the pilot has not been read there."""
@@ -53,8 +64,7 @@ def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
                     [[str(depth), arch, *(cells.get(e, "—") for e in seen)]
                      for (depth, arch), cells in sorted(pivot.items())]),
               bullet_list(verdicts),
-              text(f"**Chosen depth: {chosen}.**" if chosen else
-                   "**No depth chosen yet**: the rule decides once the depths it needs are complete.")]
+              text(_chosen_depth_text(chosen, outcome))]
     if outcome["caps"]:
         blocks.append(table(["arch", "task", "step cap"], [[c["arch"], f"`{c['task']}`", str(c["cap"])]
                                                            for c in outcome["caps"]]))
