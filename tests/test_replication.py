@@ -331,6 +331,17 @@ def test_without_runs_each_section_says_how_to_make_them(tmp_path):
     assert "--experiment ruoss2023_dense --experiment ruoss2023_budget4x" in text
 
 
+def test_a_section_names_the_results_folder_not_the_reports_staging_folder(tmp_path):
+    """``pebench report`` writes into a staging folder (``.report-<machine>-<pid>-<random>``) and moves the files
+    into place: a section names the folder of the runs, so that a report is the same whichever staging it used."""
+    from pebench.report.replications import sections
+
+    load_experiments()
+    staging = tmp_path / "replication" / ".report-0123abcd-42-a1b2c3d4"
+    text = "\n".join(page(s["blocks"]) for s in sections(staging, "replication", results_dir=tmp_path / "replication"))
+    assert "Not run yet: `results/replication` holds no run of" in text and ".report-" not in text
+
+
 def test_a_section_scores_the_runs_of_its_replication(tmp_path):
     paper = {"none": 0.9, "t5": 0.7, "alibi": 0.5, "rope": 0.3, "sinusoidal": 0.1}
     rows = [dict(experiment="kazemnejad2023", arch="decoder", task=f"t{t}", encoding=e, seed=s, variant="trained",

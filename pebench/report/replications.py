@@ -192,8 +192,8 @@ def section(record: Replication, folder: Path, suite: str, data: pd.DataFrame | 
                heading(3, "Agreement")]
     scored = record.score(folder, data)
     if scored is None:
-        blocks += [text(f"Not run yet: `results/{folder.name}` holds no run of `{name}`. The pre-registered scores "
-                        f"(the experiment's docstring): {record.scores} To make the results:"),
+        blocks += [text(f"Not run yet: `results/{results_dir.name}` holds no run of `{name}`. The pre-registered "
+                        f"scores (the experiment's docstring): {record.scores} To make the results:"),
                    commands(suite, [name])]
         for check in record.checks:
             blocks += check_section(check, folder, suite)
