@@ -176,9 +176,13 @@ def sort_key(column: pd.Series) -> pd.Series:
 
 def encoding_label(name: str) -> str:
     """Display name of an encoding for rendered text (tables, findings, figures): its registered ``label``
-    (:meth:`pebench.registry.Registry.label`), each part of a wrapped name (``randomized:<base>``) labelled
-    alike; a name that is not registered (a plugin not loaded here) is shown as it is. CSVs keep the name."""
-    return ":".join(ENCODINGS.label(part) if part in ENCODINGS else part for part in str(name).split(":"))
+    (:meth:`pebench.registry.Registry.label`: the name papers use, ``T5 bias``, ``xPos``), each part of a wrapped
+    name labelled alike and read as words (``randomized:rope`` is ``Randomized RoPE``); a name that is not
+    registered (a plugin not loaded here) is shown as it is. CSVs and file names keep the registered name."""
+    parts = str(name).split(":")
+    if not all(part in ENCODINGS for part in parts):
+        return str(name)
+    return " ".join(ENCODINGS.label(part) for part in parts)
 
 
 #: words of experiment names that a reader writes otherwise (:func:`people_words`)

@@ -63,23 +63,23 @@ def test_a_tier_change_moves_with_both_scores_beside_it():
     assert moved(found) == {"rope": ["tier"]}
     assert said[0] == ("1 of the 5 encodings compared under both moved from standard v2-aaa7cfcc to standard "
                        "v3-0123abcd.")
-    assert said[1] == ("Length extrapolation, decoder: rope moved from tier 1 to tier 2 (score 0.10 [0.00, 0.20] under "
+    assert said[1] == ("Length extrapolation, decoder: RoPE moved from tier 1 to tier 2 (score 0.10 [0.00, 0.20] under "
                        "v2, −0.20 [−0.30, −0.10] under v3).")
 
 
 def test_ranked_to_unranked_moves_with_the_fit_rates():
     found, said = compared(row("rope", None, fit=0.4), *BEFORE[1:])
     assert moved(found) == {"rope": ["ranking"]}
-    assert said[1] == ("Length extrapolation, decoder: rope moved from tier 1 to not ranked (it fitted 70% of its "
+    assert said[1] == ("Length extrapolation, decoder: RoPE moved from tier 1 to not ranked (it fitted 70% of its "
                        "order-dependent runs under v2, 40% under v3).")
 
 
 def test_a_harms_flip_moves_and_an_interval_spanning_zero_is_unresolved():
     found, said = compared(row("rope", 1, harms=True), row("t5", 1, harms=False), *BEFORE[2:])
     assert moved(found) == {"rope": ["harms"], "t5": ["harms"]}
-    assert said[1] == ("Length extrapolation, decoder: rope now harms the order-free controls (difference from NoPE "
+    assert said[1] == ("Length extrapolation, decoder: RoPE now harms the order-free controls (difference from NoPE "
                        "0.010 [−0.050, 0.100] under v2, −0.200 [−0.300, −0.100] under v3).")
-    assert said[2].startswith("Length extrapolation, decoder: t5 no longer harms the order-free controls")
+    assert said[2].startswith("Length extrapolation, decoder: T5 bias no longer harms the order-free controls")
     assert said[2].endswith("; its interval spans 0, so whether it harms is unresolved).")
 
 
@@ -90,9 +90,9 @@ def test_an_encoding_new_in_v3_and_one_gone_are_named_not_counted_as_moved():
     assert said == [
         "No verdict moved from standard v2-aaa7cfcc to standard v3-0123abcd: each of the 4 encodings compared under "
         "both keeps its tier, its ranking and its harm verdict. 2 are compared on one side only.",
-        "Length extrapolation, decoder: cope is compared under v3 only (tier 1, score 0.30 [0.20, 0.40], fitted 90% "
+        "Length extrapolation, decoder: CoPE is compared under v3 only (tier 1, score 0.30 [0.20, 0.40], fitted 90% "
         "of its order-dependent runs).",
-        "Length extrapolation, decoder: alibi is compared under v2 only (not ranked, fitted 20% of its order-dependent "
+        "Length extrapolation, decoder: ALiBi is compared under v2 only (not ranked, fitted 20% of its order-dependent "
         "runs)."]
 
 
@@ -116,8 +116,8 @@ def test_the_table_names_the_protocols_and_says_scores_are_not_comparable():
     assert table.title == "Length extrapolation: what changed from v2 to v3"
     assert table.headers[:4] == ["Arch", "Encoding", "Tier v2", "Tier v3"] and table.headers[-1] == "Moved"
     shown = {r[1].text: [c.shown for c in r] for r in table.rows}
-    assert shown["rope"][2:4] == ["1", "2"] and shown["rope"][-1] == "tier"
-    assert shown["alibi"][3] == "" and shown["alibi"][-1] == "gone" and shown["cope"][2] == ""
+    assert shown["RoPE"][2:4] == ["1", "2"] and shown["RoPE"][-1] == "tier"
+    assert shown["ALiBi"][3] == "" and shown["ALiBi"][-1] == "gone" and shown["CoPE"][2] == ""
     assert "not comparable as numbers" in table.notes[0]
     assert to_latex(table).isascii() and "v3-0123abcd against standard v2-aaa7cfcc" in table.to_markdown()
 
@@ -186,7 +186,7 @@ def test_the_cli_makes_a_snapshot_and_prints_what_moved(tmp_path, capsys):
     assert f"-> {snapshot}" in capsys.readouterr().out
     assert main(["changes", str(snapshot), str(after), "--blocks", str(tmp_path / "changes.json")]) == 0
     out = capsys.readouterr().out
-    assert "Length extrapolation, decoder: rope moved from tier 1 to tier 2" in out and "Tier v2" in out
+    assert "Length extrapolation, decoder: RoPE moved from tier 1 to tier 2" in out and "Tier v2" in out
     written = json.loads((tmp_path / "changes.json").read_text())["blocks"]
     assert [b["kind"] for b in written] == ["text", "text", "list", "table", "text"]
     assert all(b["kind"] in blocks.KINDS for b in written)

@@ -157,8 +157,9 @@ def test_fit_fractions_count_fitted_seeds_per_task_and_in_all():
 def test_verdicts_name_the_better_encoding_for_readers():
     table = pd.DataFrame([dict(a="none", b="rope", verdict="b better"), dict(a="t5", b="alibi", verdict="a better"),
                           dict(a="t5", b="alibi", verdict="no significant difference")])
-    assert [lb.verdict_text(r) for r in table.itertuples()] == ["rope better", "t5 better", "no significant difference"]
-    assert [lb.verdict_text(r) for _, r in table.iterrows()][0] == "rope better"
+    assert [lb.verdict_text(r) for r in table.itertuples()] == ["RoPE better", "T5 bias better",
+                                                                 "no significant difference"]
+    assert [lb.verdict_text(r) for _, r in table.iterrows()][0] == "RoPE better"
 
 
 # --------------------------------------------------------------------------- protocol v3 boards
@@ -189,7 +190,7 @@ def test_the_extrapolation_board_names_a_first_only_where_its_interval_is_above_
     assert not board.loc["none", "ranked"] and board.loc["none", "dependent_fit_rate"] == 0
     assert board.loc["rope", "score"] == pytest.approx(0.9, abs=0.05)  # the noise is at most 0.05
     sentence = lb.tier_sentence(board.reset_index(), "decoder")
-    assert sentence.startswith("rope 0.9") and "is first" in sentence
+    assert sentence.startswith("RoPE 0.9") and "is first" in sentence
     assert "not ranked" in sentence and "NoPE" in sentence
 
 

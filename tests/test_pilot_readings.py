@@ -19,7 +19,7 @@ def test_the_depth_pilots_reading_pivots_runs_fitted_per_depth_arch_and_encoding
                    "3": {"meets": False, "decided": False, "why": "incomplete"}}}))
     lead, pivot, verdicts, chosen = depth_pilot_blocks(tmp_path, "pilots")
     assert lead["text"].startswith("From `pilots/depth_pilot.csv` (9 runs so far)")
-    assert pivot["header"] == ["depth", "arch", "NoPE", "rope"]  # the compared encodings' order, labels shown
+    assert pivot["header"] == ["depth", "arch", "NoPE", "RoPE"]  # the compared encodings' order, labels shown
     assert pivot["rows"] == [["2", "decoder", "0/3", "3/3"], ["3", "decoder", "—", "2/3"]]
     assert verdicts["items"] == ["depth 2: fails the rule (rope fits 3 of 3)", "depth 3: undecided (incomplete)"]
     assert chosen["text"].startswith("**No depth chosen yet**")

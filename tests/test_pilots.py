@@ -217,22 +217,22 @@ def test_the_cap_pilot_reads_each_miss_beside_its_reference_run(tmp_path):
                    steps_done=1100, git_sha="c" * 40, git_dirty=False)]
     pd.DataFrame(pilots).to_csv(path, index=False)
     text = page(cap_pilot.reading(path, reference))
-    assert "| decoder | copy | learned | 1 | 0.960 (cap @2500) | 0.991 (fit @3100) |" in text
-    assert "| encoder | duplicate | t5 | 0 | 0.300 (plateau @1100) | 0.290 (plateau @1100) |" in text
+    assert "| decoder | copy | Learned | 1 | 0.960 (cap @2500) | 0.991 (fit @3100) |" in text
+    assert "| encoder | duplicate | T5 bias | 0 | 0.300 (plateau @1100) | 0.290 (plateau @1100) |" in text
     assert "commit `ccccccc` (clean), 2 pilots, against the reference made at `ddddddd`" in text
     # the suite's caps (pebench.protocol.TASK_STEPS) are the pilot's: the reading says the suite adopted them
     assert "The standard suite has since adopted the doubled cap on copy, duplicate in both architectures" in text
     pd.DataFrame(pilots).assign(step_cap=[4000, 4000]).to_csv(path, index=False)
     assert "has since adopted" not in page(cap_pilot.reading(path, reference))
-    assert ("1 of the 2 misses are misses of steps (fitted with the longer cap: decoder copy learned seed 1) "
-            "and 1 are not explained by steps (encoder duplicate t5 seed 0)") in text
+    assert ("1 of the 2 misses are misses of steps (fitted with the longer cap: decoder copy Learned seed 1) "
+            "and 1 are not explained by steps (encoder duplicate T5 bias seed 0)") in text
     assert "The doubled cap on copy, duplicate would add at most 120 worker-seconds" in text
     assert "fitted within the suite's own cap" not in text  # the fit came after step 2500
     assert "1 of those stopped at the plateau stop before even the suite's own cap" in text
     pd.DataFrame(pilots).assign(steps_to_fit=[2300, None], steps_done=[2300, 1100], step_cap=[5000, 5000]).to_csv(
         path, index=False)
     early = page(cap_pilot.reading(path, reference))
-    assert ("Of the 1 that fitted, 1 did so within the suite's own cap (decoder copy learned seed 1): there the "
+    assert ("Of the 1 that fitted, 1 did so within the suite's own cap (decoder copy Learned seed 1): there the "
             "slower decay of the learning rate over the longer cap, not the extra steps, made the fit.") in early
     assert "(2 runs of these tasks, of any encoding, stopped at the cap in the reference" in text
 

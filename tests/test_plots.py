@@ -33,7 +33,7 @@ def test_accuracy_vs_length_has_lines_bands_training_range_and_chance(data):
     axes = [ax for ax in figure.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["copy", "majority"]
     labels = [line.get_label() for line in axes[0].get_lines()]
-    assert labels == ["NoPE", "rope", "alibi", "chance"]  # no floor column in these rows: no floor line
+    assert labels == ["NoPE", "RoPE", "ALiBi", "chance"]  # no floor column in these rows: no floor line
     alibi = axes[0].get_lines()[2]
     style = plots.encoding_style("alibi")  # the same colour, marker and dash in every figure
     assert (alibi.get_color(), alibi.get_marker(), alibi.get_linestyle()) == (
@@ -55,7 +55,7 @@ def test_ood_heatmap_values_are_the_seed_means(data):
     expected = cells.set_index(["encoding", "task"])["ood_token_acc_mean"]
     texts = {t.get_text() for t in figure.axes[0].texts}
     assert f"{expected[('alibi', 'copy')]:.2f}" in texts
-    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["NoPE", "rope", "alibi"]
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["NoPE", "RoPE", "ALiBi"]
 
 
 # --------------------------------------------------------------------------- the fit criterion in figures
@@ -105,8 +105,8 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
     figure = plots.accuracy_vs_length(fit_results(), "length_extrapolation")
     render(figure)
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
-    assert list(lines) == ["NoPE (not fitted)", "rope", "alibi", "chance", "floor (no position)"]
-    none, rope = lines["NoPE (not fitted)"], lines["rope"]
+    assert list(lines) == ["NoPE (not fitted)", "RoPE", "ALiBi", "chance", "floor (no position)"]
+    none, rope = lines["NoPE (not fitted)"], lines["RoPE"]
     assert none.get_linestyle() == ":" and none.get_alpha() < 1 and none.get_linewidth() < rope.get_linewidth()
     assert none.get_color() == plots.encoding_style("none")["color"]  # still the encoding's colour
     assert rope.get_linestyle() == plots.encoding_style("rope")["linestyle"] and rope.get_alpha() is None
@@ -115,7 +115,7 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
     assert list(floor.get_xdata()) == list(FLOOR) and list(floor.get_ydata()) == pytest.approx(list(FLOOR.values()))
     assert floor.get_marker() in ("None", None, "") and floor.get_linestyle() != ":"  # not a not-fitted line
     legend = [t.get_text() for t in figure.legends[0].get_texts()]
-    assert legend == ["NoPE", "rope", "alibi", "training lengths", "chance", "floor (no position)",
+    assert legend == ["NoPE", "RoPE", "ALiBi", "training lengths", "chance", "floor (no position)",
                       plots.NOT_FITTED_KEY]  # each encoding once (its colour), one key for every unfitted line
     seq = plots.accuracy_vs_length(fit_results(), "length_extrapolation", metric="seq_acc")
     floor = next(line for line in seq.axes[0].get_lines() if line.get_label() == "floor (no position)")
@@ -132,8 +132,8 @@ def test_heatmap_and_order_bars_mark_unfitted_cells():
     figure = plots.order_sensitivity(data, "order_sensitivity")
     render(figure)
     encoder, decoder = figure.axes[:2]
-    assert [t.get_text() for t in decoder.get_xticklabels()] == ["NoPE", "rope", "alibi"]
-    assert [t.get_text() for t in encoder.get_xticklabels()] == ["NoPE", "rope"]  # each arch its own encodings
+    assert [t.get_text() for t in decoder.get_xticklabels()] == ["NoPE", "RoPE", "ALiBi"]
+    assert [t.get_text() for t in encoder.get_xticklabels()] == ["NoPE", "RoPE"]  # each arch its own encodings
     bars = {ax: next(c for c in ax.containers if isinstance(c, BarContainer)) for ax in (encoder, decoder)}
     hollow = [p.get_facecolor()[3] == 0 and p.get_linestyle() == "--" for p in bars[decoder].patches]
     assert hollow == [True, False, False]
@@ -198,7 +198,7 @@ def test_perplexity_vs_length_uses_a_log_axis(data):
     figure = plots.perplexity_vs_length(data, "lm_extrapolation")
     render(figure)
     assert figure.axes[0].get_yscale() == "log"
-    assert [line.get_label() for line in figure.axes[0].get_lines()] == ["NoPE", "rope", "alibi"]
+    assert [line.get_label() for line in figure.axes[0].get_lines()] == ["NoPE", "RoPE", "ALiBi"]
 
 
 def test_missing_experiment_is_a_clear_error(data):
@@ -207,8 +207,8 @@ def test_missing_experiment_is_a_clear_error(data):
 
 
 def test_label_shows_options():
-    assert plots.label("rope") == "rope"
-    assert plots.label("rope", '{"layout":"half"}') == 'rope {"layout":"half"}'
+    assert plots.label("rope") == "RoPE"
+    assert plots.label("rope", '{"layout":"half"}') == 'RoPE {"layout":"half"}'
 
 
 def test_encoding_styles_are_distinct_stable_and_never_black_or_grey():

@@ -215,7 +215,7 @@ def test_the_kazemnejad_reading_names_the_tasks_no_encoding_fitted():
     runs.loc[(runs["task"] == "copy") & (runs["encoding"] == "none"), "fitted"] = False
     reading = kazemnejad.fit_reading(runs)
     assert "1 of the 3 tasks (parity) were fitted by none" in reading and "decided by the other 2" in reading
-    assert "NoPE 3/9, t5 6/9" in reading
+    assert "NoPE 3/9, T5 bias 6/9" in reading
 
 
 def regime_runs(fitted_b: int, seeds: int = 10) -> pd.DataFrame:
@@ -321,7 +321,7 @@ def test_the_v3_remake_changes_only_the_model_and_fit_criterion_and_is_scored_al
 def test_without_runs_each_section_says_how_to_make_them(tmp_path):
     text = sections_text(tmp_path / "replication")
     assert "## Replication: Kazemnejad et al. 2023" in text and "| NoPE | 0.69 |" in text
-    assert "## Replication: Press et al. 2022" in text and "| sinusoidal | 14.61 |" in text  # 293.02 / 20.05
+    assert "## Replication: Press et al. 2022" in text and "| Sinusoidal | 14.61 |" in text  # 293.02 / 20.05
     # each of the three replications, the Kazemnejad re-make at v3's scale, its scale check and the Ruoss check
     assert text.count("Not run yet") == 6 and "Kendall's tau of" not in text
     assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
@@ -477,13 +477,13 @@ def test_the_ruoss_check_reads_its_arms_beside_the_replications_runs(tmp_path):
     summary.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
     check = sections_text(tmp_path / "replication").split("### Check:")[1]
-    assert "| replication | randomized:rope | 0/3 | 0.90 | 0.00 | 0.80 (unfitted runs) | — |" in check
-    assert "| replication | rope | 3/3 | 0.99 | 0.50 | 0.50 | 0.50 |" in check
+    assert "| replication | Randomized RoPE | 0/3 | 0.90 | 0.00 | 0.80 (unfitted runs) | — |" in check
+    assert "| replication | RoPE | 3/3 | 0.99 | 0.50 | 0.50 | 0.50 |" in check
     # the dense arm's rows are its own runs; the replication's bases are its comparison, not its rows
-    assert "| ruoss2023_dense | randomized:rope | 2/3 | 0.96 | 0.60 | 0.90 (unfitted runs) | 0.90 |" in check
-    assert "| ruoss2023_dense | rope |" not in check
+    assert "| ruoss2023_dense | Randomized RoPE | 2/3 | 0.96 | 0.60 | 0.90 (unfitted runs) | 0.90 |" in check
+    assert "| ruoss2023_dense | RoPE |" not in check
     assert "Randomized runs fitted, per arm: replication 0/3; ruoss2023_dense 2/3." in check
-    assert "randomized:rope in ruoss2023_dense, 2/3 fitted: 0.90 against 0.50." in check
+    assert "Randomized RoPE in ruoss2023_dense, 2/3 fitted: 0.90 against 0.50." in check
     # replication: 0 - 0.5 on 3 pairs; dense: 0.9, 0.9, 0 against 0.5
     assert "replication **-50.0** points [-50.0, -50.0] over 3 pairs" in check
     assert "ruoss2023_dense **+10.0** points" in check
@@ -498,7 +498,7 @@ def test_the_press_section_shows_every_encodings_growth_beside_the_papers():
     folder = Path(__file__).resolve().parent.parent / "results" / "replication"
     table = next(b for b in growth_blocks(folder, "press2022", record.published()) if b["kind"] == "table")
     assert len(table["rows"]) == len({s.encoding for s in suite_runs("replication", ["press2022"])})  # every one
-    alibi = next(row for row in table["rows"] if row[0] == "alibi")
+    alibi = next(row for row in table["rows"] if row[0] == "ALiBi")
     assert alibi[-1] == "0.93" and alibi[1] == "10"  # the paper's value beside pebench's 10 seeds
     assert any(row[-1] == "—" for row in table["rows"])  # encodings the paper does not report
     assert growth_blocks(folder, "no_such_experiment", record.published()) == []

@@ -93,9 +93,9 @@ def test_findings_carry_numbers(report):
     text = "\n".join(report.findings)
     assert re.search(r"NoPE encoder: 0\.1\d ± 0\.0\d token accuracy on order-dependent tasks \(chance 0\.10\) "
                      r"vs 0\.9\d ± 0\.0\d on controls", text)
-    assert "Length extrapolation, decoder, copy: among fitted seeds, best OOD token accuracy alibi" in text
+    assert "Length extrapolation, decoder, copy: among fitted seeds, best OOD token accuracy ALiBi" in text
     assert "RoPE scaling at evaluation (OOD token accuracy, mean over 1 task): trained 0.20, linear 0.30" in text
-    assert "least degradation alibi" in text and "most rope" in text
+    assert "least degradation ALiBi" in text and "most RoPE" in text
     assert report.findings[-1].startswith("54 runs: 52 ok, 1 diverged") and "1 failed" in report.findings[-1]
 
 
@@ -109,8 +109,8 @@ def test_the_baseline_is_shown_by_its_label_and_stored_by_its_name(report):
     assert "| NoPE |" in board.paths["md"].read_text() and "none" in set(pd.read_csv(board.paths["csv"])["encoding"])
     text = "\n".join(report.findings)
     assert not re.search(r"(worse among fitted|worse): none\b|\bnone \d", text)
-    assert schema.encoding_labels([]) == "no encoding" and schema.encoding_labels(["none", "rope"]) == "NoPE, rope"
-    assert schema.encoding_label("randomized:none") == "randomized:NoPE"
+    assert schema.encoding_labels([]) == "no encoding" and schema.encoding_labels(["none", "rope"]) == "NoPE, RoPE"
+    assert schema.encoding_label("randomized:none") == "Randomized NoPE"
     assert schema.encoding_label("not_registered_here") == "not_registered_here"
 
 
@@ -140,7 +140,7 @@ def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
     # default out_dir = the results folder; no manifest records the declarations: the caller gives them
     report = write_report(tmp_path / "results", declared=registered_report_specs())
     tex = (tmp_path / "results" / "tables" / "length_extrapolation.tex").read_text()
-    assert r"sum\_mod" in tex and "randomized:rope" in tex and "sum_mod" not in tex
+    assert r"sum\_mod" in tex and "Randomized RoPE" in tex and "sum_mod" not in tex
     assert {a.name for a in report.tables} == {  # the experiment's declared views and rankings; others skipped
         "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
         "pairwise_length_extrapolation", "harm_length_extrapolation", "parameters", "runs"}
@@ -150,7 +150,7 @@ def test_markdown_marks_best_and_ties(report):
     md = next(t for t in report.tables if t.name == "length_extrapolation").paths["md"].read_text()
     lines = md.splitlines()
     assert lines[0].startswith("| Task | Encoding | Chance | Floor | ID token acc | OOD token acc")
-    alibi = next(line for line in lines if "| alibi |" in line)
+    alibi = next(line for line in lines if "| ALiBi |" in line)
     assert alibi.count("**") >= 4  # best ID and OOD token accuracy on copy
     assert "2 (1 failed)" in md and "3 (1 diverged)" in md  # failures are shown, never dropped
     csv = pd.read_csv(next(t for t in report.tables if t.name == "length_extrapolation").paths["csv"])
@@ -504,7 +504,7 @@ def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():
     board = pd.DataFrame({"arch": ["decoder", "decoder", "encoder"], "encoding": ["rope", "none", "t5"],
                           "mrr": [0.8, 0.3, 0.5], "mrr_low": [0.6, 0.25, 0.495], "mrr_high": [0.9, 0.31, 0.7]})
     text = interval_edges(board)
-    assert text.startswith("In 1 of 3 rows the MRR lies within 0.01 of an end of its interval (encoder t5)")
+    assert text.startswith("In 1 of 3 rows the MRR lies within 0.01 of an end of its interval (encoder T5 bias)")
     assert "read those intervals as one-sided" in text and "{doc}`protocol`" in text
     assert interval_edges(board.iloc[:1]).startswith("In every row the MRR lies more than 0.01 inside")
 
@@ -515,7 +515,7 @@ def test_the_headline_is_the_ranking_findings_of_experiments_with_a_primary_metr
 
     findings = ["copy (decoder): best OOD token accuracy rope 0.9.",
                 "Length extrapolation, decoder: 2 encodings share the top tier, their intervals overlapping.",
-                "Length extrapolation, decoder: NoPE vs sinusoidal: no significant difference (Holm p = 1).",
+                "Length extrapolation, decoder: NoPE vs Sinusoidal: no significant difference (Holm p = 1).",
                 "Length extrapolation, decoder: NoPE vs RoPE: no significant difference (Holm p = 1)."]
     spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("none", "sinusoidal"),))
     assert headline(findings, {"length_extrapolation": spec}) == findings[1:3]

@@ -16,7 +16,7 @@ def _board() -> tuple[str, pd.DataFrame]:
     table = Table("board", "Board", "A board.", [Column("Arch", "l", key=True), Column("Encoding", "l"),
                                                  Column("Score", "r")],
                   [[Cell(a, a), Cell(label, e), Cell(f"{s:.2f}", s, mark="best" if s == 0.5 else None)]
-                   for a, e, label, s in zip(data["arch"], data["encoding"], ["NoPE", "rope", "rope"], data["score"],
+                   for a, e, label, s in zip(data["arch"], data["encoding"], ["NoPE", "RoPE", "RoPE"], data["score"],
                                              strict=True)])
     return to_markdown(table), data
 
@@ -31,7 +31,7 @@ def test_table_rows_pair_markdown_rows_with_the_csv_and_fill_blank_key_cells():
     header, rows = table_rows(markdown, data, "encoding")
     assert header == ["Arch", "Encoding", "Score"]
     assert rows == {"none": [["decoder", "NoPE", "0.10"]],
-                    "rope": [["decoder", "rope", "**0.50**"], ["encoder", "rope", "0.40"]]}
+                    "rope": [["decoder", "RoPE", "**0.50**"], ["encoder", "RoPE", "0.40"]]}
 
 
 def test_a_table_that_does_not_show_the_column_row_by_row_gives_no_rows():

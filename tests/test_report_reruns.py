@@ -62,8 +62,8 @@ def test_a_rerun_says_how_its_main_table_tiers_agree_with_the_reference(tmp_path
                                     ("decoder", "none", None), ("encoder", "learned", 1), ("encoder", "t5", 1)])
     # each top tier in the canonical order of the encodings, whatever order the table lists them in
     assert main_table_agreement(tmp_path / "rerun", tmp_path / "ref") == [
-        "Main table of Length extrapolation, decoder: the top tier is sinusoidal, rope, t5 in the rerun and rope, "
-        "t5 in the reference; 3 of 4 encodings have the same tier on both sides (or are unranked on both).",
-        "Main table of Length extrapolation, encoder: the top tier is learned, t5 on both sides; 2 of 2 encodings "
+        "Main table of Length extrapolation, decoder: the top tier is Sinusoidal, RoPE, T5 bias in the rerun and "
+        "RoPE, T5 bias in the reference; 3 of 4 encodings have the same tier on both sides (or are unranked on both).",
+        "Main table of Length extrapolation, encoder: the top tier is Learned, T5 bias on both sides; 2 of 2 encodings "
         "have the same tier on both sides (or are unranked on both)."]
     assert main_table_agreement(tmp_path / "rerun", tmp_path / "nowhere") == []  # a side without a main table

@@ -87,7 +87,11 @@ def test_encodings_sort_in_their_canonical_order_and_the_trained_model_first():
     assert encodings.sort_values(key=schema.sort_key).tolist() == ["none", "rope", "alibi", "not_registered"]
     variants = pd.Series(["yarn", schema.BASE_VARIANT, "linear"], name="variant")
     assert variants.sort_values(key=schema.sort_key).tolist() == [schema.BASE_VARIANT, "yarn", "linear"]
-    assert schema.encoding_label("randomized:none") == "randomized:NoPE"
+    assert schema.encoding_label("randomized:none") == "Randomized NoPE"
+    # the names papers use, never an identifier; a name not registered here (a plugin not loaded) as it is
+    assert [schema.encoding_label(name) for name in ("t5", "xpos", "alibi", "kerple_log", "p_rope")] == [
+        "T5 bias", "xPos", "ALiBi", "Kerple (log)", "p-RoPE"]
+    assert schema.encoding_label("randomized:my_plugin") == "randomized:my_plugin"
     assert schema.order_dependent("copy") is True and schema.order_dependent("not_a_task") is None
 
 

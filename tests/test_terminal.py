@@ -335,7 +335,7 @@ def test_show_narrows_the_tables_to_the_tasks_encodings_and_metrics_asked_for(sy
         "Task  Encoding  OOD token acc  Seeds",
         "----  --------  -------------  -----",
         f"copy  NoPE      {tables[0].splitlines()[3][16:]}",
-        f"      alibi     {tables[0].splitlines()[4][16:]}",
+        f"      ALiBi     {tables[0].splitlines()[4][16:]}",
         "* best mean of its task; ~ not significantly worse (Welch t-test, Holm, alpha 0.05)"]
 
 

@@ -31,7 +31,7 @@ def alibi_slopes(n_heads: int) -> list[float]:
     return power_of_two_slopes(closest) + alibi_slopes(2 * closest)[0::2][: n_heads - closest]
 
 
-@register("alibi", kind="bias", paper="press2022alibi", has_parameters=False,
+@register("alibi", label="ALiBi", kind="bias", paper="press2022alibi", has_parameters=False,
           summary="Head-specific linear penalty -slope * distance on the attention scores.")
 class ALiBi(PositionalEncoding):
     """ALiBi: a fixed, head-specific linear penalty on the query-key distance.

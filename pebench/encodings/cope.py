@@ -9,7 +9,7 @@ from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding
 
 
-@register("cope", kind="content", paper="golovneva2024cope", has_parameters=True, causal_only=True,
+@register("cope", label="CoPE", kind="content", paper="golovneva2024cope", has_parameters=True, causal_only=True,
           summary="Positions counted by sigmoid gates of the query-key logits; interpolated position logits.")
 class CoPE(PositionalEncoding):
     """Contextual position encoding: positions are counts of the keys a query's gates let through.

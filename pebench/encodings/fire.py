@@ -9,7 +9,7 @@ from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding, relative_distance
 
 
-@register("fire", kind="bias", paper="li2024fire", has_parameters=True, causal_only=True,
+@register("fire", label="FIRE", kind="bias", paper="li2024fire", has_parameters=True, causal_only=True,
           summary="Learned MLP of the log-distance normalised by the log query position (progressive interpolation).")
 class FIRE(PositionalEncoding):
     """FIRE: an MLP of the log-transformed relative distance, normalised by the query position.

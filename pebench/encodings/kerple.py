@@ -45,7 +45,7 @@ class _Kerple(PositionalEncoding):
         return self.kernel(self.r1.view(-1, 1, 1), self.r2.view(-1, 1, 1), distance)  # (H, Tq, Tk) or (B, H, Tq, Tk)
 
 
-@register("kerple_log", kind="bias", paper="chi2022kerple", has_parameters=True,
+@register("kerple_log", label="Kerple (log)", kind="bias", paper="chi2022kerple", has_parameters=True,
           summary="Learnable per-head logarithmic bias -r1 log(1 + r2 |i - j|) (KERPLE, log variant).")
 class KerpleLog(_Kerple):
     """KERPLE, logarithmic variant: per head, the score bias ``-r1 * log(1 + r2 * |i - j|)``, r1, r2 > 0.
@@ -86,7 +86,7 @@ class KerpleLog(_Kerple):
         return -r1 * torch.log1p(r2 * distance)
 
 
-@register("kerple_power", kind="bias", paper="chi2022kerple", has_parameters=True,
+@register("kerple_power", label="Kerple (power)", kind="bias", paper="chi2022kerple", has_parameters=True,
           summary="Learnable per-head power bias -r1 |i - j|^r2, 0 < r2 <= 2 (KERPLE, power variant).")
 class KerplePower(_Kerple):
     """KERPLE, power variant: per head, the score bias ``-r1 * |i - j|^r2``, r1 > 0, 0 < r2 <= 2.

@@ -10,7 +10,7 @@ from pebench.encodings.base import PositionalEncoding, PositionCache
 POLICIES = ("error", "clamp")
 
 
-@register("learned", kind="input", paper="gehring2017convolutional", has_parameters=True,
+@register("learned", label="Learned", kind="input", paper="gehring2017convolutional", has_parameters=True,
           cites=("devlin2019bert",),
           summary="A learned vector per absolute position (max_len rows) added to the embeddings.")
 class Learned(PositionalEncoding):

@@ -10,7 +10,7 @@ from pebench.encodings._rotary import LAYOUTS, apply_rotation, cached_cos_sin
 from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
-@register("p_rope", kind="rotary", paper="barbero2025rope", has_parameters=False,
+@register("p_rope", label="p-RoPE", kind="rotary", paper="barbero2025rope", has_parameters=False,
           summary="RoPE keeping only the highest fraction p of its frequencies; the other pairs are not rotated.")
 class PRoPE(PositionalEncoding):
     """p-RoPE: RoPE whose lowest-frequency ``1 - p`` of the spectrum is removed.

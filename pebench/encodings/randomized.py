@@ -13,7 +13,7 @@ from pebench.encodings.base import PositionalEncoding
 EVAL_POSITIONS = ("random", "arange")
 
 
-@register("randomized", kind="wrapper", paper="ruoss2023randomized", has_parameters=False,
+@register("randomized", label="Randomized", kind="wrapper", paper="ruoss2023randomized", has_parameters=False,
           summary="Wraps any encoding: positions are a sorted random subset of [0, max_position).")
 class Randomized(PositionalEncoding):
     """Randomized positions for any base encoding, built as ``randomized:<base>``.

@@ -86,7 +86,7 @@ SCALINGS: dict[str, Callable[..., tuple[Tensor, float]]] = {
 }
 
 
-@register("rope", kind="rotary", paper="su2021roformer", has_parameters=False,
+@register("rope", label="RoPE", kind="rotary", paper="su2021roformer", has_parameters=False,
           cites=("chen2023pi", "bloc97ntk2023", "peng2023yarn"),
           summary="Rotary embedding: rotates q/k pairs by position-proportional angles (RoFormer Eq. 15).")
 class RoPE(PositionalEncoding):

@@ -9,7 +9,7 @@ from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding, relative_distance
 
 
-@register("sandwich", kind="bias", paper="chi2023sandwich", has_parameters=False,
+@register("sandwich", label="Sandwich", kind="bias", paper="chi2023sandwich", has_parameters=False,
           summary="Parameter-free bias: inner product of sinusoidal embeddings of i and j, per-head scaled.")
 class Sandwich(PositionalEncoding):
     """Sandwich: the inner product of the sinusoidal embeddings of query and key as a score bias.

@@ -9,7 +9,7 @@ from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
-@register("sinusoidal", kind="input", paper="vaswani2017attention", has_parameters=False,
+@register("sinusoidal", label="Sinusoidal", kind="input", paper="vaswani2017attention", has_parameters=False,
           summary="Fixed interleaved sin/cos of the absolute position added to the embeddings.")
 class Sinusoidal(PositionalEncoding):
     """Sinusoidal absolute positional encoding, added to the token embeddings.

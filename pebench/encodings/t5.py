@@ -44,7 +44,7 @@ def relative_position_bucket(
     return buckets + torch.where(is_small, distance, if_large)
 
 
-@register("t5", kind="bias", paper="raffel2020t5", has_parameters=True,
+@register("t5", label="T5 bias", kind="bias", paper="raffel2020t5", has_parameters=True,
           summary="Learned per-head scalar bias for each of 32 log-spaced relative-distance buckets.")
 class T5RelativeBias(PositionalEncoding):
     """T5 relative position bias: a learned scalar per head and distance bucket.

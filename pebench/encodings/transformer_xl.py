@@ -23,7 +23,7 @@ def relative_sinusoids(offsets: Tensor, width: int, max_timescale: float = 1e4) 
     return torch.cat((angles.sin(), angles.cos()), dim=-1).to(torch.float32)
 
 
-@register("transformer_xl", kind="content", paper="dai2019transformerxl", has_parameters=True,
+@register("transformer_xl", label="Transformer-XL", kind="content", paper="dai2019transformerxl", has_parameters=True,
           summary="Relative sinusoids projected to keys, with global content and position biases u, v.")
 class TransformerXL(PositionalEncoding):
     """Transformer-XL's relative positional encoding: content-position term and global biases u, v.

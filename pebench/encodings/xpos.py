@@ -10,7 +10,7 @@ from pebench.encodings._rotary import apply_rotation, cached_cos_sin
 from pebench.encodings.base import PositionalEncoding, PositionCache
 
 
-@register("xpos", kind="rotary", paper="sun2023xpos", has_parameters=False, causal_only=True,
+@register("xpos", label="xPos", kind="rotary", paper="sun2023xpos", has_parameters=False, causal_only=True,
           summary="RoPE whose q/k are scaled by zeta^(+-n/scale_base), so scores decay with distance.")
 class XPos(PositionalEncoding):
     """xPos ("Extrapolatable Position Embedding"): RoPE with an exponential decay.
