@@ -190,6 +190,18 @@ def fit_table(merged=None):
             .reset_index())
 
 
+def _chosen(fields: dict) -> str:
+    """What the depth rule chose without the plateau stop: a depth that met it, or the depth pilot's fallback,
+    said to be one (the width pilot then decided protocol v3's scale)."""
+    chosen = fields["chosen_depth"]
+    if not chosen:
+        return "**No depth chosen yet**: the rule decides once the depths it needs are complete."
+    if any(state["meets"] for state in fields["depths"].values()):
+        return f"**Chosen depth: {chosen}.**"
+    return (f"**No depth met the rule without the plateau stop either; the depth pilot's fallback is depth {chosen}** "
+            "(not protocol v3's scale: the width pilot, declared for this case, decided that).")
+
+
 def reading(table, fields: dict) -> list:
     """The pilot's reading as page blocks (:mod:`pebench.blocks`): per depth, architecture and rule
     encoding, runs fitted with the plateau stop (the depth pilot) and without it (this pilot's union), each
@@ -217,9 +229,7 @@ def reading(table, fields: dict) -> list:
                    "only those were re-run. In-distribution only."),
               table_block(["depth", "arch", *(encoding_label(e) for e in depth_pilot.RULE_ENCODINGS)], rows),
               bullet_list(verdicts),
-              text(f"**Chosen depth: {fields['chosen_depth']}.** Plateau stop of the v3 reference: {stop}."
-                   if fields["chosen_depth"] else "**No depth chosen yet**: the rule decides once the depths it "
-                   f"needs are complete. Plateau stop of the v3 reference: {stop}.")]
+              text(f"{_chosen(fields)} Plateau stop of the v3 reference: {stop}.")]
     if fields["caps"]:
         blocks.append(table_block(["arch", "task", "step cap"],
                                   [[c["arch"], f"`{c['task']}`", str(c["cap"])] for c in fields["caps"]]))
