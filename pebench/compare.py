@@ -52,6 +52,7 @@ from pebench.schema import (
     BASE_VARIANT,
     CELL_COLUMNS,
     completed,
+    encoding_label,
     encoding_labels,
     encoding_rank,
     people_words,
@@ -424,13 +425,14 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
             both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
             inside = int(both["mrr_rerun"].between(both["mrr_low"], both["mrr_high"]).sum())
             rho = spearmanr(both["mrr"], both["mrr_rerun"]).statistic
-            first = group.loc[group["mrr"].idxmax(), "encoding"], both.loc[both["mrr_rerun"].idxmax(), "encoding"]
+            first = [encoding_label(name) for name in (group.loc[group["mrr"].idxmax(), "encoding"],
+                                                        both.loc[both["mrr_rerun"].idxmax(), "encoding"])]
             arches.append(f"{arch}, the rerun's MRR inside the reference's interval for {inside} of {len(both)} "
                           f"encodings, Spearman correlation {rho:.2f}, first "
-                          + (f"`{first[0]}` on both sides" if first[0] == first[1] else
-                             f"`{first[1]}` in the rerun and `{first[0]}` in the reference"))
+                          + (f"{first[0]} on both sides" if first[0] == first[1] else
+                             f"{first[1]} in the rerun and {first[0]} in the reference"))
         experiment = path.stem.removeprefix("leaderboard_")
-        sentences.append(f"Leaderboard of `{experiment}`: " + "; ".join(arches) + ".")
+        sentences.append(f"Leaderboard of {people_words(experiment)} (protocol v2's MRR): " + "; ".join(arches) + ".")
     return sentences
 
 

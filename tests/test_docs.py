@@ -148,13 +148,13 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     folder = fake_results(results)
     srcdir = tmp_path / "docs"
     text = gen.leaderboard_include(results, srcdir / "_generated" / "leaderboard", srcdir)
-    assert "### Mean reciprocal rank (protocol v2): `length_extrapolation`" in text and "| decoder | 0.75 |" in text
+    assert "### Mean reciprocal rank (protocol v2): Length extrapolation" in text and "| decoder | 0.75 |" in text
     # protocol v3's boards lead: tiers, then capability and harm, then v2's ranking
-    positions = [text.index(f"### {title}: `length_extrapolation`") for title in
+    positions = [text.index(f"### {title}: Length extrapolation") for title in
                  ("Extrapolation tiers", "Capability", "Harm on the order-free controls",
                   "Mean reciprocal rank (protocol v2)")]
     assert positions == sorted(positions)
-    assert "leaderboard caption." in text and "### Declared comparisons: `length_extrapolation`" in text
+    assert "leaderboard caption." in text and "### Declared comparisons: Length extrapolation" in text
     assert "{download}`TEX </_generated/leaderboard/standard/leaderboard_length_extrapolation.tex>`" in text
     assert "{download}`CSV </_generated/leaderboard/standard/pairwise_length_extrapolation.csv>`" in text
     assert (srcdir / "_generated" / "leaderboard" / "standard" / "task_ranks_length_extrapolation.csv").exists()
@@ -880,8 +880,8 @@ def test_encoding_and_task_pages_lead_with_the_main_table_boards_and_two_figures
     lines = gen.results_links("encoding", "rope", results)
     assert lines[:2] == ["## In the results", ""] and lines[4:8] == [
         "### standard results", "",
-        "{doc}`The standard results </_generated/results/standard>`: `length_extrapolation` (decoder), "
-        "`length_extrapolation` (encoder).", ""]
+        "{doc}`The standard results </_generated/results/standard>`: Length extrapolation, decoder; "
+        "Length extrapolation, encoder.", ""]
     text = "\n".join(lines)
     assert "#### Main results\n\n| Arch | Encoding |\n|---|---|\n| decoder | rope |" in text
     assert "Per task" not in text  # per-task rows are on the all-results page

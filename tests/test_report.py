@@ -594,8 +594,9 @@ def test_a_rerun_reports_its_agreement_with_the_reference_beside_it(synthetic, t
         "`pebench compare`.",
         f"{n_runs - flipped} of {n_runs} runs judged by the fit criterion on both sides reached the same decision "
         f"(fitted: {1 - flipped / n_runs:.1%} of them in the rerun, 100.0% in the reference).",
-        "Leaderboard of `length_extrapolation`: decoder, the rerun's MRR inside the reference's interval for 2 of 3 "
-        "encodings, Spearman correlation 0.50, first `rope` in the rerun and `alibi` in the reference."]
+        "Leaderboard of Length extrapolation (protocol v2's MRR): decoder, the rerun's MRR inside the reference's "
+        "interval for 2 of 3 encodings, Spearman correlation 0.50, first RoPE in the rerun and ALiBi in the "
+        "reference."]
     assert summary[2:] == compare_module.rerun_agreement(rerun, reference)
     for entry in manifest["invocations"]:
         entry["seed_batched_runs"] = 3

@@ -9,6 +9,7 @@ from pathlib import Path
 from pebench import results_text
 from pebench.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
 from pebench.report_file import artifact_bytes, copy_artifact, has_results, suite_folders
+from pebench.schema import people_words
 
 from . import common
 from .common import REFERENCE_SUITE, ROOT, fill, report_index, shown
@@ -66,8 +67,8 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) ->
                 lines.append(results_text.no_leaderboard_text(folder, ROOT))
             for path in paths:
                 experiment = path.stem.removeprefix(f"{kind}_")
-                lines += _table_section(path, f"{title}: `{experiment}`", lead.replace("{experiment}", experiment),
-                                        out / folder.name, srcdir)
+                heading, lead_text = f"{title}: {people_words(experiment)}", lead.replace("{experiment}", experiment)
+                lines += _table_section(path, heading, lead_text, out / folder.name, srcdir)
                 if kind == "leaderboard":
                     lines += _ranks(folder, path, experiment, out, srcdir)
         lines += [f"### {REPORT_TABLES['fit_table']}", "", results_text.LEADERBOARD_FIT_LEAD, "",

@@ -12,6 +12,7 @@ import pebench
 from pebench import encodings, explain, registry_tables, results_text, tasks
 from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
 from pebench.report_file import suite_folders
+from pebench.schema import people_words
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
@@ -26,7 +27,7 @@ def results_sections(column: str, name: str, results: Path = ROOT / "results", e
         if view is None or not (every or folder.name == REFERENCE_SUITE):
             continue
         page, (pairs, tables, figures) = f"/_generated/results/{folder.name}", view
-        where = ", ".join(f"`{experiment}` ({arch})" for experiment, arch in pairs)
+        where = "; ".join(people_words(experiment, arch) for experiment, arch in pairs)
         found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
         for title, rows in tables:
             found += [f"#### {title}", "", markdown_table(rows["header"], rows["rows"])]
