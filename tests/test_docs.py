@@ -73,6 +73,8 @@ def test_suite_bibtex(gen):
 def test_encoding_page(gen, name, tmp_path):
     page = gen.encoding_page(name, tmp_path / "_generated", srcdir=tmp_path)
     meta = encodings.meta(name)
+    label = encodings.ENCODINGS.label(name)  # the title: the name papers use, and the registered one
+    assert page.startswith(f"# {label} (`{name}`)\n" if label != name else f"# `{name}`\n")
     assert f"{{cite:t}}`{meta['paper']}`" in page
     assert ".. autoclass::" in page and ":no-index:" in page
     for option, default in encodings.options(name).items():

@@ -12,7 +12,7 @@ import pebench
 from pebench import encodings, explain, registry_tables, results_text, tasks
 from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
 from pebench.report_file import suite_folders
-from pebench.schema import people_words
+from pebench.schema import encoding_label, people_words
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
@@ -66,7 +66,8 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
     options = registry_tables.encoding_options(name)
     call_name, call = registry_tables.build_call(name)
-    lines = [f"# `{name}`", "", encodings.meta(name)["summary"], "", registry_tables.encoding_facts(name).to_markdown(),
+    title = f"`{name}`" if encoding_label(name) == name else f"{encoding_label(name)} (`{name}`)"  # papers' name
+    lines = [f"# {title}", "", encodings.meta(name)["summary"], "", registry_tables.encoding_facts(name).to_markdown(),
              "## Options", "", options.to_markdown() if options else
              "None: the encoding is fully determined by the model's width and heads.\n",
              "Build it by name (every option may be omitted; its default is shown):", "", "```python",
