@@ -27,15 +27,18 @@ PILOT_READINGS = {
 }
 
 
-def _chosen_depth_text(chosen: int | None, outcome: dict) -> str:
-    """What the depth pilot chose: the depth that met its rule, or, when none did, its fallback, said to be one
-    (the width pilot then decided protocol v3's scale)."""
+def chosen_depth_text(chosen: int | None, depths: dict, condition: str = "") -> str:
+    """What a reading of the depth rule chose (``depths``: per depth, whether it ``meets`` the rule;
+    ``condition``: words after "met the rule", e.g. the plateau pilot's "without the plateau stop either"): the
+    depth that met it, or, when none did, the depth pilot's fallback, said to be one (the width pilot then
+    decided protocol v3's scale)."""
     if not chosen:
         return "**No depth chosen yet**: the rule decides once the depths it needs are complete."
-    if any(state["meets"] for state in outcome["depths"].values()):
+    if any(state["meets"] for state in depths.values()):
         return f"**Chosen depth: {chosen}.**"
-    return (f"**No depth met the rule; the depth pilot's fallback is depth {chosen}** (the depth with the most "
-            "capable fits). It is not protocol v3's scale: the width pilot, declared for this case, decided that.")
+    return (f"**No depth met the rule{condition}; the depth pilot's fallback is depth {chosen}** (the depth with "
+            "the most capable fits). It is not protocol v3's scale: the width pilot, declared for this case, decided "
+            "that.")
 
 
 def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
@@ -64,7 +67,7 @@ def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
                     [[str(depth), arch, *(cells.get(e, "—") for e in seen)]
                      for (depth, arch), cells in sorted(pivot.items())]),
               bullet_list(verdicts),
-              text(_chosen_depth_text(chosen, outcome))]
+              text(chosen_depth_text(chosen, outcome["depths"]))]
     if outcome["caps"]:
         blocks.append(table(["arch", "task", "step cap"], [[c["arch"], f"`{c['task']}`", str(c["cap"])]
                                                            for c in outcome["caps"]]))

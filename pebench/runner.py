@@ -94,6 +94,12 @@ EXECUTORS = ("serial", "processes", "dask")
 DASK_CONNECT_SECONDS = 10
 #: seconds a stopped worker gets to exit before it is killed
 STOP_GRACE_SECONDS = 3
+#: seconds a sweep on its own local Dask cluster waits while the cluster has no worker and runs are pending, before
+#: it records those runs as failed: a worker killed by its run is restarted by its nanny within seconds, but a
+#: restart that fails leaves the cluster with none, and the sweep would wait for ever (seen in the tests)
+DASK_NO_WORKER_SECONDS = 60.0
+#: how often a sweep on Dask looks at its runs (and, when none finished, at the cluster's workers)
+DASK_POLL_SECONDS = 0.2
 
 
 class RunnerError(RuntimeError):
@@ -808,7 +814,8 @@ def run_sweep(
                 entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,
                                        workers, compile, threads, experiments, len(todo),
                                        report_declarations=report_declarations(experiments))
-                _dispatch(units, finish, executor, client, workers, device, threads, compile)
+                _dispatch(units, finish, executor, client, workers, device, threads, compile,
+                          stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS)
             outcome = "complete"
         except _Terminated:
             outcome = "interrupted"
@@ -893,9 +900,10 @@ def _run_file_writer(
 
 def _dispatch(
     units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], executor: str,
-    client: Any, workers: int, device: str | None, threads: int, compile: bool,
+    client: Any, workers: int, device: str | None, threads: int, compile: bool, stall_seconds: float | None = None,
 ) -> None:
-    """Run ``units`` on ``executor`` (in this process when there is nothing to run), ``finish`` each run."""
+    """Run ``units`` on ``executor`` (in this process when there is nothing to run), ``finish`` each run
+    (``stall_seconds``: :func:`_run_dask`'s)."""
     if executor == "serial" or not units:
         with _torch_threads(threads):
             for unit in units:
@@ -904,7 +912,7 @@ def _dispatch(
     elif executor == "processes":
         _run_pool(units, finish, workers, device, threads, compile)
     else:
-        _run_dask(client, units, finish, device, threads, compile)
+        _run_dask(client, units, finish, device, threads, compile, stall_seconds=stall_seconds)
 
 
 def _record_end(out: Path, entry: dict[str, Any] | None, summary: SweepSummary, outcome: str) -> None:
@@ -962,6 +970,29 @@ def _dask_client(address: str | None, workers: int) -> Iterator[Any]:
         yield client
 
 
+def _settled(client: Any, futures: Sequence[Any], stall_seconds: float | None) -> Iterator[tuple[Any, bool]]:
+    """Each of ``futures`` as it finishes, with ``False``; and, once the cluster of ``client`` has had no worker for
+    ``stall_seconds`` while some are pending, each of those with ``True`` (never, for ``None``)."""
+    pending, idle_since, quiet_since = list(futures), None, time.monotonic()
+    while pending:
+        done = [future for future in pending if future.done()]
+        if done:
+            pending = [future for future in pending if not future.done()]
+            idle_since, quiet_since = None, time.monotonic()
+            yield from ((future, False) for future in done)
+            continue
+        time.sleep(DASK_POLL_SECONDS)
+        if stall_seconds is None or time.monotonic() - quiet_since < DASK_POLL_SECONDS * 25:
+            continue  # asks the scheduler about its workers only after 5 s without a finished run
+        if client.scheduler_info().get("workers"):
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= stall_seconds:
+            yield from ((future, True) for future in pending)
+            return
+
+
 def _run_dask(
     client: Any,
     units: Sequence[list[RunSpec]],
@@ -969,13 +1000,14 @@ def _run_dask(
     device: str | None,
     threads: int,
     compile: bool = False,
+    stall_seconds: float | None = None,
 ) -> None:
     """Map runs over a Dask cluster; a lost worker's runs are retried by the scheduler (as many times as it
     allows), and a run whose worker dies every time, or raises outside the run, is recorded as failed (as on a
-    local pool: a resume retries it). A plugin that fails to load on a worker, or is another version there,
-stops the sweep with its one line. On any
-    exception here (Ctrl-C, SIGTERM, a full disk) the runs not finished are cancelled."""
-    from dask.distributed import as_completed as dask_completed
+    local pool: a resume retries it); so are the runs left when the cluster has had no worker for
+    ``stall_seconds`` (None: wait for workers for ever, as for a scheduler others add workers to). A plugin that
+    fails to load on a worker, or is another version there, stops the sweep with its one line. On any exception
+    here (Ctrl-C, SIGTERM, a full disk) the runs not finished are cancelled."""
     from distributed.scheduler import KilledWorker
 
     futures = [
@@ -988,8 +1020,14 @@ stops the sweep with its one line. On any
     ]
     units_by_key = {f.key: unit for f, unit in zip(futures, units, strict=True)}
     try:
-        for future in dask_completed(futures):
+        for future, stalled in _settled(client, futures, stall_seconds):
             unit = units_by_key[future.key]
+            if stalled:
+                results = _worker_failed(unit, WorkerDied(f"its worker process died and the cluster had no worker "
+                                                          f"left to run it for {stall_seconds:g} s"), device)
+                for spec, rows in zip(unit, results, strict=True):
+                    finish(spec, rows)
+                continue
             try:
                 results = future.result()
             except KilledWorker:

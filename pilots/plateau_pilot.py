@@ -190,24 +190,13 @@ def fit_table(merged=None):
             .reset_index())
 
 
-def _chosen(fields: dict) -> str:
-    """What the depth rule chose without the plateau stop: a depth that met it, or the depth pilot's fallback,
-    said to be one (the width pilot then decided protocol v3's scale)."""
-    chosen = fields["chosen_depth"]
-    if not chosen:
-        return "**No depth chosen yet**: the rule decides once the depths it needs are complete."
-    if any(state["meets"] for state in fields["depths"].values()):
-        return f"**Chosen depth: {chosen}.**"
-    return (f"**No depth met the rule without the plateau stop either; the depth pilot's fallback is depth {chosen}** "
-            "(not protocol v3's scale: the width pilot, declared for this case, decided that).")
-
-
 def reading(table, fields: dict) -> list:
     """The pilot's reading as page blocks (:mod:`pebench.blocks`): per depth, architecture and rule
     encoding, runs fitted with the plateau stop (the depth pilot) and without it (this pilot's union), each
     depth's verdict, the chosen depth, the v3 plateau stop and the step caps."""
     from pebench.blocks import bullet_list, text
     from pebench.blocks import table as table_block
+    from pebench.pilot_readings import chosen_depth_text
     from pebench.schema import encoding_label
 
     rows = []
@@ -229,7 +218,8 @@ def reading(table, fields: dict) -> list:
                    "only those were re-run. In-distribution only."),
               table_block(["depth", "arch", *(encoding_label(e) for e in depth_pilot.RULE_ENCODINGS)], rows),
               bullet_list(verdicts),
-              text(f"{_chosen(fields)} Plateau stop of the v3 reference: {stop}.")]
+              text(f"{chosen_depth_text(fields['chosen_depth'], fields['depths'], ' without the plateau stop either')}"
+                   f" Plateau stop of the v3 reference: {stop}.")]
     if fields["caps"]:
         blocks.append(table_block(["arch", "task", "step cap"],
                                   [[c["arch"], f"`{c['task']}`", str(c["cap"])] for c in fields["caps"]]))

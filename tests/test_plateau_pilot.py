@@ -74,7 +74,8 @@ def test_the_reading_shows_fits_with_and_without_the_stop_and_the_decision(pilot
     assert grid["rows"] == [["3", "decoder", "18 → 20 of 24", "18 → 20 of 24", "18 → 20 of 24", "18 → 20 of 24"]]
     said = " ".join(b.get("text", "") + " ".join(b.get("items", [])) for b in blocks)
     assert "depth 3: fails the rule (rope decoder fits 20 of 24)" in said
-    assert "the depth pilot's fallback is depth 3** (not protocol v3's scale" in said  # no depth met the rule
+    assert ("No depth met the rule without the plateau stop either; the depth pilot's fallback is depth 3**" in said
+            and "It is not protocol v3's scale" in said)  # no depth met the rule
     assert "**Chosen depth" not in said and "**none**" in said and "2 of 3 re-runs" in said
     fields["depths"]["3"]["meets"] = True
     assert "**Chosen depth: 3.**" in " ".join(b.get("text", "") for b in pilot.reading(table, fields))

@@ -189,3 +189,44 @@ def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
         path.write_text("{}\n")
     run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
     assert not left.exists() and all(path.read_text() == "{}\n" for path in mine)
+
+
+
+class _Future:
+    """A Dask future as :func:`pebench.runner._settled` sees it: done after ``after`` looks (None: never)."""
+
+    def __init__(self, key, after=0):
+        self.key, self.after, self.looks = key, after, 0
+
+    def done(self):
+        self.looks += 1
+        return self.after is not None and self.looks > self.after
+
+
+class _Client:
+    def __init__(self, workers):
+        self.workers, self.asked = workers, 0
+
+    def scheduler_info(self):
+        self.asked += 1
+        return {"workers": self.workers}
+
+
+def test_a_dask_cluster_left_without_workers_settles_its_pending_runs_as_stalled(monkeypatch):
+    """A local cluster whose worker died and was not restarted would leave the sweep waiting for ever (a hang seen
+    in the tests): after ``stall_seconds`` with no worker, each pending run comes back marked stalled, to be
+    recorded as failed. A cluster that has a worker is waited for, and so is any cluster when there is no limit
+    (None: a remote scheduler, whose workers others add)."""
+    from pebench import runner
+
+    monkeypatch.setattr(runner, "DASK_POLL_SECONDS", 0.001)  # only how often it looks; the waits scale with it
+    settled = list(runner._settled(_Client({}), [_Future("a"), _Future("b", after=None)], stall_seconds=0.05))
+    assert [(future.key, stalled) for future, stalled in settled] == [("a", False), ("b", True)]
+
+    busy = _Client({"tcp://worker": {}})
+    slow = _Future("c", after=200)  # finishes after many looks, long past the limit of a cluster without workers
+    assert list(runner._settled(busy, [slow], stall_seconds=0.01)) == [(slow, False)] and busy.asked > 0
+
+    unlimited, late = _Client({}), _Future("d", after=200)
+    assert list(runner._settled(unlimited, [late], stall_seconds=None)) == [(late, False)]
+    assert unlimited.asked == 0
