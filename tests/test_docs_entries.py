@@ -43,7 +43,7 @@ def test_a_page_reads_where_a_name_appears_from_its_entry(results_sections, tmp_
     results = reported(tmp_path, entries={"encoding": {"rope": entry}, "task": {}})
     lines = results_sections("encoding", "rope", results)
     assert lines[:3] == ["### standard results", "", "{doc}`The standard results </_generated/results/standard>`: "
-                         "`length_extrapolation` (decoder), `rope_scaling` (decoder)."]
+                         "Length extrapolation, decoder; RoPE scaling, decoder."]
     assert "#### Main results" in lines
     assert results_sections("encoding", "alibi", results) == []
 
