@@ -57,13 +57,21 @@ def test_a_run_that_kills_its_worker_every_time_is_recorded_as_failed(executor, 
         pytest.importorskip("dask.distributed")
     fatal, fine = tiny_spec(encoding="kills_its_worker"), tiny_spec(encoding="none")
     out = tmp_path / "out"
-    for attempt in range(2):  # and a resume retries it, recording it as failed again instead of stopping
+    fine_done = False
+    for _ in range(2):  # and a resume retries it, recording it as failed again instead of stopping
         summary = run_sweep([fatal, fine], out, executor=executor, workers=1, on_done=lambda spec, rows: None)
-        assert (summary.done, summary.failed) == (2 - attempt, 1)
         failed = read_run_file(out / "raw" / run_file_name(fatal.run_id))
         assert failed["status"].tolist() == ["failed"]
         assert "WorkerDied: its worker process" in failed["error"].iloc[0]
-    assert read_run_file(out / "raw" / run_file_name(fine.run_id))["status"].iloc[0] == "ok"
+        # Dask only: when the nanny fails to restart the killed worker (seen in about 1 of 4 repeats here), the
+        # cluster is left with none, and the runs still pending are recorded as failed after
+        # runner.DASK_NO_WORKER_SECONDS, the fine one among them if it had not run yet; never a hang
+        rows = read_run_file(out / "raw" / run_file_name(fine.run_id))
+        stalled = rows["status"].iloc[0] == "failed"
+        assert not stalled or (executor == "dask" and "the cluster had no worker left" in rows["error"].iloc[0])
+        assert (summary.done, summary.failed) == (1 if fine_done else 2, 1 + stalled)
+        fine_done = not stalled
+    assert fine_done or executor == "dask"
 
 
 def test_an_unreachable_dask_scheduler_leaves_the_folder_as_it_was(tmp_path, capsys, monkeypatch):
