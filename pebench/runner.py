@@ -96,8 +96,14 @@ DASK_CONNECT_SECONDS = 10
 STOP_GRACE_SECONDS = 3
 #: seconds a sweep on its own local Dask cluster waits while the cluster has no worker and runs are pending, before
 #: it records those runs as failed: a worker killed by its run is restarted by its nanny within seconds, but a
-#: restart that fails leaves the cluster with none, and the sweep would wait for ever (seen in the tests)
+#: nanny that cannot start one leaves the cluster with none, and the sweep would otherwise wait for ever
 DASK_NO_WORKER_SECONDS = 60.0
+#: how long the local cluster lets a named worker be gone before it closes its nanny for good. Distributed's default
+#: (15 s) checks once, 15 s after a worker's death, whether a worker of that name is back; a run that kills its
+#: worker every ~5 s (three tries) made that check land, about 1 time in 4, in the half second between a death and
+#: the restart, and the cluster was left with no worker (seen in the tests; distributed 2026.8). A local cluster's
+#: nannies always restart their workers, so the check is put off beyond any sweep
+DASK_LOST_WORKER_TIMEOUT = "30 days"
 #: how often a sweep on Dask looks at its runs (and, when none finished, at the cluster's workers)
 DASK_POLL_SECONDS = 0.2
 
@@ -949,7 +955,9 @@ def _dask_client(address: str | None, workers: int) -> Iterator[Any]:
             with contextlib.ExitStack() as started:
                 # one task per single-threaded worker at a time (the default saturation 1.1 gives each a second
                 # one in advance): a run that kills its worker then never takes an innocent run's attempt with it
-                started.enter_context(dask.config.set({"distributed.scheduler.worker-saturation": 1.0}))
+                started.enter_context(dask.config.set({
+                    "distributed.scheduler.worker-saturation": 1.0,
+                    "distributed.deploy.lost-worker-timeout": DASK_LOST_WORKER_TIMEOUT}))
                 with _ctrl_c_ignored():
                     cluster = started.enter_context(LocalCluster(
                         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,

@@ -57,21 +57,27 @@ def test_a_run_that_kills_its_worker_every_time_is_recorded_as_failed(executor, 
         pytest.importorskip("dask.distributed")
     fatal, fine = tiny_spec(encoding="kills_its_worker"), tiny_spec(encoding="none")
     out = tmp_path / "out"
-    fine_done = False
-    for _ in range(2):  # and a resume retries it, recording it as failed again instead of stopping
+    for attempt in range(2):  # and a resume retries it, recording it as failed again instead of stopping
         summary = run_sweep([fatal, fine], out, executor=executor, workers=1, on_done=lambda spec, rows: None)
         failed = read_run_file(out / "raw" / run_file_name(fatal.run_id))
         assert failed["status"].tolist() == ["failed"]
         assert "WorkerDied: its worker process" in failed["error"].iloc[0]
-        # Dask only: when the nanny fails to restart the killed worker (seen in about 1 of 4 repeats here), the
-        # cluster is left with none, and the runs still pending are recorded as failed after
-        # runner.DASK_NO_WORKER_SECONDS, the fine one among them if it had not run yet; never a hang
-        rows = read_run_file(out / "raw" / run_file_name(fine.run_id))
-        stalled = rows["status"].iloc[0] == "failed"
-        assert not stalled or (executor == "dask" and "the cluster had no worker left" in rows["error"].iloc[0])
-        assert (summary.done, summary.failed) == (1 if fine_done else 2, 1 + stalled)
-        fine_done = not stalled
-    assert fine_done or executor == "dask"
+        assert read_run_file(out / "raw" / run_file_name(fine.run_id))["status"].tolist() == ["ok"] * 2
+        assert (summary.done, summary.failed) == (2 if attempt == 0 else 1, 1)
+
+
+def test_a_local_dask_cluster_never_gives_up_on_a_worker_its_nanny_restarts():
+    """The cause of a hang seen 1 time in 4: distributed closes a nanny for good when no worker of its name is
+    registered ``lost-worker-timeout`` after a death, and with the default 15 s that check can land between a
+    death and its restart. The local cluster puts it off beyond any sweep."""
+    pytest.importorskip("dask.distributed")
+    import dask
+    from dask.utils import parse_timedelta
+
+    from pebench import runner
+
+    with runner._dask_client(None, 1):
+        assert parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout")) >= 86400
 
 
 def test_an_unreachable_dask_scheduler_leaves_the_folder_as_it_was(tmp_path, capsys, monkeypatch):
