@@ -37,7 +37,7 @@ import pandas as pd
 from pebench import encodings
 from pebench import metrics as metric_registry
 from pebench.results import holm
-from pebench.schema import BASE_VARIANT, GROUP_COLUMNS, completed, encoding_label, encoding_rank, fitted
+from pebench.schema import BASE_VARIANT, GROUP_COLUMNS, completed, encoding_label, encoding_rank, fitted, task_label
 from pebench.tables import Cell, Column, Table, interval_text
 
 #: significance level of the pairwise verdicts (after Holm correction)
@@ -650,7 +650,7 @@ def fit_table(table: pd.DataFrame, caption: str = "", name: str = "fit", label: 
         total = part["fitted"].sum() / part["seeds"].sum()
         rows.append([_text(arch), _encoding(encoding), *(cells.get(task, Cell("—")) for task in tasks),
                      Cell(f"{100 * total:.0f}%", total)])
-    return _board(name, table, ["Arch", "Encoding", *tasks, "All"], rows, caption, label)
+    return _board(name, table, ["Arch", "Encoding", *map(task_label, tasks), "All"], rows, caption, label)
 
 
 def leaderboard_table(board: pd.DataFrame, caption: str | None = None, name: str = "leaderboard",

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from pebench.blocks import Block, bullet_list, table, text
-from pebench.schema import encoding_label, encoding_rank
+from pebench.schema import encoding_label, encoding_rank, task_label
 
 #: each pilot reading written as blocks (:func:`pebench.blocks.write_blocks`) that the protocol and pilots pages
 #: show, by the name of its include: its file under ``results/pilots``, what it is, and the script whose ``read``
@@ -69,6 +69,6 @@ def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
               bullet_list(verdicts),
               text(chosen_depth_text(chosen, outcome["depths"]))]
     if outcome["caps"]:
-        blocks.append(table(["arch", "task", "step cap"], [[c["arch"], f"`{c['task']}`", str(c["cap"])]
+        blocks.append(table(["arch", "task", "step cap"], [[c["arch"], task_label(c["task"]), str(c["cap"])]
                                                            for c in outcome["caps"]]))
     return blocks

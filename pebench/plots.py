@@ -39,7 +39,7 @@ from pebench import metrics as metric_registry
 from pebench.evaluate import CONDITIONS
 from pebench.model import ARCHS
 from pebench.protocol import COMPARED_ENCODINGS
-from pebench.schema import BASE_VARIANT, completed, encoding_label, encoding_rank, order_dependent, sort_key
+from pebench.schema import BASE_VARIANT, completed, encoding_label, encoding_rank, order_dependent, sort_key, task_label
 
 #: line colours, one per encoding. The first :data:`SAFE_COLOURS` (the compared encodings', in canonical order)
 #: are Okabe and Ito's colour-blind-safe set without its black (chance) and yellow (too light on white), then
@@ -252,7 +252,7 @@ def _curve_panels(
             ax.yaxis.set_minor_formatter(plain)
             ax.tick_params(axis="y", which="minor", labelsize="x-small")
         _length_axis(ax, frame["eval_len"], xlabel)
-        ax.set_title(task)
+        ax.set_title(task_label(task))
         ax.set_ylabel(ylabel)
     _label_outer(axes)
     figure.legend(*_curve_legend(axes, styles), loc="outside lower center", ncols=4, fontsize="small",
@@ -411,7 +411,8 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
                 ax.text(j, i, f"{value:.2f}" + ("" if fitted else "†"), ha="center", va="center",
                         fontsize=8 if cell_width >= 0.42 else 7, color="black" if value > 0.6 else "white")
         last = index == len(archs) - 1
-        ax.set_xticks(range(len(tasks)), tasks if last else [], rotation=45, ha="right", rotation_mode="anchor")
+        ax.set_xticks(range(len(tasks)), [task_label(t) for t in tasks] if last else [], rotation=45, ha="right",
+                      rotation_mode="anchor")
         ax.set_yticks(range(len(order)), order)
         ax.set_title(arch)
     name = metric_registry.get(metric).axis_label
@@ -496,8 +497,10 @@ def order_sensitivity(data: pd.DataFrame, experiment: str, *, title: str | None 
                     "edgecolor": "white" if dependent else "0.2", "linewidth": 0.5}
             drawn = ax.bar(np.arange(len(names)) + (k - (len(tasks) - 1) / 2) * width, bars["order_effect_mean"],
                            width, yerr=bars["order_effect_ci95"].fillna(0.0), **look,
-                           error_kw={"elinewidth": 0.8, "capsize": 1.5}, label=f"{task} ({kind})")
-            legend.setdefault(task if dependent else f"{task} (control)", Patch(**look))  # solid: order-dependent
+                           error_kw={"elinewidth": 0.8, "capsize": 1.5},
+                           label=f"{task_label(task)} ({kind})")
+            # solid: order-dependent
+            legend.setdefault(task_label(task) + ("" if dependent else " (control)"), Patch(**look))
             for patch, judged in zip(drawn.patches, bars["judged"].fillna(True), strict=True):
                 if not judged:
                     unfitted_any = True

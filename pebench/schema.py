@@ -185,6 +185,29 @@ def encoding_label(name: str) -> str:
     return " ".join(ENCODINGS.label(part) for part in parts)
 
 
+def task_label(name: str) -> str:
+    """Display name of a task for rendered text (tables, findings, figures): its registered ``label``, else its
+    name as words (``reverse_string`` is ``reverse string``, as the papers write the task in running text); a name
+    that is not registered (a plugin not loaded here) is shown as it is. CSVs, file names and ``--task`` keep the
+    registered name."""
+    name = str(name)
+    if name not in tasks.TASKS:
+        return name
+    return str(tasks.TASKS.meta(name).get("label") or name.replace("_", " "))
+
+
+def task_title(name: str) -> str:
+    """A task's page title: its label as a heading starts (``Reverse string``) and the name to type
+    (``reverse_string``) in code."""
+    label = task_label(name)
+    return f"{label[:1].upper()}{label[1:]} (`{name}`)"
+
+
+def task_labels(names: Sequence[str]) -> str:
+    """``names`` as task labels (:func:`task_label`) joined by commas."""
+    return ", ".join(task_label(name) for name in names)
+
+
 #: words of experiment names that a reader writes otherwise (:func:`people_words`)
 SPELLED = {"lm": "LM", "rope": "RoPE"}
 

@@ -11,7 +11,7 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from test_results import run_frame, write_synthetic_results
 
-from pebench import plots, results, store
+from pebench import plots, results, schema, store
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +278,7 @@ def test_a_battery_of_tasks_is_split_into_figures_of_at_most_nine_panels_at_page
     for k, part in enumerate(parts, 1):
         figure = plots.accuracy_vs_length(data, "length_extrapolation", arch="decoder", part=k)
         shown = [ax.get_title() for ax in figure.axes if ax.get_visible()]
-        assert shown == part and figure.get_figwidth() <= plots.PAGE_WIDTH
+        assert shown == [schema.task_label(task) for task in part] and figure.get_figwidth() <= plots.PAGE_WIDTH
         assert f"part {k} of 3" in figure.get_suptitle()
     with pytest.raises(ValueError, match="parts 1 to 3"):
         plots.accuracy_vs_length(data, "length_extrapolation", arch="decoder", part=4)
@@ -286,7 +286,8 @@ def test_a_battery_of_tasks_is_split_into_figures_of_at_most_nine_panels_at_page
         plots.tasks_in_order(battery[:9])]  # nine fit one figure
     heatmap = plots.ood_heatmap(data, "length_extrapolation")
     assert heatmap.get_figwidth() <= plots.PAGE_WIDTH
-    assert [t.get_text() for t in heatmap.axes[0].get_xticklabels()] == plots.tasks_in_order(battery)
+    assert [t.get_text() for t in heatmap.axes[0].get_xticklabels()] == [
+        schema.task_label(task) for task in plots.tasks_in_order(battery)]
 
 
 def test_length_axes_label_powers_of_two_and_tick_every_length():

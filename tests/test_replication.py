@@ -327,7 +327,7 @@ def test_without_runs_each_section_says_how_to_make_them(tmp_path):
     assert "| model | decoder-only, 12 layers" in text and "d_model 64" in text
     assert "Declared in `experiments/replicate_kazemnejad2023.py` (commit `ba88c84`)" in text
     assert "### Scale check: copy at 6 model sizes" in text and "--experiment kazemnejad2023_d256_l4" in text
-    assert "### Check: stack_manipulation, randomized positions from L = 410" in text
+    assert "### Check: stack manipulation, randomized positions from L = 410" in text
     assert "--experiment ruoss2023_dense --experiment ruoss2023_budget4x" in text
 
 

@@ -114,6 +114,21 @@ def test_the_baseline_is_shown_by_its_label_and_stored_by_its_name(report):
     assert schema.encoding_label("not_registered_here") == "not_registered_here"
 
 
+def test_tasks_are_shown_in_words_and_stored_by_their_names():
+    """In the committed standard report a task with an underscore is shown in words in tables and findings; the
+    CSVs keep its registered name (``--task`` and ``pebench show --task`` use it)."""
+    folder = Path(__file__).resolve().parent.parent / "results" / "standard"
+    shown = set(pd.read_csv(folder / "tables" / "length_extrapolation_decoder.csv")["task"])
+    spaced = sorted(name for name in shown if "_" in name)
+    assert "reverse_string" in spaced
+    markdown = (folder / "tables" / "length_extrapolation_decoder.md").read_text()
+    findings = "\n".join(json.loads((folder / "report.json").read_text())["findings"])
+    for name in spaced:
+        assert f"| {schema.task_label(name)} |" in markdown and f"| {name} |" not in markdown
+        assert f", {name}:" not in findings
+    assert "Length extrapolation, decoder, reverse string: among fitted seeds" in findings
+
+
 def test_latex_is_booktabs_with_escaped_names(report):
     tex = next(t for t in report.tables if t.name == "length_extrapolation").paths["tex"].read_text()
     assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index(r"\end{tabular}")
@@ -130,9 +145,12 @@ def test_latex_is_booktabs_with_escaped_names(report):
 
 
 def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
-    frames = [run_frame("length_extrapolation", "sum_mod", encoding, "decoder", seed, 8,
+    """A task and an encoding as tables show them, escaped: an unregistered task keeps its name (underscore
+    escaped), a registered one its label."""
+    frames = [run_frame("length_extrapolation", task, encoding, "decoder", seed, 8,
                         [{"eval_len": 8, "token_acc": 0.9 - 0.1 * k}, {"eval_len": 16, "token_acc": 0.5}])
-              for k, encoding in enumerate(("randomized:rope", "alibi")) for seed in (0, 1)]
+              for k, encoding in enumerate(("randomized:rope", "alibi")) for seed in (0, 1)
+              for task in ("sum_mod", "not_registered_task")]
     raw = tmp_path / "results" / "raw"
     raw.mkdir(parents=True)
     for frame in frames:
@@ -140,7 +158,8 @@ def test_underscored_task_and_prefixed_encoding_are_escaped(tmp_path):
     # default out_dir = the results folder; no manifest records the declarations: the caller gives them
     report = write_report(tmp_path / "results", declared=registered_report_specs())
     tex = (tmp_path / "results" / "tables" / "length_extrapolation.tex").read_text()
-    assert r"sum\_mod" in tex and "Randomized RoPE" in tex and "sum_mod" not in tex
+    assert "sum modulo 3" in tex and "Randomized RoPE" in tex and "sum_mod" not in tex
+    assert r"not\_registered\_task" in tex and "not_registered_task" not in tex
     assert {a.name for a in report.tables} == {  # the experiment's declared views and rankings; others skipped
         "length_extrapolation", "length_extrapolation_decoder_order", "leaderboard_length_extrapolation",
         "pairwise_length_extrapolation", "harm_length_extrapolation", "parameters", "runs"}
@@ -442,8 +461,8 @@ def test_the_fit_table_counts_fitted_seeds_and_median_steps_per_encoding_and_arc
     assert section["rows"] == [[schema.encoding_label("none"), "1/3 (33%)", "100", "1/3 (33%)", "100"],
                                [schema.encoding_label("rope"), "3/3 (100%)", "200", "—", "—"]]
     floors = fit.floors_table(fit_summary_folder(tmp_path / "again"))
-    assert floors["sections"][0]["rows"] == [["`copy`", "decoder", "0.10", "0.53", "0.10", "0.32", "—"],
-                                             ["`copy`", "encoder", "0.10", "0.53", "0.10", "0.32", "—"]]
+    assert floors["sections"][0]["rows"] == [["copy", "decoder", "0.10", "0.53", "0.10", "0.32", "—"],
+                                             ["copy", "encoder", "0.10", "0.53", "0.10", "0.32", "—"]]
 
 
 def test_the_floors_table_marks_a_floor_computed_by_permutation_as_a_lower_bound(tmp_path):
@@ -459,8 +478,8 @@ def test_the_floors_table_marks_a_floor_computed_by_permutation_as_a_lower_bound
         text = f"run_id,floor_method\n{run_id},{method}\n"
         (folder / "raw" / f"{run_id}.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
     (section,) = fit.floors_table(folder)["sections"]
-    assert section["rows"] == [["`copy`", "decoder", "0.10", "≥0.53", "0.10", "≥0.32", "permutation"],
-                               ["`copy`", "encoder", "0.10", "0.53", "0.10", "0.32", "exact"]]
+    assert section["rows"] == [["copy", "decoder", "0.10", "≥0.53", "0.10", "≥0.32", "permutation"],
+                               ["copy", "encoder", "0.10", "0.53", "0.10", "0.32", "exact"]]
     assert section["lead"].endswith(BOUND_LEGEND)
 
 
@@ -493,8 +512,8 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
     assert "passes with at most 1 error." in resolution["lead"]
     assert f"{p:.2f} at a true accuracy of 0.97" in resolution["lead"]
     label = schema.encoding_label("rope")
-    assert resolution["rows"] == [["`{folder}`", "one token", 3, 2, 1, f"0.960 (`majority`, encoder, {label}, seed 0)"],
-                                  ["`{folder}`", "longer", 2, 1, 1, f"0.970 (`copy`, encoder, {label}, seed 1)"]]
+    assert resolution["rows"] == [["`{folder}`", "one token", 3, 2, 1, f"0.960 (majority, encoder, {label}, seed 0)"],
+                                  ["`{folder}`", "longer", 2, 1, 1, f"0.970 (copy, encoder, {label}, seed 1)"]]
     assert fit.fit_resolution(pd.DataFrame([row("copy", 0, 0.5)]).drop(columns="fitted"))["rows"] == []
 
 

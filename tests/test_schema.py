@@ -95,6 +95,17 @@ def test_encodings_sort_in_their_canonical_order_and_the_trained_model_first():
     assert schema.order_dependent("copy") is True and schema.order_dependent("not_a_task") is None
 
 
+def test_tasks_are_shown_in_words_and_stored_by_their_names():
+    """A task is shown as the papers write it in running text (``reverse_string``: reverse string), or by its
+    registered label; a name not registered here (a plugin not loaded) as it is."""
+    assert [schema.task_label(name) for name in ("reverse_string", "copy", "missing_duplicate")] == [
+        "reverse string", "copy", "missing duplicate"]
+    assert schema.task_label("charlm") == "character LM" and schema.task_label("flip_flop_dense") == "flip-flop (dense)"
+    assert schema.task_label("my_plugin_task") == "my_plugin_task"
+    assert schema.task_labels(["cycle_navigation", "even_pairs"]) == "cycle navigation, even pairs"
+    assert schema.task_title("reverse_string") == "Reverse string (`reverse_string`)"
+
+
 def test_people_words_spell_experiments_as_a_reader_writes_them():
     from pebench.schema import people_words
 

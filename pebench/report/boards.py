@@ -30,8 +30,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     if board.empty:
         return [], []
     name = f"leaderboard_{experiment}"
-    caption = (f"Encodings ranked per architecture by {label} on every task of {experiment} (rank 1 = best "
-               "mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
+    caption = (f"Encodings ranked per architecture by {label} on every task of {people_words(experiment)} (rank 1 = "
+               "best mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
                "rank (MRR, Kazemnejad et al. 2023) and mean rank over tasks, each with a 95% percentile "
                "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
                "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "

@@ -20,10 +20,10 @@ import pandas as pd
 from pebench import plots
 from pebench.entry_lead import BOARD_KINDS, figure_places, lead  # noqa: F401  (re-exported)
 from pebench.report.findings import people_words
-from pebench.schema import encoding_label
+from pebench.schema import encoding_label, task_label
 
 #: the columns whose values get an entry, and how each value is shown in a table (the CSVs keep the name)
-COLUMNS: dict[str, Callable[[str], str]] = {"encoding": encoding_label, "task": str}
+COLUMNS: dict[str, Callable[[str], str]] = {"encoding": encoding_label, "task": task_label}
 
 
 def markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
@@ -84,7 +84,7 @@ def look_sentence(column: str, name: str, experiment: str, arch: str | None) -> 
     where = people_words(experiment, arch)
     if column == "encoding":
         return f"Look for {encoding_label(name)} in {where}: its colour in the legend, its row or its bars."
-    return f"Look for {name} in {where}: its panel, row or column."
+    return f"Look for {task_label(name)} in {where}: its panel, row or column."
 
 
 def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:

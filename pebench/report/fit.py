@@ -20,7 +20,7 @@ from scipy import stats
 from pebench import metrics, tasks
 from pebench.protocol import SCALES
 from pebench.report_file import FOLDER
-from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key
+from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key, task_label
 from pebench.store import first_rows
 from pebench.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
 from pebench.tasks.floors import BOUND_METHODS
@@ -135,7 +135,7 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
         for row in table.itertuples():
             method = cells.get_group((row.task, row.arch)).get("floor_method")
             methods = sorted(method.dropna().unique()) if method is not None else []
-            rows.append([f"`{row.task}`", row.arch, *_floor_cells(row, bool(set(methods) & set(BOUND_METHODS))),
+            rows.append([task_label(row.task), row.arch, *_floor_cells(row, bool(set(methods) & set(BOUND_METHODS))),
                          ", ".join(methods) if method is not None else "—"])
         legend = f" {BOUND_LEGEND}" if any(BOUND_PREFIX in cell for row in rows for cell in row[2:-1]) else ""
         sections.append({"lead": f"**`{experiment}`** (from `{FOLDER}/summary/runs.csv`){legend}",
@@ -187,6 +187,7 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
             low = part.loc[part["token_acc"].idxmin()]
             rows.append([f"`{FOLDER}`", label, len(part), int((part["token_acc"] < threshold).sum()),
                          int((part["token_acc"] < 0.98).sum()),
-                         f"{low['token_acc']:.3f} (`{low['task']}`, {low['arch']}, {encoding_label(low['encoding'])}, "
+                         f"{low['token_acc']:.3f} ({task_label(low['task'])}, {low['arch']}, "
+                         f"{encoding_label(low['encoding'])}, "
                          f"seed {int(low['seed'])})"])
     return {"lead": lead, "header": header, "rows": rows, "closing": closing}

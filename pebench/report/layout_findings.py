@@ -8,7 +8,7 @@ import pandas as pd
 
 from pebench import encodings, plots, results, schema
 from pebench.experiment import ReportSpec
-from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels, people_words
+from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels, people_words, task_label, task_labels
 from pebench.tables import format_mean_ci, format_number
 
 
@@ -39,7 +39,7 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
         judged = part[part["judged"]] if "judged" in part else part
         unfitted_tasks = sorted(set(part["task"]) - set(judged["task"]))
         if unfitted_tasks:
-            out.append(f"{named(experiment, spec, arch)}: no encoding fitted {', '.join(unfitted_tasks)} within its "
+            out.append(f"{named(experiment, spec, arch)}: no encoding fitted {task_labels(unfitted_tasks)} within its "
                        "step cap; "
                        "no extrapolation finding there.")
         tests = results.compare_to_best(fitted_runs[fitted_runs["arch"] == arch], "ood_token_acc")
@@ -51,7 +51,7 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
                 if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
             floor = cell.get("ood_floor_token_acc_mean", np.nan)
             out.append(
-                f"{named(experiment, spec, arch)}, {task}: among fitted seeds, best OOD token accuracy "
+                f"{named(experiment, spec, arch)}, {task_label(task)}: among fitted seeds, best OOD token accuracy "
                 f"{encoding_label(top['encoding'])} "
                 f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
                 f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "

@@ -108,6 +108,8 @@ def _cell_label(row: pd.Series, column: str) -> str:
         return plots.label(row["encoding"], row["encoding_options"])
     if column == "order_dependent":
         return {True: "order-dependent", False: "control"}.get(row["order_dependent"], "?")
+    if column == "task":
+        return schema.task_label(row["task"])
     return str(row[column])
 
 

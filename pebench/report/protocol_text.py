@@ -33,14 +33,15 @@ def experiment_protocol(data: pd.DataFrame) -> str:
     steps = joined_values(data["steps"])
     if data["steps"].nunique() > 1:  # per-task budgets: name them
         per_task = data.groupby(["task", "arch"])["steps"].agg(joined_values)
-        steps = ", ".join(f"{task} {n}" if data["arch"].nunique() == 1 else f"{task} ({arch}) {n}"
+        one_arch = data["arch"].nunique() == 1
+        steps = ", ".join(f"{schema.task_label(task)} {n}" if one_arch else f"{schema.task_label(task)} ({arch}) {n}"
                           for (task, arch), n in per_task.items())
     return (f"{joined_values(data['arch'])}, d_model {joined_values(data['d_model'])}, "
             f"layers {joined_values(data['n_layers'])}, heads {joined_values(data['n_heads'])}; "
             f"{steps} steps of batch {joined_values(data['batch_size'])} at lr {joined_values(data['lr'])} "
             f"on input lengths {train_lengths}; evaluated at lengths {eval_lengths} "
             f"({n_examples}{decoding}conditions {conditions}); seeds {joined_values(data['seed'])}; "
-            f"{data['encoding'].nunique()} encodings, tasks {', '.join(sorted(data['task'].unique()))}.")
+            f"{data['encoding'].nunique()} encodings, tasks {schema.task_labels(sorted(data['task'].unique()))}.")
 
 
 def manifest_line(results_dir: Path) -> str:

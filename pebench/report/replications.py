@@ -30,7 +30,7 @@ from pebench.replication import (
     growth_table,
     task_table,
 )
-from pebench.schema import BASE_VARIANT, encoding_label
+from pebench.schema import BASE_VARIANT, encoding_label, task_label, task_labels
 from pebench.store import load, raw_files, run_file_id
 from pebench.tasks.charlm import EVAL_SPAN
 
@@ -97,7 +97,7 @@ def our_setup(specs: Sequence, primary_metric: str, language_model: bool) -> dic
                             f"{train.train_max_len}",
         "test lengths": f"{', '.join(map(str, id_lengths))} (in distribution) and "
                         f"{', '.join(map(str, ood_lengths))} (beyond), {evaluation.n_examples} examples each",
-        "tasks": f"{len({s.task for s in specs})}: {', '.join(dict.fromkeys(s.task for s in specs))}",
+        "tasks": f"{len({s.task for s in specs})}: {task_labels(dict.fromkeys(s.task for s in specs))}",
         "encodings": f"{len(names)}: {', '.join(encoding_label(n) for n in names)}",
         "metric": f"{metrics.get(primary_metric).axis_label} (`{primary_metric}`"
                   + (f", {evaluation.decoding} decoding" if first.arch == "decoder" else "")
@@ -300,7 +300,7 @@ def check_section(check: ScaleCheck | ArmCheck, folder: Path, suite: str) -> lis
 def arm_check_section(check: ArmCheck, folder: Path, suite: str) -> list[Block]:
     """A replication's check in arms: per arm and encoding, seeds fitted, held-out accuracy when training stopped
     and OOD accuracy scored and raw, and per arm the mean gain of randomized over base; or how to run it."""
-    blocks = [heading(3, f"Check: {check.task}, {' / '.join(check.arms.values())}"), text(check.question),
+    blocks = [heading(3, f"Check: {task_label(check.task)}, {' / '.join(check.arms.values())}"), text(check.question),
               text(check.why), text(f"Declared in `{check.script}`{_declared(check.declared_in)}, arms:"),
               bullet_list(f"`{name}`: {change}" for name, change in check.arms.items())]
     summary = check.summary(folder)
@@ -348,7 +348,7 @@ def arm_check_section(check: ArmCheck, folder: Path, suite: str) -> list[Block]:
 def scale_check_section(check: ScaleCheck, folder: Path, suite: str) -> list[Block]:
     """A replication's scale check: per size, each encoding's fitted seeds and exact match, the tau of its order
     against the paper's and its declared reading, read across the sizes; or how to run it."""
-    blocks = [heading(3, f"Scale check: {check.task} at {len(check.sizes)} model sizes"),
+    blocks = [heading(3, f"Scale check: {task_label(check.task)} at {len(check.sizes)} model sizes"),
               text(f"{check.reading}\nDeclared in `{check.script}`{_declared(check.declared_in)}.")]
     summary = check.summary(folder)
     if summary is None:
@@ -359,8 +359,8 @@ def scale_check_section(check: ScaleCheck, folder: Path, suite: str) -> list[Blo
                       "(unfitted: 0)"],
                      [[r.size, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", f"{r.id_seq:.2f}",
                        f"{r.ood:.2f}"] for r in cells.itertuples()]),
-               text(f"Kendall's tau of the encodings' order on {check.task} against the paper's aggregate order, per "
-                    "size with every run in (95% bootstrap interval over seeds): "
+               text(f"Kendall's tau of the encodings' order on {task_label(check.task)} against the paper's aggregate "
+                    "order, per size with every run in (95% bootstrap interval over seeds): "
                     + ("; ".join(f"{size} **{a.tau:.2f}** [{a.low:.2f}, {a.high:.2f}]" for size, a in taus.items())
                        or "none yet") + ".")]
     verdicts = check.size_verdicts(taus)
@@ -373,8 +373,8 @@ def scale_check_section(check: ScaleCheck, folder: Path, suite: str) -> list[Blo
     nope = cells[cells["encoding"] == baseline]
     if not nope.empty:
         fits = [f"{r.size} {int(r.fitted)}/{int(r.n)}" for r in nope.itertuples()]
-        blocks.append(text(f"{encoding_label(baseline)}, the paper's best encoding, fitted {check.task} (seeds fitted "
-                           f"per size): {'; '.join(fits)}."))
+        blocks.append(text(f"{encoding_label(baseline)}, the paper's best encoding, fitted {task_label(check.task)} "
+                           f"(seeds fitted per size): {'; '.join(fits)}."))
     blocks += scale_by_depth(check, cells, taus, dict(verdicts))
     blocks += scale_confound(check, cells, suite)
     if missing:
@@ -415,10 +415,11 @@ def scale_by_depth(check: ScaleCheck, cells: pd.DataFrame, taus: Mapping[str, Ra
     standard = check.size_label(*check.sizes[0])
     depths = _depth_rows(check, cells, verdicts)
     best = max(taus, key=lambda s: taus[s].tau)
-    highest = f"The highest tau on {check.task}: {best} **{taus[best].tau:.2f}** [{taus[best].low:.2f}, " \
+    highest = f"The highest tau on {task_label(check.task)}: {best} **{taus[best].tau:.2f}** [{taus[best].low:.2f}, " \
               f"{taus[best].high:.2f}]."
     scope = (f"The replication's other tasks were run at the standard size ({standard}) only, so this check shows "
-             f"what size does to the order on {check.task}; it does not measure the aggregate tau at another size.")
+             f"what size does to the order on {task_label(check.task)}; it does not measure the aggregate tau at "
+             "another size.")
     baseline = encoding_label(encodings.baseline_name())
     uniform = all(len({f for _, f, _ in rows}) == 1 and rows[0][1] != "some" and _depth_verdict(rows)
                   for rows in depths.values())
@@ -428,8 +429,8 @@ def scale_by_depth(check: ScaleCheck, cells: pd.DataFrame, taus: Mapping[str, Ra
         for layers, rows in sorted(depths.items()):
             widths = ", ".join(f"d{w}" for w, _, _ in rows)
             fitted = "every seed" if rows[0][1] == "all" else "no seed"
-            parts.append(f"at every {layers}-layer size ({widths}) {baseline} fitted {check.task} in {fitted} and "
-                         f"the tau is {VERDICT_WORDS[_depth_verdict(rows)]} the standard size's")
+            parts.append(f"at every {layers}-layer size ({widths}) {baseline} fitted {task_label(check.task)} in "
+                         f"{fitted} and the tau is {VERDICT_WORDS[_depth_verdict(rows)]} the standard size's")
         return [text(f"Read across the {len(sizes)} sizes, depth and not width separates them: " + "; ".join(parts)
                      + f". {highest} {scope}")]
     parts = [f"{layers} layers: " + ", ".join(f"d{w} ({baseline} fitted {f}; "

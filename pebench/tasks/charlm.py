@@ -46,7 +46,7 @@ def corpus() -> tuple[Tensor, Tensor]:
     return ids[:cut], ids[cut:]
 
 
-@register("charlm", paper="press2022alibi", decoder_only=True)
+@register("charlm", paper="press2022alibi", decoder_only=True, label="character LM")
 class CharLM(Task):
     """Next-character prediction on the Python language reference (466k characters of English).
 

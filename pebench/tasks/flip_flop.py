@@ -87,19 +87,19 @@ def _variant_doc(p_ignore: float, which: str) -> str:
     return FlipFlop.__doc__.replace("The bit written", first, 1)
 
 
-@register("flip_flop", paper="liu2023flipflop")
+@register("flip_flop", paper="liu2023flipflop", label="flip-flop")
 class FlipFlopTrain(FlipFlop):
     __doc__ = _variant_doc(0.8, "Liu et al.'s training distribution")
     p_ignore = 0.8
 
 
-@register("flip_flop_sparse", paper="liu2023flipflop")
+@register("flip_flop_sparse", paper="liu2023flipflop", label="flip-flop (sparse)")
 class FlipFlopSparse(FlipFlop):
     __doc__ = _variant_doc(0.98, "their sparse test set")
     p_ignore = 0.98
 
 
-@register("flip_flop_dense", paper="liu2023flipflop")
+@register("flip_flop_dense", paper="liu2023flipflop", label="flip-flop (dense)")
 class FlipFlopDense(FlipFlop):
     __doc__ = _variant_doc(0.1, "their dense test set")
     p_ignore = 0.1

@@ -9,7 +9,7 @@ from pebench.tasks import register
 from pebench.tasks.base import Task
 
 
-@register("sum_mod", paper="deletang2023chomsky")
+@register("sum_mod", paper="deletang2023chomsky", label="sum modulo 3")
 class SumMod(Task):
     """Sum of the input symbols modulo 3: ``2 2 1 -> 2``.
 

@@ -12,7 +12,7 @@ import pebench
 from pebench import encodings, explain, registry_tables, results_text, tasks
 from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
 from pebench.report_file import suite_folders
-from pebench.schema import encoding_label, people_words
+from pebench.schema import encoding_label, people_words, task_title
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
@@ -95,7 +95,7 @@ def task_page(name: str) -> str:
     """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.registry_tables`)."""
     task = tasks.get(name)
     examples, rendered = registry_tables.task_examples(name)
-    lines = [f"# `{name}`", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
+    lines = [f"# {task_title(name)}", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
              f"## Examples (length {registry_tables.example_length(task)}, seed 0)", "", examples.to_markdown()]
     for arch, table in rendered.items():
         lines += [f"### Rendered for the {arch}", "", table.to_markdown()]
