@@ -266,7 +266,15 @@ def run_configs(suite: str) -> dict[str, list[dict[str, object]]]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print registered encodings, tasks, suites, experiments or metrics, or the protocol's constants (without an
-    argument: what can be listed)."""
+    argument: what can be listed). Suites and experiments are printed from the cache of an earlier call with the
+    same code and plugins where there is one (:mod:`pebench.list_cache`: no torch to import)."""
+    from pebench.list_cache import cached_text
+    from pebench.registry import plugin_records
+
+    if args.what in ("suites", "experiments"):
+        listing = _suites_listing if args.what == "suites" else _experiments_listing
+        print(cached_text(f"{args.what}-{list_width()}", plugin_records(), listing))  # kept per width
+        return EXIT_OK
     from pebench import encodings, metrics, tasks
     from pebench.experiment import load_experiments
 
@@ -289,27 +297,35 @@ def cmd_list(args: argparse.Namespace) -> int:
             rows.append([name, f"v{task.version}", "dependent" if task.order_dependent else "invariant", chomsky,
                          f"{task.min_length}..{task.max_length or 'any'}", task.describe()])
         print(columns(["task", "ver", "order", "Chomsky class", "lengths", "definition"], rows))
-    elif args.what == "suites":
-        rows = []
-        for suite in SUITES:
-            configs = run_configs(suite)
-            seeds = {name: [config["seed"] for config in runs] for name, runs in configs.items()}
-            rows.append([suite, sum(map(len, configs.values())), describe_experiment_seeds(seeds)])
-        print(columns(["suite", "runs", "seeds"], rows))
     elif args.what == "protocol":
         from pebench.protocol_tables import protocol_values
 
         print(columns(["constant", "value"], [[name, plain(value)] for name, value in protocol_values().items()]))
-    elif args.what == "metrics":
+    else:
         better = {True: "higher", False: "lower", None: "-"}
         print(columns(["metric", "better", "what it is"],
                       [[m.name, better[m.higher_is_better], m.description] for m in metrics.run_metrics()]))
-    else:
-        registry = load_experiments()
-        rows = [[name, ", ".join(f"{s}={len(registry.get(name).run_configs(s))}" for s in SUITES),
-                 registry.get(name).description] for name in registry.names()]
-        print(columns(["experiment", "runs per suite", "description"], rows))
     return EXIT_OK
+
+
+def _suites_listing() -> str:
+    """``pebench list suites``: per suite, its runs and seeds."""
+    rows = []
+    for suite in SUITES:
+        configs = run_configs(suite)
+        seeds = {name: [config["seed"] for config in runs] for name, runs in configs.items()}
+        rows.append([suite, sum(map(len, configs.values())), describe_experiment_seeds(seeds)])
+    return columns(["suite", "runs", "seeds"], rows)
+
+
+def _experiments_listing() -> str:
+    """``pebench list experiments``: per experiment, its runs in each suite and its description."""
+    from pebench.experiment import load_experiments
+
+    registry = load_experiments()
+    rows = [[name, ", ".join(f"{s}={len(registry.get(name).run_configs(s))}" for s in SUITES),
+             registry.get(name).description] for name in registry.names()]
+    return columns(["experiment", "runs per suite", "description"], rows)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

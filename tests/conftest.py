@@ -29,6 +29,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(f"tests ran in a random order: -p randomly --randomly-seed={seed} repeats it")
 
 
+@pytest.fixture(autouse=True)
+def private_list_cache(tmp_path_factory, monkeypatch):
+    """Each test keeps ``pebench list``'s listings (pebench.list_cache) in a folder of its own: never in the
+    user's cache, and never one that another test filled."""
+    monkeypatch.setenv("PEBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("list-cache")))
+
+
 @pytest.fixture(scope="session")
 def load_pilot():
     """A loader of declared pilot scripts: ``load_pilot("depth_pilot")`` executes ``pilots/depth_pilot.py`` as a

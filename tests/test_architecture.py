@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.blocks", "tables"),
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
+    ("pebench.list_cache", "interface"),  # what `pebench list suites` printed, kept per code and plugins
     ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI
     ("pebench.results_text", "interface"),  # the words around a report's numbers, for the site and the CLI
     ("pebench.registry_tables", "interface"),  # the registries in tables, for the site
