@@ -20,6 +20,7 @@ import pebench
 from pebench import encodings, metrics, tasks
 from pebench.protocol import SUITE_ENCODINGS
 from pebench.registry import Citation
+from pebench.schema import encoding_label, task_label
 from pebench.tables import Table, text_table
 
 #: the source checkout, which holds ``CITATION.cff`` and the bibliography (``docs/references.bib``)
@@ -74,18 +75,29 @@ def build_call(name: str) -> tuple[str, str]:
     return call_name, f'pe = encodings.build("{call_name}", d_model=64, n_heads=4, max_len=128{opts})'
 
 
-def encodings_table(link: Callable[[str], str] = str) -> Table:
-    """Every registered encoding: its slot, parameters, paper, summary, and the suites that compare it
-    (:data:`pebench.protocol.SUITE_ENCODINGS`; a wrapper such as ``randomized`` counts where one of its
-    instances, e.g. ``randomized:rope``, is compared)."""
+def _plain_link(text: str, name: str) -> str:
+    """A name column's cell without a link: its text."""
+    return text
+
+
+def _named(link: Callable[[str, str], str], label: str, name: str) -> str:
+    """A name column's cell: the ``label`` tables show, passed through ``link`` (with the registered ``name``),
+    and the name to type, in code, where it differs."""
+    return link(label, name) + ("" if label == name else f" (`{name}`)")
+
+
+def encodings_table(link: Callable[[str, str], str] = _plain_link) -> Table:
+    """Every registered encoding: its label (``link(label, name)``) and name, slot, parameters, paper, summary,
+    and the suites that compare it (:data:`pebench.protocol.SUITE_ENCODINGS`; a wrapper such as ``randomized``
+    counts where one of its instances, e.g. ``randomized:rope``, is compared)."""
     rows = []
     for name in encodings.names():
         meta = encodings.meta(name)
         suites = [suite for suite, compared in SUITE_ENCODINGS.items() if suite != "smoke"
                   and any(e.partition(":")[0] == name for e in compared)]
-        rows.append([link(name), meta["kind"], _yes(meta["has_parameters"]), _yes(meta["causal_only"]),
-                     ", ".join(suites) or "none", cited(meta["citation"]), meta["summary"]])
-    return text_table(["name", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
+        rows.append([_named(link, encoding_label(name), name), meta["kind"], _yes(meta["has_parameters"]),
+                     _yes(meta["causal_only"]), ", ".join(suites) or "none", cited(meta["citation"]), meta["summary"]])
+    return text_table(["encoding", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
 
 
 def example_length(task: tasks.Task) -> int:
@@ -139,11 +151,13 @@ def task_examples(name: str) -> tuple[Table, dict[str, Table]]:
     return examples, rendered
 
 
-def tasks_table(link: Callable[[str], str] = str) -> Table:
-    """Every registered task: whether order matters, its symbols, version and definition."""
+def tasks_table(link: Callable[[str, str], str] = _plain_link) -> Table:
+    """Every registered task: its label (``link(label, name)``) and name, whether order matters, its symbols,
+    version and definition."""
     return text_table(["task", "order", "symbols", "version", "definition"],
-                      [[link(name), "dependent" if task.order_dependent else "invariant", task.vocab_size,
-                        task.version, task.describe()] for name in tasks.names() for task in [tasks.get(name)]])
+                      [[_named(link, task_label(name), name), "dependent" if task.order_dependent else "invariant",
+                        task.vocab_size, task.version, task.describe()]
+                       for name in tasks.names() for task in [tasks.get(name)]])
 
 
 def metrics_table() -> Table:

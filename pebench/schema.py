@@ -196,6 +196,12 @@ def task_label(name: str) -> str:
     return str(tasks.TASKS.meta(name).get("label") or name.replace("_", " "))
 
 
+def shown_name(column: str, name: str) -> str:
+    """A value of the ``encoding`` or ``task`` column as rendered text shows it (:func:`encoding_label`,
+    :func:`task_label`)."""
+    return task_label(name) if column == "task" else encoding_label(name)
+
+
 def task_title(name: str) -> str:
     """A task's page title: its label as a heading starts (``Reverse string``) and the name to type
     (``reverse_string``) in code."""

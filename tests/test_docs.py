@@ -228,7 +228,7 @@ def test_protocol_numbers_come_from_the_code(gen):
     from pebench import experiment, protocol
     from pebench.train import TrainConfig
 
-    values = gen.protocol_values()
+    values = gen.protocol_tables.protocol_values()
     assert values["step_cap"] == str(protocol.SCALES["standard"]["steps"])
     assert values["single_output_steps"] == str(protocol.SINGLE_OUTPUT_STEPS)
     assert values["fit_threshold"] == f"{TrainConfig().fit_threshold:g}"
@@ -409,6 +409,10 @@ def test_site_builds_without_warnings(tmp_path):
         assert not remote, f"{sheet.relative_to(html)} loads {remote[0]} from the network"
     # a number cell of the main table is marked, whatever other classes (its column's alignment) come first
     assert re.search(r'class="[^"]*\bpebench-number\b', (html / "_generated/results/standard.html").read_text())
+    # people's words (issue 39): a replication's boards under its declared title, tasks and encodings by label
+    assert "Replication: Kazemnejad et al. 2023 — extrapolation tiers" in (html / "leaderboard.html").read_text()
+    assert "Reverse string (<code" in (html / "_generated/tasks/reverse_string.html").read_text()
+    assert "reverse string" in (html / "tasks.html").read_text() and "T5 bias" in (html / "index.html").read_text()
 
 
 #: a script, stylesheet, font, image or frame the browser would fetch from another host
@@ -784,7 +788,7 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
             ("standard", 606, 4484.0, "2026-11-24")]
     pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
                   for suite, runs, wall, date in rows]).to_csv(folder / "suites.csv", index=False)
-    times = gen.suite_time_values(tmp_path / "performance")
+    times = gen.protocol_tables.suite_time_values(tmp_path / "performance")
     assert times["standard_time"].startswith("606 runs in 75 min with 2 workers")
     assert "2026-11-24" in times["standard_time"]
     assert times["smoke_time"].startswith("60 runs in 13 s")
@@ -799,7 +803,7 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     rows.append(("standard", len(suite_runs("standard")), 40000.0, "2026-11-30"))  # the suite of protocol v3
     pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
                   for suite, runs, wall, date in rows]).to_csv(folder / "suites.csv", index=False)
-    assert "declares no time budget" in gen.suite_time_values(tmp_path / "performance")["standard_budget"]
+    assert "declares no time budget" in gen.protocol_tables.suite_time_values(tmp_path / "performance")["standard_budget"]
 
 
 def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen, tmp_path):
@@ -889,10 +893,10 @@ def test_encoding_and_task_pages_lead_with_the_main_table_boards_and_two_figures
     assert "Per task" not in text  # per-task rows are on the all-results page
     assert text.count(":::{figure}") == 2 and "decoder_acc_part1.svg" in text and "encoder_acc_part1.svg" in text
     assert "**length_extrapolation_decoder_acc_part1.** Look for rope." in text
-    assert lines[-2] == ("{doc}`All results for rope </_generated/encoding_results/rope>`: every suite, every table "
+    assert lines[-2] == ("{doc}`All results for RoPE </_generated/encoding_results/rope>`: every suite, every table "
                          "row and every figure that draws it.")
     page = gen.all_results_page("encoding", "rope", results)
-    assert page.startswith("---\norphan: true\n---\n\n# All results for `rope`")
+    assert page.startswith("---\norphan: true\n---\n\n# All results for RoPE (`rope`)")
     assert "## standard results" in page and "### standard" not in page  # one level below the title
     assert "### Per task" in page and "### Main results" in page and "other.svg" not in page
     assert page.count(":::{figure}") == 4  # every figure that draws it, none that does not

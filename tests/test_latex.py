@@ -134,7 +134,8 @@ def board_runs() -> pd.DataFrame:
 def test_the_main_table_fits_a_two_column_paper(tmp_path):
     """The main table compiles as a table* of a two-column article without an overfull box, its tabular no wider
     than \\textwidth, and names the results version (issue 39)."""
-    table = main_table(board_runs(), "length_extrapolation", "Length extrapolation", "standard v3-0123abcd")
+    table = main_table(board_runs(), "length_extrapolation", "Length extrapolation: main results",
+                       "standard v3-0123abcd")
     assert table is not None and table.version == ""
     tex = to_latex(table)
     assert r"\begin{table*}" in tex and "standard v3-0123abcd" in tex and r"$-$0.1" in tex

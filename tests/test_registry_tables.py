@@ -6,11 +6,15 @@ from pebench import encodings, registry_tables, tasks
 
 
 def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_links_names_as_asked():
-    table = registry_tables.encodings_table(lambda name: f"<{name}>")
+    table = registry_tables.encodings_table(lambda text, name: f"<{text}|{name}>")
     rows = {row[0].text: [cell.text for cell in row] for row in table.rows}
-    assert list(rows) == [f"<{name}>" for name in encodings.names()]
-    assert rows["<randomized>"][4] == "standard, extended, paper, replication"  # randomized:rope is compared
-    assert rows["<cope>"][4] == "standard, extended, paper, replication"  # protocol v3: the whole field
+    # the label papers use, linked, then the name to type where it differs
+    assert list(rows)[:2] == ["<ALiBi|alibi> (`alibi`)", "<CoPE|cope> (`cope`)"] and len(rows) == len(encodings.names())
+    randomized = rows["<Randomized|randomized> (`randomized`)"]
+    assert randomized[4] == "standard, extended, paper, replication"  # randomized:rope is compared
+    assert rows["<CoPE|cope> (`cope`)"][4] == "standard, extended, paper, replication"  # protocol v3: the whole field
+    assert registry_tables.tasks_table().rows[0][0].text == "addition"  # its name in words: the same
+    assert "reverse string (`reverse_string`)" in [row[0].text for row in registry_tables.tasks_table().rows]
 
 
 def test_a_wrapper_is_built_around_rope_with_its_defaults():

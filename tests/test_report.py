@@ -132,7 +132,8 @@ def test_tasks_are_shown_in_words_and_stored_by_their_names():
 def test_latex_is_booktabs_with_escaped_names(report):
     tex = next(t for t in report.tables if t.name == "length_extrapolation").paths["tex"].read_text()
     assert tex.index(r"\toprule") < tex.index(r"\midrule") < tex.index(r"\bottomrule") < tex.index(r"\end{tabular}")
-    assert r"\caption{Length extrapolation: length extrapolation" in tex and r"$\pm$" in tex and "±" not in tex
+    assert r"\caption{Length extrapolation: fit and extrapolation per task" in tex
+    assert r"$\pm$" in tex and "±" not in tex
     assert r"\textbf{" in tex  # the best of each task
     assert tex.count(r"\begin{tabular}{llrrrrrrrr}") == 1  # chance, floor, 5 metrics and seeds
     body = tex[tex.index(r"\toprule"):tex.index(r"\bottomrule")]

@@ -294,7 +294,7 @@ def test_show_leads_with_the_main_table_the_report_recorded(reported, tmp_path, 
     out = capsys.readouterr().out
     assert f"(the table to cite: {main_table})" in out.splitlines()[0]
     assert main_table.read_text().strip() in out
-    assert out.index("the table to cite") < out.index("Length extrapolation: length extrapolation (decoder)")
+    assert out.index("the table to cite") < out.index("Length extrapolation: fit and extrapolation per task (decoder)")
 
 
 def test_show_leads_with_the_extrapolation_board_of_a_report_that_recorded_no_main_table(reported, tmp_path, capsys):
@@ -321,7 +321,7 @@ def test_show_without_a_report_says_how_to_make_one_then_shows_the_tables(synthe
     assert main(["show", str(synthetic), "--width", "0"]) == 0  # unwrapped
     out = capsys.readouterr().out
     assert out.startswith(f"(no report of {synthetic} yet: pebench report {synthetic} writes its main table")
-    assert "Length extrapolation: length extrapolation (decoder)" in out
+    assert "Length extrapolation: fit and extrapolation per task (decoder)" in out
 
 
 def test_show_narrows_the_tables_to_the_tasks_encodings_and_metrics_asked_for(synthetic, capsys):
@@ -331,7 +331,7 @@ def test_show_narrows_the_tables_to_the_tasks_encodings_and_metrics_asked_for(sy
     # the one table with copy's rows and OOD token accuracy; its marks are those of every encoding of copy
     assert len(tables) == 1
     assert tables[0].splitlines()[:6] == [
-        "Length extrapolation: length extrapolation (decoder)",
+        "Length extrapolation: fit and extrapolation per task (decoder)",
         "Task  Encoding  OOD token acc  Seeds",
         "----  --------  -------------  -----",
         f"copy  NoPE      {tables[0].splitlines()[3][16:]}",

@@ -15,6 +15,7 @@ from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.report.artifacts import Artifact, save_table
 from pebench.report.findings import people_words
+from pebench.report.layout_findings import titled
 from pebench.schema import encoding_label
 from pebench.tables import Table
 
@@ -38,7 +39,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "a ranking.")
     artifacts = [save_table(dataclasses.replace(
         leaderboard.leaderboard_table(board, caption, name, f"tab:pebench-{name}"),
-        title=f"{people_words(experiment)}: leaderboard ({label})"), directory, version)]
+        title=titled(experiment, spec, f"leaderboard ({label})")), directory, version)]
     leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
@@ -49,8 +50,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                        "judged.")
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
-            title=f"{people_words(experiment)}: seeds fitted per task"), directory, version))
-    v3, findings = board_artifacts(runs, experiment, directory, version)
+            title=titled(experiment, spec, "seeds fitted per task")), directory, version))
+    v3, findings = board_artifacts(runs, experiment, directory, version, spec)
     artifacts = v3 + artifacts
     if spec.comparisons:
         table = leaderboard.pairwise(runs, spec.comparisons, metric)
@@ -61,7 +62,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                    "family (every comparison and architecture). Look at the verdict column.")
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.pairwise_table(table, caption, name, f"tab:pebench-{name}"),
-            title=f"{people_words(experiment)}: declared pairwise comparisons"), directory, version))
+            title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
         family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
@@ -73,8 +74,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     return artifacts, findings
 
 
-def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, version: str = ""
-                    ) -> tuple[list[Artifact], list[str]]:
+def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, version: str = "",
+                    spec: ReportSpec | None = None) -> tuple[list[Artifact], list[str]]:
     """The boards of protocol v3 for ``experiment`` (:mod:`pebench.leaderboard`): extrapolation tiers on jointly
     fitted runs, capability (fit rates) and harm on the controls, each as CSV, markdown and LaTeX naming the
     results ``version``; returns the artifacts and one finding per architecture that names a winner only where
@@ -85,7 +86,7 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, versio
     def board(kind: str, frame: pd.DataFrame, make: Callable[..., Table], caption: str, what: str) -> None:
         name = f"{kind}_{experiment}"
         table = make(frame, caption, name, f"tab:pebench-{name}")
-        artifacts.append(save_table(dataclasses.replace(table, title=f"{people_words(experiment)}: {what}"),
+        artifacts.append(save_table(dataclasses.replace(table, title=titled(experiment, spec or ReportSpec(), what)),
                                      directory, version))
 
     tiers = leaderboard.extrapolation_board(runs)

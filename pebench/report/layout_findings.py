@@ -25,6 +25,13 @@ def named(experiment: str, spec: ReportSpec, arch: str | None = None) -> str:
     return f"{name}, {arch}" if arch else name
 
 
+def titled(experiment: str, spec: ReportSpec, what: str) -> str:
+    """The title of ``experiment``'s table or figure showing ``what``: after its declared title, set off by a dash
+    (``Replication: Kazemnejad et al. 2023 — extrapolation tiers``), else after its name in people's words
+    (``Length extrapolation: extrapolation tiers``)."""
+    return f"{spec.title} — {what}" if spec.title else f"{people_words(experiment)}: {what}"
+
+
 def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
     an unfitted run is no evidence), with its fit fraction, the position-free floor and chance; tasks no

@@ -223,7 +223,7 @@ def extrapolation_tables(
             f"length = largest evaluated length up to which sequence accuracy stays >= "
             f"{results.GENERALIZATION_FRACTION} x its ID value (— when ID sequence accuracy < "
             f"{results.GENERALIZATION_MIN_ID_SEQ_ACC}).")
-        title = spec.title or f"{people_words(experiment)}: length extrapolation"  # a declared title as given
+        title = spec.title or f"{people_words(experiment)}: fit and extrapolation per task"  # a declared one as given
         tables.append(metric_table(
             name, title + (f" ({arch})" if len(archs) > 1 or not spec.title else ""),
             _caption(look, protocol, part_runs),

@@ -15,6 +15,7 @@ from pebench.registry import Registry
 from pebench.report.findings import people_words
 from pebench.report.layout_findings import findings_length, findings_order, findings_perplexity, findings_variants
 from pebench.report.layout_tables import extrapolation_tables, order_tables, perplexity_tables, variant_tables
+from pebench.schema import task_labels
 from pebench.tables import Table
 
 #: caption fragment of every accuracy-vs-length figure
@@ -70,7 +71,7 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
             kind = metric_registry.get(metric, "length").axis_label
             for number, tasks in enumerate(parts, 1):
                 part = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
-                which = f" Tasks in this part: {', '.join(tasks)}." if len(parts) > 1 else ""
+                which = f" Tasks in this part: {task_labels(tasks)}." if len(parts) > 1 else ""
                 title = f"{people_words(experiment)}: {kind} vs length ({arch}{part})"
                 figures.append((
                     f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""), title,

@@ -46,7 +46,8 @@ def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) ->
     Args:
         runs: the per-run frame of :func:`pebench.results.run_metrics` for the experiment.
         experiment: its name (in the caption and the data).
-        title: the table's title, as a reader says the experiment (``Length extrapolation``).
+        title: the table's title (``Length extrapolation: main results``, see
+            :func:`~pebench.report.layout_findings.titled`).
         version: the results version it names, e.g. ``standard v3-0123abcd``.
     """
     board = leaderboard.extrapolation_board(runs)
@@ -97,6 +98,6 @@ def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) ->
         f"order-dependent runs that met the fit criterion. Controls vs {base_label}: OOD token accuracy on the "
         f"order-free controls minus {base_label}'s, on the same task-seed pairs, with a 95% interval; Harms: "
         f"that interval lies below 0. Per-task results: the appendix tables. Results: {version}.")
-    return Table(MAIN_TABLE, f"{title}: main results", caption, columns, rows, starts,
+    return Table(MAIN_TABLE, title, caption, columns, rows, starts,
                  data=pd.DataFrame.from_records(records), label=f"tab:pebench-main-{version.split(' ')[0]}",
                  style=MAIN_STYLE)

@@ -16,8 +16,8 @@ from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.report.artifacts import Artifact, check_report_folders, save_figure, save_table
 from pebench.report.boards import ranking_artifacts
-from pebench.report.findings import people_words
 from pebench.report.index import sections as index_sections
+from pebench.report.layout_findings import titled
 from pebench.report.layout_tables import floor_bounds
 from pebench.report.layouts import experiments_in_order, views
 from pebench.report.main_table import lead_experiment, main_table
@@ -127,7 +127,9 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
             tables.extend(artifacts)
             findings.extend(sentences)
     lead = lead_experiment(experiments)
-    main = main_table(runs[runs["experiment"] == lead], lead, people_words(lead), stamp) if lead else None
+    lead_spec = next((spec for name, _, spec in experiments if name == lead), None)
+    main = main_table(runs[runs["experiment"] == lead], lead, titled(lead, lead_spec, "main results"), stamp) \
+        if lead else None
     if main is not None:  # the table to cite, first
         tables.insert(0, save_table(main, folders["tables"], stamp))
     model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "

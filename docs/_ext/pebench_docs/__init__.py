@@ -16,16 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pebench
-from pebench import encodings, tasks
+from pebench import encodings, protocol_tables, tasks
 from pebench.pilot_readings import PILOT_READINGS
-from pebench.protocol_tables import (
-    experiments_blocks,
-    fit_criterion,
-    protocol_values,
-    reference_history_text,
-    regeneration_text,
-    suite_time_values,
-)
 from pebench.registry_tables import metrics_table
 from pebench.results_text import PERFORMANCE_FALLBACK
 from pebench.tables import is_number_text
@@ -81,8 +73,8 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     includes = {
         "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
         "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
-        "experiments": "\n".join(render_blocks(experiments_blocks(REFERENCE_SUITE))),
-        "v3_fit": "\n".join(render_blocks(fit_criterion())),
+        "experiments": "\n".join(render_blocks(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
+        "v3_fit": "\n".join(render_blocks(protocol_tables.fit_criterion())),
         **{include: protocol_pages.pilot_reading(pilots / name, what, script)
            for include, (name, what, script) in PILOT_READINGS.items()},
         "depth_pilot": protocol_pages.depth_pilot_include(pilots),
@@ -92,7 +84,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
         "leaderboard": leaderboard_pages.leaderboard_include(results, out / "leaderboard", srcdir),
         "headline_findings": leaderboard_pages.headline_findings(results),
-        "reference_history": reference_history_text(ROOT, results),
+        "reference_history": protocol_tables.reference_history_text(ROOT, results),
         "results_toc": results_pages.results_toc(suite_pages),
     }
     for name, text in includes.items():
@@ -100,9 +92,9 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     substitutions = registry_pages.generate_figures(out / "figures")
     substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
                          n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
-    substitutions.update(suite_time_values(results / "performance"))
-    substitutions.update(protocol_values())
-    substitutions["standard_regeneration"] = regeneration_text(results)
+    substitutions.update(protocol_tables.suite_time_values(results / "performance"))
+    substitutions.update(protocol_tables.protocol_values())
+    substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
     return substitutions
 
 

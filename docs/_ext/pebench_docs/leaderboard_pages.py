@@ -61,13 +61,15 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) ->
     for folder in sorted(folders, key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         lines += [f"## `{folder.name}` suite", "",
                   results_text.tables_from_text(folder, ROOT, f"/_generated/results/{folder.name}"), ""]
+        titles = {table["name"]: table["title"] for table in report_index(folder)["tables"]}  # the report's titles
         for kind, title, lead in LEADERBOARD_TABLES:
             paths = sorted((folder / "tables").glob(f"{kind}_*.md"))
             if kind == "leaderboard" and not paths:
                 lines.append(results_text.no_leaderboard_text(folder, ROOT))
             for path in paths:
                 experiment = path.stem.removeprefix(f"{kind}_")
-                heading, lead_text = f"{title}: {people_words(experiment)}", lead.replace("{experiment}", experiment)
+                heading = titles.get(path.stem) or f"{title}: {people_words(experiment)}"
+                lead_text = lead.replace("{experiment}", experiment)
                 lines += _table_section(path, heading, lead_text, out / folder.name, srcdir)
                 if kind == "leaderboard":
                     lines += _ranks(folder, path, experiment, out, srcdir)

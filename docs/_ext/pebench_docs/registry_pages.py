@@ -12,7 +12,7 @@ import pebench
 from pebench import encodings, explain, registry_tables, results_text, tasks
 from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
 from pebench.report_file import suite_folders
-from pebench.schema import encoding_label, people_words, task_title
+from pebench.schema import encoding_label, people_words, shown_name, task_title
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
@@ -43,7 +43,8 @@ def results_links(column: str, name: str, results: Path = ROOT / "results") -> l
     if not results_sections(column, name, results):
         return ["## In the results", "", results_text.not_in_reference_text(column, name), ""]
     return ["## In the results", "", results_text.ENTRY_LEAD, "", *results_sections(column, name, results, every=False),
-            f"{{doc}}`All results for {name} </_generated/{column}_results/{name}>`: {results_text.ALL_RESULTS}", ""]
+            f"{{doc}}`All results for {shown_name(column, name)} </_generated/{column}_results/{name}>`: "
+            f"{results_text.ALL_RESULTS}", ""]
 
 
 def all_results_page(column: str, name: str, results: Path = ROOT / "results") -> str | None:
@@ -52,7 +53,7 @@ def all_results_page(column: str, name: str, results: Path = ROOT / "results") -
     if not found:
         return None
     found = [line[1:] if line.startswith("###") else line for line in found]  # its sections sit under the title
-    return "\n".join(["---", "orphan: true", "---", "", f"# All results for `{name}`", "",
+    return "\n".join(["---", "orphan: true", "---", "", f"# All results for {shown_name(column, name)} (`{name}`)", "",
                       f"Every row and figure of the committed results that shows {{doc}}`{name} "
                       f"</_generated/{column}s/{name}>`.", "", *found])
 
@@ -88,7 +89,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
 
 def encodings_table() -> str:
     """Every registered encoding, linked to its page (:func:`pebench.registry_tables.encodings_table`)."""
-    return registry_tables.encodings_table(lambda name: f"{{doc}}`{name} </_generated/encodings/{name}>`").to_markdown()
+    return registry_tables.encodings_table(lambda t, n: f"{{doc}}`{t} </_generated/encodings/{n}>`").to_markdown()
 
 
 def task_page(name: str) -> str:
@@ -108,7 +109,7 @@ def task_page(name: str) -> str:
 
 def tasks_table() -> str:
     """Every registered task (:func:`pebench.registry_tables.tasks_table`), each linked to its page."""
-    return registry_tables.tasks_table(lambda name: f"{{doc}}`{name} </_generated/tasks/{name}>`").to_markdown()
+    return registry_tables.tasks_table(lambda text, name: f"{{doc}}`{text} </_generated/tasks/{name}>`").to_markdown()
 
 
 def api_modules() -> list[str]:
