@@ -803,7 +803,8 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     rows.append(("standard", len(suite_runs("standard")), 40000.0, "2026-11-30"))  # the suite of protocol v3
     pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
                   for suite, runs, wall, date in rows]).to_csv(folder / "suites.csv", index=False)
-    assert "declares no time budget" in gen.protocol_tables.suite_time_values(tmp_path / "performance")["standard_budget"]
+    times = gen.protocol_tables.suite_time_values(tmp_path / "performance")
+    assert "declares no time budget" in times["standard_budget"]
 
 
 def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen, tmp_path):
