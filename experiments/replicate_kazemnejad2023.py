@@ -34,7 +34,7 @@ import pandas as pd
 from pebench import published, replication, tasks
 from pebench.experiment import Experiment, ReportSpec, register_experiment
 from pebench.protocol import SCALES, SEEDS, SUITE_ENCODINGS
-from pebench.schema import fitted
+from pebench.schema import fitted, task_labels
 
 SUITE = "replication"
 NAME = "kazemnejad2023"
@@ -122,7 +122,7 @@ def fit_reading(runs: pd.DataFrame,
     none_fit = [task for task in TASKS if task in by_task.index and not by_task[task]]
     counts = replication.fit_counts(runs, PAPER_ENCODINGS)
     ranked = by_task.size - len(none_fit)
-    tied = (f"{len(none_fit)} of the {by_task.size} tasks ({', '.join(none_fit)}) were fitted by none of the "
+    tied = (f"{len(none_fit)} of the {by_task.size} tasks ({task_labels(none_fit)}) were fitted by none of the "
             "paper's five encodings within their step caps, so the five tie there (every run scores 0) and the "
             f"order is decided by the other {ranked}. " if none_fit else "")
     return (f"What the order rests on: {tied}Runs fitted ({fit_check}), per encoding: {counts}. An unfitted run "

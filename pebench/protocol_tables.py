@@ -381,19 +381,25 @@ def standard_budget_text(minutes: float) -> str:
 
 
 def suite_time_values(performance: Path) -> dict[str, str]:
-    """``<suite>_time`` and ``standard_budget`` from the latest measurement of each suite in
+    """``<suite>_time``, ``standard_budget`` and ``standard_scope`` (which protocol's suite the measurement timed,
+    where that is not the current one) from the latest measurement of each suite in
     ``performance/suites.csv`` (machine named; :func:`measured_suite_times`), e.g.
     ``165 runs in 17 min with 2 workers on a 2-core x86_64 CPU (measured 2026-11-22)``."""
     times = {}
     with protocol.as_declared("standard", 2):
         v2_runs = len(suite_runs("standard"))  # a measurement of v2's suite (606 runs) is judged by v2's budget
+    v3_runs = len(suite_runs("standard"))
     for measured in measured_suite_times(performance):
         times[f"{measured.suite}_time"] = f"{measured.text()} (measured {measured.date}, {{doc}}`performance`)"
+        if measured.suite == "standard" and measured.runs == v2_runs != v3_runs:  # say which suite that was
+            times["standard_scope"] = (f"That was protocol v2's standard suite; protocol v3's, of {v3_runs:,} runs, "
+                                       "is timed once its reference is complete.")
         if measured.suite == "standard":
             times["standard_budget"] = (standard_budget_text(measured.wall_minutes) if measured.runs == v2_runs
                                         else "the suite of protocol v3, which declares no time budget: its scale "
                                         "is the one its pilots chose ({doc}`pilots`)")
     times.setdefault("standard_budget", "not measured yet")
+    times.setdefault("standard_scope", "")
     for suite in ("smoke", "standard", "paper"):
         times.setdefault(f"{suite}_time", "not measured yet (see {doc}`performance`)")
     return times

@@ -138,6 +138,8 @@ def fit_table(folder: Path = OUT):
 
 def meets_rule(runs, depth: int) -> tuple[bool | None, str]:
     """Whether ``depth`` meets the rule's depth condition (None: its rule runs are not all in yet), and why."""
+    from pebench.schema import encoding_label
+
     at = runs[runs["n_layers"] == depth]
     expected = len(specs([depth], "rule"))
     have = at[at["encoding"].isin(RULE_ENCODINGS)]
@@ -148,7 +150,7 @@ def meets_rule(runs, depth: int) -> tuple[bool | None, str]:
         for arch in ("decoder", "encoder"):
             n = int(have[(have["encoding"] == encoding) & (have["arch"] == arch)]["fitted"].sum())
             if n < MIN_CAPABLE_FITS:
-                reasons.append(f"{encoding} {arch} fits {n} of 24")
+                reasons.append(f"{encoding_label(encoding)} {arch} fits {n} of 24")
     nope = have[(have["encoding"] == "none") & (have["arch"] == "decoder") & (have["task"] == "copy")]
     if int(nope["fitted"].sum()) < len(SEEDS):
         reasons.append(f"NoPE decoder fits copy on {int(nope['fitted'].sum())} of {len(SEEDS)} seeds")

@@ -43,7 +43,7 @@ def test_a_depth_meets_the_rule_only_with_the_capable_fits_and_nope_fitting_copy
     two_misses = runs_at(pilot, rule_specs, fitted=lambda s: not (s.encoding == "rope" and s.arch == "encoder"
                                                                   and s.task in ("copy", "reverse")))
     ok, why = pilot.meets_rule(two_misses, 3)
-    assert ok is False and why == "rope encoder fits 20 of 24"
+    assert ok is False and why == "RoPE encoder fits 20 of 24"
     no_copy = runs_at(pilot, rule_specs, fitted=lambda s: not (s.encoding == "none" and s.task == "copy"
                                                                 and s.arch == "decoder" and s.seed == 1))
     assert pilot.meets_rule(no_copy, 3) == (False, "NoPE decoder fits copy on 1 of 2 seeds")

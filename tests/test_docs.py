@@ -791,6 +791,7 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     times = gen.protocol_tables.suite_time_values(tmp_path / "performance")
     assert times["standard_time"].startswith("606 runs in 75 min with 2 workers")
     assert "2026-11-24" in times["standard_time"]
+    assert times["standard_scope"].startswith("That was protocol v2's standard suite; protocol v3's, of ")
     assert times["smoke_time"].startswith("60 runs in 13 s")
     # 606 runs: a measurement of protocol v2's suite, judged by v2's budget and battery (read from v2's runs)
     assert times["standard_budget"].startswith("over protocol v2's budget of 60 minutes by 15 min. It was not cut")

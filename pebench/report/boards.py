@@ -14,8 +14,7 @@ from pebench import leaderboard, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.report.artifacts import Artifact, save_table
-from pebench.report.findings import people_words
-from pebench.report.layout_findings import titled
+from pebench.report.layout_findings import named, titled
 from pebench.schema import encoding_label
 from pebench.tables import Table
 
@@ -31,7 +30,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     if board.empty:
         return [], []
     name = f"leaderboard_{experiment}"
-    caption = (f"Encodings ranked per architecture by {label} on every task of {people_words(experiment)} (rank 1 = "
+    caption = (f"Encodings ranked per architecture by {label} on every task of {named(experiment, spec)} (rank 1 = "
                "best mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
                "rank (MRR, Kazemnejad et al. 2023) and mean rank over tasks, each with a 95% percentile "
                "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
@@ -66,7 +65,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
-                findings.append(f"{people_words(experiment, row['arch'])}: {encoding_label(row['a'])} vs "
+                findings.append(f"{named(experiment, spec, row['arch'])}: {encoding_label(row['a'])} vs "
                                 f"{encoding_label(row['b'])}: {leaderboard.verdict_text(row)} "
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
                                 f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
@@ -81,12 +80,12 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, versio
     results ``version``; returns the artifacts and one finding per architecture that names a winner only where
     the tiers separate one."""
     label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
-    artifacts, findings = [], []
+    artifacts, findings, spec = [], [], spec or ReportSpec()
 
     def board(kind: str, frame: pd.DataFrame, make: Callable[..., Table], caption: str, what: str) -> None:
         name = f"{kind}_{experiment}"
         table = make(frame, caption, name, f"tab:pebench-{name}")
-        artifacts.append(save_table(dataclasses.replace(table, title=titled(experiment, spec or ReportSpec(), what)),
+        artifacts.append(save_table(dataclasses.replace(table, title=titled(experiment, spec, what)),
                                      directory, version))
 
     tiers = leaderboard.extrapolation_board(runs)
@@ -99,7 +98,7 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, versio
               "interval overlaps a tier leader's share its tier; P(first) = share of bootstrap replicates in which "
               "it is best. Look at the tiers, not the order inside one.", "extrapolation tiers")
         for arch in tiers["arch"].unique():
-            findings.append(f"{people_words(experiment, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
+            findings.append(f"{named(experiment, spec, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
     capability = leaderboard.capability(runs)
     if not capability.empty:
         board("capability", capability, leaderboard.capability_table,

@@ -209,7 +209,7 @@ def section(record: Replication, folder: Path, suite: str, data: pd.DataFrame | 
         tasks_run = declared_order([c for c in per_task.columns if c != "fitted"], record.tasks)
         blocks += [text(f"pebench per task: the {statistic} over seeds of `{spec.primary_metric}` (an unfitted run "
                         "scores 0; *fitted*: seeds fitted over seeds run, all tasks)."),
-                   table(["encoding", *tasks_run, "fitted"],
+                   table(["encoding", *map(task_label, tasks_run), "fitted"],
                          [[encoding_label(e), *(f"{v:.2f}" if v == v else "—" for v in row[tasks_run]),
                            row["fitted"]] for e, row in per_task.iterrows()])]
     if record.per_task_note:
