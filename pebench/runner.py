@@ -47,7 +47,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.connection import wait as wait_any
@@ -625,20 +625,29 @@ def _signals_interrupt() -> Iterator[None]:
 
 
 def _progress(
-    total: int, initial: int, todo: Sequence[RunSpec] = ()
+    total: int, initial: int, todo: Sequence[RunSpec] = (), rates: Mapping[str, float] | None = None
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
     """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise.
 
     The time left is estimated from :func:`expected_cost`, not from the number of runs: the longest runs
-    start first, so a count-based estimate would overstate it throughout the sweep.
+    start first, so a count-based estimate would overstate it throughout the sweep. Where :func:`announce` has
+    filled ``rates`` (seconds per unit of cost of each experiment, :func:`calibrations`) before the first run
+    finishes, each run's cost is weighed by its experiment's rate, so that the runs finished first (one
+    experiment's, often) do not set the pace of the others.
     """
     start = time.perf_counter()
     count = [initial]
-    remaining_cost = [sum(expected_cost(spec) for spec in todo)]
+    rates = {} if rates is None else rates
+    remaining_cost: list[float | None] = [None]  # summed at the first finished run, once ``rates`` is filled
     done_cost = [0.0]
 
+    def weighed(spec: RunSpec) -> float:
+        return expected_cost(spec) * rates.get(spec.experiment, 1.0)
+
     def eta(spec: RunSpec) -> float:
-        cost = expected_cost(spec)
+        if remaining_cost[0] is None:
+            remaining_cost[0] = sum(weighed(other) for other in todo)
+        cost = weighed(spec)
         done_cost[0] += cost
         remaining_cost[0] = max(0.0, remaining_cost[0] - cost)
         return (time.perf_counter() - start) / done_cost[0] * remaining_cost[0] if done_cost[0] else 0.0
@@ -710,25 +719,44 @@ def calibrate(spec: RunSpec, device: str | None = None) -> float:
     return per_step / (estimated_cost(spec) / spec.train.steps)
 
 
-def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float) -> float:
+def calibrations(todo: Sequence[RunSpec], device: str | None = None) -> dict[str, float]:
+    """:func:`calibrate` on the first run of each experiment of ``todo`` (its dearest: runs start dearest first),
+    per experiment: the seconds per unit of cost differ between experiments more than within one (a language
+    model's long sequences use a CPU better per unit of cost than the short inputs of the length tasks)."""
+    firsts: dict[str, RunSpec] = {}
+    for spec in todo:
+        firsts.setdefault(spec.experiment, spec)
+    return {name: calibrate(spec, device) for name, spec in firsts.items()}
+
+
+def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float | Mapping[str, float]) -> float:
     """Expected wall seconds of ``todo`` with ``workers`` parallel workers (:func:`expected_cost`,
-    :data:`RUN_OVERHEAD`), from :func:`calibrate`'s seconds per unit of cost."""
-    total = sum(expected_cost(spec) for spec in todo) * seconds_per_cost * RUN_OVERHEAD
+    :data:`RUN_OVERHEAD`), from :func:`calibrate`'s seconds per unit of cost: one for every run, or one per
+    experiment (:func:`calibrations`)."""
+    def rate(spec: RunSpec) -> float:
+        return seconds_per_cost[spec.experiment] if isinstance(seconds_per_cost, Mapping) else seconds_per_cost
+
+    total = sum(expected_cost(spec) * rate(spec) for spec in todo) * RUN_OVERHEAD
     return total / max(1, min(workers, len(todo)))
 
 
-def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None) -> str:
+def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None,
+             rates: dict[str, float] | None = None) -> str:
     """What a sweep is about to do, said before it starts: the runs to make, those a resume skips, and how long
-    they should take here, from a calibration on this machine."""
+    they should take here, from a calibration on this machine of each experiment's first run
+    (:func:`calibrations`; they are also put in ``rates``, for the progress's estimate)."""
     if not todo:
         return f"pebench: nothing to run: all {complete} runs are complete (a resume skips them)"
-    per_cost = calibrate(todo[0], device)
+    per_cost = calibrations(todo, device)
+    if rates is not None:
+        rates.update(per_cost)
     minutes = time_estimate(todo, workers, per_cost) / 60
-    per_step = per_cost * estimated_cost(todo[0]) / todo[0].train.steps
+    first = todo[0]
+    per_step = per_cost[first.experiment] * estimated_cost(first) / first.train.steps
     return (f"pebench: {len(todo)} runs to make, {complete} already complete (skipped); about {minutes:.1f} min with "
-            f"{workers} worker(s) here (calibrated: {1000 * per_step:.0f} ms per training step of the first run's "
-            f"model; runs that stop at their fit are expected to take {EXPECTED_STEP_SHARE:.0%} of their step cap); "
-            "the estimate is corrected as runs finish")
+            f"{workers} worker(s) here (calibrated on the first run of each of {len(per_cost)} experiment(s): "
+            f"{1000 * per_step:.0f} ms per training step of the first run's model; runs that stop at their fit are "
+            f"expected to take {EXPECTED_STEP_SHARE:.0%} of their step cap); the estimate is corrected as runs finish")
 
 
 @contextlib.contextmanager
@@ -806,14 +834,15 @@ def run_sweep(
         summary = SweepSummary(total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0,
                                blocked=blocked, seconds=0.0,
                                seed_batched=sum(len(unit) for unit in units if len(unit) > 1))
-        callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo)
+        rates: dict[str, float] = {}  # seconds per unit of cost per experiment, filled by the announcement
+        callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo, rates)
         finish = _run_file_writer(out, existing.retry, summary, callback)
         entry, outcome = None, "error"
         try:
             with _signals_interrupt(), contextlib.ExitStack() as stack:
                 if on_done is None and sys.stderr.isatty():  # a person at a terminal: what, what is skipped, how long
-                    print(announce(todo, len(existing.complete), workers if executor != "serial" else 1, device),
-                          file=sys.stderr, flush=True)
+                    print(announce(todo, len(existing.complete), workers if executor != "serial" else 1, device,
+                                   rates), file=sys.stderr, flush=True)
                 if executor == "dask" and units and client is None:
                     client = stack.enter_context(_dask_client(None, workers))
                 experiments = [spec.experiment for spec in specs]

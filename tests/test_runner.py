@@ -585,3 +585,33 @@ def test_the_time_estimate_comes_from_a_calibration_and_the_protocols_expected_s
     assert calibrate(specs[0], "cpu") > 0
     assert announce([], 606, 2, "cpu") == "pebench: nothing to run: all 606 runs are complete (a resume skips them)"
     assert announce(specs, 5, 2, "cpu").startswith("pebench: 3 runs to make, 5 already complete (skipped); about ")
+
+
+def test_each_experiment_is_estimated_at_its_own_calibrated_rate(monkeypatch, capsys):
+    """A sweep of two experiments is calibrated on the first run of each, and both its announced estimate and the
+    time left after a run weigh every run's expected cost by its experiment's rate (a language model's runs are
+    cheaper per unit of cost than the length tasks': one rate would set the pace of the sweep by whichever runs
+    finish first)."""
+    from pebench import runner
+
+    def spec(experiment: str, seed: int):
+        return make_spec("smoke", experiment, {"task": "copy", "encoding": "rope", "arch": "decoder", "seed": seed,
+                                               "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 40})
+
+    cheap, dear = [spec("cheap", s) for s in (0, 1)], [spec("dear", s) for s in (0, 1)]
+    calibrated = []
+    monkeypatch.setattr(runner, "calibrate", lambda s, device=None: calibrated.append(s) or
+                        {"cheap": 1e-9, "dear": 3e-9}[s.experiment])
+    rates: dict[str, float] = {}
+    assert runner.announce([*cheap, *dear], 0, 1, "cpu", rates).startswith("pebench: 4 runs to make")
+    assert calibrated == [cheap[0], dear[0]] and rates == {"cheap": 1e-9, "dear": 3e-9}
+    cost = runner.expected_cost(cheap[0])  # the same model and steps in both: only the rates differ
+    # exact arithmetic on the same floats, in the same order
+    assert runner.time_estimate([*cheap, *dear], 1, rates) == pytest.approx(
+        (2 * cost * 1e-9 + 2 * cost * 3e-9) * runner.RUN_OVERHEAD)
+    ticks = [0.0, 10.0]  # the sweep starts at 0 s; its first (cheap) run finishes at 10 s, and the clock stops there
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: ticks.pop(0) if len(ticks) > 1 else ticks[0])
+    done = runner._progress(4, 0, [*cheap, *dear], rates)
+    done(cheap[0], [{"status": "ok"}])
+    # 10 s for one cheap run: the other cheap one takes 10 s more, each dear one 30 s
+    assert "eta=70s" in capsys.readouterr().out
