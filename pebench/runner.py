@@ -414,8 +414,10 @@ def _died(process: Any) -> str:
 def _run_pool(
     units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], workers: int,
     device: str | None, threads: int, compile: bool,
+    started: Callable[[Sequence[RunSpec]], None] = lambda unit: None,
 ) -> None:
-    """Run ``units`` on ``workers`` spawned processes, calling ``finish`` as each run completes.
+    """Run ``units`` on ``workers`` spawned processes, calling ``started`` as a worker takes a unit and
+    ``finish`` as each run completes.
 
     A worker that dies records the runs it held as failed (a :class:`WorkerDied` error in their rows) and
     is replaced; on any exception in this process (Ctrl-C, SIGTERM, a full disk) every worker is
@@ -434,6 +436,7 @@ def _run_pool(
                 if worker.unit is None and queue:
                     worker.unit = queue.popleft()
                     worker.connection.send((worker.unit, device, compile))
+                    started(worker.unit)
             busy = [w for w in pool if w.unit is not None]
             if not busy:
                 break
@@ -624,10 +627,16 @@ def _signals_interrupt() -> Iterator[None]:
             signal.signal(number, old)
 
 
+#: how many running runs the progress bar names (then "+N")
+RUNNING_SHOWN = 3
+
+
 def _progress(
     total: int, initial: int, todo: Sequence[RunSpec] = (), rates: Mapping[str, float] | None = None
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
-    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise.
+    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise. On a terminal its
+    ``started(unit)`` (called by :func:`_dispatch` as a worker takes a unit) makes the bar name the runs being
+    made, beside the time left.
 
     The time left is estimated from :func:`expected_cost`, not from the number of runs: the longest runs
     start first, so a count-based estimate would overstate it throughout the sweep. Where :func:`announce` has
@@ -658,14 +667,28 @@ def _progress(
         bar = tqdm(total=total, initial=initial, unit="run", dynamic_ncols=True,
                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
 
+        running: dict[str, str] = {}  # run id -> how the bar names it, in the order the runs started
+        left = [""]
+
+        def show() -> None:
+            names = list(running.values())
+            now = ", ".join(names[:RUNNING_SHOWN]) + (f" +{len(names) - RUNNING_SHOWN}" if len(names) > RUNNING_SHOWN
+                                                      else "")
+            bar.set_postfix_str("; ".join(part for part in (left[0], f"running {now}" if now else "") if part))
+
+        def started(unit: Sequence[RunSpec]) -> None:
+            running.update({spec.run_id: f"{spec.task}/{spec.encoding}/{spec.arch}/s{spec.seed}" for spec in unit})
+            show()
+
         def update(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-            left = eta(spec)
-            bar.set_postfix_str(f"~{left / 60:.0f} min left; {spec.experiment}/{spec.task}/{spec.encoding}/"
-                                f"{spec.arch}/s{spec.seed}")
+            running.pop(spec.run_id, None)
+            left[0] = f"~{eta(spec) / 60:.0f} min left"
             bar.update(1)
+            show()
             if bar.n >= total:
                 bar.close()
 
+        update.started = started  # type: ignore[attr-defined]  # what _dispatch calls as a unit starts
         return update
 
     def log_line(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
@@ -677,6 +700,7 @@ def _progress(
             flush=True,
         )
 
+    log_line.started = lambda unit: None  # type: ignore[attr-defined]  # a log names runs as they finish
     return log_line
 
 
@@ -914,7 +938,8 @@ def _run_file_writer(
     out: Path, retry: set[str], summary: SweepSummary, callback: Callable[[RunSpec, list[dict[str, Any]]], None],
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
     """What a sweep does with each finished run's rows: write its run file, count it in ``summary``, warn when it
-    failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name."""
+    failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name.
+    Its ``started`` is the callback's, where it has one (:func:`_progress`)."""
 
     def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
         if spec.run_id in retry:  # a failed run's record under another name would be a second file
@@ -930,6 +955,7 @@ def _run_file_writer(
             log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
         callback(spec, rows)
 
+    finish.started = getattr(callback, "started", lambda unit: None)  # type: ignore[attr-defined]  # _dispatch's
     return finish
 
 
@@ -938,14 +964,17 @@ def _dispatch(
     client: Any, workers: int, device: str | None, threads: int, compile: bool, stall_seconds: float | None = None,
 ) -> None:
     """Run ``units`` on ``executor`` (in this process when there is nothing to run), ``finish`` each run
-    (``stall_seconds``: :func:`_run_dask`'s)."""
+    (``stall_seconds``: :func:`_run_dask`'s); ``finish.started(unit)``, where ``finish`` has it, as a unit starts
+    serially or on a local pool (a Dask scheduler decides that on its own)."""
+    started = getattr(finish, "started", None) or (lambda unit: None)
     if executor == "serial" or not units:
         with _torch_threads(threads):
             for unit in units:
+                started(unit)
                 for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
                     finish(spec, rows)
     elif executor == "processes":
-        _run_pool(units, finish, workers, device, threads, compile)
+        _run_pool(units, finish, workers, device, threads, compile, started)
     else:
         _run_dask(client, units, finish, device, threads, compile, stall_seconds=stall_seconds)
 

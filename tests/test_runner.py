@@ -615,3 +615,40 @@ def test_each_experiment_is_estimated_at_its_own_calibrated_rate(monkeypatch, ca
     done(cheap[0], [{"status": "ok"}])
     # 10 s for one cheap run: the other cheap one takes 10 s more, each dear one 30 s
     assert "eta=70s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("executor", ["serial", "processes"])
+def test_a_sweep_says_which_runs_it_starts(executor, tmp_path):
+    """Serially and on a local pool, a sweep tells its progress which runs are being made (issue 39: the bar names
+    the running runs, not only the last finished one)."""
+    starts, finished = [], []
+
+    def on_done(spec, rows):
+        finished.append(spec.run_id)
+
+    on_done.started = lambda unit: starts.append([spec.run_id for spec in unit])
+    specs = tiny_specs()[:2]
+    run_sweep(specs, tmp_path / "out", executor=executor, workers=2, on_done=on_done)
+    assert sorted(run for unit in starts for run in unit) == sorted(finished) == sorted(s.run_id for s in specs)
+
+
+def test_the_bar_names_the_runs_being_made(monkeypatch):
+    import io
+
+    from pebench import runner
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    specs = [tiny_spec(seed=seed) for seed in range(5)]
+    done = runner._progress(5, 0, specs)
+    for spec in specs[:4]:
+        done.started([spec])
+    assert "running copy/rope/decoder/s0, copy/rope/decoder/s1, copy/rope/decoder/s2 +1" in terminal.getvalue()
+    done(specs[0], [{"status": "ok"}])
+    shown = terminal.getvalue().rsplit("\r", 1)[-1]
+    assert "min left; running copy/rope/decoder/s1, copy/rope/decoder/s2, copy/rope/decoder/s3" in shown
+    assert "s0" not in shown and "+1" not in shown
