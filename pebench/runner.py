@@ -719,6 +719,8 @@ EXPECTED_STEP_SHARE = 0.6
 RUN_OVERHEAD = 1.1
 #: training steps timed by :func:`calibrate` (after a warm-up run of as many)
 CALIBRATION_STEPS = 10
+#: encodings of each experiment that :func:`calibrations` times (about a second each on a CPU core)
+CALIBRATED_ENCODINGS = 4
 
 
 def expected_cost(spec: RunSpec) -> float:
@@ -744,13 +746,21 @@ def calibrate(spec: RunSpec, device: str | None = None) -> float:
 
 
 def calibrations(todo: Sequence[RunSpec], device: str | None = None) -> dict[str, float]:
-    """:func:`calibrate` on the first run of each experiment of ``todo`` (its dearest: runs start dearest first),
-    per experiment: the seconds per unit of cost differ between experiments more than within one (a language
-    model's long sequences use a CPU better per unit of cost than the short inputs of the length tasks)."""
-    firsts: dict[str, RunSpec] = {}
+    """Seconds per unit of cost per experiment of ``todo``: the mean of :func:`calibrate` on the first run of up to
+    :data:`CALIBRATED_ENCODINGS` of its encodings, spread over them in the order they come (the first among
+    them). Experiments differ more than encodings (a language model's long sequences use a CPU better per unit
+    of cost than the short inputs of the length tasks), but encodings differ too: a step of CoPE or
+    Transformer-XL costs 1.5 to 2 times one of NoPE, which a suite often runs first."""
+    firsts: dict[str, dict[str, RunSpec]] = {}
     for spec in todo:
-        firsts.setdefault(spec.experiment, spec)
-    return {name: calibrate(spec, device) for name, spec in firsts.items()}
+        firsts.setdefault(spec.experiment, {}).setdefault(spec.encoding, spec)
+    rates = {}
+    for name, by_encoding in firsts.items():
+        runs = list(by_encoding.values())
+        count = min(CALIBRATED_ENCODINGS, len(runs))
+        picked = [runs[round(i * (len(runs) - 1) / max(1, count - 1))] for i in range(count)]
+        rates[name] = sum(calibrate(spec, device) for spec in picked) / count
+    return rates
 
 
 def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float | Mapping[str, float]) -> float:
@@ -778,7 +788,8 @@ def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str |
     first = todo[0]
     per_step = per_cost[first.experiment] * estimated_cost(first) / first.train.steps
     return (f"pebench: {len(todo)} runs to make, {complete} already complete (skipped); about {minutes:.1f} min with "
-            f"{workers} worker(s) here (calibrated on the first run of each of {len(per_cost)} experiment(s): "
+            f"{workers} worker(s) here (calibrated on {len(per_cost)} experiment(s), up to {CALIBRATED_ENCODINGS} "
+            f"encodings each: "
             f"{1000 * per_step:.0f} ms per training step of the first run's model; runs that stop at their fit are "
             f"expected to take {EXPECTED_STEP_SHARE:.0%} of their step cap); the estimate is corrected as runs finish")
 

@@ -617,6 +617,22 @@ def test_each_experiment_is_estimated_at_its_own_calibrated_rate(monkeypatch, ca
     assert "eta=70s" in capsys.readouterr().out
 
 
+def test_each_experiment_is_calibrated_on_encodings_spread_over_its_runs(monkeypatch):
+    """Encodings differ in cost per step: an experiment's rate is the mean over up to CALIBRATED_ENCODINGS of its
+    encodings, the first run of each, spread over them in the order they come."""
+    from pebench import runner
+
+    names = ["none", "rope", "alibi", "t5", "xpos", "fire"]
+    todo = [make_spec("smoke", "exp", {"task": "copy", "encoding": name, "arch": "decoder", "seed": seed,
+                                       "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 40})
+            for name in names for seed in (0, 1)]
+    timed = []
+    monkeypatch.setattr(runner, "calibrate", lambda s, device=None: timed.append(s) or float(names.index(s.encoding)))
+    rates = runner.calibrations(todo)
+    assert [(s.encoding, s.seed) for s in timed] == [("none", 0), ("alibi", 0), ("t5", 0), ("fire", 0)]
+    assert runner.CALIBRATED_ENCODINGS == 4 and rates == {"exp": (0 + 2 + 3 + 5) / 4}
+
+
 @pytest.mark.parametrize("executor", ["serial", "processes"])
 def test_a_sweep_says_which_runs_it_starts(executor, tmp_path):
     """Serially and on a local pool, a sweep tells its progress which runs are being made (issue 39: the bar names
