@@ -25,6 +25,7 @@ dashed bar, a hatched heatmap cell with a dagger.
 from __future__ import annotations
 
 import hashlib
+import textwrap
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -183,16 +184,38 @@ def split_tasks(tasks: Iterable[str]) -> list[list[str]]:
     return [tasks[bounds[i]:bounds[i + 1]] for i in range(count)]
 
 
+#: the smallest ratio between neighbouring labelled lengths of a log axis whose lengths are not powers of two
+MIN_LABEL_RATIO = 1.25
+
+
+#: the widest line of a figure's title, in characters (about the page width at the title's font size)
+TITLE_WIDTH = 75
+
+
+def wrapped_title(title: str) -> str:
+    """``title`` with each of its lines wrapped at :data:`TITLE_WIDTH` characters (a declared title can be long:
+    "Replication scale check: Kazemnejad et al. 2023 at d_model 64, 4 layers — ...")."""
+    return "\n".join(textwrap.fill(line, TITLE_WIDTH) or line for line in title.split("\n"))
+
+
 def length_ticks(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
     """(labelled, unlabelled) ticks of a length axis: every evaluated length is ticked, but on a log axis
     the labels of 10, 12, 14 ... run into each other, so only the powers of two among them (and the
     shortest and longest) are labelled, when there are at least two of them; a power of two within a factor
-    1.5 of the shortest or longest is left unlabelled (32 beside 40 read as "3240")."""
+    1.5 of the shortest or longest is left unlabelled (32 beside 40 read as "3240"). Lengths with fewer powers
+    of two are labelled from the shortest on, each at least :data:`MIN_LABEL_RATIO` times the last one labelled,
+    and the longest always (5, 10, 15, 20, 25, 40 of 5, 10, 15, 20, 22, ... 37, 40)."""
     lengths = sorted({int(n) for n in lengths})
     ends = (lengths[0], lengths[-1])
     labelled = [n for n in lengths if n in ends or (n & (n - 1) == 0 and 1.5 * ends[0] <= n <= ends[1] / 1.5)]
     if len(labelled) < 3:
-        return lengths, []
+        labelled = [ends[0]]
+        for n in lengths[1:]:
+            if n >= MIN_LABEL_RATIO * labelled[-1]:
+                labelled.append(n)
+        if labelled[-1] != ends[1]:  # the longest replaces a label too close to it
+            labelled[-1:] = [ends[1]] if len(labelled) > 1 and ends[1] < MIN_LABEL_RATIO * labelled[-1] else \
+                [labelled[-1], ends[1]]
     return labelled, [n for n in lengths if n not in labelled]
 
 
@@ -257,7 +280,7 @@ def _curve_panels(
     _label_outer(axes)
     figure.legend(*_curve_legend(axes, styles), loc="outside lower center", ncols=4, fontsize="small",
                   frameon=False)
-    figure.suptitle(title, fontsize="medium")
+    figure.suptitle(wrapped_title(title), fontsize="medium")
     return figure
 
 
@@ -421,7 +444,8 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
         figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
                       frameon=False)
-    figure.suptitle(f"{title or f'{experiment}: {name}'}\nper encoding and task", fontsize="medium")
+    figure.suptitle(wrapped_title(f"{title or f'{experiment}: {name}'}\nper encoding and task"),
+                    fontsize="medium")
     return figure
 
 
@@ -517,6 +541,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str, *, title: str | None 
     # below the panels, never over the bars of the first one (a battery has a dozen tasks)
     figure.legend(list(legend.values()), list(legend), loc="outside lower center",
                   ncols=_legend_columns(legend, figure.get_figwidth()), fontsize="small", frameon=False)
-    figure.suptitle(f"{title or experiment}: order reliance (order-dependent tasks, high is good)\nvs "
-                    "invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds", fontsize="medium")
+    figure.suptitle(wrapped_title(f"{title or experiment}: order reliance (order-dependent tasks, high is good)\n"
+                                  "vs invariance gap (controls, ~0 is good); mean and 95% CI over fitted seeds"),
+                    fontsize="medium")
     return figure

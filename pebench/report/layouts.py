@@ -13,7 +13,13 @@ from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.registry import Registry
 from pebench.report.findings import people_words
-from pebench.report.layout_findings import findings_length, findings_order, findings_perplexity, findings_variants
+from pebench.report.layout_findings import (
+    findings_length,
+    findings_order,
+    findings_perplexity,
+    findings_variants,
+    titled,
+)
 from pebench.report.layout_tables import extrapolation_tables, order_tables, perplexity_tables, variant_tables
 from pebench.schema import task_labels
 from pebench.tables import Table
@@ -72,7 +78,7 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
             for number, tasks in enumerate(parts, 1):
                 part = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
                 which = f" Tasks in this part: {task_labels(tasks)}." if len(parts) > 1 else ""
-                title = f"{people_words(experiment)}: {kind} vs length ({arch}{part})"
+                title = titled(experiment, spec, f"{kind} vs length ({arch}{part})")
                 figures.append((
                     f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""), title,
                     f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
@@ -81,7 +87,7 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
                     lambda arch=arch, metric=metric, number=number, title=title: plots.accuracy_vs_length(
                         data, experiment, arch=arch, metric=metric, part=number, title=title),
                 ))
-    title = f"{people_words(experiment)}: OOD token accuracy"
+    title = titled(experiment, spec, "OOD token accuracy")
     figures.append((
         f"{experiment}_ood_heatmap", title,
         "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
