@@ -634,9 +634,9 @@ RUNNING_SHOWN = 3
 def _progress(
     total: int, initial: int, todo: Sequence[RunSpec] = (), rates: Mapping[str, float] | None = None
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
-    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise. On a terminal its
-    ``started(unit)`` (called by :func:`_dispatch` as a worker takes a unit) makes the bar name the runs being
-    made, beside the time left.
+    """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise. On a terminal it has a
+    ``started(unit)`` (called by :func:`_dispatch` as a worker takes a unit) that makes the bar name the runs
+    being made, beside the time left; a log names runs as they finish.
 
     The time left is estimated from :func:`expected_cost`, not from the number of runs: the longest runs
     start first, so a count-based estimate would overstate it throughout the sweep. Where :func:`announce` has
@@ -688,7 +688,7 @@ def _progress(
             if bar.n >= total:
                 bar.close()
 
-        update.started = started  # type: ignore[attr-defined]  # what _dispatch calls as a unit starts
+        update.started = started  # type: ignore[attr-defined]  # what run_sweep has _dispatch call as a unit starts
         return update
 
     def log_line(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
@@ -700,7 +700,6 @@ def _progress(
             flush=True,
         )
 
-    log_line.started = lambda unit: None  # type: ignore[attr-defined]  # a log names runs as they finish
     return log_line
 
 
@@ -777,8 +776,8 @@ def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float
 def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None,
              rates: dict[str, float] | None = None) -> str:
     """What a sweep is about to do, said before it starts: the runs to make, those a resume skips, and how long
-    they should take here, from a calibration on this machine of each experiment's first run
-    (:func:`calibrations`; they are also put in ``rates``, for the progress's estimate)."""
+    they should take here, from a calibration of each experiment on this machine (:func:`calibrations`; the rates
+    are also put in ``rates``, for the progress's estimate)."""
     if not todo:
         return f"pebench: nothing to run: all {complete} runs are complete (a resume skips them)"
     per_cost = calibrations(todo, device)
@@ -885,7 +884,8 @@ def run_sweep(
                                        workers, compile, threads, experiments, len(todo),
                                        report_declarations=report_declarations(experiments))
                 _dispatch(units, finish, executor, client, workers, device, threads, compile,
-                          stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS)
+                          stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS,
+                          started=getattr(callback, "started", lambda unit: None))
             outcome = "complete"
         except _Terminated:
             outcome = "interrupted"
@@ -949,8 +949,7 @@ def _run_file_writer(
     out: Path, retry: set[str], summary: SweepSummary, callback: Callable[[RunSpec, list[dict[str, Any]]], None],
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
     """What a sweep does with each finished run's rows: write its run file, count it in ``summary``, warn when it
-    failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name.
-    Its ``started`` is the callback's, where it has one (:func:`_progress`)."""
+    failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name."""
 
     def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
         if spec.run_id in retry:  # a failed run's record under another name would be a second file
@@ -966,18 +965,17 @@ def _run_file_writer(
             log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
         callback(spec, rows)
 
-    finish.started = getattr(callback, "started", lambda unit: None)  # type: ignore[attr-defined]  # _dispatch's
     return finish
 
 
 def _dispatch(
     units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], executor: str,
     client: Any, workers: int, device: str | None, threads: int, compile: bool, stall_seconds: float | None = None,
+    started: Callable[[Sequence[RunSpec]], None] = lambda unit: None,
 ) -> None:
     """Run ``units`` on ``executor`` (in this process when there is nothing to run), ``finish`` each run
-    (``stall_seconds``: :func:`_run_dask`'s); ``finish.started(unit)``, where ``finish`` has it, as a unit starts
-    serially or on a local pool (a Dask scheduler decides that on its own)."""
-    started = getattr(finish, "started", None) or (lambda unit: None)
+    (``stall_seconds``: :func:`_run_dask`'s); call ``started(unit)`` as a unit starts serially or on a local pool
+    (a Dask scheduler decides that on its own)."""
     if executor == "serial" or not units:
         with _torch_threads(threads):
             for unit in units:

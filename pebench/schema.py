@@ -202,11 +202,14 @@ def shown_name(column: str, name: str) -> str:
     return task_label(name) if column == "task" else encoding_label(name)
 
 
-def task_title(name: str) -> str:
-    """A task's page title: its label as a heading starts (``Reverse string``) and the name to type
-    (``reverse_string``) in code."""
-    label = task_label(name)
-    return f"{label[:1].upper()}{label[1:]} (`{name}`)"
+def page_title(column: str, name: str) -> str:
+    """The title of an encoding's or task's page: its label (:func:`shown_name`; a task's as a heading starts,
+    ``Reverse string``) and the name to type in code (``reverse_string``), or that name alone where the label is
+    the same."""
+    label = shown_name(column, name)
+    if column == "task":
+        label = f"{label[:1].upper()}{label[1:]}"
+    return f"`{name}`" if label == name else f"{label} (`{name}`)"
 
 
 def task_labels(names: Sequence[str]) -> str:

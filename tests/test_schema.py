@@ -103,7 +103,8 @@ def test_tasks_are_shown_in_words_and_stored_by_their_names():
     assert schema.task_label("charlm") == "character LM" and schema.task_label("flip_flop_dense") == "flip-flop (dense)"
     assert schema.task_label("my_plugin_task") == "my_plugin_task"
     assert schema.task_labels(["cycle_navigation", "even_pairs"]) == "cycle navigation, even pairs"
-    assert schema.task_title("reverse_string") == "Reverse string (`reverse_string`)"
+    assert schema.page_title("task", "reverse_string") == "Reverse string (`reverse_string`)"
+    assert schema.page_title("encoding", "xpos") == "xPos (`xpos`)"  # a label as papers write it, not capitalised
 
 
 def test_people_words_spell_experiments_as_a_reader_writes_them():

@@ -50,7 +50,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
             title=titled(experiment, spec, "seeds fitted per task")), directory, version))
-    v3, findings = board_artifacts(runs, experiment, directory, version, spec)
+    v3, findings = board_artifacts(runs, experiment, spec, directory, version)
     artifacts = v3 + artifacts
     if spec.comparisons:
         table = leaderboard.pairwise(runs, spec.comparisons, metric)
@@ -73,14 +73,14 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     return artifacts, findings
 
 
-def board_artifacts(runs: pd.DataFrame, experiment: str, directory: Path, version: str = "",
-                    spec: ReportSpec | None = None) -> tuple[list[Artifact], list[str]]:
+def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
+                    ) -> tuple[list[Artifact], list[str]]:
     """The boards of protocol v3 for ``experiment`` (:mod:`pebench.leaderboard`): extrapolation tiers on jointly
     fitted runs, capability (fit rates) and harm on the controls, each as CSV, markdown and LaTeX naming the
-    results ``version``; returns the artifacts and one finding per architecture that names a winner only where
-    the tiers separate one."""
+    results ``version`` and titled as ``spec`` declares (:func:`~pebench.report.layout_findings.titled`); returns
+    the artifacts and one finding per architecture that names a winner only where the tiers separate one."""
     label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
-    artifacts, findings, spec = [], [], spec or ReportSpec()
+    artifacts, findings = [], []
 
     def board(kind: str, frame: pd.DataFrame, make: Callable[..., Table], caption: str, what: str) -> None:
         name = f"{kind}_{experiment}"

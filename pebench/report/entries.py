@@ -11,7 +11,7 @@ architecture only; a part ``<name>_part<k>`` of a battery's figures to the tasks
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,13 @@ import pandas as pd
 from pebench import plots
 from pebench.entry_lead import BOARD_KINDS, figure_places, lead  # noqa: F401  (re-exported)
 from pebench.report.findings import people_words
-from pebench.schema import encoding_label, task_label
+from pebench.schema import shown_name
 
-#: the columns whose values get an entry, and how each value is shown in a table (the CSVs keep the name)
-COLUMNS: dict[str, Callable[[str], str]] = {"encoding": encoding_label, "task": task_label}
+#: the columns whose values get an entry; a table shows each value as :func:`pebench.schema.shown_name` says (the
+#: CSVs keep the name)
+COLUMNS = ("encoding", "task")
+#: where a reader finds an encoding or a task in a figure
+LOOK_FOR = {"encoding": "its colour in the legend, its row or its bars", "task": "its panel, row or column"}
 
 
 def markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
@@ -62,12 +65,12 @@ def _unbolded(text: str) -> str:
 def table_rows(markdown: str, data: pd.DataFrame, column: str) -> tuple[list[str], dict[str, list[list[str]]]]:
     """The header of the Markdown table ``markdown`` and, per value of ``data[column]`` (its CSV), the rows
     that show it, key cells filled in; ``([], {})`` when the table has no column showing ``column`` row by
-    row (:data:`COLUMNS` says how a value is shown)."""
+    row (as :func:`pebench.schema.shown_name` shows a value)."""
     header, rows = markdown_rows(markdown)
     if column not in data.columns or not rows or len(rows) != len(data):
         return [], {}
     names = [str(value) for value in data[column]]
-    shown = [COLUMNS[column](name) for name in names]
+    shown = [shown_name(column, name) for name in names]
     for j in range(len(header)):
         filled = _filled(rows, j)
         if [_unbolded(row[j]) for row in filled] == shown:
@@ -81,10 +84,7 @@ def table_rows(markdown: str, data: pd.DataFrame, column: str) -> tuple[list[str
 def look_sentence(column: str, name: str, experiment: str, arch: str | None) -> str:
     """What a reader of ``name``'s page looks at in a figure of ``experiment`` (``arch``: the architecture the
     figure shows, or None for every one)."""
-    where = people_words(experiment, arch)
-    if column == "encoding":
-        return f"Look for {encoding_label(name)} in {where}: its colour in the legend, its row or its bars."
-    return f"Look for {task_label(name)} in {where}: its panel, row or column."
+    return f"Look for {shown_name(column, name)} in {people_words(experiment, arch)}: {LOOK_FOR[column]}."
 
 
 def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:

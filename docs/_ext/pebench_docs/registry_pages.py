@@ -12,7 +12,7 @@ import pebench
 from pebench import encodings, explain, registry_tables, results_text, tasks
 from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
 from pebench.report_file import suite_folders
-from pebench.schema import encoding_label, people_words, shown_name, task_title
+from pebench.schema import page_title, people_words, shown_name
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
@@ -67,8 +67,8 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
     """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
     options = registry_tables.encoding_options(name)
     call_name, call = registry_tables.build_call(name)
-    title = f"`{name}`" if encoding_label(name) == name else f"{encoding_label(name)} (`{name}`)"  # papers' name
-    lines = [f"# {title}", "", encodings.meta(name)["summary"], "", registry_tables.encoding_facts(name).to_markdown(),
+    lines = [f"# {page_title('encoding', name)}", "", encodings.meta(name)["summary"], "",
+             registry_tables.encoding_facts(name).to_markdown(),
              "## Options", "", options.to_markdown() if options else
              "None: the encoding is fully determined by the model's width and heads.\n",
              "Build it by name (every option may be omitted; its default is shown):", "", "```python",
@@ -96,7 +96,7 @@ def task_page(name: str) -> str:
     """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.registry_tables`)."""
     task = tasks.get(name)
     examples, rendered = registry_tables.task_examples(name)
-    lines = [f"# {task_title(name)}", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
+    lines = [f"# {page_title('task', name)}", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
              f"## Examples (length {registry_tables.example_length(task)}, seed 0)", "", examples.to_markdown()]
     for arch, table in rendered.items():
         lines += [f"### Rendered for the {arch}", "", table.to_markdown()]
