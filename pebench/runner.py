@@ -561,10 +561,25 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt."""
 
 
-#: signals received while workers were starting (:func:`_starting_workers`), raised once they have started
+#: signals received within a :func:`_signals_deferred` block, raised when the outermost one ends
 _DEFERRED: list[int] = []
-#: how many :func:`_starting_workers` blocks are open in this process
-_STARTING = [0]
+#: how many :func:`_signals_deferred` blocks are open in this process
+_DEFERRING = [0]
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """A Ctrl-C or SIGTERM that reaches this process within the block (:func:`_signals_interrupt`) is raised
+    after it, not half-way through what the block does (starting a worker, writing a run file)."""
+    _DEFERRING[0] += 1
+    try:
+        yield
+    finally:
+        _DEFERRING[0] -= 1
+    if _DEFERRED and not _DEFERRING[0]:
+        number = _DEFERRED.pop()
+        _DEFERRED.clear()
+        raise _Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager
@@ -572,19 +587,14 @@ def _starting_workers() -> Iterator[None]:
     """Start worker processes within this block: SIGINT is blocked in this thread, so that the processes and
     threads started here inherit it blocked (a Ctrl-C at a terminal reaches every process of its group, and a
     worker still importing torch would print a traceback), and a Ctrl-C or SIGTERM that reaches this process
-    (:func:`_signals_interrupt`) is raised after the block, not half-way through starting a worker."""
+    is raised after the block (:func:`_signals_deferred`), not half-way through starting a worker."""
     resource_tracker.ensure_running()  # started first: starting its process unblocks SIGINT in this thread
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    _STARTING[0] += 1
     try:
-        yield
+        with _signals_deferred():
+            yield
     finally:
-        _STARTING[0] -= 1
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    if _DEFERRED and not _STARTING[0]:
-        number = _DEFERRED.pop()
-        _DEFERRED.clear()
-        raise _Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager
@@ -603,8 +613,8 @@ def _ctrl_c_ignored() -> Iterator[None]:
 @contextlib.contextmanager
 def _signals_interrupt() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise (:class:`KeyboardInterrupt`, :class:`_Terminated`) once (while
-    workers start, when they have started: :func:`_starting_workers`); a second signal while the sweep stops its
-    workers is ignored, so the stop is not itself interrupted.
+    workers start or a run file is written, when that is done: :func:`_signals_deferred`); a second signal while the
+    sweep stops its workers is ignored, so the stop is not itself interrupted.
     Only in the main thread (elsewhere signals cannot be handled; the block runs unchanged)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -613,7 +623,7 @@ def _signals_interrupt() -> Iterator[None]:
     def handler(number: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if _STARTING[0]:  # raised by _starting_workers when its workers have started
+        if _DEFERRING[0]:  # raised by _signals_deferred when its block ends
             _DEFERRED.append(number)
             return
         raise _Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
@@ -952,11 +962,14 @@ def _run_file_writer(
     failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name."""
 
     def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-        if spec.run_id in retry:  # a failed run's record under another name would be a second file
-            for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
-                with contextlib.suppress(FileNotFoundError):
-                    (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
-        write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
+        # a Ctrl-C or SIGTERM meanwhile is raised once the file is written: an interrupt inside the atomic write,
+        # between its temporary file's creation and its cleanup, left that file behind (seen once in CI)
+        with _signals_deferred():
+            if spec.run_id in retry:  # a failed run's record under another name would be a second file
+                for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
+                    with contextlib.suppress(FileNotFoundError):
+                        (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
+            write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
         status = rows[0].get("status")
         summary.done += 1
         summary.failed += status == "failed"
