@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -261,6 +261,7 @@ def train_batched(
     task: Task,
     configs: Sequence[TrainConfig],
     device: torch.device | str | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> list[TrainResult]:
     """Train S models that differ only in seed together; equal to S :func:`~pebench.train.train` calls.
 
@@ -272,6 +273,7 @@ def train_batched(
         configs: one :class:`~pebench.train.TrainConfig` per model, equal except ``seed`` and with a
             common ``length_seed`` (one config may be given alone, with any ``length_seed``).
         device: where to train; default the first model's device.
+        on_step: as :func:`~pebench.train.train`'s (steps done by the batch, the step cap).
 
     Returns:
         One :class:`~pebench.train.TrainResult` per model. A model that diverges, fits (with
@@ -285,7 +287,7 @@ def train_batched(
         raise ValueError(f"got {len(models)} models but {len(configs)} configs; pass one config per model")
     _check_configs(configs)
     if len(models) == 1:  # nothing to batch: the plain loop is faster (mm instead of bmm)
-        return [train(models[0], task, configs[0], device)]
+        return [train(models[0], task, configs[0], device, on_step=on_step)]
     config = configs[0]
     device = torch.device(device) if device is not None else next(models[0].parameters()).device
     for model in models:
@@ -305,6 +307,8 @@ def train_batched(
             length = draw_length(config, lengths)
             losses = _train_step(batched, optimizer, task, config, step, length, generators, rng_states, device)
             run.pending.append((losses.detach(), step, length))
+            if on_step is not None:
+                on_step(step + 1, config.steps)
             check = run.held_out is not None and ((step + 1) % config.fit_every == 0 or step + 1 == config.steps)
             if len(run.pending) >= sync_every or check:
                 run.flush()

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pebench import heldout, tasks
 from pebench.blocks import Block, bullet_list, table
 from pebench.protocol import FIT_V3, SCALES
+from pebench.schema import page_title
 from pebench.train import TrainConfig
 
 
@@ -22,7 +23,7 @@ def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = 
     for name in battery:
         task = tasks.get(name)
         unsplit = heldout.unsplit_lengths(task, range(max(1, task.min_length), longest + 1))
-        rows.append([f"`{name}`", ", ".join(map(str, unsplit)) or "none"])
+        rows.append([page_title("task", name), ", ".join(map(str, unsplit)) or "none"])
     return [bullet_list([
         f"checked every {SCALES[suite]['fit_every']} steps at **every training length**, longest first, on "
         f"**{examples} held-out examples** per length; fitted when the token accuracy reaches {threshold} at every "

@@ -39,6 +39,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -217,20 +218,46 @@ def _failed(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[st
     return [{**_identity(spec), "status": "failed", "error": detail, "device": str(device)}]
 
 
-def execute(spec: RunSpec, device: str | None = None, compile: bool = False) -> list[dict[str, Any]]:
+#: the least seconds between two progress reports of a running run: a pipe message per training step would cost
+#: more than a display refreshed every second is worth
+PROGRESS_SECONDS = 1.0
+
+
+def _throttled(say: Callable[[str], None], seconds: float = PROGRESS_SECONDS) -> Callable[[int, int], None]:
+    """A training ``on_step`` (:func:`pebench.train.train`) that tells ``say`` "step N/CAP" at its first step and
+    then at most once every ``seconds``."""
+    last = [-math.inf]
+
+    def on_step(done: int, cap: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            say(f"step {done}/{cap}")
+
+    return on_step
+
+
+def execute(
+    spec: RunSpec, device: str | None = None, compile: bool = False, progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
     """Train and evaluate one run; return its result rows (never raises for a run's own failure).
 
     A run that raises is recorded as one row with ``status="failed"`` and the
     error; a run whose loss diverges is evaluated anyway and marked
     ``status="diverged"``. ``compile``: train under ``torch.compile`` (see
-    :func:`pebench.train.train`); the rows record it in their ``compiled`` column.
+    :func:`pebench.train.train`); the rows record it in their ``compiled`` column. ``progress``, if given, is
+    told where the run is, in words ("step 1200/5000" about once a second, then "evaluating"); it never
+    changes the rows.
     """
     device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(spec.task)
         model = model_for(spec).to(device)
         gap_init = _gap(spec, model, task, device)
-        result = train(model, task, spec.train, device=device, compile=compile)
+        result = train(model, task, spec.train, device=device, compile=compile,
+                       on_step=_throttled(progress) if progress else None)
+        if progress:
+            progress("evaluating")
         return _rows(spec, model, result, gap_init, device, compiled=compile)
     except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep
         return _failed(spec, exc, device)
@@ -250,24 +277,29 @@ def batch_key(spec: RunSpec) -> str | None:
 
 
 def execute_group(
-    specs: Sequence[RunSpec], device: str | None = None, compile: bool = False
+    specs: Sequence[RunSpec], device: str | None = None, compile: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[list[dict[str, Any]]]:
     """Seed-batched :func:`execute` of runs with one :func:`batch_key`; rows per spec, in order.
 
     Falls back to one :func:`execute` per spec if batched training raises. ``compile`` applies to
-    single runs only (:func:`run_sweep` never groups runs when it is set).
+    single runs only (:func:`run_sweep` never groups runs when it is set). ``progress``: as :func:`execute`'s,
+    for the group as a whole.
     """
     if len(specs) == 1:
-        return [execute(specs[0], device, compile)]
+        return [execute(specs[0], device, compile, progress)]
     torch_device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(specs[0].task)
         models = [model_for(spec).to(torch_device) for spec in specs]
         gaps = [_gap(spec, model, task, torch_device) for spec, model in zip(specs, models, strict=True)]
-        results = train_batched(models, task, [spec.train for spec in specs], torch_device)
+        results = train_batched(models, task, [spec.train for spec in specs], torch_device,
+                                on_step=_throttled(progress) if progress else None)
     except Exception as exc:
         log.warning("seed-batched training failed (%s); running the %d runs one by one", exc, len(specs))
-        return [execute(spec, device) for spec in specs]
+        return [execute(spec, device, progress=progress) for spec in specs]
+    if progress:
+        progress("evaluating")
     out = []
     for spec, model, result, gap in zip(specs, models, results, gaps, strict=True):
         try:
@@ -348,7 +380,8 @@ def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
 
 
 def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[dict[str, Any]]) -> None:
-    """A pool worker's loop: receive a unit of runs, send back its rows, until told to stop (``None``).
+    """A pool worker's loop: receive a unit of runs, send back its rows, until told to stop (``None``); where the
+    unit asks for it, send where it is meanwhile (``("progress", text)``, :func:`execute`).
 
     It ignores SIGINT: Ctrl-C at a terminal reaches every process of the group, and the parent decides
     (it terminates its workers itself), so no worker prints a traceback or dies half-way on its own.
@@ -367,9 +400,10 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[d
         if refused:
             connection.send(("plugin", f"{refused} (in a worker process)"))
             continue
-        specs, device, compile = message
+        specs, device, compile, report = message
+        progress = (lambda text: connection.send(("progress", text))) if report else None
         try:
-            connection.send(("rows", execute_group(specs, device, compile)))
+            connection.send(("rows", execute_group(specs, device, compile, progress)))
         except Exception:  # execute_group records a run's own failure; this is anything else
             connection.send(("error", traceback.format_exc()))
 
@@ -415,8 +449,10 @@ def _run_pool(
     units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], workers: int,
     device: str | None, threads: int, compile: bool,
     started: Callable[[Sequence[RunSpec]], None] = lambda unit: None,
+    progressed: Callable[[Sequence[RunSpec], str], None] | None = None,
 ) -> None:
-    """Run ``units`` on ``workers`` spawned processes, calling ``started`` as a worker takes a unit and
+    """Run ``units`` on ``workers`` spawned processes, calling ``started`` as a worker takes a unit,
+    ``progressed(unit, text)`` as it says where it is (:func:`execute`; not asked for when ``None``) and
     ``finish`` as each run completes.
 
     A worker that dies records the runs it held as failed (a :class:`WorkerDied` error in their rows) and
@@ -435,7 +471,7 @@ def _run_pool(
             for worker in pool:
                 if worker.unit is None and queue:
                     worker.unit = queue.popleft()
-                    worker.connection.send((worker.unit, device, compile))
+                    worker.connection.send((worker.unit, device, compile, progressed is not None))
                     started(worker.unit)
             busy = [w for w in pool if w.unit is not None]
             if not busy:
@@ -445,10 +481,11 @@ def _run_pool(
             for index, worker in enumerate(pool):
                 if worker.unit is None or (worker.connection not in ready and worker.process.sentinel not in ready):
                     continue
-                unit, message = worker.unit, None
-                with contextlib.suppress(EOFError, OSError):
-                    if worker.connection.poll():
-                        message = worker.connection.recv()
+                unit, message = worker.unit, _received(worker)
+                if message is not None and message[0] == "progress":  # the unit runs on
+                    if progressed is not None:
+                        progressed(unit, message[1])
+                    continue
                 worker.unit = None
                 if message is None:  # the process died holding this unit
                     worker.process.join()
@@ -460,19 +497,33 @@ def _run_pool(
                     for spec in unit:
                         finish(spec, _failed(spec, error, _torch_device(device)))
                     continue
-                kind, payload = message
-                if kind == "plugin":
-                    raise PluginError(payload)
-                if kind == "error":
-                    error = WorkerDied(f"its worker raised: {payload.strip().splitlines()[-1]}")
-                    payload = [_failed(spec, error, _torch_device(device)) for spec in unit]
-                for spec, rows in zip(unit, payload, strict=True):
+                for spec, rows in zip(unit, _unit_rows(unit, message, device), strict=True):
                     finish(spec, rows)
         clean = True
     finally:
         for worker in pool:
             if worker.process.pid is not None and worker.connection.closed is False:
                 worker.stop(graceful=clean)
+
+
+def _received(worker: _Worker) -> tuple[str, Any] | None:
+    """A ready worker's next message; ``None`` when there is none to read (its process died)."""
+    with contextlib.suppress(EOFError, OSError):
+        if worker.connection.poll():
+            return worker.connection.recv()
+    return None
+
+
+def _unit_rows(unit: Sequence[RunSpec], message: tuple[str, Any], device: str | None) -> list[list[dict[str, Any]]]:
+    """The rows of each run of ``unit`` from its worker's last ``message``: its rows, or each run failed where the
+    worker raised; a plugin the worker could not load stops the sweep (:class:`PluginError`)."""
+    kind, payload = message
+    if kind == "plugin":
+        raise PluginError(payload)
+    if kind == "error":
+        error = WorkerDied(f"its worker raised: {payload.strip().splitlines()[-1]}")
+        return [_failed(spec, error, _torch_device(device)) for spec in unit]
+    return payload
 
 
 class WorkerDied(RuntimeError):
@@ -646,7 +697,8 @@ def _progress(
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
     """A callback reporting finished runs: a tqdm bar on a terminal, log lines otherwise. On a terminal it has a
     ``started(unit)`` (called by :func:`_dispatch` as a worker takes a unit) that makes the bar name the runs
-    being made, beside the time left; a log names runs as they finish.
+    being made, beside the time left, and a ``progressed(unit, text)`` that adds where each is ("step 1200/5000",
+    "evaluating"); a log names runs as they finish.
 
     The time left is estimated from :func:`expected_cost`, not from the number of runs: the longest runs
     start first, so a count-based estimate would overstate it throughout the sweep. Where :func:`announce` has
@@ -678,10 +730,11 @@ def _progress(
                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
 
         running: dict[str, str] = {}  # run id -> how the bar names it, in the order the runs started
+        where: dict[str, str] = {}  # run id -> where it is ("step 1200/5000", "evaluating"), once it said so
         left = [""]
 
         def show() -> None:
-            names = list(running.values())
+            names = [" ".join(filter(None, (name, where.get(run_id)))) for run_id, name in running.items()]
             now = ", ".join(names[:RUNNING_SHOWN]) + (f" +{len(names) - RUNNING_SHOWN}" if len(names) > RUNNING_SHOWN
                                                       else "")
             bar.set_postfix_str("; ".join(part for part in (left[0], f"running {now}" if now else "") if part))
@@ -690,8 +743,13 @@ def _progress(
             running.update({spec.run_id: f"{spec.task}/{spec.encoding}/{spec.arch}/s{spec.seed}" for spec in unit})
             show()
 
+        def progressed(unit: Sequence[RunSpec], text: str) -> None:
+            where.update({spec.run_id: text for spec in unit})
+            show()
+
         def update(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
             running.pop(spec.run_id, None)
+            where.pop(spec.run_id, None)
             left[0] = f"~{eta(spec) / 60:.0f} min left"
             bar.update(1)
             show()
@@ -699,6 +757,7 @@ def _progress(
                 bar.close()
 
         update.started = started  # type: ignore[attr-defined]  # what run_sweep has _dispatch call as a unit starts
+        update.progressed = progressed  # type: ignore[attr-defined]  # ... and as it says where it is
         return update
 
     def log_line(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
@@ -895,7 +954,8 @@ def run_sweep(
                                        report_declarations=report_declarations(experiments))
                 _dispatch(units, finish, executor, client, workers, device, threads, compile,
                           stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS,
-                          started=getattr(callback, "started", lambda unit: None))
+                          started=getattr(callback, "started", lambda unit: None),
+                          progressed=getattr(callback, "progressed", None))
             outcome = "complete"
         except _Terminated:
             outcome = "interrupted"
@@ -985,18 +1045,20 @@ def _dispatch(
     units: Sequence[list[RunSpec]], finish: Callable[[RunSpec, list[dict[str, Any]]], None], executor: str,
     client: Any, workers: int, device: str | None, threads: int, compile: bool, stall_seconds: float | None = None,
     started: Callable[[Sequence[RunSpec]], None] = lambda unit: None,
+    progressed: Callable[[Sequence[RunSpec], str], None] | None = None,
 ) -> None:
     """Run ``units`` on ``executor`` (in this process when there is nothing to run), ``finish`` each run
     (``stall_seconds``: :func:`_run_dask`'s); call ``started(unit)`` as a unit starts serially or on a local pool
-    (a Dask scheduler decides that on its own)."""
+    (a Dask scheduler decides that on its own), and there ``progressed(unit, text)`` as it says where it is."""
     if executor == "serial" or not units:
         with _torch_threads(threads):
             for unit in units:
                 started(unit)
-                for spec, rows in zip(unit, execute_group(unit, device, compile), strict=True):
+                progress = None if progressed is None else (lambda text, unit=unit: progressed(unit, text))
+                for spec, rows in zip(unit, execute_group(unit, device, compile, progress), strict=True):
                     finish(spec, rows)
     elif executor == "processes":
-        _run_pool(units, finish, workers, device, threads, compile, started)
+        _run_pool(units, finish, workers, device, threads, compile, started, progressed)
     else:
         _run_dask(client, units, finish, device, threads, compile, stall_seconds=stall_seconds)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -374,6 +374,7 @@ def train(
     config: TrainConfig,
     device: torch.device | str | None = None,
     compile: bool = False,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` on ``task`` in place.
 
@@ -387,6 +388,8 @@ def train(
             parameters are shared, so ``model`` itself is trained. Off by default: measured slower on
             CPUs, compile time included (docs: performance). Losses then agree with
             eager training to float rounding, not bit for bit.
+        on_step: called after each step with the steps done and the step cap (a progress display); it
+            never changes the training.
 
     Returns:
         A :class:`TrainResult`; ``status`` is ``"diverged"`` if the loss became
@@ -418,6 +421,8 @@ def train(
         if config.grad_clip > 0:
             flat.clip_grad_norm_(config.grad_clip)
         optimizer.step()
+        if on_step is not None:
+            on_step(step + 1, config.steps)
         if monitor.record(loss, length):
             break
         last = step + 1 == config.steps

@@ -313,4 +313,4 @@ def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     assert "at most 5 errors per length" in listed["items"][0]  # 1% of 512, rounded down
     rows = dict(map(tuple, unsplit["rows"]))
     expected = heldout.unsplit_lengths(tasks.get("parity_check"), range(1, 9))
-    assert rows["`parity_check`"] == ", ".join(map(str, expected)) and expected  # parity_check has some
+    assert rows["Parity check (`parity_check`)"] == ", ".join(map(str, expected)) and expected  # parity_check has some

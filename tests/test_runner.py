@@ -668,3 +668,71 @@ def test_the_bar_names_the_runs_being_made(monkeypatch):
     shown = terminal.getvalue().rsplit("\r", 1)[-1]
     assert "min left; running copy/rope/decoder/s1, copy/rope/decoder/s2, copy/rope/decoder/s3" in shown
     assert "s0" not in shown and "+1" not in shown
+
+
+@pytest.mark.parametrize("executor", ["serial", "processes"])
+def test_a_running_run_says_where_it_is(executor, tmp_path):
+    """Serially and on a local pool, a run tells the sweep's progress where it is while it trains (issue 39:
+    progress within a running run): its first step at once, then at most once per PROGRESS_SECONDS, then
+    "evaluating" before its file is written."""
+    said: dict[str, list[str]] = {}
+
+    def on_done(spec, rows):
+        said[spec.run_id].append("done")
+
+    on_done.progressed = lambda unit, text: [said.setdefault(spec.run_id, []).append(text) for spec in unit]
+    specs = tiny_specs()[:2]
+    run_sweep(specs, tmp_path / "out", executor=executor, workers=2, on_done=on_done)
+    assert sorted(said) == sorted(spec.run_id for spec in specs)
+    for spec in specs:
+        first, *_, evaluating, done = said[spec.run_id]
+        assert first == f"step 1/{spec.train.steps}" and (evaluating, done) == ("evaluating", "done")
+
+
+def test_saying_where_a_run_is_changes_no_row():
+    """The progress hook only watches: a run's rows are the same with and without it (the same config and seed
+    in one process, so bit for bit)."""
+    from pebench import runner
+
+    spec = tiny_spec()
+    said: list[str] = []
+    watched = runner.execute(spec, "cpu", progress=said.append)
+    plain = runner.execute(spec, "cpu")
+    pd.testing.assert_frame_equal(pd.DataFrame(watched).drop(columns=TIMING_COLUMNS, errors="ignore"),
+                                  pd.DataFrame(plain).drop(columns=TIMING_COLUMNS, errors="ignore"))
+    assert said[0] == f"step 1/{spec.train.steps}" and said[-1] == "evaluating"
+
+
+def test_the_throttle_says_the_first_step_then_once_per_interval(monkeypatch):
+    from pebench import runner
+
+    clock = iter([0.0, 0.4, 0.9, 1.0, 1.5, 2.2])
+    monkeypatch.setattr(runner.time, "monotonic", lambda: next(clock))
+    said: list[str] = []
+    on_step = runner._throttled(said.append, seconds=1.0)
+    for done in range(1, 7):
+        on_step(done, 50)
+    assert said == ["step 1/50", "step 4/50", "step 6/50"]
+
+
+def test_the_bar_shows_where_each_running_run_is(monkeypatch):
+    import io
+
+    from pebench import runner
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    specs = [tiny_spec(seed=seed) for seed in range(2)]
+    done = runner._progress(2, 0, specs)
+    done.started([specs[0]])
+    done.started([specs[1]])
+    done.progressed([specs[0]], "step 120/400")
+    assert "running copy/rope/decoder/s0 step 120/400, copy/rope/decoder/s1" in terminal.getvalue()
+    done.progressed([specs[1]], "evaluating")
+    done(specs[0], [{"status": "ok"}])
+    shown = terminal.getvalue().rsplit("\r", 1)[-1]
+    assert "running copy/rope/decoder/s1 evaluating" in shown and "s0" not in shown
