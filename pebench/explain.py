@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from pebench import encodings, tasks
@@ -176,7 +177,8 @@ def score_decay_figure(
     fig, ax = _subplots(figsize=(6.8, 3.8))
     distance = np.arange(max_distance + 1)
     for name in encoding_names:
-        ax.plot(distance, score_decay(name, head_dim, max_distance).numpy(), label=name, linewidth=1.2)
+        ax.plot(distance, score_decay(name, head_dim, max_distance).numpy(), label=encodings.ENCODINGS.label(name),
+                linewidth=1.2)
     ax.axhline(0, color="gray", linewidth=0.8)
     ax.set_xscale("symlog", linthresh=10)
     ax.set_xlim(0, max_distance)
@@ -243,13 +245,17 @@ def bias_figure(n_positions: int = 32, n_heads: int = 4, only: str = "") -> Figu
     ``only``: keep the panels whose title starts with it (``"ALiBi"``, ``"T5"``, ``"FIRE"``).
     """
     matrices = {k: v for k, v in bias_matrices(n_positions, n_heads).items() if k.startswith(only)}
-    fig, axes = _subplots(1, len(matrices), figsize=(3.8 * len(matrices), 3.5), squeeze=False)
-    for ax, (title, matrix) in zip(axes[0], matrices.items(), strict=True):
+    columns = min(2, len(matrices))  # two panels a row: four in one row are shown at a quarter of a page's width
+    rows = -(-len(matrices) // columns)
+    fig, axes = _subplots(rows, columns, figsize=(4.6 * columns, 3.9 * rows), squeeze=False)
+    for ax, (title, matrix) in zip(axes.flat, matrices.items(), strict=True):
         image = ax.imshow(matrix.detach().numpy(), cmap="viridis", interpolation="nearest")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=11)
         ax.set_xlabel("key position j")
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    axes[0][0].set_ylabel("query position i")
+        ax.set_ylabel("query position i")
+        bar = fig.colorbar(image, ax=ax, shrink=0.85)
+        bar.locator = MaxNLocator(5)  # a flat head's small values would otherwise get overlapping tick labels
+        bar.update_ticks()
     return fig
 
 
@@ -333,7 +339,7 @@ def attention_maps(encoding_names: Sequence[str] = ("rope", "none"), task: str =
     for ax, name in zip(np.atleast_1d(axes), encoding_names, strict=True):
         demo = demo_model(name, task, length)
         weights = attention_weights(demo.model, tokens)[0, 0].numpy()
-        _draw_attention(ax, weights, labels, f"{name}: token accuracy {demo.token_acc:.2f}")
+        _draw_attention(ax, weights, labels, f"{encodings.ENCODINGS.label(name)}: token accuracy {demo.token_acc:.2f}")
     np.atleast_1d(axes)[0].set_ylabel("query")
     return fig
 
@@ -380,9 +386,10 @@ def permutation_demo(encoding_names: Sequence[str] = ("none", "rope"), task: str
         original, shuffled, restored = (a[0].numpy() for a in permuted_attention(model, tokens, perm))
         gap = permutation_gap(model, tokens, perm)
         vmax = float(original.max())  # per row: a NoPE model's attention is nearly flat
-        _draw_attention(row[0], original, labels, f"{name}: attention A(x)", vmax)
-        _draw_attention(row[1], shuffled, shuffled_labels, f"{name}: attention A(Px) of the shuffle", vmax)
-        _draw_attention(row[2], restored, labels, f"{name}: A(Px) un-shuffled, max diff {gap:.1e}", vmax)
+        label = encodings.ENCODINGS.label(name)
+        _draw_attention(row[0], original, labels, f"{label}: attention A(x)", vmax)
+        _draw_attention(row[1], shuffled, shuffled_labels, f"{label}: attention A(Px) of the shuffle", vmax)
+        _draw_attention(row[2], restored, labels, f"{label}: A(Px) un-shuffled, max diff {gap:.1e}", vmax)
         row[0].set_ylabel("query")
     return fig
 

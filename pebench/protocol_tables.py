@@ -27,6 +27,7 @@ from pebench.fit_criterion import fit_criterion_blocks
 from pebench.provenance import manifest_history
 from pebench.report_file import display_path
 from pebench.results_text import not_in_results
+from pebench.schema import people_words
 from pebench.seed_text import describe_run_seeds
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
@@ -135,7 +136,8 @@ def experiments_blocks(suite: str = REFERENCE_SUITE) -> list[dict[str, Any]]:
     for name in registry.names():
         experiment = registry.get(name)
         specs = experiment.runs(suite)
-        blocks += [{"kind": "heading", "level": 3, "text": f"`{name}`"},
+        heading = f"{experiment.report.title or people_words(name)} (`{name}`)"  # the name is what --experiment takes
+        blocks += [{"kind": "heading", "level": 3, "text": heading},
                    {"kind": "text", "text": f"{experiment.description}\nReported with the `{experiment.report.layout}` "
                                             "layout of {mod}`pebench.report`."}]
         if not specs:
