@@ -352,6 +352,25 @@ def accuracy_vs_length(
     architecture present; ``part`` (from 1) draws only the tasks of that part of
     :func:`task_parts`, ``None`` every task.
     """
+    frame, where = _accuracy_curves(data, experiment, arch, condition, part)
+    kind = metric_registry.get(metric, "length").axis_label
+    return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
+                         f"{title or f'{experiment}: {kind} vs length ({where})'}\nmean and 95% CI over fitted seeds")
+
+
+def accuracy_keys(
+    data: pd.DataFrame, experiment: str, *, arch: str | None = None, metric: str = "token_acc",
+    condition: str = ORIGINAL, part: int | None = None,
+) -> frozenset[str]:
+    """Which keys besides the encodings' lines :func:`accuracy_vs_length` with these arguments shows
+    (:func:`reference_keys`), so that its caption explains only what it draws."""
+    return reference_keys(_accuracy_curves(data, experiment, arch, condition, part)[0], metric)
+
+
+def _accuracy_curves(
+    data: pd.DataFrame, experiment: str, arch: str | None, condition: str, part: int | None,
+) -> tuple[pd.DataFrame, str]:
+    """The curves :func:`accuracy_vs_length` draws and where they are from ("decoder, part 1 of 2")."""
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
     rows = rows[(rows["arch"] == arch) & completed(rows)]
@@ -364,23 +383,42 @@ def accuracy_vs_length(
         rows = rows[rows["task"].isin(parts[part - 1])]
         where = f"{arch}, part {part} of {len(parts)}" if len(parts) > 1 else arch
     frame = _labelled_curves(rows)
-    frame = frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)]
-    kind = metric_registry.get(metric, "length").axis_label
-    return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
-                         f"{title or f'{experiment}: {kind} vs length ({where})'}\nmean and 95% CI over fitted seeds")
+    return frame[(frame["condition"] == condition) & (frame["variant"] == BASE_VARIANT)], where
+
+
+def reference_keys(curves: pd.DataFrame, metric: str, references: bool = True) -> frozenset[str]:
+    """Which keys besides the lines :func:`_curve_panels` draws for ``curves``: ``"chance"`` and ``"floor"``
+    where a panel has that level (with ``references``), ``"not fitted"`` where a line has no fitted seed."""
+    keys = set()
+    if references:
+        chance = metric_registry.get(metric, "length").reference
+        keys |= {key for key, column in (("chance", chance), ("floor", f"floor_{metric}"))
+                 if column in curves and curves[column].notna().any()}
+    if "judged" in curves and not curves["judged"].astype(bool).all():
+        keys.add("not fitted")
+    return frozenset(keys)
 
 
 def variant_curves(data: pd.DataFrame, experiment: str, *, title: str | None = None,
                    metric: str = "token_acc") -> Figure:
     """One trained model evaluated as trained and under each evaluation variant (e.g. RoPE scalings):
     accuracy vs length, one line per variant, in the order the experiment declares them."""
-    rows = _select(data, experiment)
-    frame = _labelled_curves(rows[completed(rows)])
-    frame = frame[frame["condition"] == ORIGINAL]
+    frame = _variant_curves(data, experiment)
     variants = list(dict.fromkeys(frame.sort_values("variant", key=sort_key, kind="stable")["variant"]))
     return _curve_panels(frame, "variant", {v: style(i) for i, v in enumerate(variants)}, metric,
                          metric_registry.get(metric, "length").axis_label,
                          f"{title or f'{experiment}: evaluation variants'}\nmean and 95% CI over fitted seeds")
+
+
+def variant_keys(data: pd.DataFrame, experiment: str, metric: str = "token_acc") -> frozenset[str]:
+    """Which keys besides the variants' lines :func:`variant_curves` shows (:func:`reference_keys`)."""
+    return reference_keys(_variant_curves(data, experiment), metric)
+
+
+def _variant_curves(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    rows = _select(data, experiment)
+    frame = _labelled_curves(rows[completed(rows)])
+    return frame[frame["condition"] == ORIGINAL]
 
 
 def perplexity_vs_length(data: pd.DataFrame, experiment: str, *, title: str | None = None) -> Figure:

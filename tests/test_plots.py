@@ -122,6 +122,29 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
     assert floor.get_ydata()[0] == pytest.approx(0.6 ** 4)
 
 
+@pytest.mark.parametrize("metric", ["token_acc", "seq_acc"])
+@pytest.mark.parametrize("drop", [[], ["none"], ["none", "alibi"]])
+def test_a_curve_figure_says_which_keys_it_draws(metric, drop):
+    """A caption explains only what its figure draws (the replication's sequence-accuracy figures were captioned
+    with a chance line and a 'not fitted' key they did not have): accuracy_keys names exactly the chance, floor
+    and not-fitted keys of the figure's legend."""
+    from pebench.report.layouts import above, shade
+
+    runs = fit_results()
+    runs = runs[~runs["encoding"].isin(drop)]
+    figure = plots.accuracy_vs_length(runs, "length_extrapolation", metric=metric)
+    legend = {t.get_text() for t in figure.legends[0].get_texts()}
+    drawn = {key for key, text in (("chance", "chance"), ("floor", "floor (no position)"),
+                                   ("not fitted", plots.NOT_FITTED_KEY)) if text in legend}
+    keys = plots.accuracy_keys(runs, "length_extrapolation", metric=metric)
+    assert keys == drawn and "floor" in keys
+    assert ("not fitted" in keys) == ("none" not in drop)  # NoPE fitted no seed; ALiBi one of two
+    assert ("dashed black: chance" in shade(keys)) == ("chance" in keys)
+    assert ("'not fitted' key" in shade(keys)) == ("not fitted" in keys)
+    assert above(keys) == (", and whether it stays above the floor and chance" if "chance" in keys
+                           else ", and whether it stays above the floor")
+
+
 def test_heatmap_and_order_bars_mark_unfitted_cells():
     data = fit_results()
     heatmap = plots.ood_heatmap(data, "length_extrapolation")

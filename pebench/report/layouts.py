@@ -24,11 +24,28 @@ from pebench.report.layout_tables import extrapolation_tables, order_tables, per
 from pebench.schema import task_labels
 from pebench.tables import Table
 
-#: caption fragment of every accuracy-vs-length figure
-SHADE = ("grey area: training lengths; dashed black: chance; dash-dotted grey: floor (no position), the best "
-         "accuracy without position information, so only a line above it uses position; lines and bands: mean "
-         "and 95% CI over the fitted seeds; thin faint dotted lines (the legend's 'not fitted' key): no seed met "
-         "the fit criterion, so that line is a model that did not learn the task, not a finding")
+#: what each key of an accuracy-vs-length figure shows, in the order its caption explains them
+#: (:func:`pebench.plots.reference_keys` says which keys a figure draws)
+KEY_WORDS = {
+    "chance": "dashed black: chance",
+    "floor": "dash-dotted grey: floor (no position), the best accuracy without position information, so only a "
+             "line above it uses position",
+    "lines": "lines and bands: mean and 95% CI over the fitted seeds",
+    "not fitted": "thin faint dotted lines (the legend's 'not fitted' key): no seed met the fit criterion, so that "
+                  "line is a model that did not learn the task, not a finding",
+}
+
+
+def shade(keys: frozenset[str]) -> str:
+    """The caption fragment explaining an accuracy-vs-length figure's shading and the ``keys`` it draws."""
+    return "; ".join(["grey area: training lengths",
+                      *(words for key, words in KEY_WORDS.items() if key == "lines" or key in keys)])
+
+
+def above(keys: frozenset[str]) -> str:
+    """" and whether it stays above the floor and chance" for the levels among ``keys``, else nothing."""
+    levels = [key for key in ("floor", "chance") if key in keys]
+    return f", and whether it stays above the {' and '.join(levels)}" if levels else ""
 
 #: (name, title, caption, make) of one figure
 FigureSpec = tuple[str, str, str, Callable[[], object]]
@@ -79,11 +96,11 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
                 part = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
                 which = f" Tasks in this part: {task_labels(tasks)}." if len(parts) > 1 else ""
                 title = titled(experiment, spec, f"{kind} vs length ({arch}{part})")
+                keys = plots.accuracy_keys(data, experiment, arch=arch, metric=metric, part=number)
                 figures.append((
                     f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""), title,
-                    f"{kind.capitalize()} vs evaluation length, one line per encoding ({SHADE}); look at how "
-                    "fast each fitted (solid or dashed) line falls right of the grey area, and whether it stays "
-                    f"above the floor and chance.{which}",
+                    f"{kind.capitalize()} vs evaluation length, one line per encoding ({shade(keys)}); look at how "
+                    f"fast each fitted (solid or dashed) line falls right of the grey area{above(keys)}.{which}",
                     lambda arch=arch, metric=metric, number=number, title=title: plots.accuracy_vs_length(
                         data, experiment, arch=arch, metric=metric, part=number, title=title),
                 ))
@@ -117,7 +134,7 @@ def variant_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> li
     caption = spec.figure_caption or ("Token accuracy vs evaluation length of the trained model and of each "
                                       "evaluation variant; look at the lengths right of the grey area ({shade}).")
     title = spec.title or f"{people_words(experiment)}: evaluation variants"
-    return [(experiment, title, caption.format(shade=SHADE),
+    return [(experiment, title, caption.format(shade=shade(plots.variant_keys(data, experiment))),
              lambda: plots.variant_curves(data, experiment, title=title))]
 
 
