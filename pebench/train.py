@@ -22,7 +22,7 @@ import math
 import numbers
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 import torch.nn.functional as F
@@ -134,7 +134,7 @@ class TrainConfig:
         """Flat dict of the config, for result rows (``length_seed`` only when set, the fit
         criterion only when it is checked, and its protocol-v3 fields only when they differ from v2's, so
         run ids of configs that leave them at their defaults are unchanged)."""
-        flat = asdict(self)
+        flat = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict's deep copies: every field is a scalar
         if flat["length_seed"] is None:
             del flat["length_seed"]
         if flat["fit_lengths"] == "longest":
