@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import json
 import os
 import re
@@ -648,17 +649,25 @@ def test_a_sweep_says_which_runs_it_starts(executor, tmp_path):
     assert sorted(run for unit in starts for run in unit) == sorted(finished) == sorted(s.run_id for s in specs)
 
 
-def test_the_bar_names_the_runs_being_made(monkeypatch):
-    import io
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, so that a sweep's progress draws its bar into it."""
 
-    from pebench import runner
+    def isatty(self) -> bool:
+        return True
 
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
+def as_terminal(monkeypatch) -> Terminal:
+    """Make stderr a :class:`Terminal` for this test (inside the test: pytest's capture resets stderr after the
+    fixtures are set up)."""
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
+    return terminal
+
+
+def test_the_bar_names_the_runs_being_made(monkeypatch):
+    from pebench import runner
+
+    terminal = as_terminal(monkeypatch)
     specs = [tiny_spec(seed=seed) for seed in range(5)]
     done = runner._progress(5, 0, specs)
     for spec in specs[:4]:
@@ -716,16 +725,9 @@ def test_the_throttle_says_the_first_step_then_once_per_interval(monkeypatch):
 
 
 def test_the_bar_shows_where_each_running_run_is(monkeypatch):
-    import io
-
     from pebench import runner
 
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
-    terminal = Terminal()
-    monkeypatch.setattr(sys, "stderr", terminal)
+    terminal = as_terminal(monkeypatch)
     specs = [tiny_spec(seed=seed) for seed in range(2)]
     done = runner._progress(2, 0, specs)
     done.started([specs[0]])
