@@ -738,3 +738,19 @@ def test_the_bar_shows_where_each_running_run_is(monkeypatch):
     done(specs[0], [{"status": "ok"}])
     shown = terminal.getvalue().rsplit("\r", 1)[-1]
     assert "running copy/rope/decoder/s1 evaluating" in shown and "s0" not in shown
+
+
+def test_a_seed_batched_unit_says_where_it_is(tmp_path):
+    """Runs trained as one seed-batched model (the default on CUDA) report their steps together, through
+    train_batched's on_step, then "evaluating"."""
+    said: list[tuple[tuple[str, ...], str]] = []
+
+    def on_done(spec, rows):
+        pass
+
+    on_done.progressed = lambda unit, text: said.append((tuple(spec.run_id for spec in unit), text))
+    specs = [tiny_spec(seed=s, length_seed=0) for s in (0, 1, 2)]
+    assert run_sweep(specs, tmp_path / "out", seed_batch=True, on_done=on_done).seed_batched == 3
+    unit = tuple(spec.run_id for spec in specs)
+    assert said[0] == (unit, f"step 1/{specs[0].train.steps}") and said[-1] == (unit, "evaluating")
+    assert {run for runs, _ in said for run in runs} == set(unit)
