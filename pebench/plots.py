@@ -432,14 +432,25 @@ def perplexity_vs_length(data: pd.DataFrame, experiment: str, *, title: str | No
                          references=False, xlabel="evaluation context (characters)")
 
 
+def heatmap_keys(data: pd.DataFrame, experiment: str, metric: str = "ood_token_acc") -> frozenset[str]:
+    """``{"not fitted"}`` where :func:`ood_heatmap` hatches a cell (one with no fitted seed, on a metric that needs
+    the fit), else nothing: what its caption explains."""
+    cells = _heatmap_cells(data, experiment)
+    unfitted = metric_registry.get(metric).needs_fit and not cells["judged"].astype(bool).all()
+    return frozenset({"not fitted"} if unfitted else ())
+
+
+def _heatmap_cells(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    cells = results.aggregate(results.run_metrics(_select(data, experiment)))
+    return cells[cells["variant"] == BASE_VARIANT]
+
+
 def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc", title: str | None = None
                 ) -> Figure:
     """Mean ``metric`` (default OOD token accuracy) over fitted seeds, encodings x tasks; one panel per
     architecture, stacked on the same task columns (labelled under the last). A cell with no fitted seed is
     hatched and its number carries the tables' dagger."""
-    rows = _select(data, experiment)
-    cells = results.aggregate(results.run_metrics(rows))
-    cells = cells[cells["variant"] == BASE_VARIANT]
+    cells = _heatmap_cells(data, experiment)
     archs = _archs(cells)
     tasks = tasks_in_order(cells["task"])
     panel_rows = [cells.loc[cells["arch"] == arch, ["encoding", "encoding_options"]].drop_duplicates().shape[0]

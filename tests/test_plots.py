@@ -152,6 +152,11 @@ def test_heatmap_and_order_bars_mark_unfitted_cells():
     texts = [t.get_text() for t in heatmap.axes[0].texts]
     assert [t.endswith("†") for t in texts] == [True, False, False]  # NoPE, rope, alibi
     assert [p.get_hatch() for p in heatmap.axes[0].patches] == [plots.NOT_FITTED_HATCH]
+    # what the caption explains: hatched cells only where the heatmap has one
+    assert plots.heatmap_keys(data, "length_extrapolation") == {"not fitted"}
+    all_fitted = data[data["encoding"] != "none"]
+    assert not plots.ood_heatmap(all_fitted, "length_extrapolation").axes[0].patches
+    assert plots.heatmap_keys(all_fitted, "length_extrapolation") == frozenset()
     figure = plots.order_sensitivity(data, "order_sensitivity")
     render(figure)
     encoder, decoder = figure.axes[:2]

@@ -105,11 +105,12 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
                         data, experiment, arch=arch, metric=metric, part=number, title=title),
                 ))
     title = titled(experiment, spec, "OOD token accuracy")
+    hatched = ("; hatched cells with † had no fitted seed (mean over all seeds, a model that did not learn the "
+               "task: skip them)" if "not fitted" in plots.heatmap_keys(data, experiment) else "")
     figures.append((
         f"{experiment}_ood_heatmap", title,
         "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
-        "bright rows are encodings that extrapolate on every task; hatched cells with † had no fitted seed (mean "
-        "over all seeds, a model that did not learn the task: skip them); compare with chance and the "
+        f"bright rows are encodings that extrapolate on every task{hatched}; compare with chance and the "
         "position-free floor in the tables.",
         lambda: plots.ood_heatmap(data, experiment, title=title),
     ))
