@@ -342,6 +342,7 @@ def _encoding_styles(frame: pd.DataFrame) -> dict[str, dict[str, object]]:
 def accuracy_vs_length(
     data: pd.DataFrame, experiment: str, *, arch: str | None = None, metric: str = "token_acc",
     condition: str = ORIGINAL, part: int | None = None, title: str | None = None,
+    curves: tuple[pd.DataFrame, str] | None = None,
 ) -> Figure:
     """Accuracy vs evaluation length, one panel per task and one line per encoding.
 
@@ -350,27 +351,22 @@ def accuracy_vs_length(
     grey one the position-free floor; a cell with no fitted seed is a thin
     dotted line (one legend key says so). ``arch=None`` takes the first
     architecture present; ``part`` (from 1) draws only the tasks of that part of
-    :func:`task_parts`, ``None`` every task.
+    :func:`task_parts`, ``None`` every task. ``curves``: what :func:`accuracy_curves` gave for the same
+    arguments (a report that captions the figure from them first), so that they are not computed again.
     """
-    frame, where = _accuracy_curves(data, experiment, arch, condition, part)
+    frame, where = curves if curves is not None else accuracy_curves(data, experiment, arch=arch, condition=condition,
+                                                                     part=part)
     kind = metric_registry.get(metric, "length").axis_label
     return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
                          f"{title or f'{experiment}: {kind} vs length ({where})'}\nmean and 95% CI over fitted seeds")
 
 
-def accuracy_keys(
-    data: pd.DataFrame, experiment: str, *, arch: str | None = None, metric: str = "token_acc",
-    condition: str = ORIGINAL, part: int | None = None,
-) -> frozenset[str]:
-    """Which keys besides the encodings' lines :func:`accuracy_vs_length` with these arguments shows
-    (:func:`reference_keys`), so that its caption explains only what it draws."""
-    return reference_keys(_accuracy_curves(data, experiment, arch, condition, part)[0], metric)
-
-
-def _accuracy_curves(
-    data: pd.DataFrame, experiment: str, arch: str | None, condition: str, part: int | None,
+def accuracy_curves(
+    data: pd.DataFrame, experiment: str, *, arch: str | None = None, condition: str = ORIGINAL,
+    part: int | None = None,
 ) -> tuple[pd.DataFrame, str]:
-    """The curves :func:`accuracy_vs_length` draws and where they are from ("decoder, part 1 of 2")."""
+    """The curves :func:`accuracy_vs_length` draws (every accuracy metric) and where they are from ("decoder, part
+    1 of 2"); :func:`reference_keys` of them says which keys its figure of a metric shows."""
     rows = _select(data, experiment, arch=arch)
     arch = arch or sorted(rows["arch"].unique())[0]
     rows = rows[(rows["arch"] == arch) & completed(rows)]
@@ -387,8 +383,9 @@ def _accuracy_curves(
 
 
 def reference_keys(curves: pd.DataFrame, metric: str, references: bool = True) -> frozenset[str]:
-    """Which keys besides the lines :func:`_curve_panels` draws for ``curves``: ``"chance"`` and ``"floor"``
-    where a panel has that level (with ``references``), ``"not fitted"`` where a line has no fitted seed."""
+    """Which keys besides the lines :func:`_curve_panels` draws for ``curves`` (:func:`accuracy_curves`,
+    :func:`variant_frame`): ``"chance"`` and ``"floor"`` where a panel has that level (with ``references``), ``"not
+    fitted"`` where a line has no fitted seed; what a caption of the figure explains."""
     keys = set()
     if references:
         chance = metric_registry.get(metric, "length").reference
@@ -400,22 +397,19 @@ def reference_keys(curves: pd.DataFrame, metric: str, references: bool = True) -
 
 
 def variant_curves(data: pd.DataFrame, experiment: str, *, title: str | None = None,
-                   metric: str = "token_acc") -> Figure:
+                   metric: str = "token_acc", curves: pd.DataFrame | None = None) -> Figure:
     """One trained model evaluated as trained and under each evaluation variant (e.g. RoPE scalings):
-    accuracy vs length, one line per variant, in the order the experiment declares them."""
-    frame = _variant_curves(data, experiment)
+    accuracy vs length, one line per variant, in the order the experiment declares them. ``curves``: what
+    :func:`variant_frame` gave for ``experiment``, not computed again."""
+    frame = curves if curves is not None else variant_frame(data, experiment)
     variants = list(dict.fromkeys(frame.sort_values("variant", key=sort_key, kind="stable")["variant"]))
     return _curve_panels(frame, "variant", {v: style(i) for i, v in enumerate(variants)}, metric,
                          metric_registry.get(metric, "length").axis_label,
                          f"{title or f'{experiment}: evaluation variants'}\nmean and 95% CI over fitted seeds")
 
 
-def variant_keys(data: pd.DataFrame, experiment: str, metric: str = "token_acc") -> frozenset[str]:
-    """Which keys besides the variants' lines :func:`variant_curves` shows (:func:`reference_keys`)."""
-    return reference_keys(_variant_curves(data, experiment), metric)
-
-
-def _variant_curves(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
+def variant_frame(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The curves :func:`variant_curves` draws, one line per evaluation variant."""
     rows = _select(data, experiment)
     frame = _labelled_curves(rows[completed(rows)])
     return frame[frame["condition"] == ORIGINAL]
@@ -432,25 +426,26 @@ def perplexity_vs_length(data: pd.DataFrame, experiment: str, *, title: str | No
                          references=False, xlabel="evaluation context (characters)")
 
 
-def heatmap_keys(data: pd.DataFrame, experiment: str, metric: str = "ood_token_acc") -> frozenset[str]:
-    """``{"not fitted"}`` where :func:`ood_heatmap` hatches a cell (one with no fitted seed, on a metric that needs
-    the fit), else nothing: what its caption explains."""
-    cells = _heatmap_cells(data, experiment)
+def heatmap_keys(cells: pd.DataFrame, metric: str = "ood_token_acc") -> frozenset[str]:
+    """``{"not fitted"}`` where :func:`ood_heatmap` of ``cells`` (:func:`heatmap_cells`) hatches a cell (one with no
+    fitted seed, on a metric that needs the fit), else nothing: what its caption explains."""
     unfitted = metric_registry.get(metric).needs_fit and not cells["judged"].astype(bool).all()
     return frozenset({"not fitted"} if unfitted else ())
 
 
-def _heatmap_cells(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
+def heatmap_cells(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The cells :func:`ood_heatmap` draws: every metric's seed statistics per encoding, task and architecture."""
     cells = results.aggregate(results.run_metrics(_select(data, experiment)))
     return cells[cells["variant"] == BASE_VARIANT]
 
 
-def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc", title: str | None = None
-                ) -> Figure:
+def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token_acc", title: str | None = None,
+                cells: pd.DataFrame | None = None) -> Figure:
     """Mean ``metric`` (default OOD token accuracy) over fitted seeds, encodings x tasks; one panel per
     architecture, stacked on the same task columns (labelled under the last). A cell with no fitted seed is
-    hatched and its number carries the tables' dagger."""
-    cells = _heatmap_cells(data, experiment)
+    hatched and its number carries the tables' dagger. ``cells``: what :func:`heatmap_cells` gave for
+    ``experiment``, not computed again."""
+    cells = cells if cells is not None else heatmap_cells(data, experiment)
     archs = _archs(cells)
     tasks = tasks_in_order(cells["task"])
     panel_rows = [cells.loc[cells["arch"] == arch, ["encoding", "encoding_options"]].drop_duplicates().shape[0]

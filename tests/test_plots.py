@@ -126,8 +126,8 @@ def test_unfitted_cells_are_drawn_faintly_beside_the_floor():
 @pytest.mark.parametrize("drop", [[], ["none"], ["none", "alibi"]])
 def test_a_curve_figure_says_which_keys_it_draws(metric, drop):
     """A caption explains only what its figure draws (the replication's sequence-accuracy figures were captioned
-    with a chance line and a 'not fitted' key they did not have): accuracy_keys names exactly the chance, floor
-    and not-fitted keys of the figure's legend."""
+    with a chance line and a 'not fitted' key they did not have): reference_keys of the figure's curves names exactly
+    the chance, floor and not-fitted keys of the figure's legend."""
     from pebench.report.layouts import above, shade
 
     runs = fit_results()
@@ -136,7 +136,10 @@ def test_a_curve_figure_says_which_keys_it_draws(metric, drop):
     legend = {t.get_text() for t in figure.legends[0].get_texts()}
     drawn = {key for key, text in (("chance", "chance"), ("floor", "floor (no position)"),
                                    ("not fitted", plots.NOT_FITTED_KEY)) if text in legend}
-    keys = plots.accuracy_keys(runs, "length_extrapolation", metric=metric)
+    curves = plots.accuracy_curves(runs, "length_extrapolation")
+    keys = plots.reference_keys(curves[0], metric)
+    drawn_again = plots.accuracy_vs_length(runs, "length_extrapolation", metric=metric, curves=curves)
+    assert {t.get_text() for t in drawn_again.legends[0].get_texts()} == legend  # the curves given are the ones drawn
     assert keys == drawn and "floor" in keys
     assert ("not fitted" in keys) == ("none" not in drop)  # NoPE fitted no seed; ALiBi one of two
     assert ("dashed black: chance" in shade(keys)) == ("chance" in keys)
@@ -153,10 +156,10 @@ def test_heatmap_and_order_bars_mark_unfitted_cells():
     assert [t.endswith("†") for t in texts] == [True, False, False]  # NoPE, rope, alibi
     assert [p.get_hatch() for p in heatmap.axes[0].patches] == [plots.NOT_FITTED_HATCH]
     # what the caption explains: hatched cells only where the heatmap has one
-    assert plots.heatmap_keys(data, "length_extrapolation") == {"not fitted"}
+    assert plots.heatmap_keys(plots.heatmap_cells(data, "length_extrapolation")) == {"not fitted"}
     all_fitted = data[data["encoding"] != "none"]
     assert not plots.ood_heatmap(all_fitted, "length_extrapolation").axes[0].patches
-    assert plots.heatmap_keys(all_fitted, "length_extrapolation") == frozenset()
+    assert plots.heatmap_keys(plots.heatmap_cells(all_fitted, "length_extrapolation")) == frozenset()
     figure = plots.order_sensitivity(data, "order_sensitivity")
     render(figure)
     encoder, decoder = figure.axes[:2]

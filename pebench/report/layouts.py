@@ -90,29 +90,34 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
     figures = []
     for arch in sorted(data["arch"].unique()):
         parts = plots.task_parts(data, experiment, arch=arch)
+        # each part's curves hold both metrics: computed once, for the captions and the figures
+        curves = {number: plots.accuracy_curves(data, experiment, arch=arch, part=number)
+                  for number in range(1, len(parts) + 1)}
         for metric in ("token_acc", "seq_acc"):
             kind = metric_registry.get(metric, "length").axis_label
             for number, tasks in enumerate(parts, 1):
                 part = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
                 which = f" Tasks in this part: {task_labels(tasks)}." if len(parts) > 1 else ""
                 title = titled(experiment, spec, f"{kind} vs length ({arch}{part})")
-                keys = plots.accuracy_keys(data, experiment, arch=arch, metric=metric, part=number)
+                keys = plots.reference_keys(curves[number][0], metric)
                 figures.append((
                     f"{experiment}_{arch}_{metric}" + (f"_part{number}" if len(parts) > 1 else ""), title,
                     f"{kind.capitalize()} vs evaluation length, one line per encoding ({shade(keys)}); look at how "
                     f"fast each fitted (solid or dashed) line falls right of the grey area{above(keys)}.{which}",
-                    lambda arch=arch, metric=metric, number=number, title=title: plots.accuracy_vs_length(
-                        data, experiment, arch=arch, metric=metric, part=number, title=title),
+                    lambda arch=arch, metric=metric, number=number, title=title, drawn=curves[number]:
+                        plots.accuracy_vs_length(data, experiment, arch=arch, metric=metric, part=number, title=title,
+                                                 curves=drawn),
                 ))
     title = titled(experiment, spec, "OOD token accuracy")
+    cells = plots.heatmap_cells(data, experiment)
     hatched = ("; hatched cells with † had no fitted seed (mean over all seeds, a model that did not learn the "
-               "task: skip them)" if "not fitted" in plots.heatmap_keys(data, experiment) else "")
+               "task: skip them)" if "not fitted" in plots.heatmap_keys(cells) else "")
     figures.append((
         f"{experiment}_ood_heatmap", title,
         "Mean OOD token accuracy (lengths beyond training, mean over the fitted seeds) per encoding and task; "
         f"bright rows are encodings that extrapolate on every task{hatched}; compare with chance and the "
         "position-free floor in the tables.",
-        lambda: plots.ood_heatmap(data, experiment, title=title),
+        lambda: plots.ood_heatmap(data, experiment, title=title, cells=cells),
     ))
     return figures
 
@@ -135,8 +140,9 @@ def variant_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> li
     caption = spec.figure_caption or ("Token accuracy vs evaluation length of the trained model and of each "
                                       "evaluation variant; look at the lengths right of the grey area ({shade}).")
     title = spec.title or f"{people_words(experiment)}: evaluation variants"
-    return [(experiment, title, caption.format(shade=shade(plots.variant_keys(data, experiment))),
-             lambda: plots.variant_curves(data, experiment, title=title))]
+    curves = plots.variant_frame(data, experiment)
+    return [(experiment, title, caption.format(shade=shade(plots.reference_keys(curves, "token_acc"))),
+             lambda: plots.variant_curves(data, experiment, title=title, curves=curves))]
 
 
 def perplexity_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
