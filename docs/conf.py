@@ -23,6 +23,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "mathml",
+    "navtree",
     "sphinxcontrib.bibtex",
     "pebench_docs",
 ]
@@ -30,7 +31,7 @@ extensions = [
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 # report artifacts (e.g. Markdown tables) under _generated/results/<suite>/ are included, not pages
-exclude_patterns = ["_build", "_generated/includes", "_generated/results/*/**", "examples", "Thumbs.db", ".DS_Store",
+exclude_patterns = ["_build", "_generated/includes", "_generated/.previous", "_generated/results/*/**", "examples", "Thumbs.db", ".DS_Store",
                     *excluded_sources(DOCS)]
 
 # MyST: $...$ math, ::: fences, and {{ name }} values computed at build time (pebench_docs.generate)

@@ -1,6 +1,7 @@
 """The docs extension renders and does not analyse (issue 38, 8): what its page modules may import.
 
-Every module of ``docs/_ext`` (the ``pebench_docs`` package and ``mathml.py``) is parsed with :mod:`ast`, and
+Every module of ``docs/_ext`` (the ``pebench_docs`` package, and the build's plumbing: ``mathml.py``, ``navtree.py``
+and ``buildtree.py``) is parsed with :mod:`ast`, and
 every ``import`` and ``from ... import`` in it, at module level or inside a function, is checked:
 
 * ``pandas`` and ``scipy`` (and their submodules) are never imported: the extension reads ``report.json``,

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
+
+from buildtree import hold_build_lock, regenerated
 
 import pebench
 from pebench import encodings, protocol_tables, tasks
@@ -52,91 +53,57 @@ def excluded_sources(srcdir: Path = DOCS) -> list[str]:
 def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str, str]:
     """Write every generated page under ``srcdir/_generated``; return the MyST substitutions."""
     out = srcdir / "_generated"
-    for sub in ("encodings", "tasks", "api", "encoding_results", "task_results", "results", "leaderboard"):
-        shutil.rmtree(out / sub, ignore_errors=True)  # pages (and artifacts) that may be gone
-    for name in encodings.names():
-        write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir))
-    for name in tasks.names():
-        write(out / "tasks" / f"{name}.md", registry_pages.task_page(name))
-    for column, names in (("encoding", encodings.names()), ("task", tasks.names())):
-        for name in names:
-            if (page := registry_pages.all_results_page(column, name, results)) is not None:
-                write(out / f"{column}_results" / f"{name}.md", page)
-    suite_pages = results_pages.generate_results(results, out / "results", srcdir)
-    for module in registry_pages.api_modules():
-        write(out / "api" / f"{module}.md", registry_pages.api_page(module))
-    if performance_docs(srcdir) != ["performance"]:
-        write(out / "performance.md", PERFORMANCE_FALLBACK)
-    else:  # the performance engineer's page is complete
-        (out / "performance.md").unlink(missing_ok=True)
-    reference, pilots = results / REFERENCE_SUITE, results / "pilots"
-    includes = {
-        "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
-        "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
-        "experiments": "\n".join(render_blocks(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
-        "v3_fit": "\n".join(render_blocks(protocol_tables.fit_criterion())),
-        **{include: protocol_pages.pilot_reading(pilots / name, what, script)
-           for include, (name, what, script) in PILOT_READINGS.items()},
-        "depth_pilot": protocol_pages.depth_pilot_include(pilots),
-        **{f"battery_{name}": table for name, table in protocol_pages.battery_tables().items()},
-        "replications": protocol_pages.replications_include(results),
-        **{key: leaderboard_pages.report_tables(reference, key) for key in leaderboard_pages.REPORT_TABLES},
-        "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
-        "leaderboard": leaderboard_pages.leaderboard_include(results, out / "leaderboard", srcdir),
-        "headline_findings": leaderboard_pages.headline_findings(results),
-        "reference_history": protocol_tables.reference_history_text(ROOT, results),
-        "results_toc": results_pages.results_toc(suite_pages),
-    }
-    for name, text in includes.items():
-        write(out / "includes" / f"{name}.md", text)
-    substitutions = registry_pages.generate_figures(out / "figures")
-    substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
-                         n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
-    substitutions.update(protocol_tables.suite_time_values(results / "performance"))
-    substitutions.update(protocol_tables.protocol_values())
-    substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
-    return substitutions
+    # pages (and artifacts) that may be gone start afresh; what comes out the same keeps its time (buildtree)
+    with regenerated(out, ("encodings", "tasks", "api", "encoding_results", "task_results", "results", "leaderboard")):
+        for name in encodings.names():
+            write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir))
+        for name in tasks.names():
+            write(out / "tasks" / f"{name}.md", registry_pages.task_page(name))
+        for column, names in (("encoding", encodings.names()), ("task", tasks.names())):
+            for name in names:
+                if (page := registry_pages.all_results_page(column, name, results)) is not None:
+                    write(out / f"{column}_results" / f"{name}.md", page)
+        suite_pages = results_pages.generate_results(results, out / "results", srcdir)
+        for module in registry_pages.api_modules():
+            write(out / "api" / f"{module}.md", registry_pages.api_page(module))
+        if performance_docs(srcdir) != ["performance"]:
+            write(out / "performance.md", PERFORMANCE_FALLBACK)
+        else:  # the performance engineer's page is complete
+            (out / "performance.md").unlink(missing_ok=True)
+        reference, pilots = results / REFERENCE_SUITE, results / "pilots"
+        includes = {
+            "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
+            "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
+            "experiments": "\n".join(render_blocks(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
+            "v3_fit": "\n".join(render_blocks(protocol_tables.fit_criterion())),
+            **{include: protocol_pages.pilot_reading(pilots / name, what, script)
+               for include, (name, what, script) in PILOT_READINGS.items()},
+            "depth_pilot": protocol_pages.depth_pilot_include(pilots),
+            **{f"battery_{name}": table for name, table in protocol_pages.battery_tables().items()},
+            "replications": protocol_pages.replications_include(results),
+            **{key: leaderboard_pages.report_tables(reference, key) for key in leaderboard_pages.REPORT_TABLES},
+            "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
+            "leaderboard": leaderboard_pages.leaderboard_include(results, out / "leaderboard", srcdir),
+            "headline_findings": leaderboard_pages.headline_findings(results),
+            "reference_history": protocol_tables.reference_history_text(ROOT, results),
+            "results_toc": results_pages.results_toc(suite_pages),
+        }
+        for name, text in includes.items():
+            write(out / "includes" / f"{name}.md", text)
+        substitutions = registry_pages.generate_figures(out / "figures")
+        substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
+                             n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
+        substitutions.update(protocol_tables.suite_time_values(results / "performance"))
+        substitutions.update(protocol_tables.protocol_values())
+        substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
+        return substitutions
 
 
-#: the lock a build of a source tree holds from writing ``_generated/`` until it has finished reading it
-BUILD_LOCK = ".pebench-build.lock"
-
-
-def hold_build_lock(srcdir: Path, timeout: float = 1800.0, poll: float = 2.0):
-    """Take the exclusive lock of ``srcdir``'s generated sources and return its open file (closing it releases the
-    lock), so that two builds of one tree never rewrite ``_generated/`` under each other's reader: the second waits,
-    and stops with one line saying who holds it after ``timeout`` seconds."""
-    import fcntl
-    import time
-
-    handle = open(srcdir / BUILD_LOCK, "a+")  # noqa: SIM115 (held until the build finishes)
-    deadline, told = time.monotonic() + timeout, False
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                handle.seek(0)
-                holder = handle.read().strip() or "another build"
-                handle.close()
-                raise RuntimeError(f"another build of {srcdir} holds {BUILD_LOCK} ({holder}); "
-                                   f"waited {timeout:.0f} s") from None
-            if not told:
-                print(f"pebench_docs: another build of {srcdir} is running; waiting for it to finish", flush=True)
-                told = True
-            time.sleep(poll)
-    handle.truncate(0)
-    handle.write(f"pid {os.getpid()}\n")
-    handle.flush()
-    return handle
-
-
-def _on_builder_inited(app) -> None:
+def _on_config_inited(app, config) -> None:
     app._pebench_build_lock = hold_build_lock(Path(app.srcdir))
     try:
         results = os.environ.get("PEBENCH_DOCS_RESULTS", ROOT / "results")  # another set of results, to preview it
-        app.config.myst_substitutions.update(generate(Path(app.srcdir), Path(results).resolve()))
+        config.myst_substitutions.update(generate(Path(app.srcdir), Path(results).resolve()))
     except BaseException:  # no build follows to release it
         _on_build_finished(app, None)
         raise
@@ -166,7 +133,9 @@ def _mark_number_cells(app, doctree) -> None:
 
 def setup(app) -> dict[str, Any]:
     """Register the build hooks: generate the pages, fill the performance toctree, mark number cells."""
-    app.connect("builder-inited", _on_builder_inited, priority=400)  # before MyST reads its configuration
+    # before the environment compares the configuration with the last build's (the same values: only the pages
+    # whose sources changed are read again) and before MyST reads it
+    app.connect("config-inited", _on_config_inited)
     app.connect("source-read", _on_source_read)
     app.connect("doctree-read", _mark_number_cells)
     app.connect("build-finished", _on_build_finished)

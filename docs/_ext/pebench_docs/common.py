@@ -4,9 +4,12 @@ committed ``report.json`` of a results folder (read, never computed; a build sto
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import matplotlib
 
 from pebench.blocks import markdown_lines
 from pebench.report_file import StaleReport, current_report, display_path, filled
@@ -49,11 +52,16 @@ def markdown_table(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
     return to_markdown(text_table(header, rows))
 
 
-def save_figure(fig, stem: Path, formats: Iterable[str] = ("svg",)) -> None:
-    """Save the matplotlib figure ``fig`` as ``stem.<ext>`` for each of ``formats``."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    for ext in formats:
-        fig.savefig(stem.with_suffix(f".{ext}"), bbox_inches="tight", dpi=110)
+def save_figure(fig, stem: Path) -> None:
+    """Save the matplotlib figure ``fig`` as ``stem.svg``: the same bytes every build (no date, fixed ids), written
+    only where they differ from the file's, like :func:`write`."""
+    svg = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "pebench"}):
+        fig.savefig(svg, format="svg", bbox_inches="tight", dpi=110, metadata={"Date": None})
+    path = stem.with_suffix(".svg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_bytes() != svg.getvalue():
+        path.write_bytes(svg.getvalue())
 
 
 def report_index(folder: Path) -> dict[str, Any]:

@@ -1,0 +1,79 @@
+"""The sidebar's faster navigation tree (``docs/_ext/navtree.py``) draws the same HTML as Sphinx's own.
+
+A small furo project, with what the site's tables of contents hold (nested toctrees, a hidden one, sections at
+three depths, a toctree under a section, described objects whose entries join the table of contents), is built
+twice, without and with the extension; every page must come out byte for byte the same, and the tables of
+contents the sidebar reads must be cut to document titles and toctrees.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+from sphinx import addnodes
+
+EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
+sys.path.insert(0, str(EXT))
+navtree = pytest.importorskip("navtree")
+Sphinx = pytest.importorskip("sphinx.application").Sphinx
+
+PAGES = {
+    "index": "Home\n====\n\nIntro.\n\nFirst\n-----\n\n.. toctree::\n\n   guide\n   api/index\n\n"
+             "Second\n------\n\nText.\n\n.. toctree::\n   :hidden:\n\n   hidden\n",
+    "guide": "Guide\n=====\n\nA\n-\n\nB\n~\n\nC\n^\n\nD\n-\n\n.. toctree::\n\n   deep\n",
+    "deep": "Deep\n====\n\nOne\n---\n\nTwo\n---\n",
+    "hidden": "Hidden\n======\n\nSection\n-------\n",
+    "api/index": "API\n===\n\n.. py:function:: alpha(x)\n\n   Alpha.\n\n.. py:class:: Beta\n\n"
+                 "   .. py:method:: gamma()\n\n      Gamma.\n\n.. toctree::\n\n   more\n",
+    "api/more": "More\n====\n\n.. py:function:: delta()\n\n   Delta.\n",
+}
+
+
+def build(root: Path, extensions: list[str]) -> tuple[dict[str, bytes], bool]:
+    """Build the project of :data:`PAGES` under ``root`` with furo and ``extensions``: every page's HTML, and
+    whether the sidebar read cut tables of contents."""
+    source = root / "source"
+    for name, text in PAGES.items():
+        (source / name).with_suffix(".rst").parent.mkdir(parents=True, exist_ok=True)
+        (source / name).with_suffix(".rst").write_text(text)
+    (source / "conf.py").write_text(f"extensions = {extensions!r}\nhtml_theme = 'furo'\nproject = 'p'\n")
+    out = root / "html"
+    app = Sphinx(str(source), str(source), str(out), str(root / "doctrees"), "html", status=None, warning=None,
+                 freshenv=True, warningiserror=True)
+    app.build()
+    pages = {path.relative_to(out).as_posix(): path.read_bytes() for path in sorted(out.rglob("*.html"))}
+    return pages, hasattr(app.env, "_pebench_cut_tocs")
+
+
+def test_the_sidebar_is_the_same_html_with_the_cut_tables(tmp_path):
+    plain, plain_was_cut = build(tmp_path / "plain", [])
+    cut, was_cut = build(tmp_path / "cut", ["navtree"])
+    assert was_cut and not plain_was_cut  # furo's sidebar call went through the wrapper
+    assert set(plain) == set(cut) and len(plain) == len(PAGES) + 2  # the pages, genindex and search
+    different = [name for name in plain if plain[name] != cut[name]]
+    assert not different, f"navtree changed the HTML of {different}"
+    # the sidebar holds every page, the hidden one too (furo's call includes hidden toctrees)
+    assert b'href="hidden.html"' in cut["index.html"] and b'href="../deep.html"' in cut["api/more.html"]
+
+
+def test_a_cut_table_keeps_titles_and_toctrees_only():
+    toc = nodes.bullet_list()
+    entry = nodes.list_item("", addnodes.compact_paragraph("", "", nodes.reference("", "Title", refuri="x")))
+    sub = nodes.bullet_list()
+    section = nodes.list_item("", addnodes.compact_paragraph("", "", nodes.reference("", "S", anchorname="#s")))
+    deeper = nodes.bullet_list("", addnodes.toctree(entries=[(None, "y")]))
+    section += deeper
+    sub += section
+    sub += nodes.list_item("", addnodes.compact_paragraph("", "", nodes.reference("", "T", anchorname="#t")))
+    entry += sub
+    toc += entry
+    cut = navtree.titles_only_toc(toc)
+    assert [type(node).__name__ for node in cut.findall()] == [
+        "bullet_list", "list_item", "compact_paragraph", "reference", "Text", "bullet_list", "toctree"]
+    assert len(list(toc.findall(nodes.list_item))) == 3  # the environment's table is left whole
+    # a table whose shape depends on the build's tags is not cut
+    toc += addnodes.only("", expr="html")
+    assert navtree.titles_only_toc(toc) is None
