@@ -508,6 +508,69 @@ def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: P
     frame.to_csv(csv, index=False)
 
 
+def estimate_sample(suite: str, size: int, seed: int) -> list:
+    """A random sample of about ``size`` runs of ``suite`` for :func:`estimate_check`, stratified by experiment:
+    each experiment gives its share of ``size`` (at least one run), drawn with ``random.Random(seed)``."""
+    import random
+
+    specs = suite_runs(suite)
+    by_experiment: dict[str, list] = {}
+    for spec in specs:
+        by_experiment.setdefault(spec.experiment, []).append(spec)
+    rng = random.Random(seed)
+    return [spec for runs in by_experiment.values()
+            for spec in rng.sample(runs, min(len(runs), max(1, round(size * len(runs) / len(specs)))))]
+
+
+def estimate_check(suite: str, size: int, seed: int, workers: int, note: str = "") -> dict:
+    """How far a sweep's announced time is from its measured time: the estimate that ``pebench run`` prints
+    before it starts (:func:`pebench.runner.announce`: each experiment calibrated here on one thread, the runs'
+    expected costs), made for a sample of the suite (:func:`estimate_sample`), against the wall time of running
+    that sample from scratch with ``workers`` workers (in a temporary folder, removed after).
+
+    A sample, not the suite: its last runs may leave a worker idle, which the estimate (the suite's work spread
+    evenly over the workers) does not count, so the ratio of a small sample leans high."""
+    import shutil
+    import tempfile
+
+    from pebench.runner import calibrations, run_sweep, time_estimate
+
+    sample = estimate_sample(suite, size, seed)
+    code = git_state()
+    load_before = os.getloadavg()[0]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a sweep calibrates: its runs train on one thread each
+    try:
+        estimate = time_estimate(sample, workers, calibrations(sample))
+    finally:
+        torch.set_num_threads(previous)
+    folder = Path(tempfile.mkdtemp(prefix=f"pebench-estimate-{suite}-"))
+    try:
+        start = time.perf_counter()
+        summary = run_sweep(sample, folder, executor="processes", workers=workers, on_done=lambda spec, rows: None)
+        seconds = time.perf_counter() - start
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    experiments = sorted({spec.experiment for spec in sample})
+    row = {"suite": suite, "runs": len(sample), "seed": seed, "workers": workers,
+           "experiments": " ".join(f"{name}:{sum(s.experiment == name for s in sample)}" for name in experiments),
+           "estimate_minutes": estimate / 60, "measured_minutes": seconds / 60,
+           "measured_over_estimate": seconds / estimate,
+           "failed": summary.failed, "cpu_count": os.cpu_count(), **code, "date": time.strftime("%Y-%m-%d"),
+           "load_before": load_before, "note": note}
+    print(f"estimate {suite}: {len(sample)} runs, estimated {estimate / 60:.1f} min, measured {seconds / 60:.1f} min "
+          f"(x{seconds / estimate:.2f})", flush=True)
+    return row
+
+
+def measure_estimates(suite: str, size: int, seeds: Sequence[int], workers: int, csv: Path, note: str = "") -> None:
+    """:func:`estimate_check` for each of ``seeds``, appended to ``csv`` (every measurement is kept)."""
+    frame = pd.DataFrame([estimate_check(suite, size, seed, workers, note) for seed in seeds])
+    if csv.exists():
+        frame = pd.concat([pd.read_csv(csv), frame], ignore_index=True)
+    frame.to_csv(csv, index=False)
+
+
 def suite_history(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a ``suites.csv`` frame as the performance page shows them: short columns, times in
     minutes, the reference step as "before / after", empty cells where a measurement predates a column."""
@@ -586,6 +649,21 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
                   "suite (the machine's speed then; empty for measurements that predate it); *load*: the 1-minute "
                   "load average at the start.\n",
                   _markdown(suite_history(pd.read_csv(out / "suites.csv", dtype={"note": str}))), ""]
+    if (out / "estimates.csv").exists():
+        frame = pd.read_csv(out / "estimates.csv", dtype={"note": str})
+        shown = pd.DataFrame({
+            "suite": frame["suite"], "date": frame["date"], "runs": frame["runs"].astype(str),
+            "by experiment": frame["experiments"], "seed": frame["seed"].astype(str),
+            "workers": frame["workers"].astype(str), "estimated min": frame["estimate_minutes"].map("{:.1f}".format),
+            "measured min": frame["measured_minutes"].map("{:.1f}".format),
+            "measured / estimated": frame["measured_over_estimate"].map("{:.2f}".format),
+            "commit": frame["git_sha"].astype(str).str[:7], "load": frame["load_before"].map("{:.2f}".format),
+            "note": frame["note"].fillna("")})
+        parts += ["### Announced time against measured time (a random sample of the suite, from scratch)\n",
+                  "The estimate `pebench run` prints before it starts, made for a random sample of the suite's runs "
+                  "(stratified by experiment; `--only estimate`), against the wall time of running that sample. "
+                  "A small sample's last runs can leave a worker idle, which the estimate does not count.\n",
+                  _markdown(shown), ""]
     text = "\n".join(parts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -605,12 +683,20 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "--out, else OUT/performance_tables.md, so a trial run never replaces the docs' numbers)")
     parser.add_argument("--only", nargs="*",
                         default=["machine", "frameworks", "seeds", "workers", "compile", "suites"],
-                        help="parts to measure")
+                        help="parts to measure (also: estimate, the announced time of a suite against the measured "
+                             "time of a sample of it; not in the default)")
     parser.add_argument("--tables-only", action="store_true", help="only regenerate the tables from the CSVs")
     parser.add_argument("--suites", nargs="*", default=["smoke"],
                         help="suites whose wall time the 'suites' part measures (default smoke; standard takes "
                              "over an hour on 2 cores: results/performance/suites.csv)")
-    parser.add_argument("--suite-workers", type=int, default=2, help="workers of the timed suites (default 2)")
+    parser.add_argument("--suite-workers", type=int, default=2,
+                        help="workers of the timed suites and estimate samples (default 2)")
+    parser.add_argument("--estimate-suite", default="standard",
+                        help="suite whose announced time the 'estimate' part checks (default standard)")
+    parser.add_argument("--estimate-runs", type=int, default=14,
+                        help="runs in each sample of the 'estimate' part (default 14: about 10 min on 2 cores)")
+    parser.add_argument("--estimate-seeds", type=int, nargs="*", default=[0],
+                        help="one sample per seed for the 'estimate' part (default 0)")
     parser.add_argument("--suite-note", default="",
                         help="the conditions of the timed suites, recorded in their rows (e.g. 'nothing else on the "
                              "cores')")
@@ -649,6 +735,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "compile" in args.only:
         pd.concat([compile_gain(pts[0], encoding, passes=repeats) for encoding in ("none", "rope", "alibi")]).to_csv(
             args.out / "compile.csv", index=False)
+    if "estimate" in args.only:
+        measure_estimates(args.estimate_suite, args.estimate_runs, args.estimate_seeds, args.suite_workers,
+                          args.out / "estimates.csv", args.suite_note)
     if "suites" in args.only and args.suites:
         measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv", args.suite_note)
     write_tables(args.out, args.tables)

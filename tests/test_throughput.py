@@ -116,3 +116,42 @@ def test_suite_measurements_are_appended_and_the_last_is_current(tmp_path, monke
 def test_the_reference_step_is_a_positive_time():
     """The yardstick recorded around each suite measurement times a real step of the suite's shape."""
     assert 0 < throughput.reference_step_ms(passes=1) < 10_000
+
+
+def test_an_estimate_sample_takes_each_experiment_its_share_the_same_for_a_seed():
+    smoke = suite_runs("smoke")
+    share = {name: sum(s.experiment == name for s in smoke) for name in {s.experiment for s in smoke}}
+    sample = throughput.estimate_sample("smoke", 12, seed=3)
+    counts = {name: sum(s.experiment == name for s in sample) for name in share}
+    assert counts == {name: max(1, round(12 * n / len(smoke))) for name, n in share.items()}  # every one, in its share
+    assert [s.run_id for s in sample] == [s.run_id for s in throughput.estimate_sample("smoke", 12, seed=3)]
+    assert [s.run_id for s in sample] != [s.run_id for s in throughput.estimate_sample("smoke", 12, seed=4)]
+
+
+def test_an_estimate_check_times_its_sample_against_the_announced_model(tmp_path, monkeypatch):
+    """The row compares the model `pebench run` announces (calibration x expected cost, workers) with the sample's
+    measured wall time, in a temporary folder that is removed; rows are appended and the page shows them."""
+    import pandas as pd
+
+    import pebench.runner as runner
+
+    folders, clock = [], iter([100.0, 175.0])
+    monkeypatch.setattr(runner, "calibrations", lambda sample: {s.experiment: 1e-9 for s in sample})
+    monkeypatch.setattr(runner, "time_estimate", lambda sample, workers, rates: 30.0 * len(sample) / workers)
+
+    def sweep(sample, folder, **kwargs):
+        folders.append(folder)
+        assert folder.is_dir() and kwargs["workers"] == 2 and kwargs["executor"] == "processes"
+        return runner.SweepSummary(total=len(sample), skipped=0, done=len(sample), failed=0, diverged=0, blocked=[],
+                                   seconds=60.0)
+
+    monkeypatch.setattr(runner, "run_sweep", sweep)
+    monkeypatch.setattr(throughput.time, "perf_counter", lambda: next(clock))
+    csv = tmp_path / "estimates.csv"
+    throughput.measure_estimates("smoke", 4, [0], 2, csv, note="idle")
+    row = pd.read_csv(csv).iloc[0]
+    assert not folders[0].exists()  # the sample's results are not kept
+    # 5 runs (4, and every experiment at least one) x 30 s / 2 workers = 1.25 min estimated, 75 s measured
+    assert (row.runs, row.estimate_minutes, row.measured_minutes, row.measured_over_estimate) == (5, 1.25, 1.25, 1.0)
+    tables = throughput.write_tables(tmp_path, tmp_path / "tables.md")
+    assert "Announced time against measured time" in tables and "| 1.2 | 1.2 | 1.00 |" in tables
