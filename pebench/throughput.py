@@ -653,15 +653,15 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
         frame = pd.read_csv(out / "estimates.csv", dtype={"note": str})
         shown = pd.DataFrame({
             "suite": frame["suite"], "date": frame["date"], "runs": frame["runs"].astype(str),
-            "by experiment": frame["experiments"], "seed": frame["seed"].astype(str),
+            "seed": frame["seed"].astype(str),
             "workers": frame["workers"].astype(str), "estimated min": frame["estimate_minutes"].map("{:.1f}".format),
             "measured min": frame["measured_minutes"].map("{:.1f}".format),
             "measured / estimated": frame["measured_over_estimate"].map("{:.2f}".format),
-            "commit": frame["git_sha"].astype(str).str[:7], "load": frame["load_before"].map("{:.2f}".format),
-            "note": frame["note"].fillna("")})
+            "commit": frame["git_sha"].astype(str).str[:7], "note": frame["note"].fillna("")})
         parts += ["### Announced time against measured time (a random sample of the suite, from scratch)\n",
                   "The estimate `pebench run` prints before it starts, made for a random sample of the suite's runs "
-                  "(stratified by experiment; `--only estimate`), against the wall time of running that sample. "
+                  "(stratified: each experiment gives its share, at least one run, listed in the CSV; "
+                  "`--only estimate`), against the wall time of running that sample. "
                   "A small sample's last runs can leave a worker idle, which the estimate does not count.\n",
                   _markdown(shown), ""]
     text = "\n".join(parts)
