@@ -128,7 +128,7 @@ for _index, (_d_model, _n_layers) in enumerate(SIZES[1:]):
         report=ReportSpec(
             layout="extrapolation",
             position=201 + _index,  # after the replication (200), before Press (210)
-            title=f"Replication scale check: Kazemnejad et al. 2023 at d_model {_d_model}, {_n_layers} layers",
+            title=f"Replication scale check: Kazemnejad et al. 2023 at width {_d_model}, {_n_layers} layers",
             caption=f"Greedy exact match on copy of decoders of d_model {_d_model} with {_n_layers} layers trained "
                     "on lengths up to 20: compare with the replication's d_model 64, 2 layers.",
             primary_metric="ood_seq_acc",

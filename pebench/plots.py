@@ -194,7 +194,7 @@ TITLE_WIDTH = 75
 
 def wrapped_title(title: str) -> str:
     """``title`` with each of its lines wrapped at :data:`TITLE_WIDTH` characters (a declared title can be long:
-    "Replication scale check: Kazemnejad et al. 2023 at d_model 64, 4 layers — ...")."""
+    "Replication scale check: Kazemnejad et al. 2023 at width 64, 4 layers — ...")."""
     return "\n".join(textwrap.fill(line, TITLE_WIDTH) or line for line in title.split("\n"))
 
 
