@@ -43,6 +43,7 @@ from pebench import encodings, tasks
 from pebench.batched import train_batched
 from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
+from pebench.runner import calibrations, run_sweep, time_estimate
 from pebench.store import git_state, raw_files
 from pebench.tables import Cell, Column, Table, to_markdown
 from pebench.train import TrainConfig, make_optimizer, train
@@ -532,8 +533,6 @@ def estimate_check(suite: str, size: int, seed: int, workers: int, note: str = "
     evenly over the workers) does not count, so the ratio of a small sample leans high."""
     import shutil
     import tempfile
-
-    from pebench.runner import calibrations, run_sweep, time_estimate
 
     sample = estimate_sample(suite, size, seed)
     code = git_state()

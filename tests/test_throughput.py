@@ -136,8 +136,8 @@ def test_an_estimate_check_times_its_sample_against_the_announced_model(tmp_path
     import pebench.runner as runner
 
     folders, clock = [], iter([100.0, 175.0])
-    monkeypatch.setattr(runner, "calibrations", lambda sample: {s.experiment: 1e-9 for s in sample})
-    monkeypatch.setattr(runner, "time_estimate", lambda sample, workers, rates: 30.0 * len(sample) / workers)
+    monkeypatch.setattr(throughput, "calibrations", lambda sample: {s.experiment: 1e-9 for s in sample})
+    monkeypatch.setattr(throughput, "time_estimate", lambda sample, workers, rates: 30.0 * len(sample) / workers)
 
     def sweep(sample, folder, **kwargs):
         folders.append(folder)
@@ -145,7 +145,7 @@ def test_an_estimate_check_times_its_sample_against_the_announced_model(tmp_path
         return runner.SweepSummary(total=len(sample), skipped=0, done=len(sample), failed=0, diverged=0, blocked=[],
                                    seconds=60.0)
 
-    monkeypatch.setattr(runner, "run_sweep", sweep)
+    monkeypatch.setattr(throughput, "run_sweep", sweep)
     monkeypatch.setattr(throughput.time, "perf_counter", lambda: next(clock))
     csv = tmp_path / "estimates.csv"
     throughput.measure_estimates("smoke", 4, [0], 2, csv, note="idle")
