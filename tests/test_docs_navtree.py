@@ -45,7 +45,7 @@ def build(root: Path, extensions: list[str]) -> tuple[dict[str, bytes], bool]:
                  freshenv=True, warningiserror=True)
     app.build()
     pages = {path.relative_to(out).as_posix(): path.read_bytes() for path in sorted(out.rglob("*.html"))}
-    return pages, hasattr(app.env, "_pebench_cut_tocs")
+    return pages, getattr(app, "_pebench_cut_tocs", None) is not None
 
 
 def test_the_sidebar_is_the_same_html_with_the_cut_tables(tmp_path):
@@ -77,3 +77,17 @@ def test_a_cut_table_keeps_titles_and_toctrees_only():
     # a table whose shape depends on the build's tags is not cut
     toc += addnodes.only("", expr="html")
     assert navtree.titles_only_toc(toc) is None
+
+
+def test_a_second_build_in_one_process_cuts_the_tables_it_read_again(tmp_path):
+    """The cut tables are forgotten whenever the environment is updated: a title changed between two builds of
+    one application shows in the sidebar of the page read again, not the old title."""
+    build(tmp_path, ["navtree"])
+    source = tmp_path / "source"
+    app = Sphinx(str(source), str(source), str(tmp_path / "html"), str(tmp_path / "doctrees"), "html", status=None,
+                 warning=None, warningiserror=True)
+    app.build()  # the first build's environment, nothing to read: its tables are cut
+    (source / "deep.rst").write_text(PAGES["deep"].replace("Deep\n====", "Deeper\n======"))
+    app.build()
+    sidebar = (tmp_path / "html" / "deep.html").read_text().split('class="sidebar-tree"')[1].split("</ul>")[0]
+    assert "Deeper" in sidebar

@@ -44,15 +44,21 @@ def titles_only_toc(toc: nodes.bullet_list) -> nodes.bullet_list | None:
     return cut
 
 
-def _cut_tocs(env: Any) -> dict[str, nodes.bullet_list]:
+def _cut_tocs(app: Any) -> dict[str, nodes.bullet_list]:
     """The environment's tables of contents cut by :func:`titles_only_toc` (each left whole where it cannot be
-    cut), computed once per build: the environment's tables do not change while pages are written."""
-    kept = getattr(env, "_pebench_cut_tocs", None)
-    if kept is None or kept[0] is not env.tocs:
-        cut = {docname: titles_only_toc(toc) for docname, toc in env.tocs.items()}
-        kept = (env.tocs, {docname: toc if cut[docname] is None else cut[docname] for docname, toc in env.tocs.items()})
-        env._pebench_cut_tocs = kept
-    return kept[1]
+    cut), computed once per build's writing: they are forgotten when the environment is updated (``env-updated``,
+    after every reading), so a table that a build read again is never cut from its old version."""
+    kept = getattr(app, "_pebench_cut_tocs", None)
+    if kept is None:
+        tocs = app.env.tocs
+        cut = {docname: titles_only_toc(toc) for docname, toc in tocs.items()}
+        kept = app._pebench_cut_tocs = {docname: toc if cut[docname] is None else cut[docname]
+                                        for docname, toc in tocs.items()}
+    return kept
+
+
+def _forget_cut_tocs(app: Any, env: Any) -> None:
+    app._pebench_cut_tocs = None
 
 
 def _on_page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
@@ -67,7 +73,7 @@ def _on_page_context(app: Any, pagename: str, templatename: str, context: dict[s
             return toctree(**kwargs)
         env = app.env
         whole = env.tocs
-        env.tocs = _cut_tocs(env)
+        env.tocs = _cut_tocs(app)
         try:
             return toctree(**kwargs)
         finally:
@@ -77,6 +83,8 @@ def _on_page_context(app: Any, pagename: str, templatename: str, context: dict[s
 
 
 def setup(app: Any) -> dict[str, Any]:
-    """Register the wrapper before furo's own page-context handler (priority 500) reads ``toctree``."""
+    """Register the wrapper before furo's own page-context handler (priority 500) reads ``toctree``, and forget the
+    cut tables whenever the environment is updated."""
     app.connect("html-page-context", _on_page_context, priority=400)
+    app.connect("env-updated", _forget_cut_tocs)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
