@@ -813,21 +813,23 @@ def calibrate(spec: RunSpec, device: str | None = None) -> float:
     return per_step / (estimated_cost(spec) / spec.train.steps)
 
 
-def calibrations(todo: Sequence[RunSpec], device: str | None = None) -> dict[str, float]:
+def calibrations(todo: Sequence[RunSpec], device: str | None = None, threads: int = 1) -> dict[str, float]:
     """Seconds per unit of cost per experiment of ``todo``: the mean of :func:`calibrate` on the first run of up to
     :data:`CALIBRATED_ENCODINGS` of its encodings, spread over them in the order they come (the first among
-    them). Experiments differ more than encodings (a language model's long sequences use a CPU better per unit
-    of cost than the short inputs of the length tasks), but encodings differ too: a step of CoPE or
-    Transformer-XL costs 1.5 to 2 times one of NoPE, which a suite often runs first."""
+    them), timed on ``threads`` torch threads, as the sweep's runs train. Experiments differ more than encodings
+    (a language model's long sequences use a CPU better per unit of cost than the short inputs of the length
+    tasks), but encodings differ too: a step of CoPE or Transformer-XL costs 1.5 to 2 times one of NoPE, which a
+    suite often runs first."""
     firsts: dict[str, dict[str, RunSpec]] = {}
     for spec in todo:
         firsts.setdefault(spec.experiment, {}).setdefault(spec.encoding, spec)
     rates = {}
-    for name, by_encoding in firsts.items():
-        runs = list(by_encoding.values())
-        count = min(CALIBRATED_ENCODINGS, len(runs))
-        picked = [runs[round(i * (len(runs) - 1) / max(1, count - 1))] for i in range(count)]
-        rates[name] = sum(calibrate(spec, device) for spec in picked) / count
+    with _torch_threads(threads):
+        for name, by_encoding in firsts.items():
+            runs = list(by_encoding.values())
+            count = min(CALIBRATED_ENCODINGS, len(runs))
+            picked = [runs[round(i * (len(runs) - 1) / max(1, count - 1))] for i in range(count)]
+            rates[name] = sum(calibrate(spec, device) for spec in picked) / count
     return rates
 
 
@@ -843,13 +845,13 @@ def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float
 
 
 def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None,
-             rates: dict[str, float] | None = None) -> str:
+             rates: dict[str, float] | None = None, threads: int = 1) -> str:
     """What a sweep is about to do, said before it starts: the runs to make, those a resume skips, and how long
-    they should take here, from a calibration of each experiment on this machine (:func:`calibrations`; the rates
-    are also put in ``rates``, for the progress's estimate)."""
+    they should take here, from a calibration of each experiment on this machine on the runs' ``threads``
+    (:func:`calibrations`; the rates are also put in ``rates``, for the progress's estimate)."""
     if not todo:
         return f"pebench: nothing to run: all {complete} runs are complete (a resume skips them)"
-    per_cost = calibrations(todo, device)
+    per_cost = calibrations(todo, device, threads)
     if rates is not None:
         rates.update(per_cost)
     minutes = time_estimate(todo, workers, per_cost) / 60
@@ -945,7 +947,7 @@ def run_sweep(
             with _signals_interrupt(), contextlib.ExitStack() as stack:
                 if on_done is None and sys.stderr.isatty():  # a person at a terminal: what, what is skipped, how long
                     print(announce(todo, len(existing.complete), workers if executor != "serial" else 1, device,
-                                   rates), file=sys.stderr, flush=True)
+                                   rates, threads), file=sys.stderr, flush=True)
                 if executor == "dask" and units and client is None:
                     client = stack.enter_context(_dask_client(None, workers))
                 experiments = [spec.experiment for spec in specs]

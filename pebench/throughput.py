@@ -525,9 +525,10 @@ def estimate_sample(suite: str, size: int, seed: int) -> list:
 
 def estimate_check(suite: str, size: int, seed: int, workers: int, note: str = "") -> dict:
     """How far a sweep's announced time is from its measured time: the estimate that ``pebench run`` prints
-    before it starts (:func:`pebench.runner.announce`: each experiment calibrated here on one thread, the runs'
-    expected costs), made for a sample of the suite (:func:`estimate_sample`), against the wall time of running
-    that sample from scratch with ``workers`` workers (in a temporary folder, removed after).
+    before it starts (:func:`pebench.runner.announce` with its default ``--threads 1``: each experiment calibrated
+    here on one thread, the runs' expected costs), made for a sample of the suite (:func:`estimate_sample`),
+    against the wall time of running that sample from scratch with ``workers`` workers (in a temporary folder,
+    removed after).
 
     A sample, not the suite: its last runs may leave a worker idle, which the estimate (the suite's work spread
     evenly over the workers) does not count, so the ratio of a small sample leans high."""
@@ -537,12 +538,7 @@ def estimate_check(suite: str, size: int, seed: int, workers: int, note: str = "
     sample = estimate_sample(suite, size, seed)
     code = git_state()
     load_before = os.getloadavg()[0]
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # as a sweep calibrates: its runs train on one thread each
-    try:
-        estimate = time_estimate(sample, workers, calibrations(sample))
-    finally:
-        torch.set_num_threads(previous)
+    estimate = time_estimate(sample, workers, calibrations(sample))  # on one thread, as pebench run's runs train
     folder = Path(tempfile.mkdtemp(prefix=f"pebench-estimate-{suite}-"))
     try:
         start = time.perf_counter()

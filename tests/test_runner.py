@@ -634,6 +634,27 @@ def test_each_experiment_is_calibrated_on_encodings_spread_over_its_runs(monkeyp
     assert runner.CALIBRATED_ENCODINGS == 4 and rates == {"exp": (0 + 2 + 3 + 5) / 4}
 
 
+def test_calibration_times_on_the_runs_threads_and_restores_the_process(monkeypatch):
+    """A sweep's runs train on ``--threads`` torch threads (default 1), so its announced time is calibrated on as
+    many, whatever the process had; the process's own count comes back after."""
+    import torch
+
+    from pebench import runner
+
+    todo = [make_spec("smoke", "exp", {"task": "copy", "encoding": "none", "arch": "decoder", "seed": 0,
+                                       "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 40})]
+    seen = []
+    monkeypatch.setattr(runner, "calibrate", lambda s, device=None: seen.append(torch.get_num_threads()) or 1.0)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        runner.calibrations(todo)
+        runner.announce(todo, 0, 2, "cpu", threads=2)
+        assert seen == [1, 2] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("executor", ["serial", "processes"])
 def test_a_sweep_says_which_runs_it_starts(executor, tmp_path):
     """Serially and on a local pool, a sweep tells its progress which runs are being made (issue 39: the bar names
