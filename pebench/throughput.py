@@ -503,6 +503,11 @@ def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: P
         finally:
             if out is None:
                 shutil.rmtree(folder, ignore_errors=True)
+    append_rows(csv, rows)
+
+
+def append_rows(csv: Path, rows: Sequence[dict]) -> None:
+    """Append ``rows`` to the measurements in ``csv`` (created if absent); earlier rows are kept as they are."""
     frame = pd.DataFrame(rows)
     if csv.exists():
         frame = pd.concat([pd.read_csv(csv), frame], ignore_index=True)
@@ -560,10 +565,7 @@ def estimate_check(suite: str, size: int, seed: int, workers: int, note: str = "
 
 def measure_estimates(suite: str, size: int, seeds: Sequence[int], workers: int, csv: Path, note: str = "") -> None:
     """:func:`estimate_check` for each of ``seeds``, appended to ``csv`` (every measurement is kept)."""
-    frame = pd.DataFrame([estimate_check(suite, size, seed, workers, note) for seed in seeds])
-    if csv.exists():
-        frame = pd.concat([pd.read_csv(csv), frame], ignore_index=True)
-    frame.to_csv(csv, index=False)
+    append_rows(csv, [estimate_check(suite, size, seed, workers, note) for seed in seeds])
 
 
 def suite_history(frame: pd.DataFrame) -> pd.DataFrame:
