@@ -27,14 +27,16 @@ PAGES = {
     "deep": "Deep\n====\n\nOne\n---\n\nTwo\n---\n",
     "hidden": "Hidden\n======\n\nSection\n-------\n",
     "api/index": "API\n===\n\n.. py:function:: alpha(x)\n\n   Alpha.\n\n.. py:class:: Beta\n\n"
-                 "   .. py:method:: gamma()\n\n      Gamma.\n\n.. toctree::\n\n   more\n",
+                 "   .. py:method:: gamma()\n\n      Gamma.\n\n.. toctree::\n\n   more\n   third\n   /deep\n",
     "api/more": "More\n====\n\n.. py:function:: delta()\n\n   Delta.\n",
+    "api/third": "Third\n=====\n\n.. toctree::\n\n   fourth\n",
+    "api/fourth": "Fourth\n======\n",
 }
 
 
-def build(root: Path, extensions: list[str]) -> tuple[dict[str, bytes], bool]:
-    """Build the project of :data:`PAGES` under ``root`` with furo and ``extensions``: every page's HTML, and
-    whether the sidebar read cut tables of contents."""
+def build(root: Path, extensions: list[str]) -> tuple[dict[str, bytes], bool, int]:
+    """Build the project of :data:`PAGES` under ``root`` with furo and ``extensions``: every page's HTML, whether
+    the sidebar read cut tables of contents, and how many sidebar trees Sphinx drew."""
     source = root / "source"
     for name, text in PAGES.items():
         (source / name).with_suffix(".rst").parent.mkdir(parents=True, exist_ok=True)
@@ -45,18 +47,22 @@ def build(root: Path, extensions: list[str]) -> tuple[dict[str, bytes], bool]:
                  freshenv=True, warningiserror=True)
     app.build()
     pages = {path.relative_to(out).as_posix(): path.read_bytes() for path in sorted(out.rglob("*.html"))}
-    return pages, getattr(app, "_pebench_cut_tocs", None) is not None
+    return pages, getattr(app, "_pebench_cut_tocs", None) is not None, len(getattr(app, "_pebench_sidebars", {}))
 
 
 def test_the_sidebar_is_the_same_html_with_the_cut_tables(tmp_path):
-    plain, plain_was_cut = build(tmp_path / "plain", [])
-    cut, was_cut = build(tmp_path / "cut", ["navtree"])
+    plain, plain_was_cut, _ = build(tmp_path / "plain", [])
+    cut, was_cut, drawn = build(tmp_path / "cut", ["navtree"])
     assert was_cut and not plain_was_cut  # furo's sidebar call went through the wrapper
+    assert drawn == 2  # one tree per folder (the top and api/), each page's marks put back into it
     assert set(plain) == set(cut) and len(plain) == len(PAGES) + 2  # the pages, genindex and search
     different = [name for name in plain if plain[name] != cut[name]]
     assert not different, f"navtree changed the HTML of {different}"
-    # the sidebar holds every page, the hidden one too (furo's call includes hidden toctrees)
+    # the sidebar holds every page, the hidden one too (furo's call includes hidden toctrees); a page in two
+    # toctrees is marked in both, three levels down too
     assert b'href="hidden.html"' in cut["index.html"] and b'href="../deep.html"' in cut["api/more.html"]
+    assert cut["deep.html"].count(b'class="current reference internal" href="#"') == 2
+    assert b'class="toctree-l3 current current-page"' in cut["api/fourth.html"]
 
 
 def test_a_cut_table_keeps_titles_and_toctrees_only():

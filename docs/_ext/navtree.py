@@ -7,10 +7,18 @@ and the toctrees under them, once per page: a third of the site's build time. Th
 tables of contents already cut the way ``titles_only`` cuts them (:func:`titles_only_toc`), so Sphinx copies
 about 300 entries instead of 2,900, and the sidebar is the same HTML. Every other call, and every table of
 contents kept in the environment, is left as it is.
+
+The sidebars of two pages in one folder differ only where Sphinx marks the page being drawn: its entry and the
+entries and lists above it get the class ``current``, its link becomes ``#``, and furo then checks the boxes of
+the marked entries and adds ``current-page`` to the last. So the tree is drawn (by Sphinx, then parsed and
+rewritten by furo) once per folder, without marks (:func:`unmarked`), and each page's marks are put back into
+furo's HTML (:func:`marked`): another third of the build's writing.
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from docutils import nodes
@@ -59,32 +67,136 @@ def _cut_tocs(app: Any) -> dict[str, nodes.bullet_list]:
 
 def _forget_cut_tocs(app: Any, env: Any) -> None:
     app._pebench_cut_tocs = None
+    app._pebench_sidebars = {}
+
+
+#: the tags whose marks :func:`unmarked` and :func:`marked` read and write
+_TAG = re.compile(r"<(/?)(ul|li|a|input)\b([^>]*)>")
+_CLASS = re.compile(r'\sclass="([^"]*)"')
+#: the classes furo adds to an entry, after Sphinx's
+_FURO_CLASSES = ("has-children", "current-page")
+
+
+def _classes(attrs: str) -> list[str]:
+    found = _CLASS.search(attrs)
+    return found.group(1).split() if found else []
+
+
+def _with_classes(attrs: str, classes: list[str]) -> str:
+    value = " ".join(classes)
+    if _CLASS.search(attrs):
+        return _CLASS.sub(lambda _: f' class="{value}"' if value else "", attrs, count=1)
+    return f' class="{value}"{attrs}' if value else attrs
+
+
+def unmarked(html: str, link: str) -> str:
+    """The navigation tree ``html`` drawn for a page whose own link is ``link`` (its file name), with that page's
+    marks taken out: the tree every page of its folder shares."""
+
+    def unmark(tag: re.Match) -> str:
+        close, name, attrs = tag.groups()
+        if close:
+            return tag.group(0)
+        if name in ("ul", "li", "a") and {"current", "current-page"} & set(_classes(attrs)):
+            attrs = _with_classes(attrs, [c for c in _classes(attrs) if c not in ("current", "current-page")])
+        if name == "a":
+            attrs = attrs.replace(' href="#"', f' href="{link}"')
+        elif name == "input":
+            attrs = attrs.replace(' checked=""', "")
+        return f"<{name}{attrs}>"
+
+    return _TAG.sub(unmark, html)
+
+
+def marked(html: str, link: str) -> str:
+    """Furo's navigation tree ``html``, drawn without marks, as Sphinx and furo draw it for the page whose own link
+    (its file name, relative to its folder) is ``link``: each internal link to it becomes ``#`` with the class
+    ``current``; every list and entry above one gets ``current`` (after Sphinx's classes, before furo's) and each
+    such entry's box is checked; the last such entry, in document order, gets furo's ``current-page``."""
+    tags = list(_TAG.finditer(html))
+    above: list[int] = []  # the lists and entries open at this tag
+    links, current = [], set()
+    for index, tag in enumerate(tags):
+        close, name, attrs = tag.groups()
+        if name in ("ul", "li") and close:
+            above.pop()
+        elif name in ("ul", "li"):
+            above.append(index)
+        elif name == "a" and not close and f' href="{link}"' in attrs and "reference internal" in attrs:
+            links.append(index)
+            current.update(above)
+    entries = [index for index in current if tags[index].group(2) == "li"]
+    boxes = set()
+    for entry in entries:  # an entry's box is the first input before its own list or next entry
+        box = next((i for i in range(entry + 1, len(tags)) if tags[i].group(2) in ("input", "ul", "li")), None)
+        if box is not None and tags[box].group(2) == "input":
+            boxes.add(box)
+    last = max(entries, default=None)
+    pieces, position = [], 0
+    for index, tag in enumerate(tags):
+        close, name, attrs = tag.groups()
+        if index in links:
+            new = _with_classes(attrs, ["current", *_classes(attrs)]).replace(f' href="{link}"', ' href="#"')
+        elif index in current and name == "li":
+            classes = _classes(attrs)
+            new = _with_classes(attrs, [c for c in classes if c not in _FURO_CLASSES] + ["current"]
+                                + [c for c in classes if c in _FURO_CLASSES] + ["current-page"] * (index == last))
+        elif index in current:
+            new = _with_classes(attrs, [*_classes(attrs), "current"])
+        elif index in boxes:
+            new = attrs.replace(' class="toctree-checkbox"', ' checked="" class="toctree-checkbox"')
+        else:
+            continue
+        pieces += [html[position:tag.start()], f"<{close}{name}{new}>"]
+        position = tag.end()
+    return "".join([*pieces, html[position:]])
+
+
+def _sidebar_call(kwargs: dict[str, Any]) -> bool:
+    # only where the cut is exact: titles only, nothing collapsed, no depth limit (furo's sidebar call)
+    return bool(kwargs.get("titles_only") and not kwargs.get("collapse", True) and kwargs.get("maxdepth", 0) <= 0)
 
 
 def _on_page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    """Wrap the page's ``toctree`` function so that the sidebar's call reads the cut tables of contents."""
+    """Wrap the page's ``toctree`` function so that the sidebar's call reads the cut tables of contents, once per
+    folder and call, and answers with the folder's tree without marks (:func:`unmarked`)."""
     toctree = context.get("toctree")
     if toctree is None:
         return
+    link = posixpath.basename(app.builder.get_target_uri(pagename))
+    folder = posixpath.dirname(pagename)
 
     def sidebar_toctree(**kwargs: Any) -> str:
-        # only where the cut is exact: titles only, nothing collapsed, no depth limit (furo's sidebar call)
-        if not (kwargs.get("titles_only") and not kwargs.get("collapse", True) and kwargs.get("maxdepth", 0) <= 0):
+        if not _sidebar_call(kwargs):
             return toctree(**kwargs)
-        env = app.env
-        whole = env.tocs
-        env.tocs = _cut_tocs(app)
-        try:
-            return toctree(**kwargs)
-        finally:
-            env.tocs = whole
+        key = (folder, tuple(sorted(kwargs.items())))
+        sidebars = app._pebench_sidebars
+        if key not in sidebars:
+            env = app.env
+            whole = env.tocs
+            env.tocs = _cut_tocs(app)
+            try:
+                sidebars[key] = unmarked(toctree(**kwargs), link)
+            finally:
+                env.tocs = whole
+        context["_pebench_sidebar_link"] = link
+        return sidebars[key]
 
     context["toctree"] = sidebar_toctree
 
 
+def _mark_page(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """After furo drew the folder's tree (:func:`_on_page_context`), put this page's marks back into it."""
+    link = context.pop("_pebench_sidebar_link", None)
+    if link is not None and context.get("furo_navigation_tree"):
+        context["furo_navigation_tree"] = marked(context["furo_navigation_tree"], link)
+
+
 def setup(app: Any) -> dict[str, Any]:
-    """Register the wrapper before furo's own page-context handler (priority 500) reads ``toctree``, and forget the
-    cut tables whenever the environment is updated."""
+    """Register the wrapper before furo's own page-context handler (priority 500) reads ``toctree`` and the marks
+    after it, and forget the cut tables and drawn trees whenever the environment is updated."""
     app.connect("html-page-context", _on_page_context, priority=400)
+    app.connect("html-page-context", _mark_page, priority=600)
     app.connect("env-updated", _forget_cut_tocs)
+    app._pebench_cut_tocs, app._pebench_sidebars = None, {}
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

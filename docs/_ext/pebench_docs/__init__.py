@@ -9,8 +9,10 @@ wrote (a build stops with one line when it is stale) and the library's words (:m
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +55,13 @@ def excluded_sources(srcdir: Path = DOCS) -> list[str]:
 def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str, str]:
     """Write every generated page under ``srcdir/_generated``; return the MyST substitutions."""
     out = srcdir / "_generated"
+    # the teaching figures train two small models (a third of this function's time): drawn by a second process
+    # while this one writes the pages. Spawned, not forked: torch's thread pools do not survive a fork
+    drawing = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    figures = drawing.submit(registry_pages.generate_figures, out / "figures")
     # pages (and artifacts) that may be gone start afresh; what comes out the same keeps its time (buildtree)
-    with regenerated(out, ("encodings", "tasks", "api", "encoding_results", "task_results", "results", "leaderboard")):
+    with drawing, regenerated(out, ("encodings", "tasks", "api", "encoding_results", "task_results", "results",
+                                    "leaderboard")):
         for name in encodings.names():
             write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir))
         for name in tasks.names():
@@ -90,7 +97,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         }
         for name, text in includes.items():
             write(out / "includes" / f"{name}.md", text)
-        substitutions = registry_pages.generate_figures(out / "figures")
+        substitutions = figures.result()
         substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
                              n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
         substitutions.update(protocol_tables.suite_time_values(results / "performance"))
