@@ -43,6 +43,7 @@ from pebench import encodings, tasks
 from pebench.batched import train_batched
 from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
+from pebench.performance_text import performance_values
 from pebench.runner import calibrations, run_sweep, time_estimate
 from pebench.store import git_state, raw_files
 from pebench.tables import Cell, Column, Table, to_markdown
@@ -683,6 +684,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="parts to measure (also: estimate, the announced time of a suite against the measured "
                              "time of a sample of it; not in the default)")
     parser.add_argument("--tables-only", action="store_true", help="only regenerate the tables from the CSVs")
+    parser.add_argument("--summary", action="store_true",
+                        help="only print the performance page's sentences, generated from the CSVs")
     parser.add_argument("--suites", nargs="*", default=["smoke"],
                         help="suites whose wall time the 'suites' part measures (default smoke; standard takes "
                              "over an hour on 2 cores: results/performance/suites.csv)")
@@ -703,6 +706,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.tables is None:
         args.tables = TABLES if args.out.resolve() == OUT.resolve() else args.out / "performance_tables.md"
+    if args.summary:
+        for name, sentence in performance_values(args.out).items():
+            print(f"{name}: {sentence}")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     if args.tables_only:
         print(write_tables(args.out, args.tables))

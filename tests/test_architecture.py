@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.seed_text", "tables"),
     ("pebench.entry_lead", "tables"),
     ("pebench.blocks", "tables"),
+    ("pebench.performance_text", "tables"),  # the performance page's sentences, from the throughput CSVs
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
     ("pebench.list_cache", "interface"),  # what `pebench list suites` printed, kept per code and plugins

@@ -19,7 +19,7 @@ from typing import Any
 from buildtree import hold_build_lock, regenerated
 
 import pebench
-from pebench import encodings, protocol_tables, tasks
+from pebench import encodings, performance_text, protocol_tables, tasks
 from pebench.pilot_readings import PILOT_READINGS
 from pebench.registry_tables import metrics_table
 from pebench.results_text import PERFORMANCE_FALLBACK
@@ -101,6 +101,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
                              n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
         substitutions.update(protocol_tables.suite_time_values(results / "performance"))
+        substitutions.update(performance_text.performance_values(results / "performance"))
         substitutions.update(protocol_tables.protocol_values())
         substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
         return substitutions
