@@ -171,6 +171,7 @@ def build_xtransformers(encoding: str, point: Point, seed: int = 0, flash: bool 
 
 
 def xtransformers_available() -> bool:
+    """Whether x-transformers, the comparison's other library (``pip install 'pebench[bench]'``), is installed."""
     try:
         import x_transformers  # noqa: F401
     except ImportError:
@@ -179,6 +180,7 @@ def xtransformers_available() -> bool:
 
 
 def count_parameters(model: torch.nn.Module) -> int:
+    """Trainable parameters of ``model``."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -672,6 +674,8 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m pebench.throughput``: measure the parts of ``--only`` into the CSVs of ``--out`` and write their
+    tables, or only the tables (``--tables-only``), or only print the page's sentences (``--summary``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer points, repeats and steps (a few minutes)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the A/B comparison (default 1)")

@@ -31,6 +31,8 @@ class Artifact:
 
 
 def save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
+    """Write the matplotlib ``figure`` as ``<name>.svg`` and ``<name>.pdf`` in ``directory`` (names checked by
+    :func:`pebench.store.path_in`), the same bytes every time for the same figure; returns the paths by format."""
     import matplotlib
 
     paths = {}
