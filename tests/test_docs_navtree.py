@@ -97,3 +97,30 @@ def test_a_second_build_in_one_process_cuts_the_tables_it_read_again(tmp_path):
     app.build()
     sidebar = (tmp_path / "html" / "deep.html").read_text().split('class="sidebar-tree"')[1].split("</ul>")[0]
     assert "Deeper" in sidebar
+
+
+def test_marks_come_off_and_go_back_exactly():
+    """A page's tree without its marks is its folder's tree (what a sibling page's shows, unmarked); marking it again
+    for the page gives the page's tree back, a link to one of its sections included."""
+    box = ('<input aria-label="Toggle" {}class="toctree-checkbox" id="toctree-checkbox-1" name="toctree-checkbox-1" '
+           'role="switch" type="checkbox"/><label for="toctree-checkbox-1"></label>')
+    drawn_for_b = (
+        '<ul class="current"><li class="toctree-l1 current has-children"><a class="reference internal" '
+        'href="index.html">Top</a>' + box.format('checked="" ') + '<ul class="current">'
+        '<li class="toctree-l2"><a class="reference internal" href="a.html">A</a></li>'
+        '<li class="toctree-l2 current current-page"><a class="current reference internal" href="#">B</a></li>'
+        '<li class="toctree-l2"><a class="reference internal" href="#part">B, a part</a></li>'
+        '</ul></li><li class="toctree-l1"><a class="reference external" href="https://b.html">B.html</a></li></ul>')
+    drawn_for_a = (
+        '<ul class="current"><li class="toctree-l1 current has-children"><a class="reference internal" '
+        'href="index.html">Top</a>' + box.format('checked="" ') + '<ul class="current">'
+        '<li class="toctree-l2 current current-page"><a class="current reference internal" href="#">A</a></li>'
+        '<li class="toctree-l2"><a class="reference internal" href="b.html">B</a></li>'
+        '<li class="toctree-l2"><a class="reference internal" href="b.html#part">B, a part</a></li>'
+        '</ul></li><li class="toctree-l1"><a class="reference external" href="https://b.html">B.html</a></li></ul>')
+    shared = navtree.unmarked(drawn_for_b, "b.html")
+    assert shared == navtree.unmarked(drawn_for_a, "a.html")
+    assert "current" not in shared and "checked" not in shared
+    assert navtree.marked(shared, "b.html") == drawn_for_b
+    assert navtree.marked(shared, "a.html") == drawn_for_a
+    assert navtree.marked(shared, "elsewhere.html") == shared  # a page the tree does not hold: nothing marked

@@ -99,8 +99,8 @@ def unmarked(html: str, link: str) -> str:
             return tag.group(0)
         if name in ("ul", "li", "a") and {"current", "current-page"} & set(_classes(attrs)):
             attrs = _with_classes(attrs, [c for c in _classes(attrs) if c not in ("current", "current-page")])
-        if name == "a":
-            attrs = attrs.replace(' href="#"', f' href="{link}"')
+        if name == "a":  # the page's own link, and a link to one of its sections (not in a titles-only tree)
+            attrs = attrs.replace(' href="#', f' href="{link}#').replace(f' href="{link}#"', f' href="{link}"')
         elif name == "input":
             attrs = attrs.replace(' checked=""', "")
         return f"<{name}{attrs}>"
@@ -137,6 +137,8 @@ def marked(html: str, link: str) -> str:
         close, name, attrs = tag.groups()
         if index in links:
             new = _with_classes(attrs, ["current", *_classes(attrs)]).replace(f' href="{link}"', ' href="#"')
+        elif name == "a" and f' href="{link}#' in attrs:  # a section of the page: Sphinx marks no branch for it
+            new = attrs.replace(f' href="{link}#', ' href="#')
         elif index in current and name == "li":
             classes = _classes(attrs)
             new = _with_classes(attrs, [c for c in classes if c not in _FURO_CLASSES] + ["current"]
@@ -176,9 +178,10 @@ def _on_page_context(app: Any, pagename: str, templatename: str, context: dict[s
             whole = env.tocs
             env.tocs = _cut_tocs(app)
             try:
-                sidebars[key] = unmarked(toctree(**kwargs), link)
+                html = toctree(**kwargs)
             finally:
                 env.tocs = whole
+            sidebars[key] = unmarked(html, link)
         context["_pebench_sidebar_link"] = link
         return sidebars[key]
 
