@@ -2,23 +2,46 @@
 writes to ``results/performance/`` (so that no figure on the page is typed by hand).
 
 :func:`performance_values` gives each as a MyST substitution of ``docs/performance.md``;
-``python -m pebench.throughput --summary`` prints them. A CSV that is not there gives "not measured yet".
+``python -m pebench.throughput --summary`` prints them. A CSV that is not there gives "not measured yet". The
+CSVs are read with the standard library: the site's extension imports this module, and it loads no pandas.
 """
 
 from __future__ import annotations
 
+import csv
 import math
+from collections.abc import Callable, Iterable
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 #: what a sentence says when its CSV is not there
 NOT_MEASURED = "not measured yet"
+#: the columns read as text; every other non-empty cell is a number
+TEXT_COLUMNS = {"point", "encoding", "framework", "loss_on", "operator", "processor", "torch", "error", "note",
+                "arch"}
 
 
-def _span(values: pd.Series, digits: int = 2) -> str:
+def _value(column: str, cell: str) -> Any:
+    if column in TEXT_COLUMNS:
+        return cell
+    if cell in ("True", "False"):
+        return cell == "True"
+    return float(cell) if cell else math.nan
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a measurements CSV, numbers as floats (an empty cell: NaN) and the :data:`TEXT_COLUMNS` as
+    text; ``[]`` where the file is not there."""
+    if not path.exists():
+        return []
+    with path.open(newline="") as handle:
+        return [{column: _value(column, cell) for column, cell in row.items()} for row in csv.DictReader(handle)]
+
+
+def _span(values: Iterable[float], digits: int = 2) -> str:
     """``lo-hi`` of ``values`` as printed, or one number where both print the same."""
-    low, high = f"{values.min():.{digits}f}", f"{values.max():.{digits}f}"
+    values = list(values)
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
     return low if low == high else f"{low}-{high}"
 
 
@@ -27,87 +50,116 @@ def _rounded(steps: float) -> str:
     return f"{round(steps, -max(0, int(math.floor(math.log10(steps))) - 1)):,.0f}"
 
 
+def _where(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    return [row for row in rows if keep(row)]
+
+
 def framework_values(folder: Path) -> dict[str, str]:
     """``perf_suite_speedup``, ``perf_d128_speedup``, ``perf_all_speedup``, ``perf_mfu`` and ``perf_suite_mfu``:
     pebench's training step against the faster x-transformers attention path, and its model FLOPs utilization
     (against the best matmul peak of ``machine.csv``, as the tables compute it), from ``throughput.csv``."""
-    if not (folder / "throughput.csv").exists():
+    rows = read_rows(folder / "throughput.csv")
+    if not rows:
         return dict.fromkeys(("perf_suite_speedup", "perf_d128_speedup", "perf_all_speedup", "perf_mfu",
                               "perf_suite_mfu"), NOT_MEASURED)
-    frame = pd.read_csv(folder / "throughput.csv")
-    if (folder / "machine.csv").exists():
-        frame["mfu"] = frame["gflops"] / pd.read_csv(folder / "machine.csv")["matmul_peak_gflops"].max()
-    ours = frame[frame.framework == "pebench"]
-    suite = ours[ours.point == "suite"]
-    shape = suite.iloc[0]
-    at_suite_shape = (ours.d_model == shape.d_model) & (ours.mean_length == shape.mean_length)
-    wide = ours[ours.d_model == 128]
-    wide_outputs = wide[(wide.loss_on == "outputs") & (wide.mean_length == wide.mean_length.min())]
-    wide_all = wide[(wide.loss_on == "all") & (wide.mean_length == wide.mean_length.min())]
-    long = wide[wide.mean_length > 4 * wide.mean_length.min()]
-    slowest, fastest = suite.loc[suite.speedup_vs_best_xt.idxmin()], suite.loc[suite.speedup_vs_best_xt.idxmax()]
-    low, high = wide_outputs.loc[wide_outputs.speedup_vs_best_xt.idxmin()], wide_outputs.loc[
-        wide_outputs.speedup_vs_best_xt.idxmax()]
-    per_encoding = ", ".join(f"{row.encoding} {row.speedup_vs_best_xt:.2f}" for row in suite.itertuples())
-    lengths = "-".join(str(int(n)) for n in sorted({long.mean_length.min(), long.mean_length.max()}))
+    peaks = [row["matmul_peak_gflops"] for row in read_rows(folder / "machine.csv")]
+    ours = [{**row, "mfu": row["gflops"] / max(peaks) if peaks else row["mfu"]} for row in rows
+            if row["framework"] == "pebench"]
+    suite = _where(ours, lambda row: row["point"] == "suite")
+    shape = suite[0]
+    wide = _where(ours, lambda row: row["d_model"] == 128)
+    shortest = min(row["mean_length"] for row in wide)
+    wide_outputs = _where(wide, lambda row: row["loss_on"] == "outputs" and row["mean_length"] == shortest)
+    wide_all = _where(wide, lambda row: row["loss_on"] == "all" and row["mean_length"] == shortest)
+    long = _where(wide, lambda row: row["mean_length"] > 4 * shortest)
+    all_at_suite_shape = _where(ours, lambda row: row["loss_on"] == "all" and row["d_model"] == shape["d_model"]
+                                and row["mean_length"] == shape["mean_length"])
+
+    def speedup(row: dict[str, Any]) -> float:
+        return row["speedup_vs_best_xt"]
+
+    slowest, fastest = min(suite, key=speedup), max(suite, key=speedup)
+    low, high = min(wide_outputs, key=speedup), max(wide_outputs, key=speedup)
+    per_encoding = ", ".join(f"{row['encoding']} {speedup(row):.2f}" for row in suite)
+    lengths = "-".join(f"{n:.0f}" for n in sorted({min(r["mean_length"] for r in long),
+                                                    max(r["mean_length"] for r in long)}))
+    lowest_mfu = min(long, key=lambda row: row["mfu"])["encoding"]
     return {
         "perf_suite_speedup": (
-            f"**{slowest.speedup_vs_best_xt:.2f}x ({slowest.encoding}) to {fastest.speedup_vs_best_xt:.2f}x "
-            f"({fastest.encoding})** faster than the faster x-transformers attention path: {per_encoding} "
-            f"({int(suite.repeats.max())} repeats; the lower ends of the interquartile ranges are "
-            f"{_span(suite.speedup_q25)})"),
-        "perf_d128_speedup": (f"{low.speedup_vs_best_xt:.2f} ({low.encoding}) to {high.speedup_vs_best_xt:.2f} "
-                              f"({high.encoding})"),
-        "perf_all_speedup": (f"{_span(ours[at_suite_shape & (ours.loss_on == 'all')].speedup_vs_best_xt)} at the "
-                             f"suite shape and {_span(wide[wide.loss_on == 'all'].speedup_vs_best_xt)} at d_model 128"),
-        "perf_mfu": (f"{_span(wide_outputs.mfu)} of the measured 1-thread matmul peak at the suite's lengths with "
-                     f"the loss on the outputs, {_span(wide_all.mfu)} with the loss everywhere, and "
-                     f"{_span(long.mfu)} for {lengths}-token sequences "
-                     f"({long.loc[long.mfu.idxmin()].encoding} is the lowest)"),
-        "perf_suite_mfu": _span(suite.mfu),
+            f"**{speedup(slowest):.2f}x ({slowest['encoding']}) to {speedup(fastest):.2f}x ({fastest['encoding']})** "
+            f"faster than the faster x-transformers attention path: {per_encoding} "
+            f"({max(row['repeats'] for row in suite):.0f} repeats; the lower ends of the interquartile ranges are "
+            f"{_span(row['speedup_q25'] for row in suite)})"),
+        "perf_d128_speedup": f"{speedup(low):.2f} ({low['encoding']}) to {speedup(high):.2f} ({high['encoding']})",
+        "perf_all_speedup": (f"{_span(map(speedup, all_at_suite_shape))} at the suite shape and "
+                             f"{_span(speedup(row) for row in wide if row['loss_on'] == 'all')} at d_model 128"),
+        "perf_mfu": (f"{_span(row['mfu'] for row in wide_outputs)} of the measured 1-thread matmul peak at the "
+                     f"suite's lengths with the loss on the outputs, {_span(row['mfu'] for row in wide_all)} with the "
+                     f"loss everywhere, and {_span(row['mfu'] for row in long)} for {lengths}-token sequences "
+                     f"({lowest_mfu} is the lowest)"),
+        "perf_suite_mfu": _span(row["mfu"] for row in suite),
     }
 
 
 def worker_values(folder: Path) -> dict[str, str]:
     """``perf_workers``: two single-thread worker processes against one, and against one process with two
     threads, from ``workers.csv``."""
-    if not (folder / "workers.csv").exists():
+    rows = read_rows(folder / "workers.csv")
+    if not rows:
         return {"perf_workers": NOT_MEASURED}
-    frame = pd.read_csv(folder / "workers.csv").set_index(["workers", "threads_per_worker"]).tokens_per_s
-    two = frame[(2, 1)]
+    rate = {(row["workers"], row["threads_per_worker"]): row["tokens_per_s"] for row in rows}
+    two = rate[(2, 1)]
     return {"perf_workers": (f"two single-thread processes train {two / 1000:.0f}K tokens/s together, "
-                             f"{two / frame[(1, 1)]:.1f}x one single-thread process and {two / frame[(1, 2)]:.2f}x "
+                             f"{two / rate[(1, 1)]:.1f}x one single-thread process and {two / rate[(1, 2)]:.2f}x "
                              "one process with two threads")}
 
 
 def seed_batching_values(folder: Path) -> dict[str, str]:
     """``perf_seed_batching``: the range of the seed-batching speed-up over the encodings, per number of seeds
     batched, and whether it is a gain at every size, from ``seed_batching.csv``."""
-    if not (folder / "seed_batching.csv").exists():
+    rows = read_rows(folder / "seed_batching.csv")
+    if not rows:
         return {"perf_seed_batching": NOT_MEASURED}
-    frame = pd.read_csv(folder / "seed_batching.csv")
-    spans = ", ".join(f"{_span(group.speedup)}x (S = {seeds})" for seeds, group in frame.groupby("seeds"))
-    verdict = "a gain at every size" if frame.speedup.min() > 1 else "no consistent gain on this CPU"
+    sizes = sorted({row["seeds"] for row in rows})
+    spans = ", ".join(f"{_span(row['speedup'] for row in rows if row['seeds'] == seeds)}x (S = {seeds:.0f})"
+                      for seeds in sizes)
+    verdict = "a gain at every size" if min(row["speedup"] for row in rows) > 1 else "no consistent gain on this CPU"
     return {"perf_seed_batching": f"{spans}: {verdict}"}
+
+
+def profile_values(folder: Path) -> dict[str, str]:
+    """``perf_profile``: the matmuls' share of the profiled training step, its three largest operators and the time
+    outside any operator, from ``profile.csv``."""
+    rows = read_rows(folder / "profile.csv")
+    if not rows:
+        return {"perf_profile": NOT_MEASURED}
+    operators = [row for row in rows if not math.isnan(row["calls_per_step"]) and row["operator"] != "other operators"]
+    largest = sorted(operators, key=lambda row: -row["share"])[:3]
+    outside = sum(row["share"] for row in rows if math.isnan(row["calls_per_step"]))
+    matmuls = sum(row["share"] for row in rows if row["matmul"])
+    named = ", ".join(f"{row['operator']} {row['share']:.0%}" for row in largest)
+    return {"perf_profile": (f"the matrix multiplications take {matmuls:.0%} of the `{rows[0]['point']}` step "
+                             f"({rows[0]['encoding']}); its largest operators are {named}; "
+                             f"{outside:.0%} is spent outside any operator (Python, autograd)")}
 
 
 def compile_values(folder: Path) -> dict[str, str]:
     """``perf_compile``: ``torch.compile``'s compile time, its steady-state speed-up per encoding and the steps
     after which it pays off, from ``compile.csv``."""
-    if not (folder / "compile.csv").exists():
+    rows = read_rows(folder / "compile.csv")
+    if not rows:
         return {"perf_compile": NOT_MEASURED}
-    frame = pd.read_csv(folder / "compile.csv")
-    gains = ", ".join(f"{row.steady_speedup:.2f}x ({row.encoding})" for row in frame.itertuples())
-    pays = [f"after about {_rounded(row.break_even_steps)} steps for {row.encoding}" for row in frame.itertuples()
-            if math.isfinite(row.break_even_steps)]
-    never = [row.encoding for row in frame.itertuples() if not math.isfinite(row.break_even_steps)]
+    gains = ", ".join(f"{row['steady_speedup']:.2f}x ({row['encoding']})" for row in rows)
+    pays = [f"after about {_rounded(row['break_even_steps'])} steps for {row['encoding']}" for row in rows
+            if math.isfinite(row["break_even_steps"])]
+    never = [row["encoding"] for row in rows if not math.isfinite(row["break_even_steps"])]
     payoff = "; ".join([*pays, *([f"never for {', '.join(never)}"] if never else [])])
-    return {"perf_compile": (f"{_span(frame.compile_s, 0)} s to compile, then {gains} in steady state, so it would "
-                             f"pay off {payoff}")}
+    return {"perf_compile": (f"{_span((row['compile_s'] for row in rows), 0)} s to compile, then {gains} in steady "
+                             f"state, so it would pay off {payoff}")}
 
 
 def performance_values(folder: Path) -> dict[str, str]:
     """Every sentence of the performance page's results (:func:`framework_values`, :func:`worker_values`,
-    :func:`seed_batching_values`, :func:`compile_values`) from the CSVs in ``folder``."""
+    :func:`seed_batching_values`, :func:`profile_values`, :func:`compile_values`) from the CSVs in ``folder``."""
     return {**framework_values(folder), **worker_values(folder), **seed_batching_values(folder),
-            **compile_values(folder)}
+            **profile_values(folder), **compile_values(folder)}

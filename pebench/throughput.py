@@ -461,6 +461,46 @@ def reference_step_ms(encoding: str = "rope", passes: int = 5) -> float:
         torch.set_num_threads(previous)
 
 
+#: torch operators that are matrix multiplications (the linear layers, the head and their gradients), summed in the
+#: profile's sentence
+MATMUL_OPERATORS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+#: operators the profile table lists by name (the rest are summed as "other operators")
+PROFILE_TOP = 10
+
+
+def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
+    """Where the time of the standard suite's training step goes (:func:`suite_point`, one thread): a
+    ``torch.profiler`` trace of ``passes`` passes over the point's batches, after a warm-up pass. One row per
+    operator of the :data:`PROFILE_TOP` with the most self time and per matmul (:data:`MATMUL_OPERATORS`, the
+    ``matmul`` column), then the other operators together, then the time
+    spent outside any operator (Python, autograd's bookkeeping); ``share`` is of the traced wall time (the
+    profiler's own cost included, so the shares are of a slower step than the timed ones)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        point = suite_point()
+        stepper = Stepper(build_pebench(encoding, point), point)
+        batches = make_batches(point)
+        stepper.run(batches)  # warm-up: caches, allocator
+        steps = passes * len(batches)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as trace:
+            wall = sum(stepper.run(batches) for _ in range(passes))
+    finally:
+        torch.set_num_threads(previous)
+    operators = sorted(((event.key, event.self_cpu_time_total / 1e6, event.count)
+                        for event in trace.key_averages() if event.self_cpu_time_total > 0),
+                       key=lambda operator: -operator[1])
+    named = [operator for rank, operator in enumerate(operators) if rank < PROFILE_TOP or operator[0] in
+             MATMUL_OPERATORS]  # every matmul by name, so that their sum is the matmuls' share
+    rows = [(name, seconds, calls / steps) for name, seconds, calls in named]
+    rest = [operator for operator in operators if operator not in named]
+    rows.append(("other operators", sum(seconds for _, seconds, _ in rest), sum(c for _, _, c in rest) / steps))
+    rows.append(("outside operators", max(0.0, wall - sum(seconds for _, seconds, _ in operators)), float("nan")))
+    return pd.DataFrame([{"point": point.name, "encoding": encoding, "operator": name,
+                          "ms_per_step": 1e3 * seconds / steps, "share": seconds / wall, "calls_per_step": calls,
+                          "matmul": name in MATMUL_OPERATORS} for name, seconds, calls in rows])
+
+
 def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict:
     """Wall time of ``pebench run --suite SUITE --workers N --out OUT`` in a fresh interpreter.
 
@@ -639,6 +679,18 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
     if (out / "workers.csv").exists():
         parts += ["### Worker processes on 2 cores (aggregate training tokens/s)\n",
                   _markdown(pd.read_csv(out / "workers.csv"), "{:.0f}"), ""]
+    if (out / "profile.csv").exists():
+        profile = pd.read_csv(out / "profile.csv")
+        first = profile.iloc[0]
+        shown = pd.DataFrame({"operator": profile["operator"], "ms per step": profile["ms_per_step"],
+                              "share of the step": profile["share"].map("{:.1%}".format),
+                              "calls per step": profile["calls_per_step"].map(
+                                  lambda calls: "" if pd.isna(calls) else f"{calls:.1f}")})
+        parts += [f"### Where the time of a training step goes ({first.point}, {first.encoding}, 1 thread)\n",
+                  "A `torch.profiler` trace of the step (`--only profile`): the operators with the most self time, "
+                  "the others together, and the time outside any operator (Python, autograd); shares are of the "
+                  "traced wall time, the profiler's own cost included.\n",
+                  _markdown(shown), ""]
     if (out / "compile.csv").exists():
         compiled = pd.read_csv(out / "compile.csv", dtype={"error": str}).fillna({"error": ""})
         parts += ["### torch.compile (pebench, dynamic shapes)\n", _markdown(compiled), ""]
@@ -684,9 +736,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="markdown tables generated from the CSVs (default: the docs' tables for the default "
                              "--out, else OUT/performance_tables.md, so a trial run never replaces the docs' numbers)")
     parser.add_argument("--only", nargs="*",
-                        default=["machine", "frameworks", "seeds", "workers", "compile", "suites"],
+                        default=["machine", "frameworks", "seeds", "workers", "profile", "compile", "suites"],
                         help="parts to measure (also: estimate, the announced time of a suite against the measured "
-                             "time of a sample of it; not in the default)")
+                             "time of a sample of it; not in the default; profile, where the time of the suite's "
+                             "training step goes)")
     parser.add_argument("--tables-only", action="store_true", help="only regenerate the tables from the CSVs")
     parser.add_argument("--summary", action="store_true",
                         help="only print the performance page's sentences, generated from the CSVs")
@@ -740,6 +793,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "workers" in args.only:
         worker_scaling(pts[0], "rope", steps=100 if args.quick else 1000, repeats=3).to_csv(
             args.out / "workers.csv", index=False)
+    if "profile" in args.only:
+        step_profile(passes=2 if args.quick else 5).to_csv(args.out / "profile.csv", index=False)
     if "compile" in args.only:
         pd.concat([compile_gain(pts[0], encoding, passes=repeats) for encoding in ("none", "rope", "alibi")]).to_csv(
             args.out / "compile.csv", index=False)

@@ -155,3 +155,13 @@ def test_an_estimate_check_times_its_sample_against_the_announced_model(tmp_path
     assert (row.runs, row.estimate_minutes, row.measured_minutes, row.measured_over_estimate) == (5, 1.25, 1.25, 1.0)
     tables = throughput.write_tables(tmp_path, tmp_path / "tables.md")
     assert "Announced time against measured time" in tables and "| 1.2 | 1.2 | 1.00 |" in tables
+
+
+def test_the_step_profile_accounts_for_the_whole_traced_time():
+    """The profile's rows are the largest operators, every matmul by name, the other operators and the time outside
+    any operator: their shares add up to the traced wall time."""
+    profile = throughput.step_profile(passes=1)
+    # 1e-3: the profiler counts whole microseconds and the wall time is perf_counter's, over a step of milliseconds
+    assert profile.share.sum() == pytest.approx(1.0, abs=1e-3)
+    assert set(profile.operator[profile.matmul]) <= set(throughput.MATMUL_OPERATORS) and profile.matmul.any()
+    assert (profile.share >= 0).all() and profile.operator.tolist()[-2:] == ["other operators", "outside operators"]
