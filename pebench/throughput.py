@@ -473,8 +473,10 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
     ``torch.profiler`` trace of ``passes`` passes over the point's batches, after a warm-up pass. One row per
     operator of the :data:`PROFILE_TOP` with the most self time and per matmul (:data:`MATMUL_OPERATORS`, the
     ``matmul`` column), then the other operators together, then the time
-    spent outside any operator (Python, autograd's bookkeeping); ``share`` is of the traced wall time (the
-    profiler's own cost included, so the shares are of a slower step than the timed ones)."""
+    spent outside any operator (Python, autograd's bookkeeping); ``share`` is of the traced wall time. The
+    profiler's own cost is in every operator's time, most in the small ones called many times per step, so the
+    same passes are also timed without it (``untraced_ms_per_step``), for the reader to see how much slower the
+    traced step was."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -483,6 +485,7 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
         batches = make_batches(point)
         stepper.run(batches)  # warm-up: caches, allocator
         steps = passes * len(batches)
+        untraced = sum(stepper.run(batches) for _ in range(passes))  # the same passes without the profiler's cost
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as trace:
             wall = sum(stepper.run(batches) for _ in range(passes))
     finally:
@@ -498,7 +501,8 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
     rows.append(("outside operators", max(0.0, wall - sum(seconds for _, seconds, _ in operators)), float("nan")))
     return pd.DataFrame([{"point": point.name, "encoding": encoding, "operator": name,
                           "ms_per_step": 1e3 * seconds / steps, "share": seconds / wall, "calls_per_step": calls,
-                          "matmul": name in MATMUL_OPERATORS} for name, seconds, calls in rows])
+                          "matmul": name in MATMUL_OPERATORS, "untraced_ms_per_step": 1e3 * untraced / steps}
+                         for name, seconds, calls in rows])
 
 
 def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict:
@@ -688,8 +692,10 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
                                   lambda calls: "" if pd.isna(calls) else f"{calls:.1f}")})
         parts += [f"### Where the time of a training step goes ({first.point}, {first.encoding}, 1 thread)\n",
                   "A `torch.profiler` trace of the step (`--only profile`): the operators with the most self time, "
-                  "the others together, and the time outside any operator (Python, autograd); shares are of the "
-                  "traced wall time, the profiler's own cost included.\n",
+                  "every matmul, the others together, and the time outside any operator (Python, autograd); shares "
+                  "are of the traced wall time. The profiler's own cost is in every operator's time, most in the "
+                  f"small ones called many times: traced, a step took {profile.ms_per_step.sum():.1f} ms, untraced "
+                  f"{first.untraced_ms_per_step:.1f} ms.\n",
                   _markdown(shown), ""]
     if (out / "compile.csv").exists():
         compiled = pd.read_csv(out / "compile.csv", dtype={"error": str}).fillna({"error": ""})
