@@ -499,7 +499,8 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
     rest = [operator for operator in operators if operator not in named]
     rows.append(("other operators", sum(seconds for _, seconds, _ in rest), sum(c for _, _, c in rest) / steps))
     rows.append(("outside operators", max(0.0, wall - sum(seconds for _, seconds, _ in operators)), float("nan")))
-    return pd.DataFrame([{"point": point.name, "encoding": encoding, "operator": name,
+    return pd.DataFrame([{"point": point.name, "d_model": point.d_model, "n_layers": point.n_layers,
+                          "batch_size": point.batch_size, "encoding": encoding, "operator": name,
                           "ms_per_step": 1e3 * seconds / steps, "share": seconds / wall, "calls_per_step": calls,
                           "matmul": name in MATMUL_OPERATORS, "untraced_ms_per_step": 1e3 * untraced / steps}
                          for name, seconds, calls in rows])
@@ -690,11 +691,12 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
                               "share of the step": profile["share"].map("{:.1%}".format),
                               "calls per step": profile["calls_per_step"].map(
                                   lambda calls: "" if pd.isna(calls) else f"{calls:.1f}")})
-        parts += [f"### Where the time of a training step goes ({first.point}, {first.encoding}, 1 thread)\n",
+        parts += [f"### Where the time of a training step goes ({first.point}: d_model {first.d_model}, "
+                  f"{first.n_layers} layers, batch {first.batch_size}, {first.encoding}, 1 thread)\n",
                   "A `torch.profiler` trace of the step (`--only profile`): the operators with the most self time, "
                   "every matmul, the others together, and the time outside any operator (Python, autograd); shares "
                   "are of the traced wall time. The profiler's own cost is in every operator's time, most in the "
-                  f"small ones called many times: traced, a step took {profile.ms_per_step.sum():.1f} ms, untraced "
+                  f"small ones called many times: traced, a step took {profile.ms_per_step.sum():.1f} ms; untraced, "
                   f"{first.untraced_ms_per_step:.1f} ms.\n",
                   _markdown(shown), ""]
     if (out / "compile.csv").exists():

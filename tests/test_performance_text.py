@@ -41,7 +41,8 @@ def test_sentences_from_the_csvs(tmp_path):
                   {"encoding": "rope", "compile_s": 14.6, "steady_speedup": 0.59, "break_even_steps": float("inf")}]
                  ).to_csv(tmp_path / "compile.csv", index=False)
     pd.DataFrame([{"point": "suite", "encoding": "rope", "operator": name, "ms_per_step": 1.0, "share": share,
-                   "calls_per_step": calls, "matmul": name in ("aten::mm", "aten::bmm"), "untraced_ms_per_step": 1.25}
+                   "calls_per_step": calls, "matmul": name in ("aten::mm", "aten::bmm"), "untraced_ms_per_step": 4.0,
+                   "d_model": 64, "n_layers": 3, "batch_size": 64}
                   for name, share, calls in (("aten::mm", 0.30, 20.0), ("aten::gelu", 0.10, 2.0),
                                              ("aten::bmm", 0.05, 4.0), ("other operators", 0.35, 300.0),
                                              ("outside operators", 0.20, float("nan")))]).to_csv(
@@ -60,11 +61,11 @@ def test_sentences_from_the_csvs(tmp_path):
     assert values["perf_workers"] == ("two single-thread processes train 84K tokens/s together, 2.1x one "
                                       "single-thread process and 1.20x one process with two threads")
     assert values["perf_seed_batching"] == "0.95-1.02x (S = 1), 1.10x (S = 4): no consistent gain on this CPU"
-    assert values["perf_profile"] == ("the matrix multiplications take 35% of the `suite` step (rope); its largest "
-                                      "operators are aten::mm 30%, aten::gelu 10%, aten::bmm 5%; 20% is spent outside "
-                                      "any operator (Python, autograd). These are shares of a traced step (5.0 ms, "
-                                      "against 1.2 ms untraced): the profiler's cost inflates the operators called "
-                                      "many times per step most, so the matmuls' share of an untraced step is larger")
+    assert values["perf_profile"] == (
+        "in the standard suite's step (`suite`: d_model 64, 3 layers, batch 64, rope) the matrix multiplications take "
+        "35%; the largest operators are aten::mm 30%, aten::gelu 10%, aten::bmm 5%; 20% is spent outside any operator "
+        "(Python, autograd); the profiler made the step 25% slower (5.0 ms against 4.0 ms untraced), inflating most "
+        "the operators called many times per step: the matmuls' share is understated")
     assert values["perf_compile"] == ("15-24 s to compile, then 1.01x (none), 0.59x (rope) in steady state, so it "
                                       "would pay off after about 400,000 steps for none; never for rope")
 
