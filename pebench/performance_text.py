@@ -57,13 +57,15 @@ def _where(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -
 
 
 def framework_values(folder: Path) -> dict[str, str]:
-    """``perf_suite_speedup``, ``perf_d128_speedup``, ``perf_all_speedup``, ``perf_mfu`` and ``perf_suite_mfu``:
-    pebench's training step against the faster x-transformers attention path, and its model FLOPs utilization
-    (against the best matmul peak of ``machine.csv``, as the tables compute it), from ``throughput.csv``."""
+    """``perf_suite_shape`` (the measured step of the standard suite: its width, depth where recorded, batch and
+    lengths), ``perf_suite_speedup``, ``perf_d128_speedup``, ``perf_all_speedup``, ``perf_mfu`` and
+    ``perf_suite_mfu``: pebench's training step against the faster x-transformers attention path, and its model
+    FLOPs utilization (against the best matmul peak of ``machine.csv``, as the tables compute it), from
+    ``throughput.csv``."""
     rows = read_rows(folder / "throughput.csv")
     if not rows:
-        return dict.fromkeys(("perf_suite_speedup", "perf_d128_speedup", "perf_all_speedup", "perf_mfu",
-                              "perf_suite_mfu"), NOT_MEASURED)
+        return dict.fromkeys(("perf_suite_shape", "perf_suite_speedup", "perf_d128_speedup", "perf_all_speedup",
+                              "perf_mfu", "perf_suite_mfu"), NOT_MEASURED)
     peaks = [row["matmul_peak_gflops"] for row in read_rows(folder / "machine.csv")]
     ours = [{**row, "mfu": row["gflops"] / max(peaks) if peaks else row["mfu"]} for row in rows
             if row["framework"] == "pebench"]
@@ -86,7 +88,11 @@ def framework_values(folder: Path) -> dict[str, str]:
     lengths = "-".join(f"{n:.0f}" for n in sorted({min(r["mean_length"] for r in long),
                                                     max(r["mean_length"] for r in long)}))
     lowest_mfu = min(long, key=lambda row: row["mfu"])["encoding"]
+    layers = f"{shape['n_layers']:.0f} layers, " if not math.isnan(shape.get("n_layers", math.nan)) else ""
     return {
+        "perf_suite_shape": (f"d_model {shape['d_model']:.0f}, {layers}batch {shape['batch_size']:.0f}, sequences of "
+                             f"{shape['mean_length']:.0f} tokens on average, loss on the "
+                             f"{'outputs' if shape['loss_on'] == 'outputs' else 'whole sequence'}"),
         "perf_suite_speedup": (
             f"**{speedup(slowest):.2f}x ({slowest['encoding']}) to {speedup(fastest):.2f}x ({fastest['encoding']})** "
             f"faster than the faster x-transformers attention path: {per_encoding} "

@@ -332,7 +332,8 @@ def compare_frameworks(pts: Sequence[Point], encs: Sequence[str], repeats: int, 
                     ratio = statistics.median(ratios)
                     q25, _, q75 = statistics.quantiles(ratios, n=4)
                 rows.append({
-                    "point": point.name, "d_model": point.d_model, "batch_size": point.batch_size,
+                    "point": point.name, "d_model": point.d_model, "n_layers": point.n_layers,
+                    "batch_size": point.batch_size,
                     "mean_length": tokens_per_pass / point.batch_size / len(batches), "arch": point.arch,
                     "loss_on": point.loss,
                     "encoding": encoding, "framework": name, "params": count_parameters(models[name]),
