@@ -100,7 +100,9 @@ def framework_values(folder: Path) -> dict[str, str]:
             f"{_span(row['speedup_q25'] for row in suite)})"),
         "perf_d128_speedup": f"{speedup(low):.2f} ({low['encoding']}) to {speedup(high):.2f} ({high['encoding']})",
         "perf_all_speedup": (f"{_span(map(speedup, all_at_suite_shape))} at the suite shape and "
-                             f"{_span(speedup(row) for row in wide if row['loss_on'] == 'all')} at d_model 128"),
+                             f"{_span(speedup(row) for row in wide if row['loss_on'] == 'all')} at d_model 128; at "
+                             f"the suite shape it is smallest for "
+                             f"{', '.join(row['encoding'] for row in sorted(all_at_suite_shape, key=speedup)[:3])}"),
         "perf_mfu": (f"{_span(row['mfu'] for row in wide_outputs)} of the measured 1-thread matmul peak at the "
                      f"suite's lengths with the loss on the outputs, {_span(row['mfu'] for row in wide_all)} with the "
                      f"loss everywhere, and {_span(row['mfu'] for row in long)} for {lengths}-token sequences "
