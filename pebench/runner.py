@@ -824,7 +824,7 @@ def calibrations(todo: Sequence[RunSpec], device: str | None = None, threads: in
     for spec in todo:
         firsts.setdefault(spec.experiment, {}).setdefault(spec.encoding, spec)
     rates = {}
-    with _torch_threads(threads):
+    with torch_threads(threads):
         for name, by_encoding in firsts.items():
             runs = list(by_encoding.values())
             count = min(CALIBRATED_ENCODINGS, len(runs))
@@ -865,7 +865,7 @@ def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str |
 
 
 @contextlib.contextmanager
-def _torch_threads(threads: int) -> Iterator[None]:
+def torch_threads(threads: int) -> Iterator[None]:
     """Train with ``threads`` torch threads in this process for the duration (restored after)."""
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -1053,7 +1053,7 @@ def _dispatch(
     (``stall_seconds``: :func:`_run_dask`'s); call ``started(unit)`` as a unit starts serially or on a local pool
     (a Dask scheduler decides that on its own), and there ``progressed(unit, text)`` as it says where it is."""
     if executor == "serial" or not units:
-        with _torch_threads(threads):
+        with torch_threads(threads):
             for unit in units:
                 started(unit)
                 progress = None if progressed is None else (lambda text, unit=unit: progressed(unit, text))

@@ -44,7 +44,7 @@ from pebench.batched import train_batched
 from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
 from pebench.performance_text import performance_values
-from pebench.runner import calibrations, run_sweep, time_estimate
+from pebench.runner import calibrations, run_sweep, time_estimate, torch_threads
 from pebench.store import git_state, raw_files
 from pebench.tables import Cell, Column, Table, to_markdown
 from pebench.train import TrainConfig, make_optimizer, train
@@ -450,16 +450,19 @@ def reference_step_ms(encoding: str = "rope", passes: int = 5) -> float:
     A yardstick of the machine's speed at the moment it is taken: a suite's wall time depends on it as
     much as on the code, so :func:`suite_wall_time` records it before and after each suite.
     """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        point = suite_point()
-        stepper = Stepper(build_pebench(encoding, point), point)
-        batches = make_batches(point)
-        stepper.run(batches)  # warm-up: caches, allocator
+    with torch_threads(1):
+        _, stepper, batches = warm_suite_stepper(encoding)
         return 1e3 * statistics.median(stepper.run(batches) / len(batches) for _ in range(passes))
-    finally:
-        torch.set_num_threads(previous)
+
+
+def warm_suite_stepper(encoding: str) -> tuple[Point, Stepper, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """The standard suite's training step (:func:`suite_point`) for ``encoding``: the point, its stepper and its
+    batches, after one warm-up pass over them (caches, allocator)."""
+    point = suite_point()
+    stepper = Stepper(build_pebench(encoding, point), point)
+    batches = make_batches(point)
+    stepper.run(batches)
+    return point, stepper, batches
 
 
 #: torch operators that are matrix multiplications (the linear layers, the head and their gradients), summed in the
@@ -478,19 +481,12 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
     profiler's own cost is in every operator's time, most in the small ones called many times per step, so the
     same passes are also timed without it (``untraced_ms_per_step``), for the reader to see how much slower the
     traced step was."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        point = suite_point()
-        stepper = Stepper(build_pebench(encoding, point), point)
-        batches = make_batches(point)
-        stepper.run(batches)  # warm-up: caches, allocator
+    with torch_threads(1):
+        point, stepper, batches = warm_suite_stepper(encoding)
         steps = passes * len(batches)
         untraced = sum(stepper.run(batches) for _ in range(passes))  # the same passes without the profiler's cost
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as trace:
             wall = sum(stepper.run(batches) for _ in range(passes))
-    finally:
-        torch.set_num_threads(previous)
     operators = sorted(((event.key, event.self_cpu_time_total / 1e6, event.count)
                         for event in trace.key_averages() if event.self_cpu_time_total > 0),
                        key=lambda operator: -operator[1])
