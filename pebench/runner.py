@@ -1024,18 +1024,19 @@ def _run_file_writer(
     failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name."""
 
     def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-        # a Ctrl-C or SIGTERM meanwhile is raised once the file is written: an interrupt inside the atomic write,
-        # between its temporary file's creation and its cleanup, left that file behind (seen once in CI)
+        # a Ctrl-C or SIGTERM meanwhile is raised once the file is written and counted: an interrupt inside the
+        # atomic write, between its temporary file's creation and its cleanup, left that file behind, and one
+        # between the write and the count left a saved run out of "N of M runs saved" (each seen once in CI)
+        status = rows[0].get("status")
         with _signals_deferred():
             if spec.run_id in retry:  # a failed run's record under another name would be a second file
                 for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
                     with contextlib.suppress(FileNotFoundError):
                         (raw_dir(out) / f"{spec.run_id}{suffix}").unlink()
             write_rows_atomic(raw_dir(out) / run_file_name(spec.run_id), rows)
-        status = rows[0].get("status")
-        summary.done += 1
-        summary.failed += status == "failed"
-        summary.diverged += status == "diverged"
+            summary.done += 1
+            summary.failed += status == "failed"
+            summary.diverged += status == "diverged"
         if status == "failed":
             log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
         callback(spec, rows)

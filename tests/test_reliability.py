@@ -122,6 +122,8 @@ def test_1_an_interrupt_while_a_run_file_is_written_is_raised_once_the_file_is_c
     with pytest.raises(KeyboardInterrupt), runner._signals_interrupt():
         finish(spec, runner._failed(spec, RuntimeError("a run"), torch.device("cpu")))
     assert [path.name for path in (out / "raw").iterdir()] == [store.run_file_name(spec.run_id)]
+    # and counted: the sweep's "N of M runs saved" and the manifest's runs_made name every file it wrote
+    assert (summary.done, summary.failed) == (1, 1)
     assert_every_file_verifies(out)
 
 
