@@ -56,7 +56,7 @@ def _cut_tocs(app: Any) -> dict[str, nodes.bullet_list]:
     """The environment's tables of contents cut by :func:`titles_only_toc` (each left whole where it cannot be
     cut), computed once per build's writing: they are forgotten when the environment is updated (``env-updated``,
     after every reading), so a table that a build read again is never cut from its old version."""
-    kept = getattr(app, "_pebench_cut_tocs", None)
+    kept = app._pebench_cut_tocs
     if kept is None:
         tocs = app.env.tocs
         cut = {docname: titles_only_toc(toc) for docname, toc in tocs.items()}
@@ -65,7 +65,7 @@ def _cut_tocs(app: Any) -> dict[str, nodes.bullet_list]:
     return kept
 
 
-def _forget_cut_tocs(app: Any, env: Any) -> None:
+def _forget_cut_tocs(app: Any, env: Any = None) -> None:
     app._pebench_cut_tocs = None
     app._pebench_sidebars = {}
 
@@ -201,5 +201,5 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _on_page_context, priority=400)
     app.connect("html-page-context", _mark_page, priority=600)
     app.connect("env-updated", _forget_cut_tocs)
-    app._pebench_cut_tocs, app._pebench_sidebars = None, {}
+    _forget_cut_tocs(app)  # nothing cut or drawn yet
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

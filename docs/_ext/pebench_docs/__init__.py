@@ -57,11 +57,10 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
     out = srcdir / "_generated"
     # the teaching figures train two small models (a third of this function's time): drawn by a second process
     # while this one writes the pages. Spawned, not forked: torch's thread pools do not survive a fork
-    drawing = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    figures = drawing.submit(registry_pages.generate_figures, out / "figures")
     # pages (and artifacts) that may be gone start afresh; what comes out the same keeps its time (buildtree)
-    with drawing, regenerated(out, ("encodings", "tasks", "api", "encoding_results", "task_results", "results",
-                                    "leaderboard")):
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as drawing, regenerated(
+            out, ("encodings", "tasks", "api", "encoding_results", "task_results", "results", "leaderboard")):
+        figures = drawing.submit(registry_pages.generate_figures, out / "figures")
         for name in encodings.names():
             write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir))
         for name in tasks.names():
