@@ -14,8 +14,9 @@ from test_results import curve_run, run_frame, write_synthetic_results
 from pebench import results, schema
 from pebench.cli import main
 from pebench.compare import MARGINS, compare
-from pebench.experiment import registered_report_specs
+from pebench.experiment import ReportSpec, registered_report_specs
 from pebench.report import Artifact, Report, tables_for, write_report
+from pebench.report.layout_findings import ORDER_MARGIN, findings_order
 from pebench.report.protocol_text import manifest_line
 from pebench.store import ResultsError
 from pebench.tables import latex_escape
@@ -694,3 +695,34 @@ def test_a_folder_that_records_no_declaration_says_so_and_the_manifest_record_is
     assert any(t.name.startswith("leaderboard_length_extrapolation") for t in recorded.tables)
     recorded_json = json.loads((folder / "report.json").read_text())["declarations"]
     assert recorded_json == {name: json.loads(json.dumps(declared[name])) for name in recorded_json}
+
+
+def order_runs(arch: str, accuracy: dict[str, float], floor: float) -> pd.DataFrame:
+    """Per-run rows of one architecture as the order layout reads them: two order-dependent tasks and a control,
+    two seeds, each encoding at its in-distribution token ``accuracy`` on the order-dependent tasks."""
+    rows = []
+    for encoding, acc in accuracy.items():
+        for task, dependent in (("copy", True), ("reverse", True), ("majority", False)):
+            for seed in (0, 1):
+                rows.append({"arch": arch, "encoding": encoding, "task": task, "seed": seed, "status": "ok",
+                             "order_dependent": dependent, "id_token_acc": acc if dependent else 0.9,
+                             "id_chance_token_acc": 0.1, "id_floor_token_acc": floor if dependent else 0.9,
+                             "order_reliance": acc - floor if dependent else 0.0, "invariance_gap": 0.0,
+                             "equivariance_gap_init": float("nan"), "equivariance_gap_trained": float("nan")})
+    return pd.DataFrame(rows)
+
+
+def test_order_not_learnt_is_judged_against_the_position_free_floor_not_nope():
+    """A NoPE decoder learns order from the causal mask (Kazemnejad et al. 2023), so an encoding as accurate as
+    NoPE has not thereby failed to learn order: only one within ORDER_MARGIN of the position-free floor has."""
+    decoders = order_runs("decoder", {"none": 1.0, "rope": 1.0, "learned": 0.36}, floor=0.35)
+    found = findings_order(decoders, pd.DataFrame(), "length_extrapolation", ReportSpec())
+    blind = [line for line in found if line.startswith("Order not learnt")]
+    assert blind == [f"Order not learnt (decoder): Learned 0.36 (floor 0.35) ID token accuracy on order-dependent "
+                     f"tasks, within {ORDER_MARGIN} of the position-free floor (what a model that ignores order "
+                     "reaches); their order reliance is no evidence of order use."]
+    assert not any("under-training" in line for line in found)
+    encoders = order_runs("encoder", {"none": 0.35, "rope": 0.99}, floor=0.35)
+    blind = [line for line in findings_order(encoders, pd.DataFrame(), "length_extrapolation", ReportSpec())
+             if line.startswith("Order not learnt")]
+    assert len(blind) == 1 and "NoPE 0.35 (floor 0.35)" in blind[0] and "RoPE" not in blind[0]
