@@ -266,46 +266,54 @@ def run_configs(suite: str) -> dict[str, list[dict[str, object]]]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print registered encodings, tasks, suites, experiments or metrics, or the protocol's constants (without an
-    argument: what can be listed). Suites and experiments are printed from the cache of an earlier call with the
-    same code and plugins where there is one (:mod:`pebench.list_cache`: no torch to import)."""
-    from pebench.list_cache import cached_text
+    argument: what can be listed). Each listing is printed from the cache of an earlier call with the same code,
+    plugins and width where there is one (:mod:`pebench.list_cache`: no torch to import); a call that has to
+    compute one computes and keeps them all."""
+    from pebench.list_cache import cached_listing
     from pebench.registry import plugin_records
 
-    if args.what in ("suites", "experiments"):
-        listing = _suites_listing if args.what == "suites" else _experiments_listing
-        print(cached_text(f"{args.what}-{list_width()}", plugin_records(), listing))  # kept per width
-        return EXIT_OK
+    def every_listing() -> dict[str, str]:
+        return {key(what): _listing(what) for what in (None, *LISTS)}
+
+    def key(what: str | None) -> str:
+        return f"{what or 'overview'}-{list_width()}"  # kept per width
+
+    print(cached_listing(key(args.what), plugin_records(), every_listing))
+    return EXIT_OK
+
+
+def _listing(what: str | None) -> str:
+    """The text ``pebench list WHAT`` prints (``None``: what can be listed, with how many of each)."""
     from pebench import encodings, metrics, tasks
     from pebench.experiment import load_experiments
 
-    if args.what is None:
-        print("pebench list WHAT, with WHAT one of:")
+    if what is None:
         counts = {"encodings": len(encodings.names()), "tasks": len(tasks.names()), "suites": len(SUITES),
                   "experiments": len(load_experiments().names()), "metrics": len(metrics.RUN_METRICS),
                   "protocol": "constants (fit criterion, step caps, seeds, lengths)"}
-        for what in LISTS:
-            print(f"  {what:12s} {counts[what]}")
-        return EXIT_OK
-    if args.what == "encodings":
+        return "\n".join(["pebench list WHAT, with WHAT one of:", *(f"  {name:12s} {counts[name]}" for name in LISTS)])
+    if what == "suites":
+        return _suites_listing()
+    if what == "experiments":
+        return _experiments_listing()
+    if what == "encodings":
         rows = [[name, encodings.meta(name)["kind"], encodings.meta(name)["summary"]] for name in encodings.names()]
-        print(columns(["encoding", "slot", "summary"], rows))
-    elif args.what == "tasks":
+        return columns(["encoding", "slot", "summary"], rows)
+    if what == "tasks":
         rows = []
         for name in tasks.names():
             task = tasks.get(name)
             chomsky = (tasks.TASKS.meta(name).get("chomsky") or "-").replace("_", "-")
             rows.append([name, f"v{task.version}", "dependent" if task.order_dependent else "invariant", chomsky,
                          f"{task.min_length}..{task.max_length or 'any'}", task.describe()])
-        print(columns(["task", "ver", "order", "Chomsky class", "lengths", "definition"], rows))
-    elif args.what == "protocol":
+        return columns(["task", "ver", "order", "Chomsky class", "lengths", "definition"], rows)
+    if what == "protocol":
         from pebench.protocol_tables import protocol_values
 
-        print(columns(["constant", "value"], [[name, plain(value)] for name, value in protocol_values().items()]))
-    else:
-        better = {True: "higher", False: "lower", None: "-"}
-        print(columns(["metric", "better", "what it is"],
-                      [[m.name, better[m.higher_is_better], m.description] for m in metrics.run_metrics()]))
-    return EXIT_OK
+        return columns(["constant", "value"], [[name, plain(value)] for name, value in protocol_values().items()])
+    better = {True: "higher", False: "lower", None: "-"}
+    return columns(["metric", "better", "what it is"],
+                   [[m.name, better[m.higher_is_better], m.description] for m in metrics.run_metrics()])
 
 
 def _suites_listing() -> str:

@@ -1,12 +1,13 @@
-"""What ``pebench list suites`` and ``pebench list experiments`` print, kept between calls.
+"""What ``pebench list`` prints, kept between calls.
 
-Both listings expand every experiment of every suite, which needs the experiment scripts and with them torch
-(about 2 s of the 2.6 s a listing takes on a 2-core machine, idle). Their text depends only on pebench's code,
-its experiment scripts and the plugins loaded, so it is kept in a file named by the SHA-256 of those
-(:func:`code_fingerprint`): the next call with the same code prints it without importing torch, and any edit,
-another version or another plugin computes it afresh. The folder is ``$PEBENCH_CACHE_DIR``, else
-``$XDG_CACHE_HOME/pebench``, else ``~/.cache/pebench``; where it cannot be written, every call computes.
-"""
+Every listing needs torch: the encodings, the tasks and the experiment scripts import it (about 1.3-1.6 s of the
+2.3 s a first listing takes on a 2-core machine, idle; expanding the suites' runs takes 0.03 s). A listing's text
+depends only on pebench's code, its experiment scripts, the plugins loaded and the terminal's width, so it is kept
+in a file named by the SHA-256 of the first three (:func:`code_fingerprint`) and the width: the next call with
+the same code prints it without importing torch, and any edit, another version or another plugin computes it
+afresh. A call that computes one listing computes and keeps them all (:func:`cached_listing`), so that torch is
+imported once per code, not once per listing. The folder is ``$PEBENCH_CACHE_DIR``, else
+``$XDG_CACHE_HOME/pebench``, else ``~/.cache/pebench``; where it cannot be written, every call computes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,20 +55,42 @@ def code_fingerprint(plugins: Iterable[dict[str, Any]] = ()) -> str:
 
 def cached_text(what: str, plugins: Iterable[dict[str, Any]], compute: Callable[[], str]) -> str:
     """The listing ``what`` for this code and these ``plugins``: read from the cache where a call with the same
-    code kept it (a plain file, never a link), else ``compute()``-d and kept (written whole, then renamed into
-    place, so that a concurrent call reads a complete file or none)."""
-    path = cache_dir() / f"list-{what}-{code_fingerprint(plugins)[:32]}.txt"
+    code kept it (a plain file, never a link), else ``compute()``-d and kept (:func:`cached_listing`)."""
+    return cached_listing(what, plugins, lambda: {what: compute()})
+
+
+def cached_listing(what: str, plugins: Iterable[dict[str, Any]], compute_all: Callable[[], Mapping[str, str]]) -> str:
+    """The listing ``what`` for this code and these ``plugins``, read from the cache where a call with the same code
+    kept it (a plain file, never a link). Else ``compute_all()`` gives every listing a call can ask for, by name
+    (``what`` among them): each is kept (written whole, then renamed into place, so that a concurrent call reads a
+    complete file or none), so that the one import of torch a first listing costs serves every other listing too.
+    """
+    plugins = list(plugins)
+    fingerprint = code_fingerprint(plugins)[:32]
+    path = _kept_path(what, fingerprint)
     try:
         if path.is_file() and not path.is_symlink():
             return path.read_text(encoding="utf-8")
     except OSError:
         pass
-    text = compute()
+    texts = compute_all()
+    for name, text in texts.items():
+        _keep(_kept_path(name, fingerprint), text)
+    return texts[what]
+
+
+def _kept_path(what: str, fingerprint: str) -> Path:
+    return cache_dir() / f"list-{what}-{fingerprint}.txt"
+
+
+def _keep(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole, then rename it into place; nothing where the folder cannot be written (a
+    read-only home: every call computes)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    except OSError:  # a read-only home: computed on every call
-        return text
+    except OSError:
+        return
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
@@ -75,4 +98,3 @@ def cached_text(what: str, plugins: Iterable[dict[str, Any]], compute: Callable[
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-    return text

@@ -1,5 +1,5 @@
-"""``pebench list suites`` and ``list experiments`` are kept per code, plugins and width (issue 39: a listing
-in under 2 s; most of the 2.6 s of computing one is importing torch)."""
+"""Every ``pebench list`` is kept per code, plugins and width (issue 39: a listing in under 2 s; most of the 2.3 s of
+computing one is importing torch), and the call that computes one keeps them all."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pebench import list_cache
-from pebench.cli import main
+from pebench.cli import LISTS, main
 
 ROOT = Path(__file__).resolve().parent.parent
 #: prints a listing and whether torch was imported to make it
@@ -19,14 +19,32 @@ LISTED = ("import sys; from pebench.cli import main; code = main(['list', '{what
           "print('torch imported' if 'torch' in sys.modules else 'no torch'); sys.exit(code)")
 
 
-@pytest.mark.parametrize("what", ["suites", "experiments"])
+@pytest.mark.parametrize("what", ["suites", "experiments", "tasks"])
 def test_a_second_listing_is_the_first_without_torch(what, tmp_path):
     env = {**os.environ, list_cache.CACHE_ENV: str(tmp_path / "cache"), "COLUMNS": "100"}
     first, second = (subprocess.run([sys.executable, "-c", LISTED.format(what=what)], cwd=tmp_path, env=env,
                                     capture_output=True, text=True, check=True).stdout for _ in range(2))
     assert first.endswith("torch imported\n") and second.endswith("no torch\n")
     assert first.removesuffix("torch imported\n") == second.removesuffix("no torch\n")
-    assert "standard" in first and len(list((tmp_path / "cache").glob(f"list-{what}-100-*.txt"))) == 1
+    assert len(list((tmp_path / "cache").glob(f"list-{what}-100-*.txt"))) == 1
+
+
+def test_the_call_that_computes_a_listing_keeps_them_all(tmp_path):
+    """After one listing has imported torch, every other listing (and ``pebench list`` alone) is printed
+    without it, and each is what that listing computes."""
+    env = {**os.environ, list_cache.CACHE_ENV: str(tmp_path / "cache"), "COLUMNS": "100"}
+
+    def listed(what: str) -> str:
+        return subprocess.run([sys.executable, "-c", LISTED.format(what=what)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=True).stdout
+
+    assert listed("encodings").endswith("torch imported\n")
+    kept = {what: listed(what) for what in ("suites", "experiments", "tasks", "metrics", "protocol")}
+    assert all(text.endswith("no torch\n") for text in kept.values())
+    assert len(list((tmp_path / "cache").glob("list-*-100-*.txt"))) == 1 + len(LISTS)  # and `pebench list` alone
+    assert kept["suites"].startswith("suite") and "standard" in kept["suites"]
+    assert kept["tasks"].startswith("task") and "parity_check" in kept["tasks"]
+    assert kept["protocol"].startswith("constant") and kept["metrics"].startswith("metric")
 
 
 def test_the_cached_listing_is_the_computed_one(capsys):

@@ -11,7 +11,6 @@ from pebench.experiment import ReportSpec
 from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels, people_words, task_label, task_labels
 from pebench.tables import format_mean_ci, format_number
 
-
 #: how far above the position-free floor an encoding's in-distribution token accuracy on order-dependent tasks
 #: must be for its order reliance to count as order use (:func:`findings_order`)
 ORDER_MARGIN = 0.05
