@@ -28,6 +28,7 @@ they are counted (``runs_failed``), never scored. Metric directions come from
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Sequence
 
@@ -287,7 +288,8 @@ def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_bo
     """The extrapolation board of protocol v3: per arch, the encodings that fitted at least
     :data:`BOARD_MIN_FIT` of their order-dependent runs, scored by ``metric`` on the (task, seed) pairs in
     which every one of them fitted (jointly fitted: nobody's score is an unfitted run's), as tiers of a
-    two-level bootstrap over tasks and seeds (:func:`two_level_bootstrap`, :func:`tiers`).
+    two-level bootstrap over tasks and seeds (:func:`two_level_bootstrap`, :func:`tiers`); on too few pairs to
+    tell encodings apart (:func:`separable`), every ranked one is in tier 1.
 
     Returns one row per (arch, encoding): ``ranked`` (on the board), ``dependent_fit_rate``, and for ranked
     ones ``score`` (mean over tasks of the mean over seeds), ``low`` / ``high`` (95% percentile interval),
@@ -324,7 +326,8 @@ def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_bo
             low, high = np.percentile(boot, [2.5, 97.5], axis=0)
             best = boot == boot.max(axis=1, keepdims=True)
             p_first = (best / best.sum(axis=1, keepdims=True)).mean(axis=0)
-            tier = tiers(point, low, high)
+            # too few pairs for any paired test to reach the level: the intervals cannot tell encodings apart
+            tier = tiers(point, low, high) if separable(n_pairs) else np.ones(len(ranked), dtype=int)
             if not higher:  # back to the metric's own scale
                 point, low, high = -point, -high, -low
             for j, encoding in enumerate(ranked):
@@ -462,6 +465,19 @@ def harm_table(table: pd.DataFrame, caption: str = "", name: str = "harm", label
     return _board(name, table, headers, rows, caption, label)
 
 
+def separable(n_pairs: int) -> bool:
+    """Whether a board on ``n_pairs`` jointly fitted task-seed pairs can rank encodings apart: only when a paired
+    test on that many pairs could reach :data:`ALPHA` (:func:`smallest_p`: at least 6 pairs). On fewer, a bootstrap
+    interval is as narrow as the few values it resamples (a single pair gives a point), so every ranked encoding
+    shares the top tier, as a declared comparison on so few pairs is "cannot resolve"."""
+    return bool(smallest_p(n_pairs) < ALPHA)
+
+
+def min_separable_pairs() -> int:
+    """The fewest jointly fitted pairs on which a board can rank encodings apart (:func:`separable`): 6."""
+    return next(n for n in itertools.count(1) if separable(n))
+
+
 def tier_sentence(board: pd.DataFrame, arch: str) -> str:
     """What an :func:`extrapolation_board` says about ``arch``, claiming only what its tiers separate: the
     encoding first when the top tier holds it alone, else the encodings that share the top tier."""
@@ -474,7 +490,10 @@ def tier_sentence(board: pd.DataFrame, arch: str) -> str:
     described = ", ".join(f"{encoding_label(r.encoding)} {_interval(r.score, r.low, r.high)}" for r in top.itertuples())
     n_pairs, n_tasks = int(part["n_pairs"].iloc[0]), int(part["n_tasks"].iloc[0])
     basis = f"on {n_pairs} jointly fitted task-seed pairs of {n_tasks} order-dependent tasks"
-    if len(top) == 1 and len(part) > 1:
+    if len(part) > 1 and not separable(n_pairs):
+        lead = (f"{len(top)} encodings share the top tier, too few jointly fitted pairs to tell any apart (a paired "
+                f"test on fewer than {min_separable_pairs()} cannot reach p < {ALPHA:g}): {described} ({basis})")
+    elif len(top) == 1 and len(part) > 1:
         lead = f"{described} is first, its interval above every other's ({basis})"
     elif len(top) == 1:
         lead = f"only {described} is ranked ({basis})"

@@ -202,6 +202,22 @@ def test_encodings_whose_intervals_overlap_share_the_top_tier_and_no_sentence_ra
     assert "2 encodings share the top tier" in sentence and "first" not in sentence
 
 
+def test_a_board_on_too_few_pairs_for_a_paired_test_ranks_nobody_apart():
+    """One task and five seeds: five pairs, whose smallest sign-flip p (2/32) is not below 0.05, so however far
+    apart the bootstrap intervals (a single pair gives points), every ranked encoding shares the top tier and no
+    sentence names a first; six pairs (2/64) can separate them."""
+    assert [lb.separable(n) for n in (0, 1, 5, 6)] == [False, False, False, True] and lb.min_separable_pairs() == 6
+    few = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=1, seeds=5, noise=0.0), n_boot=200)
+    assert (few["tier"] == 1).all() and (few["n_pairs"] == 5).all()
+    assert (few.set_index("encoding")["high"]["alibi"] < few.set_index("encoding")["low"]["rope"])  # apart, yet
+    sentence = lb.tier_sentence(few, "decoder")
+    assert sentence.startswith("2 encodings share the top tier, too few jointly fitted pairs to tell any apart")
+    assert "first" not in sentence and "cannot reach p < 0.05" in sentence
+    enough = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=1, seeds=6, noise=0.0), n_boot=200)
+    assert enough.set_index("encoding")["tier"].to_dict() == {"rope": 1, "alibi": 2}
+    assert "is first" in lb.tier_sentence(enough, "decoder")
+
+
 def test_the_board_scores_only_jointly_fitted_task_seed_pairs():
     """An unfitted run's out-of-distribution number is never read: the pair it belongs to leaves the board for
     every encoding, so all are compared on the same pairs."""

@@ -95,8 +95,10 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
               "the mean over seeds) of the encodings that fitted at least "
               f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs in which "
               "every one of them fitted; 95% intervals of a two-level bootstrap (tasks, then seeds); encodings whose "
-              "interval overlaps a tier leader's share its tier; P(first) = share of bootstrap replicates in which "
-              "it is best. Look at the tiers, not the order inside one.", "extrapolation tiers")
+              "interval overlaps a tier leader's share its tier (all of them, on fewer than "
+              f"{leaderboard.min_separable_pairs()} pairs: too few for a paired test to reach p < "
+              f"{leaderboard.ALPHA:g}); P(first) = share of bootstrap replicates in which it is best. Look at the "
+              "tiers, not the order inside one.", "extrapolation tiers")
         for arch in tiers["arch"].unique():
             findings.append(f"{named(experiment, spec, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
     capability = leaderboard.capability(runs)

@@ -90,7 +90,9 @@ def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) ->
     score = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
     caption = (
         "The scores and tiers of protocol v3's boards, per architecture. Tier: encodings whose 95% interval "
-        "overlaps the tier leader's share its tier (1 = top, in bold); — = not ranked, it fitted under "
+        "overlaps the tier leader's share its tier (1 = top, in bold; all in tier 1 on fewer than "
+        f"{leaderboard.min_separable_pairs()} pairs, too few for a paired test to reach p < {leaderboard.ALPHA:g}); "
+        "— = not ranked, it fitted under "
         f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of its order-dependent runs. Score: {score}, (OOD accuracy − "
         "floor) / (1 − floor), 0 = what a model without position information reaches, 1 = perfect; mean over "
         "tasks of the mean over seeds, on the task-seed pairs in which every ranked encoding fitted "
