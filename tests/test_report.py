@@ -16,7 +16,7 @@ from pebench.cli import main
 from pebench.compare import MARGINS, compare
 from pebench.experiment import ReportSpec, registered_report_specs
 from pebench.report import Artifact, Report, tables_for, write_report
-from pebench.report.layout_findings import ORDER_MARGIN, findings_order
+from pebench.report.layout_findings import ORDER_MARGIN, findings_length, findings_order
 from pebench.report.protocol_text import manifest_line
 from pebench.store import ResultsError
 from pebench.tables import latex_escape
@@ -726,3 +726,25 @@ def test_order_not_learnt_is_judged_against_the_position_free_floor_not_nope():
     blind = [line for line in findings_order(encoders, pd.DataFrame(), "length_extrapolation", ReportSpec())
              if line.startswith("Order not learnt")]
     assert len(blind) == 1 and "NoPE 0.35 (floor 0.35)" in blind[0] and "RoPE" not in blind[0]
+
+
+def test_an_encoding_the_test_could_not_judge_is_never_called_worse():
+    """With one fitted seed on a side a Welch test has no variance: the finding names such encodings as not
+    tested, not among those worse than the best (FIRE has two fitted seeds, RoPE one, T5 three)."""
+    fitted_seeds = {"fire": {0, 1}, "rope": {0}, "t5": {0, 1, 2}}
+    scores = {"fire": 0.94, "rope": 0.95, "t5": 0.4}
+    runs = pd.DataFrame([{"experiment": "length_extrapolation", "task": "copy", "task_version": 1, "arch": "decoder",
+                          "encoding": e, "encoding_options": "{}", "variant": "trained", "train_max_len": 8,
+                          "seed": s, "status": "ok", "fitted": s in fitted_seeds[e],
+                          "ood_token_acc": scores[e] + 0.01 * s} for e in scores for s in range(3)])
+    cells = pd.DataFrame([{"variant": "trained", "arch": "decoder", "task": "copy", "encoding": e,
+                           "ood_token_acc_mean": scores[e], "ood_token_acc_ci95": 0.01,
+                           "fitted_mean": len(fitted_seeds[e]) / 3, "fitted_n": 3, "id_token_acc_mean": 1.0,
+                           "ood_floor_token_acc_mean": 0.35, "ood_chance_token_acc_mean": 0.1} for e in scores])
+    (finding,) = findings_length(runs, cells, "length_extrapolation", ReportSpec())
+    assert "best OOD token accuracy RoPE" in finding
+    assert finding.endswith("not tested, fewer than 2 fitted seeds on a side: FIRE, T5 bias.")
+    assert "not significantly worse" not in finding  # nothing was tested against a best of one seed
+    runs.loc[(runs["encoding"] == "rope"), "fitted"] = runs["seed"] < 2  # now two fitted RoPE seeds
+    (finding,) = findings_length(runs, cells, "length_extrapolation", ReportSpec())
+    assert "not significantly worse among fitted: FIRE" in finding and "not tested" not in finding

@@ -38,8 +38,9 @@ def titled(experiment: str, spec: ReportSpec, what: str) -> str:
 
 def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
-    an unfitted run is no evidence), with its fit fraction, the position-free floor and chance; tasks no
-    encoding fitted are named as such."""
+    an unfitted run is no evidence), with its fit fraction, the position-free floor and chance, the encodings
+    not significantly worse, and those the test could not judge (fewer than 2 fitted seeds on a side: never
+    counted as worse); tasks no encoding fitted are named as such."""
     out = []
     cells = cells[cells["variant"] == BASE_VARIANT]
     fitted_runs = runs[(runs["variant"] == BASE_VARIANT) & schema.completed(runs)]
@@ -58,6 +59,8 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
             top = rows[rows["is_best"]].iloc[0]
             cell = part[(part["task"] == task) & (part["encoding"] == top["encoding"])].iloc[0]
             tied = [e for e in rows[rows["not_worse"]]["encoding"] if e != top["encoding"]]
+            # a Welch test needs two fitted seeds on each side: an encoding it could not test is not called worse
+            untested = [e for e in rows[~rows["is_best"] & rows["p_holm"].isna()]["encoding"]]
             fitted = f"{int(round(cell['fitted_mean'] * cell['fitted_n']))}/{int(cell['fitted_n'])} seeds fitted" \
                 if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
             floor = cell.get("ood_floor_token_acc_mean", np.nan)
@@ -66,10 +69,20 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
                 f"{encoding_label(top['encoding'])} "
                 f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
                 f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
-                f"{cell['ood_chance_token_acc_mean']:.2f}); not significantly worse among fitted: "
-                f"{encoding_labels(tied, empty='no other encoding')}."
+                f"{cell['ood_chance_token_acc_mean']:.2f}); {_versus_best(tied, untested, len(rows) - 1)}."
             )
     return out
+
+
+def _versus_best(tied: list[str], untested: list[str], n_others: int) -> str:
+    """How the other encodings of a task compare with its best: those not significantly worse (of the ones the
+    test could judge), and those it could not (fewer than 2 fitted seeds on a side)."""
+    parts = []
+    if n_others > len(untested) or not untested:
+        parts.append(f"not significantly worse among fitted: {encoding_labels(tied, empty='no other encoding')}")
+    if untested:
+        parts.append(f"not tested, fewer than 2 fitted seeds on a side: {encoding_labels(untested)}")
+    return "; ".join(parts)
 
 
 def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
