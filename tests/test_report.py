@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
@@ -16,7 +17,7 @@ from pebench.cli import main
 from pebench.compare import MARGINS, compare
 from pebench.experiment import ReportSpec, registered_report_specs
 from pebench.report import Artifact, Report, tables_for, write_report
-from pebench.report.layout_findings import ORDER_MARGIN, findings_length, findings_order
+from pebench.report.layout_findings import ORDER_MARGIN, findings_length, findings_order, findings_perplexity
 from pebench.report.protocol_text import manifest_line
 from pebench.store import ResultsError
 from pebench.tables import latex_escape
@@ -748,3 +749,26 @@ def test_an_encoding_the_test_could_not_judge_is_never_called_worse():
     runs.loc[(runs["encoding"] == "rope"), "fitted"] = runs["seed"] < 2  # now two fitted RoPE seeds
     (finding,) = findings_length(runs, cells, "length_extrapolation", ReportSpec())
     assert "not significantly worse among fitted: FIRE" in finding and "not tested" not in finding
+
+
+def lm_runs(ratios: dict[str, list[float]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Language-model runs (one per seed) with the given OOD/training-length perplexity ratios, and their cells."""
+    runs = pd.DataFrame([{"experiment": "lm_extrapolation", "task": "charlm", "task_version": 1, "arch": "decoder",
+                          "encoding": e, "encoding_options": "{}", "variant": "trained", "train_max_len": 32,
+                          "seed": s, "status": "ok", "perplexity_ratio": r, "ood_perplexity": 4 * r,
+                          "train_perplexity": 4.0} for e, values in ratios.items() for s, r in enumerate(values)])
+    cells = pd.DataFrame(
+        [{"variant": "trained", "encoding": e, "encoding_options": "{}", "perplexity_ratio_mean": np.mean(v),
+          "perplexity_ratio_ci95": results.t_interval(np.array(v)), "ood_perplexity_mean": 4 * np.mean(v),
+          "train_perplexity_mean": 4.0} for e, v in ratios.items()])
+    return runs, cells
+
+
+def test_the_perplexity_finding_names_a_least_degrading_encoding_apart_only_where_the_test_separates_it():
+    runs, cells = lm_runs({"alibi": [1.00, 1.01, 1.02], "t5": [1.01, 1.02, 1.03], "rope": [2.9, 3.0, 3.1]})
+    (close,) = findings_perplexity(runs, cells, "lm_extrapolation", ReportSpec())
+    assert "least degradation ALiBi" in close and "not significantly more: T5 bias" in close
+    assert "1.01 ± 0.02 times its perplexity at the training length" in close  # t interval of 3 seeds, sd 0.01
+    runs, cells = lm_runs({"alibi": [1.00, 1.01, 1.02], "rope": [2.9, 3.0, 3.1]})
+    (apart,) = findings_perplexity(runs, cells, "lm_extrapolation", ReportSpec())
+    assert "significantly less than every other encoding's; most RoPE" in apart

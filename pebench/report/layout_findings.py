@@ -141,19 +141,27 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
 
 
 def findings_variants(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
-    """OOD token accuracy of each evaluation variant, mean over tasks, in the order the experiment declares."""
+    """OOD token accuracy of each evaluation variant, mean over tasks, in the order the experiment declares, each
+    with the 95% interval over seeds of the per-seed mean over tasks (:func:`_across_tasks`)."""
     per_variant = cells.groupby("variant", sort=False)[["ood_token_acc_mean", "id_token_acc_mean"]].mean()
     per_variant = per_variant.sort_index(key=schema.sort_key)
     if per_variant["ood_token_acc_mean"].isna().all():
         return []
-    parts = ", ".join(f"{v} {row['ood_token_acc_mean']:.2f}" for v, row in per_variant.iterrows())
+    parts = []
+    for variant in per_variant.index:
+        seeds = _across_tasks(runs[runs["variant"] == variant], "ood_token_acc")
+        parts.append(f"{variant} {format_mean_ci(seeds['mean'], seeds['ci95'])}")
     n_tasks = cells["task"].nunique()
-    return [f"{spec.title or experiment} (OOD token accuracy, mean over {n_tasks} task{'s' if n_tasks != 1 else ''}): "
-            f"{parts}; ID token accuracy as trained {per_variant['id_token_acc_mean'].iloc[0]:.2f}."]
+    return [f"{spec.title or experiment} (OOD token accuracy, mean over {n_tasks} task{'s' if n_tasks != 1 else ''}, "
+            f"± its 95% interval over seeds): {', '.join(parts)}; ID token accuracy as trained "
+            f"{per_variant['id_token_acc_mean'].iloc[0]:.2f}."]
 
 
 def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
-    """Perplexity degradation beyond the training context: best and worst encoding."""
+    """Perplexity degradation beyond the training context (OOD perplexity over perplexity at the training length,
+    lower is better), each with its 95% interval over seeds: the least, with the encodings not significantly
+    worse (the Welch test and Holm correction the tables mark ties with; a winner is named only where that test
+    separates it) or not testable, and the most."""
     cells = cells[cells["variant"] == BASE_VARIANT].dropna(subset=["perplexity_ratio_mean"])
     if cells.empty:
         return []
@@ -163,9 +171,21 @@ def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str
     def describe(row: pd.Series) -> str:
         name = plots.label(row["encoding"], row["encoding_options"])
         return (f"{name} {format_number(row['ood_perplexity_mean'], 'ppl')} "
-                f"({row['perplexity_ratio_mean']:.2f}x its perplexity at the training length, "
-                f"{format_number(row['train_perplexity_mean'], 'ppl')})")
+                f"({format_mean_ci(row['perplexity_ratio_mean'], row['perplexity_ratio_ci95'], 'ratio')} times its "
+                f"perplexity at the training length, {format_number(row['train_perplexity_mean'], 'ppl')})")
 
+    base = runs[(runs["variant"] == BASE_VARIANT) & schema.completed(runs)]
+    tests = results.compare_to_best(base, "perplexity_ratio", higher_is_better=False)
+    tests = tests[tests["encoding"] != best["encoding"]]
+    tied, untested = list(tests[tests["not_worse"]]["encoding"]), list(tests[tests["p_holm"].isna()]["encoding"])
+    if tied:
+        versus = f"not significantly more: {encoding_labels(tied)}"
+    elif len(tests) and not untested:
+        versus = "significantly less than every other encoding's"
+    else:
+        versus = ""
+    if untested:
+        versus += ("; " if versus else "") + f"not tested, fewer than 2 seeds: {encoding_labels(untested)}"
     lengths = f"{int(runs['train_max_len'].max())}"
     return [f"{named(experiment, spec)}: perplexity beyond the training context ({lengths} characters): least "
-            f"degradation {describe(best)}, most {describe(worst)}."]
+            f"degradation {describe(best)}" + (f", {versus}" if versus else "") + f"; most {describe(worst)}."]
