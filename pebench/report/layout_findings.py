@@ -22,6 +22,13 @@ def _across_tasks(runs: pd.DataFrame, metric: str) -> dict[str, float]:
     return results.seed_statistics(per_seed.to_numpy())
 
 
+def _with_interval(runs: pd.DataFrame, encoding: str, metric: str) -> str:
+    """``encoding``'s label and its mean of ``metric`` over tasks, ± the 95% interval over seeds
+    (:func:`_across_tasks`)."""
+    seeds = _across_tasks(runs[runs["encoding"] == encoding], metric)
+    return f"{encoding_label(encoding)} {format_mean_ci(seeds['mean'], seeds['ci95'])}"
+
+
 def named(experiment: str, spec: ReportSpec, arch: str | None = None) -> str:
     """An experiment as its findings name it: its declared title (``Replication: Kazemnejad et al. 2023``), else
     its name in people's words (:func:`pebench.schema.people_words`), with the architecture when given."""
@@ -122,10 +129,9 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
             reliance = dependent.groupby("encoding")["order_reliance"].mean().sort_values(ascending=False).dropna()
             gaps = controls.groupby("encoding")["invariance_gap"].mean().abs().sort_values(ascending=False).dropna()
             if not reliance.empty:
+                highest, lowest = (_with_interval(dependent, e, "order_reliance") for e in reliance.index[[0, -1]])
                 text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
-                        f"tasks): highest {encoding_label(reliance.index[0])} {reliance.iloc[0]:.2f}, lowest "
-                        f"{encoding_label(reliance.index[-1])} "
-                        f"{reliance.iloc[-1]:.2f}")
+                        f"tasks, ± its 95% interval over seeds): highest {highest}, lowest {lowest}")
                 if not gaps.empty:
                     text += f"; largest invariance gap on controls: {encoding_label(gaps.index[0])} {gaps.iloc[0]:.2f}"
                 out.append(text + ".")
