@@ -546,8 +546,9 @@ def cmd_changes(args: argparse.Namespace) -> int:
 
     found = verdict_changes(args.before, args.after)
     print(terminal_text(found.to_text(width=SHOW_WIDTH)))
-    if args.blocks:
-        print(f"blocks -> {write_blocks(Path(args.blocks), found.blocks())}")
+    if args.blocks:  # with the versions compared, so that a page can tell a list made before a regeneration
+        versions = {side: getattr(found, side)["results_version"] for side in ("before", "after")}
+        print(f"blocks -> {write_blocks(Path(args.blocks), found.blocks(), **versions)}")
     return EXIT_OK
 
 
@@ -826,7 +827,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("before", metavar="BEFORE", help="a snapshot folder (pebench snapshot), e.g. "
                                                     "results/history/standard-v2-aaa7cfcc")
     p.add_argument("after", metavar="AFTER", help="a results folder with a current report, or a snapshot folder")
-    p.add_argument("--blocks", metavar="FILE", help="also write the comparison as blocks (JSON) for a page")
+    p.add_argument("--blocks", metavar="FILE", help="also write the comparison as blocks (JSON) for a page, with the "
+                                                    "results versions compared (the site's protocol page shows "
+                                                    "results/history/standard-changes.json)")
     p.set_defaults(func=cmd_changes)
 
     p = sub.add_parser("show", help="print a results folder's main table, then its tables (--task, --encoding, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -199,3 +200,29 @@ def test_the_committed_v2_snapshot_is_intact_and_says_nothing_moved_against_itse
     assert found.before["results_version"] == "v2-aaa7cfcc" and found.before["protocol"] == 2
     assert found.sentences == ["No verdict moved: both sides are the same results (standard v2-aaa7cfcc)."]
     assert not found.moved and len(found.frame) == 16
+
+
+def test_the_protocol_page_shows_the_changes_list_only_while_it_describes_the_reference_as_it_is(tmp_path):
+    """``pebench changes ... --blocks results/history/standard-changes.json`` is what the protocol page's "What
+    changed from v2" shows; a list made before the reference was regenerated stops the build with one line."""
+    ext = str(ROOT / "docs" / "_ext")
+    if ext not in sys.path:
+        sys.path.insert(0, ext)
+    from pebench_docs.protocol_pages import CHANGES_FILE, changes_include
+
+    results = tmp_path / "results"
+    before = results_folder(tmp_path / "v2" / "standard")
+    reference = results_folder(results / "standard", frame(row("rope", 2), *BEFORE[1:]), version="v3-0123abcd")
+    assert "there is nothing to compare" in changes_include(results)
+    assert main(["snapshot", str(before), "--history", str(results / "history")]) == 0
+    listed = results / CHANGES_FILE
+    assert main(["changes", str(results / "history" / "standard-v2-aaa7cfcc"), str(reference),
+                 "--blocks", str(listed)]) == 0
+    written = json.loads(listed.read_text())
+    assert (written["before"], written["after"]) == ("v2-aaa7cfcc", "v3-0123abcd")
+    page = changes_include(results)
+    assert "The verdicts of standard v2-aaa7cfcc" in page and "RoPE moved from tier 1 to tier 2" in page
+    report = json.loads((reference / "report.json").read_text())
+    (reference / "report.json").write_text(json.dumps({**report, "results_version": "v3-89abcdef"}))  # regenerated
+    with pytest.raises(RuntimeError, match="lists the changes to v3-0123abcd, not to .* as it is now"):
+        changes_include(results)

@@ -40,6 +40,29 @@ def depth_pilot_include(pilots: Path) -> str:
     return "\n".join(render_blocks(blocks))
 
 
+#: what ``pebench changes results/history/standard-v2-aaa7cfcc results/standard --blocks FILE`` wrote, for the
+#: protocol page's "What changed from v2"
+CHANGES_FILE = Path("history") / f"{REFERENCE_SUITE}-changes.json"
+
+
+def changes_include(results: Path = ROOT / "results") -> str:
+    """The verdicts that moved from the snapshot of the reference's previous protocol to the reference
+    (:meth:`pebench.report.changes.Changes.blocks`, as ``pebench changes ... --blocks`` wrote them to
+    :data:`CHANGES_FILE`), rendered; the line that says there is nothing to compare yet where the file is absent.
+    The build stops with one line where the list compares other results than the reference's current ones."""
+    path = results / CHANGES_FILE
+    if not path.exists():
+        return ("Until the v3 reference is reported and its changes are listed (`pebench changes ... --blocks "
+                f"{shown(path)}`), there is nothing to compare.")
+    written = json.loads(store.read_plain_file(path, "changes list"))
+    current = report_index(results / REFERENCE_SUITE).get("results_version")
+    if written.get("after") != current:
+        raise RuntimeError(f"pebench_docs: {shown(path)} lists the changes to {written.get('after')}, not to "
+                           f"{shown(results / REFERENCE_SUITE)} as it is now ({current}): run pebench changes "
+                           f"results/history/<snapshot> {shown(results / REFERENCE_SUITE)} --blocks {shown(path)}")
+    return "\n".join(render_blocks(written["blocks"]))
+
+
 REPLICATION_SUITE = "replication"
 
 
