@@ -96,7 +96,8 @@ def test_findings_carry_numbers(report):
     assert re.search(r"NoPE encoder: 0\.1\d ± 0\.0\d token accuracy on order-dependent tasks \(chance 0\.10\) "
                      r"vs 0\.9\d ± 0\.0\d on controls", text)
     assert "Length extrapolation, decoder, copy: among fitted seeds, best OOD token accuracy ALiBi" in text
-    assert "RoPE scaling at evaluation (OOD token accuracy, mean over 1 task): trained 0.20, linear 0.30" in text
+    assert re.search(r"RoPE scaling at evaluation \(OOD token accuracy, mean over 1 task, ± its 95% interval over "
+                     r"seeds\): trained 0\.20 ± 0\.0\d, linear 0\.30 ± 0\.0\d", text)
     assert "least degradation ALiBi" in text and "most RoPE" in text
     assert report.findings[-1].startswith("54 runs: 52 ok, 1 diverged") and "1 failed" in report.findings[-1]
 
