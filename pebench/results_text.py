@@ -5,11 +5,13 @@ too and a test pins them once. Texts are MyST Markdown; importing this module lo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from pebench import blocks, store
 from pebench.entry_lead import lead
-from pebench.report_file import count_runs, current_rerun, display_path, filled
+from pebench.report_file import StaleReport, count_runs, current_report, current_rerun, display_path, filled
 
 #: read once above the tables of a tables page (each caption repeats it for a table copied on its own)
 HOW_TO_READ_TABLES = (
@@ -136,3 +138,31 @@ def headline_source_text(report: Path, root: Path, page: str) -> str:
     return (f"From `{display_path(report, root)}`, written by `pebench report`; every finding with its tables and "
             f"figures is on {{doc}}`the {report.parent.name} results page <{page}>`.")
 
+
+def changes_file(results: str | Path, suite: str) -> Path:
+    """Where ``pebench changes <snapshot> <results>/<suite> --blocks FILE`` writes the verdicts that moved for the
+    site: ``<results>/history/<suite>-changes.json`` (the protocol page's "What changed from v2")."""
+    return Path(results) / "history" / f"{suite}-changes.json"
+
+
+def changes_list(results: str | Path, suite: str) -> list[blocks.Block]:
+    """The blocks of the verdicts that moved to ``<results>/<suite>`` (:meth:`pebench.report.changes.Changes.blocks`,
+    as :func:`changes_file` holds them), or one paragraph saying there is nothing to compare yet where that file
+    is absent.
+
+    Raises:
+        StaleReport: the list compares other results than the suite's current ones (its report's results
+            version), e.g. a list made before the reference was regenerated; the message names the command.
+    """
+    path, folder = changes_file(results, suite), Path(results) / suite
+    if not path.exists():
+        shown = Path(Path(results).name)  # as a reader runs it, from the repository
+        return [blocks.text("Until the new reference is reported and its changes are listed, there is nothing to "
+                            f"compare: `pebench changes <snapshot> {shown / suite} --blocks "
+                            f"{shown / 'history' / path.name}` writes the list.")]
+    written = json.loads(store.read_plain_file(path, "changes list"))
+    current = current_report(folder).get("results_version")
+    if written.get("after") != current:
+        raise StaleReport(f"{path} lists the changes to {written.get('after')}, not to {folder} as it is now "
+                          f"({current}): run pebench changes <snapshot> {folder} --blocks {path}")
+    return list(written["blocks"])

@@ -16,6 +16,7 @@ from pebench.cli import main
 from pebench.report.changes import change_sentences as sentences
 from pebench.report.changes import changes, changes_table, main_table_frame, verdict_changes
 from pebench.report_file import DIGEST_KEY, raw_digest
+from pebench.results_text import changes_file
 from pebench.store import ResultsError
 from pebench.tables import to_latex
 
@@ -208,14 +209,14 @@ def test_the_protocol_page_shows_the_changes_list_only_while_it_describes_the_re
     ext = str(ROOT / "docs" / "_ext")
     if ext not in sys.path:
         sys.path.insert(0, ext)
-    from pebench_docs.protocol_pages import CHANGES_FILE, changes_include
+    from pebench_docs.protocol_pages import changes_include
 
     results = tmp_path / "results"
     before = results_folder(tmp_path / "v2" / "standard")
     reference = results_folder(results / "standard", frame(row("rope", 2), *BEFORE[1:]), version="v3-0123abcd")
     assert "there is nothing to compare" in changes_include(results)
     assert main(["snapshot", str(before), "--history", str(results / "history")]) == 0
-    listed = results / CHANGES_FILE
+    listed = changes_file(results, "standard")
     assert main(["changes", str(results / "history" / "standard-v2-aaa7cfcc"), str(reference),
                  "--blocks", str(listed)]) == 0
     written = json.loads(listed.read_text())

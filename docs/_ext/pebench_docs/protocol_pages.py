@@ -10,7 +10,8 @@ from pathlib import Path
 from pebench import store
 from pebench.pilot_readings import depth_pilot_blocks
 from pebench.protocol_tables import battery_tables as battery
-from pebench.results_text import not_in_results
+from pebench.report_file import StaleReport
+from pebench.results_text import changes_list, not_in_results
 
 from .common import REFERENCE_SUITE, ROOT, markdown_table, render_blocks, report_index, shown
 
@@ -40,27 +41,12 @@ def depth_pilot_include(pilots: Path) -> str:
     return "\n".join(render_blocks(blocks))
 
 
-#: what ``pebench changes results/history/standard-v2-aaa7cfcc results/standard --blocks FILE`` wrote, for the
-#: protocol page's "What changed from v2"
-CHANGES_FILE = Path("history") / f"{REFERENCE_SUITE}-changes.json"
-
-
 def changes_include(results: Path = ROOT / "results") -> str:
-    """The verdicts that moved from the snapshot of the reference's previous protocol to the reference
-    (:meth:`pebench.report.changes.Changes.blocks`, as ``pebench changes ... --blocks`` wrote them to
-    :data:`CHANGES_FILE`), rendered; the line that says there is nothing to compare yet where the file is absent.
-    The build stops with one line where the list compares other results than the reference's current ones."""
-    path = results / CHANGES_FILE
-    if not path.exists():
-        return ("Until the v3 reference is reported and its changes are listed (`pebench changes ... --blocks "
-                f"{shown(path)}`), there is nothing to compare.")
-    written = json.loads(store.read_plain_file(path, "changes list"))
-    current = report_index(results / REFERENCE_SUITE).get("results_version")
-    if written.get("after") != current:
-        raise RuntimeError(f"pebench_docs: {shown(path)} lists the changes to {written.get('after')}, not to "
-                           f"{shown(results / REFERENCE_SUITE)} as it is now ({current}): run pebench changes "
-                           f"results/history/<snapshot> {shown(results / REFERENCE_SUITE)} --blocks {shown(path)}")
-    return "\n".join(render_blocks(written["blocks"]))
+    """The protocol page's "What changed from v2" (:func:`pebench.results_text.changes_list`), rendered."""
+    try:
+        return "\n".join(render_blocks(changes_list(results, REFERENCE_SUITE)))
+    except StaleReport as exc:
+        raise RuntimeError(f"pebench_docs: {exc}") from None
 
 
 REPLICATION_SUITE = "replication"
