@@ -724,6 +724,7 @@ def test_order_not_learnt_is_judged_against_the_position_free_floor_not_nope():
                      f"tasks, within {ORDER_MARGIN} of the position-free floor (what a model that ignores order "
                      "reaches); their order reliance is no evidence of order use."]
     assert not any("under-training" in line for line in found)
+    assert any(line.endswith("every invariance gap on controls rounds to 0.00.") for line in found)  # none named
     encoders = order_runs("encoder", {"none": 0.35, "rope": 0.99}, floor=0.35)
     blind = [line for line in findings_order(encoders, pd.DataFrame(), "length_extrapolation", ReportSpec())
              if line.startswith("Order not learnt")]

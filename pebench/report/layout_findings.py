@@ -132,7 +132,9 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
                 highest, lowest = (_with_interval(dependent, e, "order_reliance") for e in reliance.index[[0, -1]])
                 text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
                         f"tasks, ± its 95% interval over seeds): highest {highest}, lowest {lowest}")
-                if not gaps.empty:
+                if not gaps.empty and round(gaps.iloc[0], 2) == 0:  # no encoding to name: none has a gap
+                    text += "; every invariance gap on controls rounds to 0.00"
+                elif not gaps.empty:
                     text += f"; largest invariance gap on controls: {encoding_label(gaps.index[0])} {gaps.iloc[0]:.2f}"
                 out.append(text + ".")
         gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
