@@ -547,6 +547,7 @@ def pairwise(
     n_boot: int = 10_000,
     seed: int = 0,
     alpha: float = ALPHA,
+    jointly_fitted: bool = False,
 ) -> pd.DataFrame:
     """Test comparisons of two encodings declared in advance, per arch, on paired runs.
 
@@ -563,9 +564,14 @@ def pairwise(
     reach ``alpha`` (its :func:`smallest_p`, or the family's smallest times the
     family's size, the first Holm step, is not below it) is ``"cannot resolve"``,
     with the bound in ``note``. Deterministic for ``seed``.
+
+    ``jointly_fitted`` (protocol v3, as the extrapolation board): only the order-dependent tasks, and only the
+    task-seed pairs in which both encodings fitted, so that no unfitted run's score enters a difference.
     """
     higher = higher_is_better(metric)
     frame, task = _scored(runs, metric)
+    if jointly_fitted:
+        frame = frame[frame["fitted"] & (frame["order_dependent"] == True)]  # noqa: E712
     pair_keys = [c for c in task if c != "arch"] + ["seed"]
     rng = np.random.default_rng(seed)
     records = []

@@ -261,3 +261,15 @@ def test_a_comparison_too_small_to_reach_the_level_is_called_unresolvable_not_in
     assert table.loc[0, "verdict"] == "cannot resolve" and "smallest attainable p is 0.25" in table.loc[0, "note"]
     table = lb.pairwise(make_runs({"a": 0.9, "b": 0.1}, n_tasks=3, seeds=3), [("a", "b")], METRIC, n_boot=50)
     assert table.loc[0, "verdict"] == "a better"  # 9 pairs: smallest p 2/512
+
+
+def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_dependent_tasks():
+    """Protocol v3 scores a declared comparison as its board does: an unfitted run's score never enters a
+    difference, and the controls are not paired (rule 1); v2's comparison scores an unfitted run as the worst."""
+    unfitted = {("alibi", t, s) for t in range(4) for s in range(3)}  # half of ALiBi's seeds did not fit
+    runs = v3_runs({"rope": 0.5, "alibi": 0.5}, unfitted=unfitted, noise=0.0, controls={"rope": 0.9, "alibi": 0.2})
+    runs.loc[runs["encoding"].eq("alibi") & ~runs["fitted"], "ood_normalised_acc"] = -5.0  # would decide it
+    v3 = lb.pairwise(runs, [("rope", "alibi")], lb.PRIMARY_SCORE, jointly_fitted=True).iloc[0]
+    assert v3["n_pairs"] == 4 * 3 and v3["mean_diff"] == 0 and v3["verdict"] == "no significant difference"
+    v2 = lb.pairwise(runs, [("rope", "alibi")], lb.PRIMARY_SCORE).iloc[0]
+    assert v2["n_pairs"] == 4 * 6 and v2["mean_diff"] > 0  # every unfitted ALiBi run counted against it

@@ -19,11 +19,13 @@ from pebench.schema import encoding_label
 from pebench.tables import Table
 
 
-def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
-                      ) -> tuple[list[Artifact], list[str]]:
+def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = "",
+                      protocol: int = 2) -> tuple[list[Artifact], list[str]]:
     """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
     comparisons of ``experiment`` on its primary metric (:mod:`pebench.leaderboard`), written as CSV,
-    markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture."""
+    markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture.
+    Under ``protocol`` 3 the comparisons are scored as the extrapolation board is (:func:`pebench.leaderboard.pairwise`
+    with ``jointly_fitted``), under 2 on the primary metric with an unfitted run scoring the worst."""
     metric = spec.primary_metric
     label = metric_registry.get(metric).axis_label
     board = leaderboard.leaderboard(runs, metric)
@@ -53,12 +55,18 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
     artifacts = v3 + artifacts
     if spec.comparisons:
-        table = leaderboard.pairwise(runs, spec.comparisons, metric)
         name = f"pairwise_{experiment}"
-        caption = (f"The pairwise comparisons declared before the results were made, on {label}: runs paired "
-                   "by task and seed (an unfitted run scores 0), mean difference a − b with a 95% bootstrap "
-                   "interval, two-sided sign-flip permutation test, p-values Holm-corrected over the whole "
-                   "family (every comparison and architecture). Look at the verdict column.")
+        if protocol >= 3:  # scored as protocol v3 scores: the board's score on jointly fitted pairs
+            table = leaderboard.pairwise(runs, spec.comparisons, leaderboard.PRIMARY_SCORE, jointly_fitted=True)
+            paired = (f"{metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label} (protocol v3): runs paired by "
+                      "order-dependent task and seed, only pairs in which both encodings fitted")
+        else:
+            table = leaderboard.pairwise(runs, spec.comparisons, metric)
+            paired = f"{label}: runs paired by task and seed (an unfitted run scores 0)"
+        caption = (f"The pairwise comparisons declared before the results were made, on {paired}, mean difference "
+                   "a − b with a 95% bootstrap interval, two-sided sign-flip permutation test, p-values "
+                   "Holm-corrected over the whole family (every comparison and architecture). Look at the verdict "
+                   "column.")
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.pairwise_table(table, caption, name, f"tab:pebench-{name}"),
             title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
