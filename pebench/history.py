@@ -176,4 +176,3 @@ def verdicts(path: str | Path) -> tuple[dict[str, Any], bytes]:
     described = describe(path)
     tables = store.refuse_link(path / "tables")
     return described, store.read_plain_file(store.path_in(tables, f"{described['main_table']}.csv"), "table")
-

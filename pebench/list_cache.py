@@ -53,12 +53,6 @@ def code_fingerprint(plugins: Iterable[dict[str, Any]] = ()) -> str:
     return digest.hexdigest()
 
 
-def cached_text(what: str, plugins: Iterable[dict[str, Any]], compute: Callable[[], str]) -> str:
-    """The listing ``what`` for this code and these ``plugins``: read from the cache where a call with the same
-    code kept it (a plain file, never a link), else ``compute()``-d and kept (:func:`cached_listing`)."""
-    return cached_listing(what, plugins, lambda: {what: compute()})
-
-
 def cached_listing(what: str, plugins: Iterable[dict[str, Any]], compute_all: Callable[[], Mapping[str, str]]) -> str:
     """The listing ``what`` for this code and these ``plugins``, read from the cache where a call with the same code
     kept it (a plain file, never a link). Else ``compute_all()`` gives every listing a call can ask for, by name

@@ -68,22 +68,22 @@ def test_the_cached_listing_is_the_computed_one(capsys):
 def test_a_cache_entry_is_computed_once_never_read_through_a_link_and_optional(tmp_path, monkeypatch):
     calls = []
 
-    def compute() -> str:
+    def compute() -> dict[str, str]:
         calls.append(1)
-        return "listing\n"
+        return {"x": "listing\n"}
 
     monkeypatch.setenv(list_cache.CACHE_ENV, str(tmp_path / "cache"))
-    assert list_cache.cached_text("x", [], compute) == "listing\n" == list_cache.cached_text("x", [], compute)
+    assert list_cache.cached_listing("x", [], compute) == "listing\n" == list_cache.cached_listing("x", [], compute)
     assert len(calls) == 1
     (kept,) = (tmp_path / "cache").iterdir()
     elsewhere = tmp_path / "elsewhere.txt"
     elsewhere.write_text("not pebench's\n")
     kept.unlink()
     kept.symlink_to(elsewhere)  # a link where the listing was: computed, never read through
-    assert list_cache.cached_text("x", [], compute) == "listing\n" and len(calls) == 2
+    assert list_cache.cached_listing("x", [], compute) == "listing\n" and len(calls) == 2
     assert elsewhere.read_text() == "not pebench's\n"
     blocked = tmp_path / "a file"
     blocked.write_text("")
     monkeypatch.setenv(list_cache.CACHE_ENV, str(blocked / "cache"))  # cannot be made: computed every time
-    assert list_cache.cached_text("x", [], compute) == "listing\n" and len(calls) == 3
+    assert list_cache.cached_listing("x", [], compute) == "listing\n" and len(calls) == 3
     assert not list(tmp_path.glob(".*"))
