@@ -267,13 +267,13 @@ def run_configs(suite: str) -> dict[str, list[dict[str, object]]]:
 def cmd_list(args: argparse.Namespace) -> int:
     """Print registered encodings, tasks, suites, experiments or metrics, or the protocol's constants (without an
     argument: what can be listed). Each listing is printed from the cache of an earlier call with the same code,
-    plugins and width where there is one (:mod:`pebench.list_cache`: no torch to import); a call that has to
-    compute one computes and keeps them all, but the protocol's constants, which expand every suite's run specs
-    (a quarter of a second) and are computed only when asked for."""
+    plugins and width where there is one (:mod:`pebench.list_cache`); a call that has to compute one (without
+    torch) computes and keeps them all, but the protocol's constants, which import torch and expand every suite's
+    run specs, and are computed only when asked for."""
     from pebench.list_cache import cached_listing
     from pebench.registry import plugin_records
 
-    def every_listing() -> dict[str, str]:  # but the protocol's constants (0.26 s): only when asked for
+    def every_listing() -> dict[str, str]:  # but the protocol's constants (2 s more): only when asked for
         wanted = dict.fromkeys([args.what, None, *(what for what in LISTS if what != "protocol")])
         return {key(what): _listing(what) for what in wanted}
 

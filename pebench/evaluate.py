@@ -26,12 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from pebench.config import CONDITIONS, DECODINGS  # noqa: F401  (re-exported)
 from pebench.model import Transformer
 from pebench.tasks import IGNORE, Batch, Task, render, shuffle_inputs
 from pebench.train import teacher_forced
-
-CONDITIONS = ("original", "shuffled")
-DECODINGS = ("teacher", "greedy")
 
 
 def eval_generator(seed: int, length: int) -> torch.Generator:

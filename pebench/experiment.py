@@ -29,11 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from pebench import encodings, tasks
-from pebench.evaluate import CONDITIONS, DECODINGS
-from pebench.model import ARCHS, check_encoding_options, is_causal
+from pebench.config import (
+    ARCHS,
+    CONDITIONS,
+    DECODINGS,
+    TrainConfig,
+    check_encoding_options,
+    check_int,
+    check_seed,
+    is_causal,
+)
+from pebench.lazy_torch import torch
 from pebench.protocol import (
     POSITION_CAPACITY,
     PROTOCOL,
@@ -45,7 +52,6 @@ from pebench.protocol import (
     task_steps,
 )
 from pebench.registry import Registry
-from pebench.train import TrainConfig, check_int, check_seed
 
 
 @dataclass(frozen=True)
@@ -179,9 +185,20 @@ class RunSpec:
 
 
 def rendered_length(task: tasks.Task, length: int, arch: str) -> int:
-    """Positions of one example of ``task`` at input ``length`` rendered for ``arch`` (drawn with a fixed
-    seed: every example of a length has the same rendered length; computed once per task version)."""
-    return _rendered_length(type(task), task.name, task.version, length, arch)
+    """Positions of one example of ``task`` at input ``length`` rendered for ``arch``: the task's
+    :meth:`~pebench.tasks.Task.rendered_length`, computed without drawing data (and so without torch). A task that
+    overrides :meth:`~pebench.tasks.Task.render` but not ``rendered_length`` (a plugin's) is measured instead: one
+    example drawn with a fixed seed, once per task version (every example of a length has the same rendered
+    length)."""
+    cls = type(task)
+    if _defined_by(cls, "render") is _defined_by(cls, "rendered_length"):
+        return task.rendered_length(length, arch)
+    return _rendered_length(cls, task.name, task.version, length, arch)
+
+
+def _defined_by(cls: type, attribute: str) -> type:
+    """The class of ``cls``'s method resolution order that defines ``attribute``."""
+    return next(owner for owner in cls.__mro__ if attribute in vars(owner))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from pebench import heldout, tasks
 from pebench.blocks import Block, bullet_list, table
+from pebench.config import TrainConfig
 from pebench.protocol import FIT_V3, SCALES
 from pebench.schema import page_title
-from pebench.train import TrainConfig
 
 
 def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = "standard") -> list[Block]:

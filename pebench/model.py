@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -37,27 +36,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pebench import encodings
+from pebench.config import ARCHS, check_encoding_options, is_causal  # noqa: F401  (re-exported)
 from pebench.encodings import PositionalEncoding
 from pebench.encodings.base import cache_key, is_compiling, with_cache_key
-
-ARCHS = ("encoder", "decoder")
-
-
-def is_causal(arch: str) -> bool:
-    """Whether ``arch`` attends causally (``decoder``); every encoding of such a model is built with ``causal=True``."""
-    if arch not in ARCHS:
-        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
-    return arch == "decoder"
-
-
-def check_encoding_options(options: Mapping[str, Any]) -> None:
-    """Reject encoding options that are not the user's to choose (``causal`` comes from the architecture)."""
-    if "causal" in options:
-        raise ValueError(
-            f"'causal' is not an encoding option (got causal={options['causal']!r}): it comes from the "
-            "architecture (arch='decoder' builds every encoding causal, arch='encoder' bidirectional); "
-            "remove it from the encoding options and choose the arch instead"
-        )
 
 
 @dataclass(frozen=True)

@@ -87,9 +87,9 @@ def style(index: int) -> dict[str, object]:
 
 def encoding_order() -> list[str]:
     """The canonical order of encodings: the compared ones as declared, then every other registered name in the
-    order registered (pebench's own when it is imported, then plugins as they are loaded), so that loading a
+    order of :func:`pebench.encodings.in_order` (pebench's own, then plugins as they are loaded), so that loading a
     plugin never changes a built-in encoding's colour."""
-    return list(dict.fromkeys([*COMPARED_ENCODINGS, *encodings.ENCODINGS.in_order()]))
+    return list(dict.fromkeys([*COMPARED_ENCODINGS, *encodings.in_order()]))
 
 
 def _style_index(encoding: str, order: Sequence[str]) -> int:

@@ -21,6 +21,7 @@ import torch
 
 from pebench import protocol, store, tasks
 from pebench.blocks import Block
+from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.experiment import RunSpec, load_experiments, suite_runs
 from pebench.fit_criterion import fit_criterion_blocks
@@ -31,7 +32,6 @@ from pebench.schema import people_words
 from pebench.seed_text import describe_run_seeds
 from pebench.tables import Table, text_table
 from pebench.tasks.charlm import EVAL_SPAN
-from pebench.train import TrainConfig
 
 #: the suite whose settings the protocol page quotes
 REFERENCE_SUITE = "standard"

@@ -46,14 +46,37 @@ class Registry(Generic[T]):
 
     Args:
         kind: what the entries are ("encoding", "task", ...), used in error messages.
-        base: if given, every entry must be a subclass of ``base`` (or an instance of it).
+        base: if given, every entry must be a subclass of ``base`` (or an instance of it); a function returning
+            that class defers importing it to the first registration.
+        builtins: if given, imports the modules that register the built-in entries; it is called once, by the
+            first use of the registry (a lookup, a listing or a registration, so that plugins register after the
+            built-in entries), so that importing the registry imports none of them (the encodings need torch).
     """
 
-    def __init__(self, kind: str, base: type | None = None) -> None:
+    def __init__(
+        self, kind: str, base: type | Callable[[], type] | None = None, builtins: Callable[[], None] | None = None,
+    ) -> None:
         self.kind = kind
-        self.base = base
+        self._base = base
+        self._builtins = builtins
         self._entries: dict[str, T] = {}
         self._meta: dict[str, dict[str, Any]] = {}
+
+    @property
+    def base(self) -> type | None:
+        """The class every entry must be a subclass (or an instance) of, or None."""
+        return self._base if self._base is None or isinstance(self._base, type) else self._base()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the built-in entries are registered (always, for a registry given no ``builtins``)."""
+        return self._builtins is None
+
+    def _load(self) -> None:
+        """Register the built-in entries, the first time only."""
+        if self._builtins is not None:
+            load, self._builtins = self._builtins, None
+            load()
 
     def register(self, name: str, **meta: Any) -> Callable[[T], T]:
         """Decorator registering ``obj`` under ``name`` with metadata ``meta``.
@@ -64,6 +87,7 @@ class Registry(Generic[T]):
         """
 
         def decorator(obj: T) -> T:
+            self._load()
             if not isinstance(name, str) or not name:
                 raise ValueError(f"a {self.kind} needs a non-empty name, got {name!r}")
             if name in self._entries:
@@ -86,6 +110,7 @@ class Registry(Generic[T]):
             UnknownNameError: ``name`` is not registered; the message names the
                 closest valid names and lists all of them.
         """
+        self._load()
         try:
             return self._entries[name]
         except KeyError:
@@ -112,16 +137,20 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """All registered names, sorted."""
+        self._load()
         return sorted(self._entries)
 
     def in_order(self) -> list[str]:
         """All registered names in the order they were registered."""
+        self._load()
         return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._entries
 
     def __len__(self) -> int:
+        self._load()
         return len(self._entries)
 
 

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 import pebench
+from pebench.lazy_torch import torch  # only a manifest reads it: loading a folder does without torch
 from pebench.provenance import code_commit, git_state  # noqa: F401  (re-exported: part of the store's API)
 from pebench.registry import plugin_records
 from pebench.schema import (

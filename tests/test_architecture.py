@@ -60,6 +60,8 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.encodings.*", "core"),
     ("pebench.tasks", "core"),
     ("pebench.tasks.*", "core"),
+    ("pebench.config", "core"),  # a run's configuration without torch: run specs and listings read it
+    ("pebench.lazy_torch", "core"),  # torch imported where first used (the tasks, the run specs, the store)
     ("pebench.model", "core"),
     ("pebench.heldout", "core"),
     ("pebench.train", "core"),
@@ -94,6 +96,8 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
                           "without torch (issue 39)",
     ("pebench.protocol", "pebench.tasks"): "the protocol is data that the package's version reads; only "
                                            "task_steps needs a task (and torch)",
+    ("pebench.encodings", "pebench.encodings.base"): "the base class needs torch, and listing the encodings does "
+                                                     "not: it is imported by the first registration or lookup",
     ("pebench.tasks.floors", "pebench.tasks"): "the tasks package imports floors after its registry; a floor of a "
                                                "task given by name needs that registry",
 }
@@ -269,3 +273,18 @@ def test_the_graph_reader_sees_every_kind_of_import():
         ("pebench.tasks", False), ("pebench.model", False), ("pebench.metrics", False), ("pebench.tasks.base", False),
         ("pebench.train", True), ("pebench.experiment", True)]
     assert cycles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [["a", "b", "c"]]
+
+
+def test_what_listings_and_run_specs_read_imports_no_torch():
+    """``pebench list`` computes every listing but the protocol's constants without torch (issue 39: under 2 s;
+    importing torch takes 1.3 s): the registries, the run specs, the experiments' scripts and the store import
+    it where they first use it (:mod:`pebench.lazy_torch`), and a run's configuration is :mod:`pebench.config`'s."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from pebench import config, encodings, experiment, metrics, store, tasks; "
+              "registry = experiment.load_experiments(); "
+              "[registry.get(name).run_configs('standard') for name in registry.names()]; "
+              "tasks.get('copy').rendered_length(8, 'decoder'); encodings.meta('rope'); "
+              "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", script], check=True)

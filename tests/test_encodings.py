@@ -823,3 +823,31 @@ def test_every_paper_key_is_in_the_bibliography():
     for name in encodings.names():
         assert encodings.meta(name)["paper"] in keys, name
     assert {"chen2023pi", "bloc97ntk2023", "peng2023yarn", "devlin2019bert", "kazemnejad2023nope"} <= keys
+
+
+def test_what_the_source_declares_is_what_the_registry_holds():
+    """Listings read the built-in encodings' metadata from their ``@register(...)`` lines without importing them
+    (:func:`pebench.encodings.declared`, no torch): it is the registry's once they are imported, in its order."""
+    declared = encodings.declared()
+    assert declared is not None, "a built-in registration is not written with literal arguments"
+    builtins = [name for name in encodings.in_order()
+                if encodings.ENCODINGS.get(name).__module__.startswith("pebench.encodings.")]
+    assert list(declared) == builtins == sorted(builtins)  # plots give colours in this order
+    assert {name: encodings.ENCODINGS.meta(name) for name in builtins} == declared
+
+
+def test_importing_the_encodings_imports_none_of_them_until_one_is_used():
+    """Importing the package registers nothing (and imports no torch); the first lookup imports every built-in
+    encoding, and what :func:`pebench.encodings.names` and :func:`~pebench.encodings.meta` said before is what
+    the registry says after."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from pebench import encodings; "
+              "before = (encodings.names(), encodings.meta('alibi'), encodings.baseline_name()); "
+              "assert not encodings.ENCODINGS.loaded and 'torch' not in sys.modules; "
+              "encodings.ENCODINGS.get('rope'); "
+              "assert encodings.ENCODINGS.loaded and 'torch' in sys.modules; "
+              "assert before == (encodings.names(), encodings.meta('alibi'), encodings.baseline_name()) "
+              "== (encodings.ENCODINGS.names(), encodings.ENCODINGS.meta('alibi'), 'none'), before")
+    subprocess.run([sys.executable, "-c", script], check=True)

@@ -35,6 +35,28 @@ def test_registry_checks_the_base_class_and_duplicates():
     assert things.label("c") == "Thing C"
 
 
+
+def test_built_in_entries_are_registered_on_first_use_and_before_any_other():
+    """A registry given ``builtins`` imports nothing until it is used; then its built-in entries come first, so a
+    plugin's entry of the same name is refused as a duplicate, and a ``base`` given as a function is resolved
+    at the first registration."""
+    loads = []
+    things: Registry[type[Base]] = Registry("thing", base=lambda: Base, builtins=lambda: loads.append(1) or
+                                            things.register("built-in")(type("BuiltIn", (Base,), {})))
+    assert not things.loaded and loads == []
+
+    @things.register("mine")
+    class Mine(Base):
+        pass
+
+    assert things.loaded and loads == [1] and things.in_order() == ["built-in", "mine"]
+    with pytest.raises(ValueError, match="'built-in' is registered twice"):
+        things.register("built-in")(Mine)
+    with pytest.raises(ValueError, match="must be a subclass of .*Base"):
+        things.register("b")(int)
+    assert things.names() == ["built-in", "mine"] and loads == [1]
+    assert Registry("thing", builtins=lambda: loads.append(2)).names() == [] and loads == [1, 2]
+
 def test_file_plugin_loads_once(tmp_path, monkeypatch):
     counter = tmp_path / "count.txt"
     plugin = tmp_path / "my_plugin.py"

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 import torch
 
-from pebench import tasks
+from pebench import experiment, tasks
 from pebench.registry import load_entry_point_plugins
 from pebench.tasks import ARCHS, IGNORE, Batch, Task, model_vocab_size, render, shuffle_inputs
 
@@ -162,6 +162,36 @@ def test_rendering_labels_exactly_the_targets(name, arch):
     assert (supervised.sum(1) == task.output_length(length)).all()
     assert torch.equal(labels[supervised].view(8, -1), batch.targets)
 
+
+
+@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_rendered_length_is_that_of_every_rendered_example(name, arch):
+    """``rendered_length`` (what run specs build encodings with, computed without drawing data) is the length of
+    the examples ``render`` makes, at every length a task is trained at."""
+    task = tasks.get(name)
+    if arch not in allowed_archs(task):
+        with pytest.raises(ValueError, match="decoder"):
+            task.rendered_length(clamp(task, 8), arch)
+        return
+    for length in in_range(task, [task.min_length, 5, 8, 16, 32, 40, 64]):
+        tokens, _labels = render(task, task.sample(3, length, generator(length)), arch)
+        assert task.rendered_length(length, arch) == tokens.shape[1] == experiment.rendered_length(task, length, arch)
+
+
+def test_a_task_rendered_its_own_way_is_measured_where_it_does_not_say_its_length():
+    """A plugin's task that overrides ``render`` but not ``rendered_length``: run specs measure a rendered
+    example instead of trusting the default count."""
+
+    class Doubled(type(tasks.get("copy"))):
+        def render(self, batch, arch):
+            tokens, labels = super().render(batch, arch)
+            return torch.cat([tokens, tokens], 1), torch.cat([labels, labels], 1)
+
+    task = Doubled()
+    assert task.rendered_length(8, "decoder") == 16  # the default count, wrong for this rendering
+    assert experiment.rendered_length(task, 8, "decoder") == 32 == render(task, task.sample(1, 8, generator(0)),
+                                                                          "decoder")[0].shape[1]
 
 def test_count_rejects_lengths_its_three_digits_cannot_represent():
     task = tasks.get("count")

@@ -11,17 +11,50 @@ of Ruoss et al. (2023), e.g. ``build("randomized:rope", ...)``.
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import inspect
 import pkgutil
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pebench.encodings.base import PositionalEncoding, relative_distance
 from pebench.registry import Registry, citation
 
-ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding", base=PositionalEncoding)
+if TYPE_CHECKING:
+    from pebench.encodings.base import PositionalEncoding
 
 KINDS = ("none", "input", "rotary", "bias", "content", "wrapper")
+
+#: the modules of this package that register no encoding
+SHARED_MODULES = ("base", "_rotary")
+
+
+def _import_all() -> None:
+    """Import every module of this package so that each registers itself (the first use of :data:`ENCODINGS`
+    does: importing this package imports neither them nor torch)."""
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in SHARED_MODULES:
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def _base_class() -> type:
+    from pebench.encodings.base import PositionalEncoding
+
+    return PositionalEncoding
+
+
+ENCODINGS: Registry[type[PositionalEncoding]] = Registry("encoding", base=_base_class, builtins=_import_all)
+
+
+def __getattr__(name: str) -> Any:
+    """``PositionalEncoding`` and ``relative_distance`` of :mod:`pebench.encodings.base`, imported on first use
+    (PEP 562): they need torch, and listing the encodings does not."""
+    if name in ("PositionalEncoding", "relative_distance"):
+        from pebench.encodings import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(
@@ -54,58 +87,113 @@ def register(
         cites: BibTeX keys of further papers its docs page cites (e.g. the RoPE scalings).
         label: display name in tables, findings and figures (default: ``name``); files keep ``name``.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    cited = citation(paper)
+    metadata = _metadata(name, kind=kind, paper=paper, has_parameters=has_parameters, causal_only=causal_only,
+                         summary=summary, baseline=baseline, cites=cites, label=label)
 
     def decorator(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
         if baseline and baseline_name() is not None:
             raise ValueError(f"encoding {name!r} is declared the baseline, but {baseline_name()!r} already is")
-        ENCODINGS.register(
-            name,
-            kind=kind,
-            paper=str(cited),
-            citation=cited,
-            has_parameters=has_parameters,
-            causal_only=causal_only,
-            summary=summary or (inspect.getdoc(cls) or "").split("\n")[0],
-            baseline=baseline,
-            cites=tuple(cites),
-            label=label or name,
-        )(cls)
+        ENCODINGS.register(name, **{**metadata, "summary": summary or _first_line(inspect.getdoc(cls))})(cls)
         cls.name = name
         return cls
 
     return decorator
 
 
-def _import_all() -> None:
-    """Import every module of this package so that each registers itself."""
+def _metadata(
+    name: str, *, kind: str, paper: str, has_parameters: bool, causal_only: bool = False, summary: str = "",
+    baseline: bool = False, cites: tuple[str, ...] = (), label: str = "",
+) -> dict[str, Any]:
+    """The registry metadata of the arguments of :func:`register` (``summary`` as given)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    cited = citation(paper)
+    return {"kind": kind, "paper": str(cited), "citation": cited, "has_parameters": has_parameters,
+            "causal_only": causal_only, "summary": summary, "baseline": baseline, "cites": tuple(cites),
+            "label": label or name}
+
+
+def _first_line(doc: str | None) -> str:
+    return (doc or "").split("\n")[0]
+
+
+@functools.cache
+def declared() -> dict[str, dict[str, Any]] | None:
+    """The metadata of every built-in encoding, read from the ``@register(...)`` lines of this package's source
+    without running it (so without torch), in the order of :func:`in_order`; ``None`` where a registration is
+    not written with literal arguments (then the modules are imported instead). What the registry holds once they
+    are imported is the same (a test compares them)."""
+    found: dict[str, dict[str, Any]] = {}
     for module in pkgutil.iter_modules(__path__):
-        if module.name != "base":
-            importlib.import_module(f"{__name__}.{module.name}")
+        if module.name in SHARED_MODULES:
+            continue
+        try:
+            tree = ast.parse(Path(__file__).with_name(f"{module.name}.py").read_text(encoding="utf-8"))
+        except OSError:  # installed without its source (compiled files only): the modules are imported instead
+            return None
+        for node in tree.body:
+            for decorator in getattr(node, "decorator_list", []):
+                called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if getattr(called, "id", getattr(called, "attr", None)) != "register":
+                    continue
+                try:
+                    name = ast.literal_eval(decorator.args[0])
+                    arguments = {keyword.arg: ast.literal_eval(keyword.value) for keyword in decorator.keywords}
+                    found[name] = _metadata(name, **arguments)
+                except (AttributeError, IndexError, TypeError, ValueError):
+                    return None
+                found[name]["summary"] = found[name]["summary"] or _first_line(ast.get_docstring(node))
+    return found
 
 
 def baseline_name() -> str | None:
     """The encoding registered with ``baseline=True`` (NoPE), or None."""
-    return next((n for n in ENCODINGS.in_order() if ENCODINGS.meta(n).get("baseline")), None)
+    metadata = _registered()
+    return next((name for name, info in metadata.items() if info.get("baseline")), None)
 
 
 def names() -> list[str]:
     """Names accepted by :func:`build` (``randomized:<base>`` is listed as ``randomized``)."""
-    return ENCODINGS.names()
+    builtins = _unloaded_builtins()
+    return sorted(builtins) if builtins is not None else ENCODINGS.names()
 
 
 def meta(name: str) -> dict[str, Any]:
     """Registry metadata of ``name`` (kind, paper and its :class:`~pebench.registry.Citation`, has_parameters,
     causal_only, summary, ...)."""
     base, _, inner = name.partition(":")
-    info = ENCODINGS.meta(base)
+    builtins = _unloaded_builtins()
+    info = dict(builtins[base]) if builtins and base in builtins else ENCODINGS.meta(base)  # unknown: its error
     if inner:  # a wrapper has parameters / is causal-only if what it wraps is
         inner_info = meta(inner)
         info["has_parameters"] = info["has_parameters"] or inner_info["has_parameters"]
         info["causal_only"] = info["causal_only"] or inner_info["causal_only"]
     return info
+
+
+def in_order() -> list[str]:
+    """Every encoding's name: the built-in ones in the order of their modules and, within one, of their source,
+    then the plugins' in the order they were registered. (The registry's own order depends on which module was
+    imported first, since importing one built-in encoding's module registers the others before it.)"""
+    return list(_registered())
+
+
+def _registered() -> dict[str, dict[str, Any]]:
+    """Name -> metadata of every encoding, in :func:`in_order`'s order: the built-in ones read from the source
+    (:func:`declared`) until something needs an encoding's class, then the registry's (with any plugin's)."""
+    if _unloaded_builtins() is not None:
+        return {name: dict(info) for name, info in _unloaded_builtins().items()}
+    builtins = declared()
+    registered = ENCODINGS.in_order()
+    names = [*(name for name in builtins or () if name in registered),
+             *(name for name in registered if name not in (builtins or ()))]
+    return {name: ENCODINGS.meta(name) for name in names}
+
+
+def _unloaded_builtins() -> dict[str, dict[str, Any]] | None:
+    """:func:`declared` while the registry has not imported the built-in encodings (then they are all there is);
+    else None: the registry answers."""
+    return None if ENCODINGS.loaded else declared()
 
 
 def options(name: str) -> dict[str, Any]:
@@ -190,9 +278,7 @@ def build(
     return encoding
 
 
-_import_all()
-
 __all__ = [
-    "ENCODINGS", "PositionalEncoding", "baseline_name", "build", "meta", "names", "options", "register",
-    "relative_distance",
+    "ENCODINGS", "PositionalEncoding", "baseline_name", "build", "declared", "in_order", "meta", "names", "options",
+    "register", "relative_distance",
 ]

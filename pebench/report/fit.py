@@ -18,13 +18,13 @@ import pandas as pd
 from scipy import stats
 
 from pebench import metrics, tasks
+from pebench.config import TrainConfig
 from pebench.protocol import SCALES
 from pebench.report_file import FOLDER
 from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key, task_label
 from pebench.store import first_rows
 from pebench.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
 from pebench.tasks.floors import BOUND_METHODS
-from pebench.train import TrainConfig
 
 #: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
 NEAR_MISS = 0.95

@@ -22,9 +22,12 @@ Labels equal to ``IGNORE = -100`` carry no loss (PyTorch's cross-entropy default
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+from pebench.lazy_torch import torch
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 IGNORE = -100
 ARCHS = ("encoder", "decoder")
@@ -117,8 +120,16 @@ class Task:
         ]
 
     def render(self, batch: Batch, arch: str) -> tuple[Tensor, Tensor]:
-        """Model tokens and labels for ``arch``; see :func:`render` (tasks may override)."""
+        """Model tokens and labels for ``arch``; see :func:`render` (tasks may override, and then override
+        :meth:`rendered_length` too)."""
         return render_pair(self, batch, arch)
+
+    def rendered_length(self, length: int, arch: str) -> int:
+        """Positions of every example of input ``length`` as :meth:`render` renders it for ``arch``: decoder
+        ``L + L_out`` (``[x, SEP, y[:-1]]``), encoder ``L + 1 + L_out`` (``[x, SEP, blanks]``)."""
+        if arch not in ARCHS:
+            raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+        return length + self.output_length(length) + (arch == "encoder")
 
     def chance_accuracy(self, length: int) -> float:
         """Token accuracy of the best input-independent guess at this length.

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
+from pebench.lazy_torch import torch
 from pebench.tasks import register
 from pebench.tasks.base import Task
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 OPERATOR = 2  # the token between the two numbers (``+`` or ``*``)
 END = 2  # output termination symbol

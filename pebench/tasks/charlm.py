@@ -6,12 +6,14 @@ import functools
 import gzip
 import hashlib
 from importlib import resources
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
-
+from pebench.lazy_torch import torch
 from pebench.tasks import register
 from pebench.tasks.base import Batch, Task
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 CORPUS_FILE = "python_reference.txt.gz"
 #: sha256 of the uncompressed corpus (UTF-8), recorded in every result row
@@ -136,6 +138,12 @@ class CharLM(Task):
         if arch != "decoder":
             raise ValueError("charlm is a causal language-modelling task: use arch='decoder'")
         return batch.inputs, batch.targets
+
+    def rendered_length(self, length: int, arch: str) -> int:
+        """A window as it is: ``length`` tokens."""
+        if arch != "decoder":
+            raise ValueError("charlm is a causal language-modelling task: use arch='decoder'")
+        return length
 
     def chance_accuracy(self, length: int) -> float:
         train = corpus()[0]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
-
+from pebench.lazy_torch import torch
 from pebench.tasks import register
 from pebench.tasks.base import Task
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 @register("compute_sqrt", paper="deletang2023chomsky", chomsky="context_sensitive")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from pebench.tasks import register
 from pebench.tasks.base import SequenceTask
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 @register("copy", paper="deletang2023chomsky")

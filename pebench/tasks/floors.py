@@ -66,11 +66,13 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
-
+from pebench.lazy_torch import torch
 from pebench.tasks.base import ARCHS, Task
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 METHODS = ("exact", "monte_carlo", "permutation")
 #: the methods whose floor is only a lower bound: tables print it as one

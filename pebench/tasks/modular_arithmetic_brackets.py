@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
+from pebench.lazy_torch import torch
 from pebench.tasks import register
 from pebench.tasks.base import Task
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 MODULUS = 5
 #: Deletang et al.'s symbols for this task: digits are 0..4, then + - * ( ) x

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
+from pebench.lazy_torch import torch
 from pebench.tasks import register
 from pebench.tasks.base import Task
 from pebench.tasks.modular_arithmetic_brackets import MODULUS, evaluate, random_expressions
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 #: Deletang et al.'s symbols for this task: digits are 0..4, then + - ( ) x =
 PLUS, MINUS, OPEN, CLOSE, UNKNOWN, EQUALS = range(MODULUS, MODULUS + 6)

@@ -1,0 +1,157 @@
+"""What a run is configured with, importable without torch: the architectures, the optimisation and fit
+criterion of training (:class:`TrainConfig`), the evaluation's conditions and decodings.
+
+:mod:`pebench.model`, :mod:`pebench.train` and :mod:`pebench.evaluate`, which need torch, import these from here
+(and give them under their own names too); run specs (:mod:`pebench.experiment`) read them from here, so that
+listing the suites and their runs (``pebench list``) does not import torch.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+ARCHS = ("encoder", "decoder")
+
+
+def is_causal(arch: str) -> bool:
+    """Whether ``arch`` attends causally (``decoder``); every encoding of such a model is built with ``causal=True``."""
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    return arch == "decoder"
+
+
+def check_encoding_options(options: Mapping[str, Any]) -> None:
+    """Reject encoding options that are not the user's to choose (``causal`` comes from the architecture)."""
+    if "causal" in options:
+        raise ValueError(
+            f"'causal' is not an encoding option (got causal={options['causal']!r}): it comes from the "
+            "architecture (arch='decoder' builds every encoding causal, arch='encoder' bidirectional); "
+            "remove it from the encoding options and choose the arch instead"
+        )
+
+
+#: the input conditions a run is evaluated under (:func:`pebench.evaluate.evaluate`): as generated, and shuffled
+CONDITIONS = ("original", "shuffled")
+#: how outputs are decoded in evaluation: teacher-forced, or greedily from the model's own tokens
+DECODINGS = ("teacher", "greedy")
+
+#: how a training run ended
+STATUSES = ("ok", "diverged", "failed")
+#: where the fit criterion is checked: ``longest`` (protocol v2: the longest training length only) or ``all``
+#: (protocol v3: every training length, longest first)
+FIT_LENGTHS = ("longest", "all")
+#: largest seed: derived seeds (e.g. 104_729 * seed + ... in pebench.evaluate) stay in torch's 64-bit seed range
+MAX_SEED = 2**32 - 1
+
+
+def check_int(key: str, value: object) -> None:
+    """Raise ValueError unless ``value`` is an int (not a bool, not a float such as 2.5)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{key} must be an int, got {value!r}")
+
+
+def check_seed(key: str, value: object) -> None:
+    """Raise ValueError unless ``value`` is an int seed in ``[0, MAX_SEED]``."""
+    check_int(key, value)
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{key} must be in [0, 2**32 - 1], got {value}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation hyper-parameters of one run."""
+
+    steps: int = 2000  # optimizer steps
+    batch_size: int = 64  # examples per step
+    lr: float = 1e-3  # peak learning rate
+    weight_decay: float = 0.01  # AdamW decay, on matrices only
+    warmup_steps: int = 100  # linear warmup from 0 to lr
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
+    grad_clip: float = 1.0  # max global gradient norm (0 disables)
+    train_min_len: int = 1  # shortest training input length
+    train_max_len: int = 16  # longest training input length
+    seed: int = 0  # data order (the model's init seed is set where it is built)
+    # Seed of the per-step length stream; None = ``seed``. Runs that share it see the same length at
+    # every step, so they can be trained together by pebench.batched.train_batched.
+    length_seed: int | None = None
+    divergence_loss: float = 1e4  # a loss above this counts as divergence
+    # Fit criterion (docs: protocol): every ``fit_every`` steps (0 = never) the model is scored,
+    # teacher-forced, on ``fit_examples`` held-out examples at each length of ``fit_lengths``; it has
+    # fitted once their token accuracy reaches ``fit_threshold`` at every one. ``stop_at_fit``: training
+    # ends there. ``fit_disjoint``: held-out inputs never occur in the training stream (pebench.heldout).
+    fit_every: int = 0
+    fit_threshold: float = 0.99
+    fit_examples: int = 128
+    stop_at_fit: bool = False
+    fit_lengths: str = "longest"
+    fit_disjoint: bool = False
+    # Plateau stop (0 = off): training also ends, unfitted, once the held-out error (1 - token accuracy)
+    # has not fallen below ``1 - fit_min_drop`` times its best for ``fit_patience`` steps (a run that
+    # stopped learning). Relative, so a run near the threshold that still halves its error goes on.
+    fit_patience: int = 0
+    fit_min_drop: float = 0.1
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "batch_size", "warmup_steps", "train_min_len", "train_max_len"):
+            check_int(key, getattr(self, key))
+        check_seed("seed", self.seed)
+        if self.length_seed is not None:
+            check_seed("length_seed", self.length_seed)
+        if self.steps < 0 or self.batch_size <= 0 or not self.lr > 0 or math.isinf(self.lr):
+            raise ValueError(
+                f"need steps >= 0, batch_size > 0 and a finite lr > 0; got {self.steps}, {self.batch_size}, {self.lr}"
+            )
+        if not 1 <= self.train_min_len <= self.train_max_len:
+            raise ValueError(
+                f"need 1 <= train_min_len <= train_max_len, got {self.train_min_len} and {self.train_max_len}"
+            )
+        # written as "not inside the range" so that NaN (every comparison false) is rejected too
+        if self.warmup_steps < 0 or not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"need warmup_steps >= 0 and min_lr_ratio in [0, 1]; got {self.warmup_steps}, "
+                             f"{self.min_lr_ratio}")
+        for key in ("grad_clip", "weight_decay"):
+            if not 0 <= getattr(self, key) < math.inf:
+                raise ValueError(f"{key} must be a finite number >= 0 (grad_clip 0 disables clipping), "
+                                 f"got {getattr(self, key)}")
+        check_int("fit_every", self.fit_every)
+        check_int("fit_examples", self.fit_examples)
+        if self.fit_every < 0 or self.fit_examples < 1 or not 0 < self.fit_threshold <= 1:
+            raise ValueError(f"need fit_every >= 0, fit_examples >= 1 and fit_threshold in (0, 1]; got "
+                             f"{self.fit_every}, {self.fit_examples}, {self.fit_threshold}")
+        check_int("fit_patience", self.fit_patience)
+        if self.fit_patience < 0 or not 0 <= self.fit_min_drop < 1:
+            raise ValueError(f"need fit_patience >= 0 and fit_min_drop in [0, 1); got {self.fit_patience}, "
+                             f"{self.fit_min_drop}")
+        if self.fit_lengths not in FIT_LENGTHS:
+            raise ValueError(f"fit_lengths must be one of {', '.join(FIT_LENGTHS)}, got {self.fit_lengths!r}")
+        if self.fit_disjoint and not self.fit_every:
+            raise ValueError("fit_disjoint needs fit_every > 0 (a fit criterion whose held-out examples it keeps "
+                             "out of training)")
+        if self.fit_patience and not self.stop_at_fit:
+            raise ValueError("fit_patience (the plateau stop) needs stop_at_fit")
+        if self.stop_at_fit and not self.fit_every:
+            raise ValueError("stop_at_fit needs fit_every > 0 (how often the fit criterion is checked)")
+        if not self.divergence_loss > 0:
+            raise ValueError(f"divergence_loss must be > 0 (inf: never stop), got {self.divergence_loss}")
+
+    def to_dict(self) -> dict:
+        """Flat dict of the config, for result rows (``length_seed`` only when set, the fit
+        criterion only when it is checked, and its protocol-v3 fields only when they differ from v2's, so
+        run ids of configs that leave them at their defaults are unchanged)."""
+        flat = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict's deep copies: every field is a scalar
+        if flat["length_seed"] is None:
+            del flat["length_seed"]
+        if flat["fit_lengths"] == "longest":
+            del flat["fit_lengths"]
+        if not flat["fit_disjoint"]:
+            del flat["fit_disjoint"]
+        if not flat["fit_every"]:
+            for key in ("fit_every", "fit_threshold", "fit_examples", "stop_at_fit", "fit_lengths"):
+                flat.pop(key, None)
+        if not flat["fit_patience"]:
+            del flat["fit_patience"], flat["fit_min_drop"]
+        return flat
