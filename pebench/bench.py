@@ -60,10 +60,11 @@ def terminal_foreground() -> Iterator[bool]:
     """Run the block in a new process group that holds the terminal's foreground, when standard input is a
     terminal whose foreground is this process's group (else change nothing). Ctrl-C then reaches this process
     and its children only, not the parent (tox). The terminal goes back to the parent's group afterwards.
-    Yields whether it took the foreground."""
+    A process that already leads its group (run straight from a new session, where it may not make another)
+    has no parent in it to keep Ctrl-C from: it changes nothing. Yields whether it took the foreground."""
     try:
         terminal = sys.stdin.fileno()
-        ours = os.isatty(terminal) and os.tcgetpgrp(terminal) == os.getpgrp()
+        ours = os.isatty(terminal) and os.tcgetpgrp(terminal) == os.getpgrp() != os.getpid()
     except (OSError, ValueError, AttributeError):  # no stdin, a closed one, or not a terminal
         ours = False
     if not ours:

@@ -357,3 +357,27 @@ def test_an_interrupt_before_the_sweep_starts_says_how_to_resume_the_bench(monke
     monkeypatch.setenv("PEBENCH_RESUME_COMMAND", "tox -e bench")
     assert main(["list", "tasks"]) == 130
     assert capsys.readouterr().err == "pebench: interrupted; run tox -e bench again to resume\n"
+
+
+def test_a_bench_that_leads_its_own_session_at_a_terminal_changes_nothing(tmp_path):
+    """Run straight from a new session (``script -c``, a terminal multiplexer's pane), the bench already leads its
+    process group: it keeps the terminal as it is instead of failing to make a group (PermissionError)."""
+    import fcntl
+    import os
+    import termios
+
+    script = tmp_path / "bench.py"
+    script.write_text("import os\nfrom pebench.bench import terminal_foreground\n"
+                      "with terminal_foreground() as took:\n"
+                      "    print('took:', took, 'leads:', os.getpgrp() == os.getpid(), flush=True)\n")
+    main_fd, terminal_fd = os.openpty()
+
+    def controlling_terminal() -> None:  # the new session's terminal, as a shell's is
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    process = subprocess.run([sys.executable, str(script)], stdin=terminal_fd, capture_output=True,
+                             start_new_session=True, preexec_fn=controlling_terminal, cwd=ROOT, timeout=60, text=True)
+    os.close(terminal_fd)
+    os.close(main_fd)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == "took: False leads: True\n"
