@@ -161,6 +161,10 @@ def test_4_workers_exit_when_their_parent_is_killed(tmp_path):
     while alive(workers) and time.time() < deadline:
         time.sleep(0.1)
     assert not alive(workers), "pool workers were orphaned by kill -9 of their parent"
+    raw = tmp_path / "out" / "raw"
+    in_flight = list(raw.glob(".*"))  # kill -9 can land while the parent writes a file: its temporary copy stays
+    assert all(store.RUN_TEMP_FILE.fullmatch(path.name) for path in in_flight), in_flight
+    store.scan(tmp_path / "out", [])  # what the next sweep does first (holding the folder's lock): removes them
     assert_every_file_verifies(tmp_path / "out")
 
 
