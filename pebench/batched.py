@@ -13,7 +13,7 @@ own AdamW state, so model ``s`` ends up equal — within float rounding — to
 ``train(models[s], task, configs[s])`` (tested).
 
 The one shared quantity is the per-step input length: all S runs must draw it from the same
-stream, i.e. set the same :attr:`~pebench.train.TrainConfig.length_seed` (train() then uses it
+stream, i.e. set the same :attr:`~pebench.config.TrainConfig.length_seed` (train() then uses it
 too, so batched and separate training stay equivalent). Every other config field must be equal
 across the batch, and dropout must be 0 (a batched dropout mask could not reproduce S separate
 RNG streams).
@@ -270,7 +270,7 @@ def train_batched(
             initialised from its own seed; trained in place (their weights are replaced by the
             trained ones at the end).
         task: the task all of them train on.
-        configs: one :class:`~pebench.train.TrainConfig` per model, equal except ``seed`` and with a
+        configs: one :class:`~pebench.config.TrainConfig` per model, equal except ``seed`` and with a
             common ``length_seed`` (one config may be given alone, with any ``length_seed``).
         device: where to train; default the first model's device.
         on_step: as :func:`~pebench.train.train`'s (steps done by the batch, the step cap).

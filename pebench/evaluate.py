@@ -105,7 +105,7 @@ def evaluate(
         batch_size: examples per forward pass.
         seed: evaluation seed; the examples at a length depend only on
             (task, length, seed), so every encoding sees the same examples.
-        conditions: subset of :data:`CONDITIONS`.
+        conditions: subset of :data:`pebench.config.CONDITIONS`.
         decoding: ``teacher`` or ``greedy`` (see module doc).
         device: default the model's device.
 

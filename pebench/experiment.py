@@ -61,7 +61,7 @@ class EvalConfig:
     lengths: tuple[int, ...] = (4, 8, 16, 32, 64)  # input lengths
     n_examples: int = 256  # examples per length and condition
     batch_size: int = 256  # examples per forward pass
-    conditions: tuple[str, ...] = ("original",)  # see pebench.evaluate.CONDITIONS
+    conditions: tuple[str, ...] = ("original",)  # see pebench.config.CONDITIONS
     decoding: str = "teacher"  # "teacher" or "greedy"
     equivariance: bool = False  # record the permutation-equivariance gap at init and after training
     # Evaluation-time variants of the encoding: (label, options JSON) pairs; the

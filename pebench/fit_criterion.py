@@ -1,5 +1,5 @@
 """Protocol v3's fit criterion in words and numbers, from the code that applies it (:data:`pebench.protocol.FIT_V3`,
-:mod:`pebench.heldout`, :class:`pebench.train.TrainConfig`): the blocks (:mod:`pebench.blocks`) the
+:mod:`pebench.heldout`, :class:`pebench.config.TrainConfig`): the blocks (:mod:`pebench.blocks`) the
 protocol page shows, with the training lengths of a battery that are too small to split."""
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class ModelConfig:
 
     @property
     def causal(self) -> bool:
-        """Whether the model attends causally (a decoder); see :func:`is_causal`."""
+        """Whether the model attends causally (a decoder); see :func:`pebench.config.is_causal`."""
         return is_causal(self.arch)
 
     def to_dict(self) -> dict:

@@ -494,7 +494,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
 
 
 def _archs(frame: pd.DataFrame) -> list[str]:
-    """Architectures present, in :data:`pebench.model.ARCHS` order, then any others by name."""
+    """Architectures present, in :data:`pebench.config.ARCHS` order, then any others by name."""
     present = set(frame["arch"])
     return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
 

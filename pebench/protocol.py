@@ -39,7 +39,7 @@ SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
     "replication": COMPARED_ENCODINGS + NEWER_ENCODINGS,
 }
 
-#: the fit criterion of protocol v3 (:class:`pebench.train.TrainConfig`): every training length, 512 held-out
+#: the fit criterion of protocol v3 (:class:`pebench.config.TrainConfig`): every training length, 512 held-out
 #: examples at each, held-out inputs never in the training stream (:mod:`pebench.heldout`)
 FIT_V3: dict[str, Any] = {"fit_lengths": "all", "fit_examples": 512, "fit_disjoint": True}
 #: model and training scale per suite, shared by the experiments so that every encoding and task is compared

@@ -3,7 +3,7 @@ task battery, the step caps, the constants the protocol page quotes, the suites'
 table of the leaderboard shows.
 
 Everything here is read from :mod:`pebench.protocol`, the registered experiments (the run specs a suite expands
-to), :class:`pebench.train.TrainConfig`, the task registry and the suites' times that :mod:`pebench.throughput`
+to), :class:`pebench.config.TrainConfig`, the task registry and the suites' times that :mod:`pebench.throughput`
 measured (``results/performance``, read with the standard library: the site loads no pandas); the site renders it
 (its protocol page) and ``pebench list protocol`` prints it. Texts are MyST Markdown (names in backticks).
 """

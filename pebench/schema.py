@@ -58,7 +58,7 @@ CONFIG_COLUMNS = (
     "train_max_len", "train_min_len", "warmup_steps", "weight_decay",
 )
 #: configuration columns a run records only when they differ from their defaults (length seed, fit criterion,
-#: protocol version; :meth:`pebench.train.TrainConfig.to_dict`), so that the run ids of configurations that
+#: protocol version; :meth:`pebench.config.TrainConfig.to_dict`), so that the run ids of configurations that
 #: leave them alone stay as they were before the field existed
 OPTIONAL_CONFIG_COLUMNS = (
     "fit_disjoint", "fit_every", "fit_examples", "fit_lengths", "fit_min_drop", "fit_patience", "fit_threshold",

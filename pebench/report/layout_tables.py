@@ -203,7 +203,7 @@ def registered_columns(layout: str) -> list[Column]:
 
 
 def _archs(cells: pd.DataFrame) -> list[str]:
-    """Architectures present, in :data:`pebench.model.ARCHS` order, then any others by name."""
+    """Architectures present, in :data:`pebench.config.ARCHS` order, then any others by name."""
     present = set(cells["arch"])
     return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
 
