@@ -618,6 +618,37 @@ _PAIR_COLUMNS = ["arch", "a", "b", "metric", "n_pairs", "mean_diff", "ci_low", "
                  "verdict"]
 
 
+def pairwise_by_task(runs: pd.DataFrame, comparisons: Sequence[tuple[str, str]], metric: str) -> pd.DataFrame:
+    """The declared comparisons of :func:`pairwise` with ``jointly_fitted`` (protocol v3), split by task: per arch,
+    comparison and order-dependent task, the seeds in which both encodings fitted, their mean difference
+    ``a - b``, how many favour ``a``, ``b`` or neither (in the metric's direction) and the exact two-sided
+    sign-flip p over those seeds (:func:`sign_flip_p`), with the smallest p they could give
+    (:func:`smallest_p`: six seeds can reach 0.031).
+
+    These p-values are not adjusted for the number of rows: they show which tasks carry a pooled verdict, and are
+    no verdict of their own (the declared verdict is :func:`pairwise`'s, on every task's pairs, Holm-corrected)."""
+    higher = higher_is_better(metric)
+    frame, task = _scored(runs, metric)
+    frame = frame[frame["fitted"] & (frame["order_dependent"] == True)]  # noqa: E712
+    task_keys = [c for c in task if c != "arch"]
+    records = []
+    for arch in sorted(frame["arch"].unique()):
+        here = frame[frame["arch"] == arch]
+        for a, b in comparisons:
+            left, right = (here[here["encoding"] == name].set_index([*task_keys, "seed"])["score"] for name in (a, b))
+            both = left.to_frame("a").join(right.rename("b"), how="inner").reset_index()
+            for key, part in both.groupby(task_keys, sort=False):
+                d = (part["a"] - part["b"]).to_numpy(dtype=float)
+                better = np.sign(d) if higher else -np.sign(d)
+                records.append(dict(arch=arch, a=a, b=b, task=dict(zip(task_keys, key, strict=True))["task"],
+                                    metric=metric, n_pairs=len(d), mean_diff=d.mean(), a_better=int((better > 0).sum()),
+                                    b_better=int((better < 0).sum()), ties=int((better == 0).sum()),
+                                    p_value=sign_flip_p(d), smallest_p=smallest_p(len(d))))
+    columns = ["arch", "a", "b", "task", "metric", "n_pairs", "mean_diff", "a_better", "b_better", "ties", "p_value",
+               "smallest_p"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
 def _verdict(row, higher: bool, alpha: float) -> str:
     """The verdict of one pairwise row."""
     if not np.isfinite(row.p_holm):
@@ -702,6 +733,18 @@ def pairwise_table(table: pd.DataFrame, caption: str | None = None, name: str = 
             for r in table.itertuples()]
     return _board(name, table, headers, rows, _caption(table, "Paired comparisons") if caption is None else caption,
                   label)
+
+
+def pairwise_by_task_table(table: pd.DataFrame, caption: str, name: str = "pairwise_tasks",
+                           label: str | None = None) -> Table:
+    """A :func:`pairwise_by_task` table as a table: the pair, the task, seeds paired, mean difference, the seeds
+    favouring each side, the unadjusted p and the smallest p those seeds could give."""
+    headers = ["Arch", "A", "B", "Task", "Seeds", "Mean A − B", "A / B / tie", "p (unadjusted)", "Smallest p"]
+    rows = [[_text(r.arch), _encoding(r.a), _encoding(r.b), Cell(task_label(r.task), r.task),
+             Cell(str(r.n_pairs), r.n_pairs), Cell(f"{r.mean_diff:+.3f}", r.mean_diff),
+             Cell(f"{r.a_better} / {r.b_better} / {r.ties}", (r.a_better, r.b_better, r.ties)),
+             Cell(_p(r.p_value), r.p_value), Cell(_p(r.smallest_p), r.smallest_p)] for r in table.itertuples()]
+    return _board(name, table, headers, rows, caption, label)
 
 
 def _caption(frame: pd.DataFrame, what: str) -> str:

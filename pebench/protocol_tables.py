@@ -23,7 +23,7 @@ from pebench import protocol, store, tasks
 from pebench.blocks import Block
 from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
-from pebench.experiment import RunSpec, load_experiments, suite_runs
+from pebench.experiment import RunSpec, load_experiments, registered_report_specs, suite_runs
 from pebench.fit_criterion import fit_criterion_blocks
 from pebench.provenance import manifest_history
 from pebench.report_file import display_path
@@ -58,6 +58,10 @@ LEADERBOARD_TABLES = (
     ("pairwise", "Declared comparisons",
      "The comparisons declared before the results were made (`ReportSpec.comparisons` of `{experiment}`). Look at "
      "the verdict and the Holm-corrected p: a difference whose interval contains 0 is no finding."),
+    ("pairwise_tasks", "Declared comparisons per task",
+     "The declared comparisons split by order-dependent task (protocol v3): how many seeds favour each side, and "
+     "each task's paired test over its seeds, unadjusted. Look at where the seeds agree: this table says which "
+     "tasks carry a verdict above, and makes none of its own."),
     ("fit", "Seeds fitted per task",
      "Seeds that fitted each task of `{experiment}` (the per-task view of the summary below). Look for capable "
      "encodings with unfitted tasks: those cells are shown but never judged."),
@@ -220,7 +224,25 @@ def protocol_values() -> dict[str, str]:
         "standard_batch_size": str(standard["batch_size"]),
         "t5_shared_buckets": t5_shared_buckets(),
         **experiment_values(),
+        **inference_values(),
     }
+
+
+def inference_values(suite: str = REFERENCE_SUITE, experiment: str = "length_extrapolation") -> dict[str, str]:
+    """What the declared comparisons of ``experiment`` can resolve in ``suite``: the smallest p of a sign-flip test
+    over one task's seeds, and of one over its order-dependent tasks (a unit each), alone and at Holm's first step
+    over the family of declared comparisons (every comparison in every arch). The smallest p of ``n`` pairs is
+    ``2 / 2**n``, the exact test's (:func:`pebench.leaderboard.smallest_p`; the leaderboard needs pandas, which this
+    module, read by the site, does not import)."""
+    specs = load_experiments().get(experiment).runs(suite)
+    dependent = len({spec.task for spec in specs if tasks.get(spec.task).order_dependent})
+    declared = registered_report_specs([experiment]).get(experiment)
+    family = len(declared.comparisons if declared else ()) * len({spec.arch for spec in specs})
+    return {"seed_unit_smallest_p": f"{2 / 2 ** len(protocol.SEEDS[suite]):.3f}",
+            "n_dependent_tasks": str(dependent),
+            "task_unit_smallest_p": f"{2 / 2 ** dependent:.3f}",
+            "comparison_family": str(family),
+            "task_unit_holm_first": f"{min(1.0, family * 2 / 2 ** dependent):.3f}"}
 
 
 def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, Table]:

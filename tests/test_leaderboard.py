@@ -263,6 +263,29 @@ def test_a_comparison_too_small_to_reach_the_level_is_called_unresolvable_not_in
     assert table.loc[0, "verdict"] == "a better"  # 9 pairs: smallest p 2/512
 
 
+
+def test_declared_comparisons_per_task_split_the_pooled_pairs_and_give_unadjusted_exact_p():
+    """Per order-dependent task: the jointly fitted seeds, who they favour, and the exact sign-flip p over them
+    (six seeds of one sign: 2/64); the controls and the unfitted seeds are not paired; the rows' pairs are the
+    pooled comparison's."""
+    unfitted = {("alibi", 3, s) for s in range(4)}  # task3: 2 seeds left, too few to reach 0.05
+    runs = v3_runs({"rope": 0.5, "alibi": 0.3}, unfitted=unfitted, controls={"rope": 0.9, "alibi": 0.2})
+    runs.loc[runs["task"].eq("task2") & runs["encoding"].eq("alibi"), "ood_normalised_acc"] = 0.5  # a tie on task2
+    table = lb.pairwise_by_task(runs, [("rope", "alibi")], lb.PRIMARY_SCORE).set_index("task")
+    assert list(table.index) == ["task0", "task1", "task2", "task3"]  # no control
+    assert table.loc["task0", "n_pairs"] == 6 and table.loc["task0", "a_better"] == 6
+    assert table.loc["task0", "p_value"] == pytest.approx(2 / 64) == table.loc["task0", "smallest_p"]
+    assert table.loc["task3", "n_pairs"] == 2 and table.loc["task3", "smallest_p"] == 0.5
+    assert table.loc["task2", "mean_diff"] == pytest.approx(0, abs=0.1)  # the noise is at most 0.05 a run
+    assert table.loc["task2", ["a_better", "b_better", "ties"]].sum() == 6
+    pooled = lb.pairwise(runs, [("rope", "alibi")], lb.PRIMARY_SCORE, jointly_fitted=True).iloc[0]
+    assert table["n_pairs"].sum() == pooled["n_pairs"] == 4 * 6 - 4
+    lower = lb.pairwise_by_task(runs.assign(ood_normalised_acc=-runs["ood_normalised_acc"]), [("rope", "alibi")],
+                                lb.PRIMARY_SCORE)
+    assert lower["mean_diff"].iloc[0] < 0 and lower["b_better"].iloc[0] == 6  # scores negated: b better on each seed
+    rendered = lb.pairwise_by_task_table(table.reset_index(), "caption").to_markdown()
+    assert "6 / 0 / 0" in rendered and "0.031" in rendered
+
 def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_dependent_tasks():
     """Protocol v3 scores a declared comparison as its board does: an unfitted run's score never enters a
     difference, and the controls are not paired (rule 1); v2's comparison scores an unfitted run as the worst."""
@@ -273,3 +296,31 @@ def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_d
     assert v3["n_pairs"] == 4 * 3 and v3["mean_diff"] == 0 and v3["verdict"] == "no significant difference"
     v2 = lb.pairwise(runs, [("rope", "alibi")], lb.PRIMARY_SCORE).iloc[0]
     assert v2["n_pairs"] == 4 * 6 and v2["mean_diff"] > 0  # every unfitted ALiBi run counted against it
+
+
+def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_report_does_not(tmp_path):
+    from pebench.experiment import ReportSpec
+    from pebench.report.boards import ranking_artifacts
+
+    runs = v3_runs({"rope": 0.5, "alibi": 0.3}).assign(experiment="length_extrapolation")
+    spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("rope", "alibi"),))
+    for protocol in (2, 3):
+        (tmp_path / f"v{protocol}").mkdir()
+    names = {protocol: {artifact.name for artifact in ranking_artifacts(
+        runs, "length_extrapolation", spec, tmp_path / f"v{protocol}", protocol=protocol)[0]} for protocol in (2, 3)}
+    assert names[3] - names[2] == {"pairwise_tasks_length_extrapolation"}
+    written = (tmp_path / "v3" / "pairwise_tasks_length_extrapolation.md").read_text()
+    assert "not adjusted for the 4 tests" in written and "6 / 0 / 0" in written
+
+
+def test_the_protocol_page_quotes_the_smallest_p_the_exact_test_gives():
+    """The protocol page's unit-of-inference paragraph computes the exact test's smallest p without pandas; it is
+    :func:`pebench.leaderboard.smallest_p`'s."""
+    from pebench import protocol
+    from pebench.protocol_tables import inference_values
+
+    values = inference_values()
+    assert float(values["seed_unit_smallest_p"]) == pytest.approx(lb.smallest_p(len(protocol.SEEDS["standard"])),
+                                                                  abs=5e-4)  # printed to 3 decimals
+    assert float(values["task_unit_smallest_p"]) == pytest.approx(lb.smallest_p(int(values["n_dependent_tasks"])),
+                                                                  abs=5e-4)

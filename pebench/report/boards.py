@@ -70,6 +70,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         artifacts.append(save_table(dataclasses.replace(
             leaderboard.pairwise_table(table, caption, name, f"tab:pebench-{name}"),
             title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
+        if protocol >= 3:
+            artifacts += by_task_artifacts(runs, experiment, spec, directory, version)
         family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
         for _, row in table.iterrows():  # a comparison without a single pair stays in the table only
             if isinstance(row.get("verdict"), str) and row["verdict"] and row["n_pairs"] > 0:
@@ -79,6 +81,27 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                 f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
                                 f"while the Holm p = {row['p_holm']:.3g} is; {int(row['n_pairs'])} pairs).")
     return artifacts, findings
+
+
+def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
+                      ) -> list[Artifact]:
+    """The declared comparisons of ``experiment`` split by order-dependent task (protocol v3,
+    :func:`pebench.leaderboard.pairwise_by_task`), as CSV, markdown and LaTeX naming the results ``version``; no
+    finding: its p-values are unadjusted, so it shows which tasks carry a verdict and makes none."""
+    table = leaderboard.pairwise_by_task(runs, spec.comparisons, leaderboard.PRIMARY_SCORE)
+    if table.empty:
+        return []
+    name = f"pairwise_tasks_{experiment}"
+    tests, label = len(table), metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
+    caption = (f"The declared comparisons task by task: on each order-dependent task, the seeds in which both "
+               f"encodings fitted, the mean difference a − b of {label}, how many seeds favour a, b or neither, and "
+               "the exact two-sided sign-flip p over those seeds with the smallest p they could give. The "
+               f"{tests} p-values are not adjusted for the {tests} tests of this table: they show which tasks carry "
+               "the declared verdict, which is the pooled test's above, and are no verdict themselves. Look at the "
+               "seed counts: a task where the seeds split is no evidence either way.")
+    return [save_table(dataclasses.replace(
+        leaderboard.pairwise_by_task_table(table, caption, name, f"tab:pebench-{name}"),
+        title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
 
 
 def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
