@@ -37,8 +37,17 @@ import pandas as pd
 
 from pebench import encodings
 from pebench import metrics as metric_registry
+from pebench.protocol import CAPABLE_ENCODINGS, CAPABLE_FIT_GOAL
 from pebench.results import holm
-from pebench.schema import BASE_VARIANT, GROUP_COLUMNS, completed, encoding_label, encoding_rank, fitted, task_label
+from pebench.schema import (
+    BASE_VARIANT,
+    GROUP_COLUMNS,
+    completed,
+    encoding_label,
+    encoding_rank,
+    fitted,
+    task_label,
+)
 from pebench.tables import Cell, Column, Table, interval_text
 
 #: significance level of the pairwise verdicts (after Holm correction)
@@ -246,6 +255,45 @@ def capability(runs: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame.from_records(records, columns=columns)
     return (table.assign(_e=table["encoding"].map(encoding_rank)).sort_values(["arch", "_e"], kind="stable")
             .drop(columns="_e").reset_index(drop=True))
+
+
+def capacity_goal(runs: pd.DataFrame) -> dict[str, str]:
+    """Whether ``runs`` reach protocol v3's goal for its scale (:data:`pebench.protocol.CAPABLE_ENCODINGS`), a
+    sentence per architecture (by name): the share of the capable encodings' runs that fitted against
+    :data:`~pebench.protocol.CAPABLE_FIT_GOAL`, with the tasks they missed most, and for the decoder how many
+    seeds of a NoPE model fitted copy, of all. Empty where the runs hold no fit criterion or not every capable
+    encoding."""
+    runs = trained_runs(runs)
+    if "fitted" not in runs or runs["fitted"].isna().all():
+        return {}
+    runs = runs[runs["fitted"].notna()].assign(fit=fitted)
+    if not set(CAPABLE_ENCODINGS) <= set(runs["encoding"]):
+        return {}
+    names = ", ".join(encoding_label(name) for name in CAPABLE_ENCODINGS[:-1])
+    capable_words = f"{names} and {encoding_label(CAPABLE_ENCODINGS[-1])}"
+    sentences = {}
+    for arch in sorted(runs["arch"].unique()):
+        here = runs[runs["arch"] == arch]
+        capable = here[here["encoding"].isin(CAPABLE_ENCODINGS)]
+        share = capable["fit"].mean()
+        met = share >= CAPABLE_FIT_GOAL
+        sentence = (f"the capable encodings ({capable_words}) fitted "
+                    f"{int(capable['fit'].sum())} of {len(capable)} runs ({100 * share:.0f}%; protocol v3's goal: "
+                    f"{100 * CAPABLE_FIT_GOAL:.0f}%): {'met' if met else 'not met'}")
+        missed = capable[~capable["fit"]].groupby("task", sort=False).size().sort_values(ascending=False, kind="stable")
+        if len(missed):
+            per_task = capable.groupby("task", sort=False).size()
+            sentence += "; runs not fitted: " + ", ".join(
+                f"{task_label(task)} {count} of {per_task[task]}" for task, count in missed.head(3).items())
+            if len(missed) > 3:
+                sentence += f" and {len(missed) - 3} more task{'s' if len(missed) > 4 else ''}"
+        nope = here[(here["encoding"] == encodings.baseline_name()) & (here["task"] == "copy")]
+        if arch == "decoder" and len(nope):
+            every = bool(nope["fit"].all())
+            sentence += (f". A NoPE decoder fitted copy on {int(nope['fit'].sum())} of {len(nope)} seeds (goal: "
+                         f"every seed): {'met' if every else 'not met'}")
+        sentences[arch] = sentence + "."
+    return sentences
 
 
 def two_level_bootstrap(scores: list[np.ndarray], n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:

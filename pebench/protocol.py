@@ -39,6 +39,14 @@ SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
     "replication": COMPARED_ENCODINGS + NEWER_ENCODINGS,
 }
 
+#: protocol v3's goal for its scale (rule 6, capacity before judging; issue 36): the encodings that can represent
+#: every task of the core battery fit at least :data:`CAPABLE_FIT_GOAL` of their runs in each architecture, and
+#: a NoPE decoder fits copy on every seed (the causal mask gives it positions; Kazemnejad et al. 2023). The
+#: reference is checked against it once made (:func:`pebench.leaderboard.capacity_goal`); the depth pilot
+#: declared the same encodings
+CAPABLE_ENCODINGS = ("sinusoidal", "learned", "rope")
+CAPABLE_FIT_GOAL = 0.9
+
 #: the fit criterion of protocol v3 (:class:`pebench.config.TrainConfig`): every training length, 512 held-out
 #: examples at each, held-out inputs never in the training stream (:mod:`pebench.heldout`)
 FIT_V3: dict[str, Any] = {"fit_lengths": "all", "fit_examples": 512, "fit_disjoint": True}

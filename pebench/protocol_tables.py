@@ -222,6 +222,8 @@ def protocol_values() -> dict[str, str]:
         "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
         "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
         "standard_batch_size": str(standard["batch_size"]),
+        "capable_encodings": ", ".join(f"`{name}`" for name in protocol.CAPABLE_ENCODINGS),
+        "capable_fit_goal": f"{100 * protocol.CAPABLE_FIT_GOAL:.0f}%",
         "t5_shared_buckets": t5_shared_buckets(),
         **experiment_values(),
         **inference_values(),

@@ -309,6 +309,14 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
     names = {protocol: {artifact.name for artifact in ranking_artifacts(
         runs, "length_extrapolation", spec, tmp_path / f"v{protocol}", protocol=protocol)[0]} for protocol in (2, 3)}
     assert names[3] - names[2] == {"pairwise_tasks_length_extrapolation"}
+    capable = v3_runs({"none": 0.1, "sinusoidal": 0.2, "learned": 0.2, "rope": 0.5}).assign(
+        experiment="length_extrapolation")
+    findings = {protocol: ranking_artifacts(capable, "length_extrapolation", spec, tmp_path / f"v{protocol}",
+                                            protocol=protocol)[1] for protocol in (2, 3)}
+    goal = [finding for finding in findings[3] if "protocol v3's goal" in finding]
+    assert goal == ["Length extrapolation, decoder: the capable encodings (Sinusoidal, Learned and RoPE) fitted 72 of "
+                    "72 runs (100%; protocol v3's goal: 90%): met."]
+    assert not any("protocol v3's goal" in finding for finding in findings[2])  # a v2 folder is not held to it
     written = (tmp_path / "v3" / "pairwise_tasks_length_extrapolation.md").read_text()
     assert "not adjusted for the 4 tests" in written and "6 / 0 / 0" in written
 
@@ -324,3 +332,22 @@ def test_the_protocol_page_quotes_the_smallest_p_the_exact_test_gives():
                                                                   abs=5e-4)  # printed to 3 decimals
     assert float(values["task_unit_smallest_p"]) == pytest.approx(lb.smallest_p(int(values["n_dependent_tasks"])),
                                                                   abs=5e-4)
+
+
+def test_the_capacity_goal_counts_the_capable_encodings_fits_per_arch_and_a_nope_decoder_on_copy():
+    """Protocol v3's goal (rule 6): sinusoidal, learned and RoPE fit 90% of their runs in each arch, and a NoPE
+    decoder fits copy on every seed; the sentence names the tasks the capable encodings missed most."""
+    rows = [dict(arch=arch, task=task, encoding=encoding, seed=seed, variant="trained", status="ok",
+                 order_dependent=task != "majority",
+                 fitted=not (task == "parity_check" and arch == "decoder" and seed < 5 and encoding != "none")
+                 and not (encoding == "none" and task == "copy" and seed == 0))
+            for arch in ("decoder", "encoder") for task in ("copy", "parity_check", "majority")
+            for encoding in ("none", "sinusoidal", "learned", "rope") for seed in range(6)]
+    goal = lb.capacity_goal(pd.DataFrame(rows))
+    assert list(goal) == ["decoder", "encoder"]
+    assert goal["decoder"].startswith("the capable encodings (Sinusoidal, Learned and RoPE) fitted 39 of 54 runs "
+                                      "(72%; protocol v3's goal: 90%): not met; runs not fitted: parity check 15 of 18")
+    assert goal["decoder"].endswith("A NoPE decoder fitted copy on 5 of 6 seeds (goal: every seed): not met.")
+    assert goal["encoder"] == ("the capable encodings (Sinusoidal, Learned and RoPE) fitted 54 of 54 runs (100%; "
+                               "protocol v3's goal: 90%): met.")
+    assert lb.capacity_goal(pd.DataFrame(rows).query("encoding != 'rope'")) == {}  # not every capable encoding

@@ -53,6 +53,9 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
             leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
             title=titled(experiment, spec, "seeds fitted per task")), directory, version))
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
+    if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6)
+        findings += [f"{named(experiment, spec, arch)}: {sentence}"
+                     for arch, sentence in leaderboard.capacity_goal(runs).items()]
     artifacts = v3 + artifacts
     if spec.comparisons:
         name = f"pairwise_{experiment}"
