@@ -73,10 +73,15 @@ class Registry(Generic[T]):
         return self._builtins is None
 
     def _load(self) -> None:
-        """Register the built-in entries, the first time only."""
+        """Register the built-in entries, the first time only (a module that fails to import fails every use
+        again, with its own error, instead of leaving the registry without it)."""
         if self._builtins is not None:
-            load, self._builtins = self._builtins, None
-            load()
+            load, self._builtins = self._builtins, None  # the modules' own registrations must not load again
+            try:
+                load()
+            except BaseException:
+                self._builtins = load
+                raise
 
     def register(self, name: str, **meta: Any) -> Callable[[T], T]:
         """Decorator registering ``obj`` under ``name`` with metadata ``meta``.

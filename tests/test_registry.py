@@ -57,6 +57,14 @@ def test_built_in_entries_are_registered_on_first_use_and_before_any_other():
     assert things.names() == ["built-in", "mine"] and loads == [1]
     assert Registry("thing", builtins=lambda: loads.append(2)).names() == [] and loads == [1, 2]
 
+    def broken() -> None:
+        raise ImportError("a built-in module that does not import")
+
+    failing = Registry("thing", builtins=broken)
+    for _ in range(2):  # every use fails with the module's error, never a registry quietly without it
+        with pytest.raises(ImportError, match="does not import"):
+            failing.names()
+
 def test_file_plugin_loads_once(tmp_path, monkeypatch):
     counter = tmp_path / "count.txt"
     plugin = tmp_path / "my_plugin.py"
