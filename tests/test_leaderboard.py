@@ -317,6 +317,10 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
     assert goal == ["Length extrapolation, decoder: the capable encodings (Sinusoidal, Learned and RoPE) fitted 72 of "
                     "72 runs (100%; protocol v3's goal: 90%): met."]
     assert not any("protocol v3's goal" in finding for finding in findings[2])  # a v2 folder is not held to it
+    criterion = {protocol: (tmp_path / f"v{protocol}" / "fit_length_extrapolation.md").read_text()
+                 for protocol in (2, 3)}
+    assert "at every training length, on held-out inputs never in the training stream" in criterion[3]
+    assert "at the longest training length" in criterion[2]  # v2's criterion, as its runs were checked
     written = (tmp_path / "v3" / "pairwise_tasks_length_extrapolation.md").read_text()
     assert "not adjusted for the 4 tests" in written and "6 / 0 / 0" in written
 

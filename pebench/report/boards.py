@@ -45,8 +45,10 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
         fit_name = f"fit_{experiment}"
-        fit_caption = ("Seeds that met the fit criterion (held-out token accuracy at the longest training length "
-                       "reaching the protocol's threshold within the step cap), per task; All = the fraction "
+        where = ("at every training length, on held-out inputs never in the training stream," if protocol >= 3
+                 else "at the longest training length")
+        fit_caption = (f"Seeds that met the fit criterion (held-out token accuracy {where} reaching the protocol's "
+                       "threshold within the step cap), per task; All = the fraction "
                        f"over every task. Look for capable encodings that did not fit: their {label} is not "
                        "judged.")
         artifacts.append(save_table(dataclasses.replace(
