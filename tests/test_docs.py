@@ -823,6 +823,11 @@ def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen
     assert f"| `{gen.shown(folders[0])}` | one token | 3 | 2 | 1 | 0.960 |" in text
     assert f"| `{gen.shown(folders[1])}` | longer | 2 | 1 | 1 | 0.970 |" in text
     assert "not in these results" in gen.fit_resolution([tmp_path / "missing"])
+    fake_report(folders[1], fit_resolution={"lead": "Resolution under v3.", "header": ["results"],
+                                            "rows": [["`{folder}`"]], "closing": "Closing."})
+    text = gen.fit_resolution(folders)  # two criteria: each with its own lead and rows
+    assert text.startswith("Resolution.\n\n| results | answer |") and "\n\nResolution under v3.\n\n| results |" in text
+    assert text.count(f"`{gen.shown(folders[1])}`") == 1 and text.endswith("\n\nClosing.")
 
 
 def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, tmp_path):

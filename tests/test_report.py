@@ -519,6 +519,12 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
     assert resolution["rows"] == [["`{folder}`", "one token", 3, 2, 1, f"0.960 (majority, encoder, {label}, seed 0)"],
                                   ["`{folder}`", "longer", 2, 1, 1, f"0.970 (copy, encoder, {label}, seed 1)"]]
     assert fit.fit_resolution(pd.DataFrame([row("copy", 0, 0.5)]).drop(columns="fitted"))["rows"] == []
+    v3 = fit.fit_resolution(pd.DataFrame(rows).assign(fit_examples=512, fit_threshold=0.99, fit_every=100,
+                                                       fit_lengths="all"))  # the criterion the runs record
+    assert "the 512 held-out examples are 512 tokens, so a check passes with at most 5 errors." in v3["lead"]
+    assert "true accuracy at each training length can be" in v3["lead"]
+    assert "score at the longest training length on the evaluation set" in v3["lead"] and v3["rows"] == \
+        resolution["rows"]
 
 
 def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():

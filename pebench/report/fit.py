@@ -75,6 +75,12 @@ def _fit_cells(cell: pd.DataFrame, stops: bool) -> list[str]:
     return cells
 
 
+def _recorded(data: pd.DataFrame, column: str, default: Any) -> Any:
+    """The one value ``data``'s rows record in ``column``, else ``default`` (none recorded, or several)."""
+    values = data[column].dropna().unique() if column in data.columns else []
+    return values[0] if len(values) == 1 else default
+
+
 def fit_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
     that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
@@ -154,20 +160,27 @@ def _floor_cells(row: Any, bound: bool) -> list[str]:
 def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
     """How finely the fit criterion resolves accuracy: the errors it allows on its held-out batch and the chance
     that one check passes a model whose true token accuracy is below the threshold (binomial, one-token
-    answers), and how the fitted runs of ``data`` (a folder's raw rows) score at the longest training length
-    on the evaluation set (the rows of ``condition`` original, variant as trained): one row per answer length
-    (one token, longer), empty when no run has a fit criterion."""
+    answers), for the criterion ``data``'s runs record (examples per check, threshold, how often, at which
+    training lengths; :class:`~pebench.config.TrainConfig`'s and the standard suite's where they record none), and
+    how the fitted runs of ``data`` (a folder's raw rows) score at the longest training length on the evaluation
+    set (the rows of ``condition`` original, variant as trained): one row per answer length (one token, longer),
+    empty when no run has a fit criterion."""
     config = TrainConfig()
-    n, threshold = config.fit_examples, config.fit_threshold
+    n = int(_recorded(data, "fit_examples", config.fit_examples))
+    threshold = float(_recorded(data, "fit_threshold", config.fit_threshold))
+    every = int(_recorded(data, "fit_every", SCALES["standard"]["fit_every"]))
+    where = ("at each training length" if _recorded(data, "fit_lengths", config.fit_lengths) == "all"
+             else "at the longest training length")
     allowed = int(np.floor(n * (1 - threshold) + 1e-9))
     chances = ", ".join(f"{stats.binom.cdf(allowed, n, 1 - p):.2f} at a true accuracy of {p:g}"
                         for p in (0.95, 0.97, 0.98))
     lead = (f"**Resolution.** On a one-token answer the {n} held-out examples are {n} tokens, so a check passes "
             f"with at most {allowed} error{'s' if allowed != 1 else ''}. One check passes a model below the "
-            f"threshold with a probability of {chances} (binomial), and a run is checked every "
-            f"{SCALES['standard']['fit_every']} steps on the same batch, so a fitted run's true accuracy at the "
-            "longest training length can be a few points below the threshold. Longer answers give more tokens "
-            "per check. How the fitted runs score there on the evaluation set (other examples, the same length):")
+            f"threshold with a probability of {chances} (binomial), and a run is checked every {every} steps on the "
+            f"same batch, so a fitted run's true accuracy {where} can be a few points below the threshold. Longer "
+            f"answers give more tokens per check. How the fitted runs score "
+            f"{'there' if where == 'at the longest training length' else 'at the longest training length'} on the "
+            "evaluation set (other examples, the same length):")
     closing = ("A fitted run is therefore one that learnt its training distribution to within a few points of the "
                "threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured on "
                "the evaluation set, never on the fit batch.")
