@@ -646,9 +646,10 @@ def _metric_columns(table: object) -> dict[str, int]:
 
 def _registered_names(asked: Sequence[str], shown: Sequence[str]) -> list[str]:
     """``asked`` encodings by their registered names: a display label (``NoPE``) as the name it labels."""
-    from pebench.encodings import ENCODINGS
+    from pebench import encodings
 
-    by_label = {":".join(ENCODINGS.label(p) if p in ENCODINGS else p for p in name.split(":")): name for name in shown}
+    by_label = {":".join(encodings.label(p) if encodings.known(p) else p for p in name.split(":")): name
+                for name in shown}
     return [name if name in shown else by_label.get(name, name) for name in asked]
 
 

@@ -37,8 +37,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFo
 
 from pebench import encodings, results
 from pebench import metrics as metric_registry
-from pebench.evaluate import CONDITIONS
-from pebench.model import ARCHS
+from pebench.config import ARCHS, CONDITIONS
 from pebench.protocol import COMPARED_ENCODINGS
 from pebench.schema import BASE_VARIANT, completed, encoding_label, encoding_rank, order_dependent, sort_key, task_label
 

@@ -23,8 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pebench import tasks
-from pebench.encodings import ENCODINGS
+from pebench import encodings, tasks
 from pebench.protocol import COMPARED_ENCODINGS
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: reading a folder's files needs none
@@ -176,13 +175,13 @@ def sort_key(column: pd.Series) -> pd.Series:
 
 def encoding_label(name: str) -> str:
     """Display name of an encoding for rendered text (tables, findings, figures): its registered ``label``
-    (:meth:`pebench.registry.Registry.label`: the name papers use, ``T5 bias``, ``xPos``), each part of a wrapped
+    (:func:`pebench.encodings.label`: the name papers use, ``T5 bias``, ``xPos``), each part of a wrapped
     name labelled alike and read as words (``randomized:rope`` is ``Randomized RoPE``); a name that is not
     registered (a plugin not loaded here) is shown as it is. CSVs and file names keep the registered name."""
     parts = str(name).split(":")
-    if not all(part in ENCODINGS for part in parts):
+    if not all(encodings.known(part) for part in parts):
         return str(name)
-    return " ".join(ENCODINGS.label(part) for part in parts)
+    return " ".join(encodings.label(part) for part in parts)
 
 
 def task_label(name: str) -> str:

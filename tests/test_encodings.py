@@ -851,3 +851,18 @@ def test_importing_the_encodings_imports_none_of_them_until_one_is_used():
               "assert before == (encodings.names(), encodings.meta('alibi'), encodings.baseline_name()) "
               "== (encodings.ENCODINGS.names(), encodings.ENCODINGS.meta('alibi'), 'none'), before")
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_labels_and_names_are_known_without_importing_the_encodings():
+    """``known`` and ``label`` (what tables and findings print) answer from the source before the registry has
+    imported the encodings, and as the registry does after."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from pebench import encodings; "
+              "before = [(n, encodings.known(n), encodings.label(n)) for n in ('none', 't5', 'rope')]; "
+              "assert not encodings.known('mine') and 'torch' not in sys.modules, 'torch imported'; "
+              "encodings.ENCODINGS.get('rope'); "
+              "after = [(n, n in encodings.ENCODINGS, encodings.ENCODINGS.label(n)) for n in ('none', 't5', 'rope')]; "
+              "assert before == after and before[0][2] == 'NoPE' and not encodings.known('mine'), (before, after)")
+    subprocess.run([sys.executable, "-c", script], check=True)

@@ -171,6 +171,19 @@ def meta(name: str) -> dict[str, Any]:
     return info
 
 
+def known(name: str) -> bool:
+    """Whether ``name`` is a registered encoding (a built-in one answered from the source while the registry has not
+    imported them)."""
+    builtins = _unloaded_builtins()
+    return name in builtins if builtins is not None else name in ENCODINGS
+
+
+def label(name: str) -> str:
+    """Display name of ``name`` in tables, findings and figures: its ``label`` metadata, else the name
+    (:meth:`pebench.registry.Registry.label`, without importing the encodings)."""
+    return str(meta(name).get("label") or name)
+
+
 def in_order() -> list[str]:
     """Every encoding's name: the built-in ones in the order of their modules and, within one, of their source,
     then the plugins' in the order they were registered. (The registry's own order depends on which module was
@@ -279,6 +292,6 @@ def build(
 
 
 __all__ = [
-    "ENCODINGS", "PositionalEncoding", "baseline_name", "build", "declared", "in_order", "meta", "names", "options",
-    "register", "relative_distance",
+    "ENCODINGS", "PositionalEncoding", "baseline_name", "build", "declared", "in_order", "known", "label", "meta",
+    "names", "options", "register", "relative_distance",
 ]

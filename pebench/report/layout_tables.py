@@ -12,8 +12,8 @@ import pandas as pd
 
 from pebench import metrics as metric_registry
 from pebench import plots, results, schema
+from pebench.config import ARCHS
 from pebench.experiment import ReportSpec
-from pebench.model import ARCHS
 from pebench.report.findings import people_words
 from pebench.schema import CELL_COLUMNS, GROUP_COLUMNS
 from pebench.tables import RESULTS_STYLE, Cell, Table, format_mean_ci
