@@ -2,7 +2,7 @@
 
 >>> report = write_report(Path("results/standard"))  # doctest: +SKIP
 >>> report.findings[0]  # doctest: +SKIP
-'NoPE encoder: 0.10 ± 0.01 token accuracy on order-dependent tasks (chance 0.10) vs 0.97 on controls'
+'NoPE encoder: 0.10 ± 0.01 ID token accuracy on order-dependent tasks (chance 0.10) vs 0.97 on controls'
 
 Layout under ``out_dir`` (default: the results folder itself)::
 

@@ -107,7 +107,7 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
             dep, ctl = _across_tasks(base_dep, "id_token_acc"), _across_tasks(base_ctl, "id_token_acc")
             chance = base_dep["id_chance_token_acc"].mean()
             out.append(
-                f"{nope} {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} token accuracy on order-dependent tasks "
+                f"{nope} {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} ID token accuracy on order-dependent tasks "
                 f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls."
             )
         if "id_floor_token_acc" in dependent and dependent["id_floor_token_acc"].notna().any():
