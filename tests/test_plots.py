@@ -262,6 +262,7 @@ def plugin_encoding(monkeypatch):
     """A plugin encoding registered as the docs' example is (forgotten after the test)."""
     from pebench import encodings
 
+    encodings.ENCODINGS.names()  # the built-in encodings registered first, so that the copies hold them
     monkeypatch.setattr(encodings.ENCODINGS, "_entries", dict(encodings.ENCODINGS._entries))
     monkeypatch.setattr(encodings.ENCODINGS, "_meta", dict(encodings.ENCODINGS._meta))
     sinusoidal = encodings.ENCODINGS.get("sinusoidal")

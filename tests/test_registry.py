@@ -154,6 +154,7 @@ def cited_plugins(monkeypatch):
     citation written out (registered here, forgotten after the test)."""
     from pebench import encodings
 
+    encodings.ENCODINGS.names()  # the built-in encodings registered first, so that the copies hold them
     monkeypatch.setattr(encodings.ENCODINGS, "_entries", dict(encodings.ENCODINGS._entries))
     monkeypatch.setattr(encodings.ENCODINGS, "_meta", dict(encodings.ENCODINGS._meta))
     nope = encodings.ENCODINGS.get("none")

@@ -43,6 +43,7 @@ def killer_plugin(tmp_path, monkeypatch):
     """The plugin of :data:`KILLER`, loaded here (as ``--plugin`` would) and forgotten after the test."""
     monkeypatch.setattr(registry, "_LOADED", [])
     monkeypatch.setattr(registry, "_RECORDS", {})
+    encodings.ENCODINGS.names()  # the built-in encodings registered first, so that the copies hold them
     monkeypatch.setattr(encodings.ENCODINGS, "_entries", dict(encodings.ENCODINGS._entries))
     monkeypatch.setattr(encodings.ENCODINGS, "_meta", dict(encodings.ENCODINGS._meta))
     plugin = tmp_path / "killer_plugin.py"
