@@ -93,7 +93,7 @@ def test_table_captions_state_the_protocol(report):
 def test_findings_carry_numbers(report):
     assert all(isinstance(f, str) and re.search(r"\d\.\d", f) for f in report.findings[:-1])
     text = "\n".join(report.findings)
-    assert re.search(r"NoPE encoder: 0\.1\d ± 0\.0\d token accuracy on order-dependent tasks \(chance 0\.10\) "
+    assert re.search(r"NoPE encoder: 0\.1\d ± 0\.0\d ID token accuracy on order-dependent tasks \(chance 0\.10\) "
                      r"vs 0\.9\d ± 0\.0\d on controls", text)
     assert "Length extrapolation, decoder, copy: among fitted seeds, best OOD token accuracy ALiBi" in text
     assert re.search(r"RoPE scaling at evaluation \(OOD token accuracy, mean over 1 task, ± its 95% interval over "
