@@ -346,6 +346,18 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
 
     path = Path(path)
     text = read_run_text(path)
+    records = _verified_records(text, path)
+    try:
+        frame = read_run_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
+    validate_frame(frame, path)
+    return _verified_frame(frame, records, path)
+
+
+def _verified_records(text: str, path: Path) -> list[list[str]]:
+    """The CSV records (header first) of a run file's ``text``, checked as written: complete, every row as wide as
+    the header, the checksum column matching (:func:`read_run_file`)."""
     if not text.strip():
         raise ResultsError(f"{path}: empty file")
     if not text.endswith("\n"):
@@ -363,11 +375,13 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
         written = {record[-1] for record in records[1:]}
         if written != {rows_checksum([record[:-1] for record in records])}:
             raise ResultsError(f"{path}: edited or damaged (its {CHECKSUM_COLUMN} does not match its rows)")
-    try:
-        frame = read_run_csv(io.StringIO(text))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
-    validate_frame(frame, path)
+    return records
+
+
+def _verified_frame(frame: pd.DataFrame, records: Sequence[Sequence[str]], path: Path) -> pd.DataFrame:
+    """The rows of one run file (``frame``, schema-checked; ``records`` as written) checked to be one run's, with
+    names pebench writes and the rows its ``eval_*`` columns declare (:func:`read_run_file`)."""
+    header = records[0]
     # on the fields as written (one set per column), not pandas' nunique per column: this runs for every file
     # of a folder and was most of `pebench show`'s time after parsing
     same = {name: len({record[k] for record in records[1:]}) == 1 for k, name in enumerate(header)}
@@ -590,23 +604,22 @@ def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
     kept."""
     import pandas as pd
 
-    frames, bad, files = [], [], {}
-    for path in paths:
-        try:
-            frame = read_run_file(path)
-        except ResultsError as exc:
-            bad.append(str(exc).splitlines()[0])
-            continue
-        run_id = frame["run_id"].iloc[0]
-        if run_id in files:  # a copy under another name would count one run twice
+    run_ids, errors, frames = _read_run_files(paths)
+    bad, files = [], {}
+    for path, run_id, error in zip(paths, run_ids, errors, strict=True):
+        if error:
+            bad.append(error)
+        elif run_id in files:  # a copy under another name would count one run twice
             bad.append(f"{path}: run {run_id} again (also in {files[run_id].name})")
-            continue
-        files[run_id] = path
-        frames.append(frame)
+        else:
+            files[run_id] = path
     if bad:
         raise ResultsError(f"{len(bad)} bad result file(s), never counted; move them away (pebench run reruns "
                            f"their runs): {'; '.join(bad)}")
-    data = pd.concat(frames, ignore_index=True, sort=False)
+    frames.sort(key=lambda item: item[0][0])  # columns in the order the files first have them
+    data = pd.concat([frame for _, frame in frames], ignore_index=True, sort=False)
+    order = np.argsort(np.concatenate([positions for positions, _ in frames]), kind="stable")  # the files' order
+    data = data.take(order).reset_index(drop=True)
     mixed = mixed_configurations(data)
     if mixed:
         raise ResultsError(f"{paths[0].parent}: runs of one cell differ in more than the seed ({named(mixed)}); a "
@@ -614,6 +627,59 @@ def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
                            "folder")
     return data
 
+
+
+def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[tuple[np.ndarray, pd.DataFrame]]]:
+    """Read and verify ``paths`` as :func:`read_run_file` does: per path, in order, its run id (``""`` where it does
+    not verify) and the first line of its error (``""`` where it does); and the rows of those that verify, as frames
+    each with the position in ``paths`` of the file of every row.
+
+    The files that share a header are parsed as one CSV (parsing a file of a few dozen rows and a hundred columns
+    costs pandas about 10 ms, most of a folder's loading time): the text of each is checked as written, then the
+    rows of all, then each file's rows on their own. Where any check of such a group fails, or its files parse
+    otherwise together, its files are read one by one, so that a bad file is named as :func:`read_run_file`
+    names it."""
+    import pandas as pd
+
+    run_ids, errors, frames = [""] * len(paths), [""] * len(paths), []
+    groups: dict[str, list[tuple[int, str, list[list[str]]]]] = {}  # header line -> (position, text, records)
+    alone = []
+    for position, path in enumerate(paths):
+        try:
+            text = read_run_text(path)
+            records = _verified_records(text, path)
+        except ResultsError as exc:
+            errors[position] = str(exc).splitlines()[0]
+            continue
+        if len(records) < 2:  # no rows: read_run_file says why
+            alone.append(position)
+            continue
+        groups.setdefault(text.partition("\n")[0], []).append((position, text, records))
+    for header, group in groups.items():
+        try:
+            frame = read_run_csv(io.StringIO(header + "\n" + "".join(text.partition("\n")[2] for _, text, _ in group)))
+            if list(frame.columns) != group[0][2][0] or len(frame) != sum(len(r) - 1 for *_, r in group):
+                raise ResultsError("its files parse otherwise together")
+            validate_frame(frame, paths[group[0][0]])
+            start = 0
+            for position, _text, records in group:
+                _verified_frame(frame.iloc[start:start + len(records) - 1], records, paths[position])
+                start += len(records) - 1
+        except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError):
+            alone += [position for position, _, _ in group]
+            continue
+        for position, _text, records in group:
+            run_ids[position] = records[1][records[0].index("run_id")]
+        frames.append((np.repeat([position for position, _, _ in group], [len(r) - 1 for *_, r in group]), frame))
+    for position in sorted(alone):
+        try:
+            frame = read_run_file(paths[position])
+        except ResultsError as exc:
+            errors[position] = str(exc).splitlines()[0]
+            continue
+        run_ids[position] = frame["run_id"].iloc[0]
+        frames.append((np.full(len(frame), position), frame))
+    return run_ids, errors, frames
 
 
 # --------------------------------------------------------------------------- writing

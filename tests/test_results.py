@@ -294,8 +294,8 @@ def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, mon
     folder = write_synthetic_results(tmp_path)  # with a failed run
     first = store.load(folder)
     reads = []
-    read = store.read_run_file
-    monkeypatch.setattr(store, "read_run_file", lambda path: reads.append(path) or read(path))
+    read = store.read_run_text  # every file's text is read once per load, however its rows are parsed
+    monkeypatch.setattr(store, "read_run_text", lambda path: reads.append(path) or read(path))
     again = store.load(folder)
     pd.testing.assert_frame_equal(again, first)
     assert reads == []  # nothing read again
@@ -320,3 +320,26 @@ def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, mon
         store.load(folder)
     extra.unlink()
     pd.testing.assert_frame_equal(store.load(folder), first)
+
+
+def test_a_folder_parsed_in_groups_of_one_header_is_what_reading_each_file_gives(tmp_path):
+    """``load`` parses the files that share a header together: its rows are exactly those of every file read on its
+    own, in the files' order, and a bad file among good ones is named as reading it alone names it, in order."""
+    folder = write_synthetic_results(tmp_path)  # several headers (a failed run's file has fewer columns)
+    paths = store.run_files(folder)
+    alone = pd.concat([store.read_run_file(path) for path in paths], ignore_index=True, sort=False)
+    pd.testing.assert_frame_equal(store._load_files(paths), alone, check_exact=True)
+    second, fifth = paths[1], paths[4]
+    second.write_text(store.read_run_text(second)[:-1])  # its text is found wanting: its last line is cut
+    rows = store.read_run_file(fifth)
+    rows.loc[0, "token_acc"] = 5.0  # well-formed text (these files predate the checksum): its rows' check finds it
+    rows.to_csv(fifth, index=False)
+    messages = []
+    for path in (second, fifth):
+        with pytest.raises(ResultsError) as alone_error:
+            store.read_run_file(path)
+        messages.append(str(alone_error.value).splitlines()[0])
+    assert "truncated" in messages[0] and "token_acc must be a number in [0, 1]" in messages[1]
+    with pytest.raises(ResultsError) as error:
+        store._load_files(paths)
+    assert "2 bad result file(s)" in str(error.value) and "; ".join(messages) in str(error.value)
