@@ -362,8 +362,8 @@ def _verified_records(text: str, path: Path) -> list[list[str]]:
         raise ResultsError(f"{path}: empty file")
     if not text.endswith("\n"):
         raise ResultsError(f"{path}: truncated (its last line is incomplete)")
-    try:
-        records = list(csv.reader(io.StringIO(text)))
+    try:  # strict: a quote left open at the end is an error (it would swallow what follows the file)
+        records = list(csv.reader(io.StringIO(text), strict=True))
     except csv.Error as exc:
         raise ResultsError(f"{path}: unreadable CSV ({exc})") from None
     header = records[0]
@@ -663,7 +663,10 @@ def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[t
             validate_frame(frame, paths[group[0][0]])
             start = 0
             for position, _text, records in group:
-                _verified_frame(frame.iloc[start:start + len(records) - 1], records, paths[position])
+                rows = frame.iloc[start:start + len(records) - 1]
+                if not (rows["run_id"] == records[1][records[0].index("run_id")]).all():  # parsed as written
+                    raise ResultsError("its files parse otherwise together")
+                _verified_frame(rows, records, paths[position])
                 start += len(records) - 1
         except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError):
             alone += [position for position, _, _ in group]

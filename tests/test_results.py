@@ -343,3 +343,16 @@ def test_a_folder_parsed_in_groups_of_one_header_is_what_reading_each_file_gives
     with pytest.raises(ResultsError) as error:
         store._load_files(paths)
     assert "2 bad result file(s)" in str(error.value) and "; ".join(messages) in str(error.value)
+
+
+def test_a_run_file_that_ends_inside_a_quote_is_refused(tmp_path):
+    """A quote opened in a file's last field and never closed would swallow whatever follows the file, where files
+    are parsed together: the file is refused on its own text."""
+    folder = write_synthetic_results(tmp_path)
+    path = store.run_files(folder)[2]
+    head, _, last = store.read_run_text(path).rpartition(",")
+    path.write_text(f'{head},"{last}')
+    with pytest.raises(ResultsError, match="unreadable CSV"):
+        store.read_run_file(path)
+    with pytest.raises(ResultsError, match=f"1 bad result file.*{path.name}"):
+        store.load(folder)
