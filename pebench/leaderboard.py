@@ -236,10 +236,10 @@ def capability(runs: pd.DataFrame) -> pd.DataFrame:
     columns = ["arch", "encoding", "runs", "fitted", "fit_rate", "dependent_runs", "dependent_fitted",
                "dependent_fit_rate", "control_runs", "control_fitted", "control_fit_rate", "tasks_all_fitted",
                "n_tasks"]
-    runs = trained_runs(runs)
-    if "fitted" not in runs or runs["fitted"].isna().all():
+    runs = _fit_checked(runs)
+    if runs.empty:
         return pd.DataFrame(columns=columns)
-    runs = runs[runs["fitted"].notna()].assign(fit=fitted, dependent=lambda r: r["order_dependent"] == True)  # noqa: E712
+    runs = runs.assign(dependent=lambda r: r["order_dependent"] == True)  # noqa: E712
     records = []
     for (arch, encoding), part in runs.groupby(["arch", "encoding"], sort=False):
         dependent, control = part[part["dependent"]], part[~part["dependent"]]
@@ -257,17 +257,23 @@ def capability(runs: pd.DataFrame) -> pd.DataFrame:
             .drop(columns="_e").reset_index(drop=True))
 
 
+def _fit_checked(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs whose fit criterion was checked, with their verdict as a boolean column ``fit`` (no rows
+    where no run has a fit criterion)."""
+    runs = trained_runs(runs)
+    if "fitted" not in runs:
+        return runs.iloc[:0].assign(fit=pd.Series(dtype=bool))
+    return runs[runs["fitted"].notna()].assign(fit=fitted)
+
+
 def capacity_goal(runs: pd.DataFrame) -> dict[str, str]:
     """Whether ``runs`` reach protocol v3's goal for its scale (:data:`pebench.protocol.CAPABLE_ENCODINGS`), a
     sentence per architecture (by name): the share of the capable encodings' runs that fitted against
     :data:`~pebench.protocol.CAPABLE_FIT_GOAL`, with the tasks they missed most, and for the decoder how many
     seeds of a NoPE model fitted copy, of all. Empty where the runs hold no fit criterion or not every capable
     encoding."""
-    runs = trained_runs(runs)
-    if "fitted" not in runs or runs["fitted"].isna().all():
-        return {}
-    runs = runs[runs["fitted"].notna()].assign(fit=fitted)
-    if not set(CAPABLE_ENCODINGS) <= set(runs["encoding"]):
+    runs = _fit_checked(runs)
+    if not set(CAPABLE_ENCODINGS) <= set(runs["encoding"]):  # none, too, where no run has a fit criterion
         return {}
     names = ", ".join(encoding_label(name) for name in CAPABLE_ENCODINGS[:-1])
     capable_words = f"{names} and {encoding_label(CAPABLE_ENCODINGS[-1])}"
@@ -619,7 +625,7 @@ def pairwise(
     higher = higher_is_better(metric)
     frame, task = _scored(runs, metric)
     if jointly_fitted:
-        frame = frame[frame["fitted"] & (frame["order_dependent"] == True)]  # noqa: E712
+        frame = _fitted_order_dependent(frame)
     pair_keys = [c for c in task if c != "arch"] + ["seed"]
     rng = np.random.default_rng(seed)
     records = []
@@ -633,8 +639,7 @@ def pairwise(
                 record["note"] = f"no {' or '.join(missing)} runs for {arch}"
                 records.append(record)
                 continue
-            left, right = (here[here["encoding"] == name].set_index(pair_keys)["score"] for name in (a, b))
-            both = left.to_frame("a").join(right.rename("b"), how="inner")
+            both = _pairs(here, a, b, pair_keys)
             d = np.where(both["a"] == both["b"], 0.0, both["a"] - both["b"])  # two unfitted (inf) runs tie
             record["n_pairs"] = len(d)
             if len(d) == 0:
@@ -662,6 +667,17 @@ def pairwise(
     return table
 
 
+def _fitted_order_dependent(frame: pd.DataFrame) -> pd.DataFrame:
+    """The fitted runs of order-dependent tasks of a :func:`_scored` frame (protocol v3's declared comparisons)."""
+    return frame[frame["fitted"] & (frame["order_dependent"] == True)]  # noqa: E712
+
+
+def _pairs(frame: pd.DataFrame, a: str, b: str, keys: list[str]) -> pd.DataFrame:
+    """The scores of encodings ``a`` and ``b`` (columns ``a`` and ``b``) paired on ``keys``: where both have one."""
+    left, right = (frame[frame["encoding"] == name].set_index(keys)["score"] for name in (a, b))
+    return left.to_frame("a").join(right.rename("b"), how="inner")
+
+
 _PAIR_COLUMNS = ["arch", "a", "b", "metric", "n_pairs", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm",
                  "verdict"]
 
@@ -677,18 +693,17 @@ def pairwise_by_task(runs: pd.DataFrame, comparisons: Sequence[tuple[str, str]],
     no verdict of their own (the declared verdict is :func:`pairwise`'s, on every task's pairs, Holm-corrected)."""
     higher = higher_is_better(metric)
     frame, task = _scored(runs, metric)
-    frame = frame[frame["fitted"] & (frame["order_dependent"] == True)]  # noqa: E712
+    frame = _fitted_order_dependent(frame)
     task_keys = [c for c in task if c != "arch"]
     records = []
     for arch in sorted(frame["arch"].unique()):
         here = frame[frame["arch"] == arch]
         for a, b in comparisons:
-            left, right = (here[here["encoding"] == name].set_index([*task_keys, "seed"])["score"] for name in (a, b))
-            both = left.to_frame("a").join(right.rename("b"), how="inner").reset_index()
-            for key, part in both.groupby(task_keys, sort=False):
+            both = _pairs(here, a, b, [*task_keys, "seed"]).reset_index()
+            for _, part in both.groupby(task_keys, sort=False):
                 d = (part["a"] - part["b"]).to_numpy(dtype=float)
                 better = np.sign(d) if higher else -np.sign(d)
-                records.append(dict(arch=arch, a=a, b=b, task=dict(zip(task_keys, key, strict=True))["task"],
+                records.append(dict(arch=arch, a=a, b=b, task=part["task"].iloc[0],
                                     metric=metric, n_pairs=len(d), mean_diff=d.mean(), a_better=int((better > 0).sum()),
                                     b_better=int((better < 0).sum()), ties=int((better == 0).sum()),
                                     p_value=sign_flip_p(d), smallest_p=smallest_p(len(d))))

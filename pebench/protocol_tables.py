@@ -240,11 +240,12 @@ def inference_values(suite: str = REFERENCE_SUITE, experiment: str = "length_ext
     dependent = len({spec.task for spec in specs if tasks.get(spec.task).order_dependent})
     declared = registered_report_specs([experiment]).get(experiment)
     family = len(declared.comparisons if declared else ()) * len({spec.arch for spec in specs})
+    by_task = 2 / 2**dependent
     return {"seed_unit_smallest_p": f"{2 / 2 ** len(protocol.SEEDS[suite]):.3f}",
             "n_dependent_tasks": str(dependent),
-            "task_unit_smallest_p": f"{2 / 2 ** dependent:.3f}",
+            "task_unit_smallest_p": f"{by_task:.3f}",
             "comparison_family": str(family),
-            "task_unit_holm_first": f"{min(1.0, family * 2 / 2 ** dependent):.3f}"}
+            "task_unit_holm_first": f"{min(1.0, family * by_task):.3f}"}
 
 
 def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, Table]:

@@ -662,18 +662,19 @@ def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[t
             if list(frame.columns) != group[0][2][0] or len(frame) != sum(len(r) - 1 for *_, r in group):
                 raise ResultsError("its files parse otherwise together")
             validate_frame(frame, paths[group[0][0]])
-            start = 0
+            start, ids = 0, {}
             for position, _text, records in group:
                 rows = frame.iloc[start:start + len(records) - 1]
-                if not (rows["run_id"] == records[1][records[0].index("run_id")]).all():  # parsed as written
+                ids[position] = records[1][records[0].index("run_id")]
+                if not (rows["run_id"] == ids[position]).all():  # each file's rows parsed as written
                     raise ResultsError("its files parse otherwise together")
                 _verified_frame(rows, records, paths[position])
                 start += len(records) - 1
         except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError):
             alone += [position for position, _, _ in group]
             continue
-        for position, _text, records in group:
-            run_ids[position] = records[1][records[0].index("run_id")]
+        for position, run_id in ids.items():
+            run_ids[position] = run_id
         frames.append((np.repeat([position for position, _, _ in group], [len(r) - 1 for *_, r in group]), frame))
     for position in sorted(alone):
         try:

@@ -148,8 +148,7 @@ def declared() -> dict[str, dict[str, Any]] | None:
 
 def baseline_name() -> str | None:
     """The encoding registered with ``baseline=True`` (NoPE), or None."""
-    metadata = _registered()
-    return next((name for name, info in metadata.items() if info.get("baseline")), None)
+    return next((name for name in in_order() if meta(name).get("baseline")), None)
 
 
 def names() -> list[str]:
@@ -188,19 +187,11 @@ def in_order() -> list[str]:
     """Every encoding's name: the built-in ones in the order of their modules and, within one, of their source,
     then the plugins' in the order they were registered. (The registry's own order depends on which module was
     imported first, since importing one built-in encoding's module registers the others before it.)"""
-    return list(_registered())
-
-
-def _registered() -> dict[str, dict[str, Any]]:
-    """Name -> metadata of every encoding, in :func:`in_order`'s order: the built-in ones read from the source
-    (:func:`declared`) until something needs an encoding's class, then the registry's (with any plugin's)."""
-    if _unloaded_builtins() is not None:
-        return {name: dict(info) for name, info in _unloaded_builtins().items()}
-    builtins = declared()
-    registered = ENCODINGS.in_order()
-    names = [*(name for name in builtins or () if name in registered),
-             *(name for name in registered if name not in (builtins or ()))]
-    return {name: ENCODINGS.meta(name) for name in names}
+    builtins = _unloaded_builtins()
+    if builtins is not None:  # read from the source: they are all there is
+        return list(builtins)
+    builtins, registered = declared() or {}, ENCODINGS.in_order()
+    return [*(name for name in builtins if name in ENCODINGS), *(name for name in registered if name not in builtins)]
 
 
 def _unloaded_builtins() -> dict[str, dict[str, Any]] | None:

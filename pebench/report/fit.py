@@ -169,8 +169,8 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
     n = int(_recorded(data, "fit_examples", config.fit_examples))
     threshold = float(_recorded(data, "fit_threshold", config.fit_threshold))
     every = int(_recorded(data, "fit_every", SCALES["standard"]["fit_every"]))
-    where = ("at each training length" if _recorded(data, "fit_lengths", config.fit_lengths) == "all"
-             else "at the longest training length")
+    every_length = _recorded(data, "fit_lengths", config.fit_lengths) == "all"
+    where = "at each training length" if every_length else "at the longest training length"
     allowed = int(np.floor(n * (1 - threshold) + 1e-9))
     chances = ", ".join(f"{stats.binom.cdf(allowed, n, 1 - p):.2f} at a true accuracy of {p:g}"
                         for p in (0.95, 0.97, 0.98))
@@ -179,8 +179,8 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
             f"threshold with a probability of {chances} (binomial), and a run is checked every {every} steps on the "
             f"same batch, so a fitted run's true accuracy {where} can be a few points below the threshold. Longer "
             f"answers give more tokens per check. How the fitted runs score "
-            f"{'there' if where == 'at the longest training length' else 'at the longest training length'} on the "
-            "evaluation set (other examples, the same length):")
+            f"{'at the longest training length' if every_length else 'there'} on the evaluation set (other examples, "
+            "the same length):")
     closing = ("A fitted run is therefore one that learnt its training distribution to within a few points of the "
                "threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured on "
                "the evaluation set, never on the fit batch.")
