@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from pebench import protocol, store, tasks
+from pebench import protocol, report_file, store, tasks
 from pebench.blocks import Block
 from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
@@ -436,6 +436,30 @@ def suite_time_values(performance: Path) -> dict[str, str]:
 NEXT_FOLDER = "next"
 
 
+def archived_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
+    """Which earlier references of ``suite`` are kept whole under ``results/archive/``
+    (:func:`pebench.report_file.archived_roots`), each with its results version, run count and reruns, in one
+    sentence; ``""`` when none is.
+
+    Raises:
+        pebench.store.ResultsError: a link in the archive (never followed).
+        pebench.report_file.StaleReport: a kept reference without a current report.
+    """
+    kept = []
+    for root in report_file.archived_roots(results):
+        folder = store.refuse_link(store.path_in(root, suite))
+        if report_file.has_results(folder):
+            reruns = [rerun.name for rerun in report_file.rerun_folders(root)]
+            beside = f"; its rerun{'s' * (len(reruns) > 1)} {', '.join(reruns)} beside it" if reruns else ""
+            version = report_file.current_report(folder).get("results_version", "")
+            kept.append(f"`{display_path(folder, Path(results).parent)}` ({suite} {version}, "
+                        f"{report_file.count_runs(folder):,} runs{beside})")
+    if not kept:
+        return ""
+    return ("The references it replaced are kept whole, so that their tables stay citable and `pebench report` "
+            f"regenerates them: {'; '.join(kept)}.")
+
+
 def regeneration_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
     """Where the regeneration of ``suite``'s reference under the current protocol stands, in one sentence: the runs
     of the suite's run specs whose files ``results/next/<suite>/raw`` holds (file names are only compared with the
@@ -447,7 +471,7 @@ def regeneration_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
     """
     folder = store.refuse_link(store.refuse_link(Path(results) / NEXT_FOLDER) / suite)
     if not folder.exists():
-        return ""
+        return archived_text(results, suite)
     expected = {spec.run_id for spec in suite_runs(suite)}
     made = {store.run_file_id(path) for path in store.raw_files(store.refuse_link(folder / "raw"))} & expected
     protocol_version = protocol.SCALES[suite].get("protocol", protocol.PROTOCOL)

@@ -73,8 +73,11 @@ def current_report(folder: str | Path) -> dict[str, Any]:
 #: the folders of a results folder whose subfolders are reruns of ``<results>/<suite>``: ``local`` (``tox -e bench``)
 #: and ``reruns`` (committed reruns on other hardware)
 RERUN_PARENTS = ("local", "reruns")
+#: where a reference replaced under a new protocol is kept whole, with its reruns: ``<results>/archive/<name>/`` is a
+#: results folder of its own (``<suite>/``, ``reruns/<rerun>/``), so its tables stay citable and regenerable
+ARCHIVE = "archive"
 #: the folders of a results folder that hold no reference suite
-NOT_SUITES = frozenset({"performance", *RERUN_PARENTS})
+NOT_SUITES = frozenset({"performance", ARCHIVE, *RERUN_PARENTS})
 
 
 def display_path(path: str | Path, root: str | Path) -> str:
@@ -116,6 +119,14 @@ def rerun_folders(results: str | Path, parent: str = "reruns") -> list[Path]:
     folder = store.refuse_link(Path(results) / parent)
     return [store.path_in(folder, path.name) for path in sorted(folder.iterdir())
             if store.refuse_link(path).is_dir() and store.refuse_link(path / "raw").is_dir()] if folder.is_dir() else []
+
+
+def archived_roots(results: str | Path) -> list[Path]:
+    """The results folders kept under ``results/archive/`` (:data:`ARCHIVE`), by name. A link there (the archive or
+    an entry) is refused on one line, never followed, and a name must be plain (:func:`pebench.store.path_in`)."""
+    folder = store.refuse_link(Path(results) / ARCHIVE)
+    return [store.path_in(folder, path.name) for path in sorted(folder.iterdir())
+            if store.refuse_link(path).is_dir()] if folder.is_dir() else []
 
 
 def rerun_reference(rerun: str | Path) -> Path:

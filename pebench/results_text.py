@@ -9,9 +9,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pebench import blocks, store
+from pebench import blocks, protocol, store
 from pebench.entry_lead import lead
-from pebench.report_file import StaleReport, count_runs, current_report, current_rerun, display_path, filled
+from pebench.report_file import (
+    StaleReport,
+    archived_roots,
+    count_runs,
+    current_report,
+    current_rerun,
+    display_path,
+    filled,
+    rerun_folders,
+    rerun_reference,
+)
 
 #: read once above the tables of a tables page (each caption repeats it for a table copied on its own)
 HOW_TO_READ_TABLES = (
@@ -121,16 +131,52 @@ def no_reruns_text(results: Path, root: Path) -> str:
     return f"No rerun of a suite on other hardware is committed (`{display_path(results / 'reruns', root)}/`)."
 
 
+def archived_reruns_text(results: Path, root: Path, index: Any) -> str:
+    """Per rerun kept with a replaced reference under ``results/archive/`` (:func:`pebench.report_file.archived_roots`):
+    which reference it reran, and what its report (``index(rerun)``, the ``report.json``) says about reproducing it
+    (:func:`rerun_summary`); ``""`` when none is kept."""
+    texts = []
+    for archive in archived_roots(results):
+        for rerun in rerun_folders(archive):
+            reference = rerun_reference(rerun)
+            version = current_report(reference).get("results_version", "")
+            texts.append(f"Kept with the {reference.name} reference it reran ({reference.name} {version}, "
+                         f"`{display_path(reference, root)}`): " + " ".join(rerun_summary(rerun, reference, root,
+                                                                                           index(rerun))))
+    return " ".join(texts)
+
+
+def report_protocol(report: dict[str, Any]) -> int | None:
+    """The protocol version of the runs a ``report.json`` reports, from its results version (``v<protocol>-...``,
+    :func:`pebench.results.results_version`); ``None`` when it records none."""
+    version, _, digest = str(report.get("results_version", "")).partition("-")
+    return int(version[1:]) if version[:1] == "v" and version[1:].isdigit() and digest else None
+
+
+def earlier_protocol_text(report: dict[str, Any]) -> str:
+    """For a folder made under an earlier protocol than :data:`pebench.protocol.PROTOCOL`: what its boards measure
+    (the audit on the protocol page); ``""`` for one of the current protocol or a report that records none."""
+    version = report_protocol(report)
+    if version is None or version >= protocol.PROTOCOL:
+        return ""
+    return (f"These results ({report['results_version']}) were made under protocol v{version}'s model and budget, "
+            f"whose aggregate tables mostly measure which encodings fit within that budget (the audit that led to "
+            f"protocol v{protocol.PROTOCOL}, on the {{doc}}`protocol` page): read the capability board beside the "
+            "tiers, and every interval.")
+
+
 def results_version_text(suite: str, version: str) -> str:
     """What a results version is, for the "Cite these results" box of ``suite``'s page."""
     return (f"Results version **{suite} {version}** (a hash of every run file: the same runs always give it, any "
             "change of a run changes it).")
 
 
-def tables_from_text(folder: Path, root: Path, page: str) -> str:
-    """The lead of a suite's boards on the leaderboard page: where its tables come from (``page``: its results page)."""
-    return (f"From `{display_path(folder, root)}/tables/`, written by `pebench report` from the {count_runs(folder)} "
-            f"run files of {{doc}}`the {folder.name} results <{page}>`.")
+def tables_from_text(folder: Path, root: Path, page: str, report: dict[str, Any] | None = None) -> str:
+    """The lead of a suite's boards on the leaderboard page: where its tables come from (``page``: its results page),
+    and, for results of an earlier protocol (its ``report``), :func:`earlier_protocol_text`."""
+    return " ".join(filter(None, [
+        f"From `{display_path(folder, root)}/tables/`, written by `pebench report` from the {count_runs(folder)} "
+        f"run files of {{doc}}`the {folder.name} results <{page}>`.", earlier_protocol_text(report or {})]))
 
 
 def headline_source_text(report: Path, root: Path, page: str) -> str:

@@ -668,6 +668,69 @@ def test_a_linked_rerun_folder_or_manifest_stops_the_build_with_one_line(gen, re
         gen.rerun_folders(results)
 
 
+
+def _kept(source: Path, target: Path) -> Path:
+    """A committed results folder's run files, manifest and report copied to ``target`` (the report stays current:
+    it records the digest of the same run files)."""
+    shutil.copytree(source / "raw", target / "raw")
+    for name in ("manifest.json", "report.json"):
+        shutil.copy(source / name, target / name)
+    return target
+
+
+def test_a_replaced_reference_is_kept_whole_with_its_rerun_and_the_site_names_both(gen, tmp_path):
+    """After a reference is replaced under a new protocol (issue 36), the old one and its rerun live on under
+    ``results/archive/<name>/`` as a results folder of their own: the rerun still compares with the reference it
+    reran, the leaderboard's stability sentence quotes it as such, the protocol page names what is kept, and a
+    link in the archive is refused, never followed."""
+    from pebench.protocol_tables import regeneration_text
+    from pebench.report_file import archived_roots
+    from pebench.store import ResultsError
+
+    results = tmp_path / "results"
+    archive = results / "archive" / "v2"
+    committed = ROOT / "results" / "archive" / "v2"  # the v2 pair, once the v3 reference has replaced it
+    committed = committed if committed.is_dir() else ROOT / "results"
+    reference = _kept(committed / "standard", archive / "standard")
+    _kept(committed / "reruns" / "standard-h100", archive / "reruns" / "standard-h100")
+    version = json.loads((reference / "report.json").read_text())["results_version"]
+    assert archived_roots(results) == [archive] and gen.rerun_folders(results) == []
+    assert regeneration_text(results) == (
+        "The references it replaced are kept whole, so that their tables stay citable and `pebench report` "
+        f"regenerates them: `results/archive/v2/standard` (standard {version}, 606 runs; its rerun standard-h100 "
+        "beside it).")
+    stability = gen.reruns_text(results)
+    assert stability.startswith("No rerun of a suite on other hardware is committed (")
+    kept = ("Kept with the standard reference it reran (standard " + version + ", "
+            f"`{gen.report_file.display_path(reference, gen.ROOT)}`): ")
+    assert kept in stability
+    assert re.search(r"\d+ of \d+ cells reproduce the reference", stability.split(kept)[1])  # its own comparison
+    (results / "archive" / "v3").symlink_to(tmp_path, target_is_directory=True)
+    for show in (archived_roots, regeneration_text, gen.reruns_text):
+        with pytest.raises(ResultsError, match=r"archive/v3 is a symbolic link"):
+            show(results)
+
+
+def test_results_of_an_earlier_protocol_say_so_above_their_boards():
+    """The leaderboard's lead of a suite made under an earlier protocol says what its boards measure; one of the
+    current protocol, or a report that records no version, gets no such sentence."""
+    from pebench import protocol
+    from pebench.results_text import earlier_protocol_text, report_protocol, tables_from_text
+
+    assert report_protocol({"results_version": "v2-aaa7cfcc"}) == 2 and report_protocol({}) is None
+    assert report_protocol({"results_version": "v2"}) is None  # no digest: not a results version
+    old = earlier_protocol_text({"results_version": "v2-aaa7cfcc"})
+    assert old.startswith("These results (v2-aaa7cfcc) were made under protocol v2's model and budget")
+    assert f"protocol v{protocol.PROTOCOL}" in old
+    assert earlier_protocol_text({"results_version": f"v{protocol.PROTOCOL}-0123abcd"}) == ""
+    assert earlier_protocol_text({}) == ""
+    folder = ROOT / "results" / "extended"  # made under protocol v2, and kept so
+    report = json.loads((folder / "report.json").read_text())
+    lead = tables_from_text(folder, ROOT, "/page", report)
+    assert lead.endswith(earlier_protocol_text(report)) and "protocol v2's model" in lead
+    assert lead.startswith("From `results/extended/tables/`")
+    assert tables_from_text(folder, ROOT, "/page") == lead.removesuffix(" " + earlier_protocol_text(report))
+
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
     """`tox -e bench` (one command, :mod:`pebench.bench`) runs compare last (its verdict ends the log; a cell that
     does not reproduce fails nothing) and then names the site and the page."""

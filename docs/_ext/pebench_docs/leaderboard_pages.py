@@ -65,7 +65,8 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) ->
     lines = []
     for folder in sorted(folders, key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         lines += [f"## `{folder.name}` suite", "",
-                  results_text.tables_from_text(folder, ROOT, f"/_generated/results/{folder.name}"), ""]
+                  results_text.tables_from_text(folder, ROOT, f"/_generated/results/{folder.name}",
+                                                report_index(folder)), ""]
         titles = {table["name"]: table["title"] for table in report_index(folder)["tables"]}  # the report's titles
         for kind, title, lead in LEADERBOARD_TABLES:
             paths = sorted((folder / "tables").glob(f"{kind}_*.md"))
