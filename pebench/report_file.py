@@ -53,7 +53,8 @@ def current_report(folder: str | Path) -> dict[str, Any]:
     """
     folder = Path(folder)
     path = folder / "report.json"
-    remedy = f"run pebench report {folder} (with OMP_NUM_THREADS=1 to remake committed files byte for byte)"
+    remedy = (f"run pebench report {folder} (with OMP_NUM_THREADS=1 to remake committed files byte for byte; a CSV "
+              "float may differ in its last digits on a CPU with other vector extensions)")
     try:
         index = json.loads(store.read_plain_file(path, "report"))
     except FileNotFoundError:
