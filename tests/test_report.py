@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from committed_tables import assert_table_alike
 from test_results import curve_run, run_frame, write_synthetic_results
 
 from pebench import results, schema
@@ -652,41 +651,6 @@ def test_pebench_compare_prints_the_agreement_before_its_closing_verdict(synthet
     assert lines[0] == verdict and lines[-1] == f"verdict: {verdict}"
     at = lines.index("agreement beyond the cells:")
     assert lines[at + 1].startswith("  ") and "runs judged by the fit criterion on both sides" in lines[at + 1]
-
-
-def without_experiment_scripts(monkeypatch, tmp_path: Path, *, folder: bool = True) -> None:
-    """As a downloaded folder or an installed package sees it: experiment discovery finds an empty folder (or,
-    as in a wheel, none at all), and no experiment is registered."""
-    from pebench import experiment
-    from pebench.registry import Registry
-
-    empty = tmp_path / "no_experiments"
-    if folder:
-        empty.mkdir()
-    monkeypatch.setattr(experiment, "experiments_dir", lambda: empty)
-    monkeypatch.setattr(experiment, "EXPERIMENTS", Registry("experiment", base=experiment.Experiment))
-
-
-def test_a_copy_of_the_reference_reports_alike_without_the_experiment_scripts(tmp_path, monkeypatch, capsys):
-    """results/standard copied out of the repository (run files, manifest, report.json) and reported with no
-    experiment script on disk writes the committed tables (byte for byte but for a CSV float's last digits on another
-    CPU: :mod:`committed_tables`): each experiment's layout,
-    leaderboard and declared comparisons come from the report declarations the folder records."""
-    committed = Path(__file__).resolve().parent.parent / "results" / "standard"
-    folder = tmp_path / "standard"
-    shutil.copytree(committed / "raw", folder / "raw")
-    for name in ("manifest.json", "report.json"):
-        shutil.copy(committed / name, folder / name)
-    without_experiment_scripts(monkeypatch, tmp_path)
-    assert main(["report", str(folder)]) == 0
-    assert "no report declaration" not in capsys.readouterr().out
-    written = sorted(p.relative_to(folder) for p in (folder / "tables").iterdir())
-    assert written == sorted(p.relative_to(committed) for p in (committed / "tables").iterdir())
-    for relative in written:
-        assert_table_alike(folder / relative, committed / relative)  # CSV floats: on any CPU
-    index = json.loads((folder / "report.json").read_text())
-    assert index["declarations"] == json.loads((committed / "report.json").read_text())["declarations"]
-
 
 
 def test_committed_csv_tables_are_compared_to_the_rounding_of_the_cpu_not_beyond():

@@ -7,6 +7,7 @@ script, no ``docs/``, nothing of the repository but what the wheel ships.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,9 @@ def test_report_from_a_wheel_writes_the_committed_tables(wheel_site, tmp_path):
     """Issue 38's acceptance: ``pebench report`` run by a wheel-installed pebench on a copy of
     ``results/standard`` outside the repository writes the committed tables (byte for byte but for a CSV float's
     last digits on another CPU: :mod:`committed_tables`), each experiment's
-    layout coming from the report declarations its manifest records."""
+    layout coming from the report declarations its manifest records (and recording them again in its report). No
+    experiment script is beside a wheel's package, so this is also the check that a downloaded folder reports
+    alike without them."""
     committed = REPO / "results" / "standard"
     folder = tmp_path / "downloaded" / "standard"
     shutil.copytree(committed / "raw", folder / "raw")
@@ -76,3 +79,5 @@ def test_report_from_a_wheel_writes_the_committed_tables(wheel_site, tmp_path):
     assert written == sorted(p.name for p in (committed / "tables").iterdir())
     for name in written:
         assert_table_alike(folder / "tables" / name, committed / "tables" / name)  # CSV floats: on any CPU
+    index = json.loads((folder / "report.json").read_text())
+    assert index["declarations"] == json.loads((committed / "report.json").read_text())["declarations"]
