@@ -561,6 +561,36 @@ def test_provenance_lists_the_latest_invocation_of_the_manifest():
     assert provenance(None) == {"missing": "No `manifest.json` in `{folder}`.\n"}
 
 
+
+def test_a_folder_made_on_several_machines_names_each_with_its_invocations_and_runs():
+    """A sweep resumed on another machine (the v3 reference went from an AVX-512 Xeon to an AVX2 EPYC) says so in its
+    provenance: each machine in order of first use, its invocations, their dates and the runs it made, counted
+    from the manifest (a suite that grew between invocations counts its new runs as still to make)."""
+    from pebench.report.findings import machines_text, provenance, runs_made
+
+    xeon = {"cpu_model": "Xeon", "torch_cpu_capability": "AVX512"}
+    invocations = [{**xeon, "date": "2026-11-27T06:00", "n_runs": 100, "runs_to_make": 100},
+                   {**xeon, "date": "2026-11-27T09:00", "n_runs": 130, "runs_to_make": 100},  # 30 runs added
+                   {"cpu_model": "EPYC", "torch_cpu_capability": "AVX2", "date": "2026-11-28T04:36", "n_runs": 130,
+                    "runs_to_make": 60},
+                   {**xeon, "date": "2026-11-29T01:00", "n_runs": 130, "runs_to_make": 50}]
+    assert runs_made(invocations, n_files=95) == [30, 40, 10, 15]  # 130 - 95 = 35 still to make after the last
+    assert runs_made(invocations, n_files=200) is None  # more files than the suite: added by hand
+    assert runs_made(invocations[:1] + [{"n_runs": 100}], n_files=50) is None  # a count not recorded
+    manifest = {"suite": "standard", "invocations": invocations, "latest": invocations[-1]}
+    assert machines_text(manifest, 95) == (
+        "Its runs were made on 2 machines: Xeon, AVX512 (invocations 1-2, 4, 2026-11-27 to 2026-11-29, 85 runs); "
+        "EPYC, AVX2 (invocation 3, 2026-11-28, 10 runs). Machines differ in float rounding, which training can "
+        "amplify like a new draw of the seed.")
+    assert "runs)" not in machines_text(manifest)  # no file count: no run counts
+    lead = provenance(manifest, 95)["lead"]
+    assert lead.startswith("The folder was written by 4 invocation(s) of `pebench run`. Its runs were made on 2 ")
+    assert lead.endswith(" The latest:")
+    one = {"suite": "standard", "invocations": invocations[:2], "latest": invocations[1]}
+    assert machines_text(one, 95) == "" and provenance(one)["lead"].endswith("; the latest:")
+    gpu = [{**run, "cuda_device": "NVIDIA H100"} for run in invocations]
+    assert machines_text({"invocations": gpu}) == ""  # one CUDA device, whatever the host CPU
+
 def test_report_json_holds_what_the_site_shows_and_the_digest_of_its_run_files(report, synthetic, tmp_path):
     from pebench.report_file import StaleReport, current_report, raw_digest
 

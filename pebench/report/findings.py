@@ -22,7 +22,8 @@ from pebench.store import raw_files, run_file_id
 EDGE = 0.01
 #: the manifest fields a results page lists under its provenance
 PROVENANCE_KEYS = ("date", "git_sha", "git_dirty", "pebench_version", "torch_version", "python_version", "device",
-                   "cuda_device", "platform", "processor", "cpu_count", "executor", "workers", "n_runs")
+                   "cuda_device", "platform", "processor", "cpu_model", "torch_cpu_capability", "cpu_count", "executor",
+                   "workers", "n_runs")
 
 
 def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[str]:
@@ -74,9 +75,66 @@ def completeness(folder: Path, suite_run_ids: Collection[str]) -> str:
     return " ".join(parts)
 
 
-def provenance(manifest: Mapping[str, Any] | None) -> dict[str, Any]:
+#: the fields of an invocation that tell its machine apart: a CUDA device, else the CPU and its vector extensions
+MACHINE_KEYS = ("cuda_device", "cpu_model", "torch_cpu_capability")
+
+
+def _machine(invocation: Mapping[str, Any]) -> str:
+    """An invocation's machine in words (:data:`MACHINE_KEYS`): its CUDA device, else its CPU and vector extensions."""
+    if invocation.get("cuda_device"):
+        return str(invocation["cuda_device"])
+    return ", ".join(str(invocation[k]) for k in MACHINE_KEYS[1:] if invocation.get(k)) or "machine not recorded"
+
+
+def _numbers(indices: Sequence[int]) -> str:
+    """1-based invocation numbers, consecutive ones as a range: ``1-9, 12``."""
+    spans: list[list[int]] = []
+    for i in indices:
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def runs_made(invocations: Sequence[Mapping[str, Any]], n_files: int | None) -> list[int] | None:
+    """How many runs each invocation made, from the manifest's counts: what it had to make (``runs_to_make``) less
+    what was left for the next one, which had to make those and the runs its larger suite (``n_runs``) added; the last
+    one's remainder is what its suite lacks of the ``n_files`` run files. ``None`` when a count is not recorded or
+    the counts do not add up (files added or removed by hand)."""
+    todo = [run.get("runs_to_make") for run in invocations]
+    sizes = [run.get("n_runs") for run in invocations]
+    if not invocations or n_files is None or any(not isinstance(n, int) for n in (*todo, *sizes)) \
+            or n_files > sizes[-1]:
+        return None
+    left = [b - (size_b - size_a) for b, size_a, size_b in zip(todo[1:], sizes, sizes[1:], strict=False)]
+    made = [a - b for a, b in zip(todo, [*left, sizes[-1] - n_files], strict=True)]
+    return made if all(n >= 0 for n in made) else None
+
+
+def machines_text(manifest: Mapping[str, Any], n_files: int | None = None) -> str:
+    """When a folder's invocations ran on more than one machine (:func:`_machine`), one sentence naming each, in order
+    of first use, with its invocations, their dates and (:func:`runs_made`) the runs it made; ``""`` otherwise."""
+    invocations = [run for run in manifest.get("invocations") or [] if isinstance(run, Mapping)]
+    machines = list(dict.fromkeys(_machine(run) for run in invocations))
+    if len(machines) < 2:
+        return ""
+    made = runs_made(invocations, n_files)
+    parts = []
+    for machine in machines:
+        mine = [i for i, run in enumerate(invocations) if _machine(run) == machine]
+        days = sorted({str(invocations[i].get("date", ""))[:10] for i in mine} - {""})
+        when = f", {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") if days else ""
+        runs = f", {sum(made[i] for i in mine):,} runs" if made is not None else ""
+        parts.append(f"{machine} (invocation{'s' * (len(mine) > 1)} {_numbers([i + 1 for i in mine])}{when}{runs})")
+    return (f"Its runs were made on {len(machines)} machines: {'; '.join(parts)}. Machines differ in float rounding, "
+            "which training can amplify like a new draw of the seed.")
+
+
+def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None) -> dict[str, Any]:
     """Where and how a folder's runs were made, from its manifest: ``{"lead", "header", "rows"}`` (one column per
-    source folder for a folder made by ``pebench combine``), or ``{"missing": text}`` without a manifest."""
+    source folder for a folder made by ``pebench combine``), or ``{"missing": text}`` without a manifest. The lead
+    names the machines when there were several (:func:`machines_text`; ``n_files``: the folder's run files)."""
     if manifest is None:
         return {"missing": f"No `manifest.json` in `{FOLDER}`.\n"}
     latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
@@ -90,6 +148,8 @@ def provenance(manifest: Mapping[str, Any] | None) -> dict[str, Any]:
     rows = [[f"`{k}`", latest[k]] for k in PROVENANCE_KEYS if k in latest and latest[k] is not None]
     n = len(manifest.get("invocations", []))
     lead = f"The folder was written by {n} invocation(s) of `pebench run`; the latest:" if n else "Manifest:"
+    if machines := machines_text(manifest, n_files):
+        lead = f"The folder was written by {n} invocation(s) of `pebench run`. {machines} The latest:"
     return {"lead": lead, "header": ["field", "value"], "rows": rows}
 
 

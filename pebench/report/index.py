@@ -16,7 +16,7 @@ from pebench.experiment import ReportSpec
 from pebench.report import findings as findings_module
 from pebench.report import fit, reruns
 from pebench.report.entries import entries
-from pebench.report_file import DIGEST_KEY, raw_digest
+from pebench.report_file import DIGEST_KEY, count_runs, raw_digest
 from pebench.store import read_manifest
 
 
@@ -32,7 +32,7 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
         "declarations": {name: dataclasses.asdict(spec) for name, spec in specs.items()},
         "completeness": findings_module.completeness(results_dir, suite_run_ids),
         "complete": findings_module.complete(results_dir, suite_run_ids),
-        "provenance": findings_module.provenance(read_manifest(results_dir)),
+        "provenance": findings_module.provenance(read_manifest(results_dir), count_runs(results_dir)),
         "headline": findings_module.headline(findings, specs),
         "interval_edges": findings_module.leaderboard_edges(out_dir / "tables"),
         "fit_table": fit.fit_table(out_dir, raw=results_dir),
