@@ -456,7 +456,7 @@ def archived_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
                         f"{report_file.count_runs(folder):,} runs{beside})")
     if not kept:
         return ""
-    return ("The references it replaced are kept whole, so that their tables stay citable and `pebench report` "
+    return (f"The earlier {suite} references are kept whole, so that their tables stay citable and `pebench report` "
             f"regenerates them: {'; '.join(kept)}.")
 
 

@@ -6,6 +6,7 @@ too and a test pins them once. Texts are MyST Markdown; importing this module lo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def no_reruns_text(results: Path, root: Path) -> str:
     return f"No rerun of a suite on other hardware is committed (`{display_path(results / 'reruns', root)}/`)."
 
 
-def archived_reruns_text(results: Path, root: Path, index: Any) -> str:
+def archived_reruns_text(results: Path, root: Path, index: Callable[[Path], dict[str, Any]]) -> str:
     """Per rerun kept with a replaced reference under ``results/archive/`` (:func:`pebench.report_file.archived_roots`):
     which reference it reran, and what its report (``index(rerun)``, the ``report.json``) says about reproducing it
     (:func:`rerun_summary`); ``""`` when none is kept."""

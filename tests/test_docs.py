@@ -696,7 +696,7 @@ def test_a_replaced_reference_is_kept_whole_with_its_rerun_and_the_site_names_bo
     version = json.loads((reference / "report.json").read_text())["results_version"]
     assert archived_roots(results) == [archive] and gen.rerun_folders(results) == []
     assert regeneration_text(results) == (
-        "The references it replaced are kept whole, so that their tables stay citable and `pebench report` "
+        "The earlier standard references are kept whole, so that their tables stay citable and `pebench report` "
         f"regenerates them: `results/archive/v2/standard` (standard {version}, 606 runs; its rerun standard-h100 "
         "beside it).")
     stability = gen.reruns_text(results)
