@@ -132,10 +132,10 @@ def no_reruns_text(results: Path, root: Path) -> str:
     return f"No rerun of a suite on other hardware is committed (`{display_path(results / 'reruns', root)}/`)."
 
 
-def archived_reruns_text(results: Path, root: Path, index: Callable[[Path], dict[str, Any]]) -> str:
-    """Per rerun kept with a replaced reference under ``results/archive/`` (:func:`pebench.report_file.archived_roots`):
-    which reference it reran, and what its report (``index(rerun)``, the ``report.json``) says about reproducing it
-    (:func:`rerun_summary`); ``""`` when none is kept."""
+def archived_rerun_summaries(results: Path, root: Path, index: Callable[[Path], dict[str, Any]]) -> list[str]:
+    """Per rerun kept with a replaced reference under ``results/archive/`` (:func:`pebench.report_file.archived_roots`),
+    one paragraph: which reference it reran, and what its report (``index(rerun)``, the ``report.json``) says about
+    reproducing it (:func:`rerun_summary`)."""
     texts = []
     for archive in archived_roots(results):
         for rerun in rerun_folders(archive):
@@ -144,7 +144,7 @@ def archived_reruns_text(results: Path, root: Path, index: Callable[[Path], dict
             texts.append(f"Kept with the {reference.name} reference it reran ({reference.name} {version}, "
                          f"`{display_path(reference, root)}`): " + " ".join(rerun_summary(rerun, reference, root,
                                                                                            index(rerun))))
-    return " ".join(texts)
+    return texts
 
 
 def report_protocol(report: dict[str, Any]) -> int | None:

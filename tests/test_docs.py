@@ -614,7 +614,7 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
 
     reference, local = reported_rerun
     results = tmp_path / "results"
-    assert gen.reruns_text(results).startswith("No rerun of a suite on other hardware is committed")
+    assert gen.reruns_text(results).startswith("- No rerun of a suite on other hardware is committed")
     shutil.copytree(reference, results / "standard")
     rerun = results / gen.RERUNS / "gpu"
     shutil.copytree(local, rerun)
@@ -629,7 +629,7 @@ def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, 
     assert rerun_summary(rerun, reference, gen.ROOT, json.loads((rerun / "report.json").read_text())) == shown
     assert all(f"- {line}" in text for line in shown)
     assert text.index(f"- `{gen.shown(rerun)}` reruns") < text.index("## Reproduction check")
-    assert gen.reruns_text(results) == f"{{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {' '.join(shown)}"
+    assert gen.reruns_text(results) == f"- {{doc}}`Rerun gpu </_generated/results/{gen.RERUNS}-gpu>`: {' '.join(shown)}"
     (rerun / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": []}))
     with pytest.raises(ValueError, match="no manifest naming its suite"):
         rerun_reference(rerun.parent / "nowhere")
@@ -700,7 +700,8 @@ def test_a_replaced_reference_is_kept_whole_with_its_rerun_and_the_site_names_bo
         f"regenerates them: `results/archive/v2/standard` (standard {version}, 606 runs; its rerun standard-h100 "
         "beside it).")
     stability = gen.reruns_text(results)
-    assert stability.startswith("No rerun of a suite on other hardware is committed (")
+    assert stability.startswith("- No rerun of a suite on other hardware is committed (")
+    assert stability.count("\n- ") == 1  # one item each: no rerun of the current reference, the kept one
     kept = ("Kept with the standard reference it reran (standard " + version + ", "
             f"`{gen.report_file.display_path(reference, gen.ROOT)}`): ")
     assert kept in stability

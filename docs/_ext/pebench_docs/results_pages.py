@@ -150,13 +150,13 @@ def compare_section(local: Path, reference: Path) -> tuple[list[str], list[str]]
 
 
 def reruns_text(results: Path) -> str:
-    """The ``reruns`` substitution: per committed rerun, a link to its page and its report's summary; then the reruns
-    kept with replaced references (:func:`pebench.results_text.archived_reruns_text`)."""
-    current = " ".join(f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: " + " ".join(
+    """The ``reruns`` substitution, a list: per committed rerun, a link to its page and its report's summary; then the
+    reruns kept with replaced references (:func:`pebench.results_text.archived_rerun_summaries`)."""
+    current = [f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: " + " ".join(
         results_text.rerun_summary(rerun, report_file.rerun_reference(rerun), ROOT, report_index(rerun)))
-        for rerun in rerun_folders(results))
-    return " ".join(filter(None, [current or results_text.no_reruns_text(results, ROOT),
-                                  results_text.archived_reruns_text(results, ROOT, report_index)]))
+        for rerun in rerun_folders(results)] or [results_text.no_reruns_text(results, ROOT)]
+    return "\n".join(f"- {item}" for item in
+                     [*current, *results_text.archived_rerun_summaries(results, ROOT, report_index)])
 
 
 def rerun_page(rerun: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> dict[str, str]:
