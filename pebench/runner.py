@@ -941,8 +941,10 @@ def run_sweep(
                                seed_batched=sum(len(unit) for unit in units if len(unit) > 1))
         rates: dict[str, float] = {}  # seconds per unit of cost per experiment, filled by the announcement
         callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo, rates)
-        finish = _run_file_writer(out, existing.retry, summary, callback)
-        entry, outcome = None, "error"
+        invocation = _Invocation(out)
+        finish = _run_file_writer(out, existing.retry, summary, callback,
+                                  recorded=lambda: invocation.record(time.perf_counter() - start, summary.done))
+        outcome = "error"
         try:
             with _signals_interrupt(), contextlib.ExitStack() as stack:
                 if on_done is None and sys.stderr.isatty():  # a person at a terminal: what, what is skipped, how long
@@ -951,9 +953,9 @@ def run_sweep(
                 if executor == "dask" and units and client is None:
                     client = stack.enter_context(_dask_client(None, workers))
                 experiments = [spec.experiment for spec in specs]
-                entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name, executor,
-                                       workers, compile, threads, experiments, len(todo),
-                                       report_declarations=report_declarations(experiments))
+                invocation.entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name,
+                                                  executor, workers, compile, threads, experiments, len(todo),
+                                                  report_declarations=report_declarations(experiments))
                 _dispatch(units, finish, executor, client, workers, device, threads, compile,
                           stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS,
                           started=getattr(callback, "started", lambda unit: None),
@@ -971,7 +973,7 @@ def run_sweep(
             raise SweepError(summary, exc) from exc
         finally:
             summary.seconds = time.perf_counter() - start
-            _record_end(out, entry, summary, outcome)
+            invocation.record(summary.seconds, summary.done, outcome=outcome, seed_batched_runs=summary.seed_batched)
     return summary
 
 
@@ -1019,9 +1021,11 @@ def _warn_if_oversubscribed(local_workers: int) -> None:
 
 def _run_file_writer(
     out: Path, retry: set[str], summary: SweepSummary, callback: Callable[[RunSpec, list[dict[str, Any]]], None],
+    recorded: Callable[[], None] = lambda: None,
 ) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
-    """What a sweep does with each finished run's rows: write its run file, count it in ``summary``, warn when it
-    failed, then call ``callback``. A run of ``retry`` (recorded as failed) loses its old file under another name."""
+    """What a sweep does with each finished run's rows: write its run file, count it in ``summary``, call
+    ``recorded`` (the sweep's manifest record: :class:`_Invocation`), warn when it failed, then call ``callback``. A
+    run of ``retry`` (recorded as failed) loses its old file under another name."""
 
     def finish(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
         # a Ctrl-C or SIGTERM meanwhile is raised once the file is written and counted: an interrupt inside the
@@ -1037,6 +1041,7 @@ def _run_file_writer(
             summary.done += 1
             summary.failed += status == "failed"
             summary.diverged += status == "diverged"
+            recorded()
         if status == "failed":
             log.warning("run %s failed: %s", spec.run_id, rows[0].get("error"))
         callback(spec, rows)
@@ -1066,17 +1071,27 @@ def _dispatch(
         _run_dask(client, units, finish, device, threads, compile, stall_seconds=stall_seconds)
 
 
-def _record_end(out: Path, entry: dict[str, Any] | None, summary: SweepSummary, outcome: str) -> None:
-    """Add how the sweep ended to its manifest entry (:func:`pebench.store.finish_manifest`; nothing when it
-    stopped before writing one); a failure to do so is warned about, never raised: it must not hide why the
-    sweep stopped, nor lose its runs."""
-    if entry is None:
-        return
-    try:
-        finish_manifest(out, entry, {"wall_seconds": round(summary.seconds, 1), "runs_made": summary.done,
-                                     "outcome": outcome, "seed_batched_runs": summary.seed_batched})
-    except (OSError, ResultsError) as exc:
-        log.warning("could not record the sweep's wall time in the manifest: %s", exc)
+class _Invocation:
+    """A sweep's record in its folder's manifest (:func:`pebench.store.finish_manifest`), kept as it goes: its wall
+    time and the runs it wrote after every run, so that a sweep killed without ending (SIGKILL, a lost machine)
+    still says how long it ran, then how it ended. ``entry`` is ``None`` until :func:`pebench.store.write_manifest`
+    has written it (a sweep that stops before that records nothing) and after a failure to record, which is warned
+    about once, never raised: it must not stop a sweep, lose its runs or hide why it stopped."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.entry: dict[str, Any] | None = None
+
+    def record(self, seconds: float, runs_made: int, **ended: Any) -> None:
+        """Record ``seconds`` of wall time and ``runs_made`` so far, with ``ended`` (the outcome) at the end."""
+        if self.entry is None:
+            return
+        try:
+            self.entry = finish_manifest(self.out, self.entry,
+                                         {"wall_seconds": round(seconds, 1), "runs_made": runs_made, **ended})
+        except (OSError, ResultsError) as exc:
+            log.warning("could not record the sweep's wall time in the manifest: %s", exc)
+            self.entry = None
 
 
 @contextlib.contextmanager

@@ -949,20 +949,28 @@ def write_manifest(
     return entry
 
 
-def finish_manifest(out: Path, entry: dict[str, Any], ended: Mapping[str, Any]) -> None:
+def finish_manifest(out: Path, entry: dict[str, Any], ended: Mapping[str, Any]) -> dict[str, Any] | None:
     """Add to the manifest's record of this invocation (``entry``, the last one, written by
-    :func:`write_manifest` under the same lock) how it ended: ``ended``, the fields the runner adds
-    (:func:`pebench.runner.run_sweep`: its wall time, the runs it wrote, ``complete``, ``interrupted`` or
-    ``error``, and how many of its runs it planned to train seed-batched), in their order. The
-    Replications page reports them as compute."""
+    :func:`write_manifest` under the same lock, or returned by an earlier call) what the runner records of it:
+    as it goes, its wall time and the runs it wrote so far, so that a sweep killed without ending still says how
+    long it ran; at its end those again with ``complete``, ``interrupted`` or ``error`` and how many of its runs
+    it planned to train seed-batched (:func:`pebench.runner.run_sweep`). Fields already there keep their place and
+    take the new value; new ones are appended in the order of ``ended``. The Replications page reports them as
+    compute, the report's provenance per machine.
+
+    Returns:
+        The entry as now recorded, for the next call; ``None`` when the manifest's last record is no longer
+        ``entry`` (another writer changed it: left as it is, with a warning).
+    """
     path = Path(out) / "manifest.json"
     manifest = read_manifest(out)
     if manifest is None or not manifest.get("invocations") or manifest["invocations"][-1] != entry:
         log.warning("%s changed during the sweep; its wall time is not recorded", path)
-        return
+        return None
     entry = {**entry, **ended}
     manifest["invocations"][-1] = entry
     manifest["latest"] = entry
     write_text_atomic(path, json.dumps(manifest, indent=2) + "\n")
+    return entry
 
 

@@ -378,7 +378,9 @@ def test_a_replication_says_what_its_runs_cost_and_where_they_ran(tmp_path):
     timed = dict(machine, experiments=["press2022"], runs_made=3, wall_seconds=600.0, outcome="interrupted")
     gpu = dict(machine, device="cuda", cuda_device="NVIDIA H100", workers=1, experiments=["ruoss2023"],
                runs_made=5, wall_seconds=60.0, outcome="complete")
-    (folder / "manifest.json").write_text(json.dumps({"suite": "replication", "invocations": [old, timed, gpu]}))
+    killed = dict(machine, experiments=["press2022"], runs_made=1, wall_seconds=120.0)  # no end recorded: killed
+    (folder / "manifest.json").write_text(json.dumps({"suite": "replication",
+                                                      "invocations": [old, timed, gpu, killed]}))
     text = page(compute("press2022", folder))
     assert "4 runs; their training took 6 worker-minutes" in text
     # only the sweeps that may have made its runs: the one that names it, and the one from before the manifest
@@ -388,8 +390,9 @@ def test_a_replication_says_what_its_runs_cost_and_where_they_ran(tmp_path):
     ruoss = page(compute("ruoss2023", folder))
     assert "ran on: 2-core x86_64 CPU, torch 2.13.0+cpu, 2 workers; NVIDIA H100 GPU, torch 2.13.0+cpu, 1 worker." \
         in ruoss
-    assert "3 runs in 10 min (commit `aaaaaaa`, interrupted)." in text and "60 s" not in text
-    assert "1 of the manifest's 3 sweeps predate its wall-time record" in text
+    assert ("3 runs in 10 min (commit `aaaaaaa`, interrupted); 1 runs in at least 2 min (commit `aaaaaaa`, stopped "
+            "without recording its end).") in text and "60 s" not in text
+    assert "1 of the manifest's 4 sweeps recorded no wall time (they predate its record, or were stopped" in text
     assert compute("kazemnejad2023", folder) == []  # no run of it
 
 

@@ -590,6 +590,29 @@ def test_a_folder_made_on_several_machines_names_each_with_its_invocations_and_r
     assert machines_text(one, 95) == "" and provenance(one)["lead"].endswith("; the latest:")
     gpu = [{**run, "cuda_device": "NVIDIA H100"} for run in invocations]
     assert machines_text({"invocations": gpu}) == ""  # one CUDA device, whatever the host CPU
+    # the wall time each machine's invocations recorded: the Xeon's second one was killed before its end
+    invocations[0].update(wall_seconds=5400.0, runs_made=30, outcome="interrupted")
+    invocations[1].update(wall_seconds=3600.0, runs_made=40)
+    invocations[2].update(wall_seconds=900.0, runs_made=10, outcome="complete")
+    assert ("Xeon, AVX512 (invocations 1-2, 4, 2026-11-27 to 2026-11-29, 85 runs, at least 2.5 h of wall time "
+            "recorded by 2 of its 3 invocations (1 stopped without recording its end: killed, or still running)); "
+            "EPYC, AVX2 (invocation 3, 2026-11-28, 10 runs, 15 min of wall time).") in machines_text(manifest, 95)
+    assert provenance(one)["lead"] == (
+        "The folder was written by 2 invocation(s) of `pebench run` (at least 2.5 h of wall time over its 2 "
+        "invocations (1 stopped without recording its end: killed, or still running)); the latest:")
+
+
+def test_the_wall_time_of_a_folder_is_what_its_invocations_recorded():
+    from pebench.report.findings import wall_time_text
+
+    ended = {"wall_seconds": 600.0, "runs_made": 4, "outcome": "complete"}
+    assert wall_time_text([ended]) == "10 min of wall time"
+    assert wall_time_text([ended, ended]) == "20 min of wall time over its 2 invocations"
+    assert wall_time_text([ended, {}]) == "10 min of wall time recorded by 1 of its 2 invocations"
+    assert wall_time_text([{}]) == ""  # made before the manifest recorded wall time
+    # the manifest may come from anyone: what is not a number of seconds is not summed
+    for value in (True, "600", -1.0, float("inf"), float("nan"), None):
+        assert wall_time_text([{"wall_seconds": value, "outcome": "complete"}]) == "", value
 
 def test_report_json_holds_what_the_site_shows_and_the_digest_of_its_run_files(report, synthetic, tmp_path):
     from pebench.report_file import StaleReport, current_report, raw_digest
@@ -631,8 +654,9 @@ def test_a_rerun_reports_its_agreement_with_the_reference_beside_it(synthetic, t
             frame.assign(fitted=not flipped).to_csv(path, index=False)
     assert reruns.reference_of(rerun) is None  # no manifest naming its suite
     invocation = {"device": "cuda", "cuda_device": "NVIDIA H100", "torch_version": "2.11.0+cu130"}
-    manifest = {"suite": "standard", "invocations": [{**invocation, "workers": 12, "wall_seconds": 300.0},
-                                                     {**invocation, "workers": 14, "wall_seconds": 180.0}]}
+    manifest = {"suite": "standard",
+                "invocations": [{**invocation, "workers": 12, "wall_seconds": 300.0, "outcome": "interrupted"},
+                                {**invocation, "workers": 14, "wall_seconds": 180.0, "outcome": "complete"}]}
     (rerun / "manifest.json").write_text(json.dumps(manifest))
     assert reruns.reference_of(rerun) == reference.resolve()
     board = pd.DataFrame({"arch": "decoder", "encoding": ["alibi", "rope", "none"], "mrr": [0.8, 0.5, 0.3],
@@ -662,6 +686,9 @@ def test_a_rerun_reports_its_agreement_with_the_reference_beside_it(synthetic, t
     (rerun / "manifest.json").write_text(json.dumps(manifest))
     assert "with 12/14 workers, 6 runs seed-batched, 8 min of wall time" in \
         reruns.rerun_summary(rerun, reference, comparison)[0]
+    del manifest["invocations"][1]["outcome"]  # killed before its end: its wall time is a lower bound
+    (rerun / "manifest.json").write_text(json.dumps(manifest))
+    assert "seed-batched, at least 8 min of wall time" in reruns.rerun_summary(rerun, reference, comparison)[0]
     section = reruns.comparison_section(comparison)
     assert section["verdict"] == f"`pebench compare {{folder}} {{reference}}`: **{comparison.verdict}**."
     first = section["rows"][0]  # what does not reproduce first, its broken seed named

@@ -28,6 +28,7 @@ from pebench.store import (
     ResultsError,
     load,
     raw_files,
+    read_manifest,
     read_run_file,
     read_run_text,
     run_file_id,
@@ -396,6 +397,10 @@ def test_killed_sweep_resumes_without_partial_files(tmp_path):
     proc.wait()
     before = {p.name: p.read_bytes() for p in raw_files(out / "raw")}
     assert 3 <= len(before) < len(suite_runs("smoke", ["order_sensitivity"]))
+    # killed before its end, the sweep still recorded its wall time and runs up to its last finished run
+    killed = read_manifest(out)["latest"]
+    assert "outcome" not in killed and killed["wall_seconds"] > 0
+    assert len(before) - 1 <= killed["runs_made"] <= len(before)  # the kill may fall between a file and its record
     for path in raw_files(out / "raw"):  # every file that exists is complete
         assert len(read_run_file(path)) > 0
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)

@@ -42,18 +42,22 @@ def test_a_second_holder_of_a_folder_is_refused_with_the_first_named(tmp_path):
 def test_finishing_a_manifest_adds_how_the_invocation_ended_in_order(tmp_path):
     with store.lock_folder(tmp_path):
         entry = store.write_manifest(tmp_path, "smoke", n_runs=2, device="cpu", executor="serial", workers=1)
-        store.finish_manifest(tmp_path, entry, {"wall_seconds": 1.5, "runs_made": 2, "outcome": "complete"})
+        # as the sweep goes: its wall time and runs so far; then again at its end, with how it ended
+        going = store.finish_manifest(tmp_path, entry, {"wall_seconds": 0.5, "runs_made": 1})
+        assert store.read_manifest(tmp_path)["latest"] == going and "outcome" not in going
+        ended = store.finish_manifest(tmp_path, going, {"wall_seconds": 1.5, "runs_made": 2, "outcome": "complete"})
     manifest = store.read_manifest(tmp_path)
     latest = manifest["latest"]
-    assert manifest["invocations"] == [latest] and latest["git_sha"] == entry["git_sha"]
+    assert manifest["invocations"] == [latest] == [ended] and latest["git_sha"] == entry["git_sha"]
     assert list(latest)[-3:] == ["wall_seconds", "runs_made", "outcome"] and latest["outcome"] == "complete"
+    assert (latest["wall_seconds"], latest["runs_made"]) == (1.5, 2)
 
 
 def test_a_manifest_changed_during_the_sweep_is_left_as_it_is(tmp_path, caplog):
     entry = store.write_manifest(tmp_path, "smoke", n_runs=1, device="cpu", executor="serial", workers=1)
     store.write_manifest(tmp_path, "smoke", n_runs=2, device="cpu", executor="serial", workers=1)  # another one
     before = (tmp_path / "manifest.json").read_text()
-    store.finish_manifest(tmp_path, entry, {"outcome": "complete"})
+    assert store.finish_manifest(tmp_path, entry, {"outcome": "complete"}) is None
     assert (tmp_path / "manifest.json").read_text() == before
     assert "changed during the sweep" in caplog.text
 

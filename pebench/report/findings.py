@@ -112,21 +112,45 @@ def runs_made(invocations: Sequence[Mapping[str, Any]], n_files: int | None) -> 
     return made if all(n >= 0 for n in made) else None
 
 
+def wall_time_text(invocations: Sequence[Mapping[str, Any]]) -> str:
+    """The wall time ``invocations`` recorded, in words: their sum, by how many of them, and ``at least`` when one
+    stopped without recording its end (killed, or still running: its record ends at its last finished run); ``""``
+    when none recorded any (made before the manifest recorded wall time)."""
+    timed = [run for run in invocations  # a number of seconds (the manifest may come from anyone)
+             if isinstance(run.get("wall_seconds"), (int, float)) and not isinstance(run["wall_seconds"], bool)
+             and 0 <= run["wall_seconds"] < float("inf")]
+    if not timed:
+        return ""
+    seconds = sum(float(run["wall_seconds"]) for run in timed)
+    took = f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+    unended = sum("outcome" not in run for run in timed)
+    if len(timed) < len(invocations):
+        by = f" recorded by {len(timed)} of its {len(invocations)} invocations"
+    else:
+        by = f" over its {len(invocations)} invocations" if len(invocations) > 1 else ""
+    return (f"{'at least ' * bool(unended)}{took} of wall time{by}"
+            + (f" ({unended} stopped without recording its end: killed, or still running)" if unended else ""))
+
+
 def machines_text(manifest: Mapping[str, Any], n_files: int | None = None) -> str:
     """When a folder's invocations ran on more than one machine (:func:`_machine`), one sentence naming each, in order
-    of first use, with its invocations, their dates and (:func:`runs_made`) the runs it made; ``""`` otherwise."""
+    of first use, with its invocations, their dates, (:func:`runs_made`) the runs it made and
+    (:func:`wall_time_text`) the wall time they recorded; ``""`` otherwise."""
     invocations = [run for run in manifest.get("invocations") or [] if isinstance(run, Mapping)]
-    machines = list(dict.fromkeys(_machine(run) for run in invocations))
+    names = [_machine(run) for run in invocations]
+    machines = list(dict.fromkeys(names))
     if len(machines) < 2:
         return ""
     made = runs_made(invocations, n_files)
     parts = []
     for machine in machines:
-        mine = [i for i, run in enumerate(invocations) if _machine(run) == machine]
+        mine = [i for i, name in enumerate(names) if name == machine]
         days = sorted({str(invocations[i].get("date", ""))[:10] for i in mine} - {""})
         when = f", {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") if days else ""
         runs = f", {sum(made[i] for i in mine):,} runs" if made is not None else ""
-        parts.append(f"{machine} (invocation{'s' * (len(mine) > 1)} {_numbers([i + 1 for i in mine])}{when}{runs})")
+        timed = wall_time_text([invocations[i] for i in mine])
+        parts.append(f"{machine} (invocation{'s' * (len(mine) > 1)} {_numbers([i + 1 for i in mine])}{when}{runs}"
+                     f"{', ' + timed if timed else ''})")
     return (f"Its runs were made on {len(machines)} machines: {'; '.join(parts)}. Machines differ in float rounding, "
             "which training can amplify like a new draw of the seed.")
 
@@ -134,7 +158,8 @@ def machines_text(manifest: Mapping[str, Any], n_files: int | None = None) -> st
 def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None) -> dict[str, Any]:
     """Where and how a folder's runs were made, from its manifest: ``{"lead", "header", "rows"}`` (one column per
     source folder for a folder made by ``pebench combine``), or ``{"missing": text}`` without a manifest. The lead
-    names the machines when there were several (:func:`machines_text`; ``n_files``: the folder's run files)."""
+    names the machines when there were several (:func:`machines_text`; ``n_files``: the folder's run files), else the
+    wall time the invocations recorded (:func:`wall_time_text`)."""
     if manifest is None:
         return {"missing": f"No `manifest.json` in `{FOLDER}`.\n"}
     latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
@@ -146,8 +171,11 @@ def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None) -
                         "identical rows):",
                 "header": ["field", *(f"source {i + 1}" for i in range(len(sources)))], "rows": rows}
     rows = [[f"`{k}`", latest[k]] for k in PROVENANCE_KEYS if k in latest and latest[k] is not None]
-    n = len(manifest.get("invocations", []))
-    lead = f"The folder was written by {n} invocation(s) of `pebench run`; the latest:" if n else "Manifest:"
+    invocations = [run for run in manifest.get("invocations") or [] if isinstance(run, Mapping)]
+    n = len(invocations)
+    timed = wall_time_text(invocations)
+    lead = (f"The folder was written by {n} invocation(s) of `pebench run`{f' ({timed})' if timed else ''}; the "
+            "latest:") if n else "Manifest:"
     if machines := machines_text(manifest, n_files):
         lead = f"The folder was written by {n} invocation(s) of `pebench run`. {machines} The latest:"
     return {"lead": lead, "header": ["field", "value"], "rows": rows}

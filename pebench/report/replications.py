@@ -110,7 +110,7 @@ def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[Bl
     """What ``name``'s runs in ``folder`` cost and where they ran: the training time summed over its runs
     (``train_seconds``; evaluation not included), the machines every sweep into the folder recorded in its
     manifest (that of ``results_dir``, default ``folder``), and the wall time of each sweep that recorded it
-    (``runs_made``, ``wall_seconds``)."""
+    (``runs_made``, ``wall_seconds``; ``at least`` for one stopped without recording its end)."""
     runs = experiment_runs(folder, name)
     path = Path(results_dir or folder) / "manifest.json"
     if runs is None or not path.exists():
@@ -132,12 +132,14 @@ def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[Bl
     timed = [i for i in invocations if name in i.get("experiments", ()) and "wall_seconds" in i]
     if timed:
         line += " Sweeps of this experiment that recorded their wall time: " + "; ".join(
-            f"{i['runs_made']} runs in {i['wall_seconds'] / 60:.0f} min (commit `{i['git_sha'][:7]}`, {i['outcome']})"
+            f"{i['runs_made']} runs in {'at least ' * ('outcome' not in i)}{i['wall_seconds'] / 60:.0f} min "
+            f"(commit `{i['git_sha'][:7]}`, {i.get('outcome', 'stopped without recording its end')})"
             for i in timed) + "."
     untimed = [i for i in invocations if "wall_seconds" not in i]
     if untimed:
-        line += (f" {len(untimed)} of the manifest's {len(invocations)} sweeps predate its wall-time record: which "
-                 "of them made these runs, and in what wall time, is not in the committed data.")
+        line += (f" {len(untimed)} of the manifest's {len(invocations)} sweeps recorded no wall time (they predate "
+                 "its record, or were stopped before it was written): which of them made these runs, and in what "
+                 "wall time, is not in the committed data.")
     return [text(line)]
 
 

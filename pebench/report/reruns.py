@@ -128,12 +128,14 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
     latest = manifest.get("latest") or (invocations[-1] if invocations else {})
     device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
     seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
+    # a lower bound where an invocation recorded no wall time, or stopped without recording its end
+    bound = "at least " if any("wall_seconds" not in i or "outcome" not in i for i in invocations) else ""
     workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
     recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
     batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
     return [f"`{FOLDER}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
             f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
-            f"workers{batched}, {seconds / 60:.0f} min of wall time in all).",
+            f"workers{batched}, {bound}{seconds / 60:.0f} min of wall time in all).",
             *([differences] if differences else []),
             f"{comparison.n_reproduced} of {comparison.n_cells} cells reproduce the reference within the margins "
             "of `pebench compare`.",
