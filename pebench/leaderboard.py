@@ -14,8 +14,12 @@ metrics, and ``fitted`` when known):
   each with a 95% percentile bootstrap interval over seeds;
 * :func:`pairwise` — comparisons declared in advance, paired by task and
   seed, with a sign-flip permutation test Holm-corrected over the family;
+* :func:`capacity_goal`, :func:`capacity_shortfall` — whether the capable
+  encodings fit the battery (protocol v3's goal for its scale), and what their
+  unfitted runs reached in distribution, from their fit curves;
 * :func:`leaderboard_table`, :func:`pairwise_table`, :func:`fit_table`,
-  :func:`capability_table`, :func:`extrapolation_table`, :func:`harm_table` —
+  :func:`capability_table`, :func:`extrapolation_table`, :func:`harm_table`,
+  :func:`shortfall_table` —
   each as a :class:`pebench.tables.Table`, rendered by :mod:`pebench.tables`.
 
 A "task" here is one group of :data:`pebench.schema.GROUP_COLUMNS` (an
@@ -29,6 +33,7 @@ they are counted (``runs_failed``), never scored. Metric directions come from
 from __future__ import annotations
 
 import itertools
+import json
 import warnings
 from collections.abc import Sequence
 
@@ -266,12 +271,13 @@ def _fit_checked(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["fitted"].notna()].assign(fit=fitted)
 
 
-def capacity_goal(runs: pd.DataFrame) -> dict[str, str]:
+def capacity_goal(runs: pd.DataFrame, shortfall: pd.DataFrame | None = None) -> dict[str, str]:
     """Whether ``runs`` reach protocol v3's goal for its scale (:data:`pebench.protocol.CAPABLE_ENCODINGS`), a
     sentence per architecture (by name): the share of the capable encodings' runs that fitted against
-    :data:`~pebench.protocol.CAPABLE_FIT_GOAL`, with the tasks they missed most, and for the decoder how many
-    seeds of a NoPE model fitted copy, of all. Empty where the runs hold no fit criterion or not every capable
-    encoding."""
+    :data:`~pebench.protocol.CAPABLE_FIT_GOAL`, with the tasks they missed most and, given their
+    :func:`capacity_shortfall` table, what their unfitted runs reached (:func:`shortfall_text`), and for the decoder
+    how many seeds of a NoPE model fitted copy, of all. Empty where the runs hold no fit criterion or not every
+    capable encoding."""
     runs = _fit_checked(runs)
     if not set(CAPABLE_ENCODINGS) <= set(runs["encoding"]):  # none, too, where no run has a fit criterion
         return {}
@@ -293,6 +299,8 @@ def capacity_goal(runs: pd.DataFrame) -> dict[str, str]:
                 f"{task_label(task)} {count} of {per_task[task]}" for task, count in missed.head(3).items())
             if len(missed) > 3:
                 sentence += f" and {len(missed) - 3} more task{'s' if len(missed) > 4 else ''}"
+            if shortfall is not None and (clause := shortfall_text(shortfall, arch)):
+                sentence += f"; {clause}"
         nope = here[(here["encoding"] == encodings.baseline_name()) & (here["task"] == "copy")]
         if arch == "decoder" and len(nope):
             every = bool(nope["fit"].all())
@@ -300,6 +308,93 @@ def capacity_goal(runs: pd.DataFrame) -> dict[str, str]:
                          f"every seed): {'met' if every else 'not met'}")
         sentences[arch] = sentence + "."
     return sentences
+
+
+#: a run still improving at its cap: its best fit check in the last quarter of its steps beat every earlier one
+#: by at least this much (5 of 512 held-out examples at one length: more than a check's rounding)
+STILL_RISING = 0.01
+#: a run that fell back: its last fit check this far below its best one (training lost what it had learnt)
+FELL_BACK = 0.05
+
+
+def _curve_reading(curve: object, steps: float) -> tuple[float, float, float]:
+    """What one run's ``fit_curve`` JSON (``[[steps, accuracy], ...]``, :func:`pebench.runner.fit_curve_json`) says:
+    its best check, the gain of the best check in the last quarter of its ``steps`` over the best before (NaN
+    without checks on both sides) and its last check; NaNs for a missing or malformed curve (the rows may come
+    from anyone)."""
+    nan = float("nan")
+    try:
+        points = [(float(step), float(accuracy)) for step, accuracy in json.loads(str(curve))]
+    except (ValueError, TypeError):
+        return nan, nan, nan
+    if not points or not steps == steps:
+        return nan, nan, nan
+    late = [accuracy for step, accuracy in points if step > 0.75 * steps]
+    early = [accuracy for step, accuracy in points if step <= 0.75 * steps]
+    gain = max(late) - max(early) if late and early else nan
+    return max(accuracy for _, accuracy in points), gain, points[-1][1]
+
+
+def capacity_shortfall(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """What the capable encodings' (:data:`pebench.protocol.CAPABLE_ENCODINGS`) runs that did not fit reached in
+    distribution, per arch and task, read from their fit curves (the held-out accuracy of every fit check, in the
+    run ``rows``' ``fit_curve``; no out-of-distribution number is read): whether more steps look like what they
+    lacked (still improving at the cap, :data:`STILL_RISING`) or not (:data:`FELL_BACK`).
+
+    Returns one row per (arch, task) with an unfitted capable run, in the runs' order: ``unfitted``, ``runs``
+    (the capable encodings' runs of the task), ``best_median`` / ``best_low`` / ``best_high`` (their best fit
+    check), ``rising`` (unfitted runs whose best check in the last quarter of their steps beat every earlier one by
+    :data:`STILL_RISING`) and ``fell_back`` (whose last check was :data:`FELL_BACK` or more below their best).
+    Empty where no capable run went unfitted, or the rows record no fit curve.
+    """
+    columns = ["arch", "task", "unfitted", "runs", "best_median", "best_low", "best_high", "rising", "fell_back"]
+    runs = _fit_checked(runs)
+    capable = runs[runs["encoding"].isin(CAPABLE_ENCODINGS)]
+    missed = capable[~capable["fit"]]
+    if missed.empty or "fit_curve" not in rows:
+        return pd.DataFrame(columns=columns)
+    curves = rows.drop_duplicates("run_id").set_index("run_id")
+    steps = missed["steps_done"] if "steps_done" in missed else pd.Series(float("nan"), index=missed.index)
+    readings = pd.DataFrame([_curve_reading(curves["fit_curve"].get(run_id), float(done))
+                             for run_id, done in zip(missed["run_id"], steps, strict=True)],
+                            columns=["best", "gain", "last"], index=missed.index)
+    missed = missed.join(readings)
+    table = []
+    for (arch, task), part in missed.groupby(["arch", "task"], sort=False):
+        best = part["best"].dropna()
+        table.append({"arch": arch, "task": task, "unfitted": len(part),
+                      "runs": int(((capable["arch"] == arch) & (capable["task"] == task)).sum()),
+                      "best_median": best.median(), "best_low": best.min(), "best_high": best.max(),
+                      "rising": int((part["gain"] >= STILL_RISING).sum()),
+                      "fell_back": int((part["best"] - part["last"] >= FELL_BACK).sum())})
+    return pd.DataFrame(table, columns=columns)
+
+
+def shortfall_text(table: pd.DataFrame, arch: str) -> str:
+    """A clause on ``arch``'s rows of a :func:`capacity_shortfall` table: how many of the capable encodings' unfitted
+    runs were still improving at their cap and how many fell back; ``""`` without such runs."""
+    part = table[table["arch"] == arch]
+    if part.empty:
+        return ""
+    unfitted, rising, fell = (int(part[c].sum()) for c in ("unfitted", "rising", "fell_back"))
+    return (f"of their {unfitted} runs not fitted, {rising} were still improving in the last quarter of their steps "
+            f"(by {STILL_RISING} or more: a larger step cap might fit them) and {fell} ended {FELL_BACK} or more "
+            "below their best fit check (training lost accuracy it had reached)")
+
+
+def shortfall_table(table: pd.DataFrame, caption: str = "", name: str = "capacity",
+                    label: str | None = None) -> Table:
+    """A :func:`capacity_shortfall` table: per arch and task, the runs not fitted, their best fit check (median
+    and range), and how many were still improving at the cap or fell back."""
+    rows = [[_text(row.arch), _text(task_label(row.task)), _share_cell(row.unfitted, row.runs),
+             # 4 decimals: at 3, a best check of 0.98968 would show as 0.990, the threshold it missed
+             Cell(interval_text(row.best_median, row.best_low, row.best_high, digits=4), (row.best_median,
+                  row.best_low, row.best_high)) if row.best_median == row.best_median else Cell("—"),
+             Cell(str(row.rising), row.rising), Cell(str(row.fell_back), row.fell_back)]
+            for row in table.itertuples()]
+    headers = ["Arch", "Task", "Not fitted", "Best fit check (median [range])", "Still improving at the cap",
+               f"Fell back by ≥ {FELL_BACK}"]
+    return _board(name, table, headers, rows, caption, label)
 
 
 def two_level_bootstrap(scores: list[np.ndarray], n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:

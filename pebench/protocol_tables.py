@@ -37,8 +37,8 @@ from pebench.tasks.charlm import EVAL_SPAN
 REFERENCE_SUITE = "standard"
 #: the report tables the leaderboard shows per suite, in order, as ``(kind, title, lead)``: each
 #: ``tables/<kind>_<experiment>.md``, ``{experiment}`` in its lead standing for the experiment; first the boards
-#: of protocol v3 (:data:`pebench.entry_lead.BOARD_KINDS`), then protocol v2's ranking, the declared comparisons
-#: and the seeds fitted per task
+#: of protocol v3 (:data:`pebench.entry_lead.BOARD_KINDS`), what the capable encodings' unfitted runs reached, then
+#: protocol v2's ranking, the declared comparisons and the seeds fitted per task
 LEADERBOARD_TABLES = (
     ("extrapolation", "Extrapolation tiers",
      "Floor-normalised OOD token accuracy of the encodings that fit at least half of their order-dependent runs, on "
@@ -50,6 +50,10 @@ LEADERBOARD_TABLES = (
     ("harm", "Harm on the order-free controls",
      "Controls need no order: look for encodings whose accuracy there falls below the position-free baseline's "
      "(harms = yes)."),
+    ("capacity", "Capable encodings' runs not fitted",
+     "Where sinusoidal, learned or RoPE missed the fit criterion: what their fit checks reached in distribution, and "
+     "whether they were still improving at the step cap. Look at tasks where none was: there the scale or the "
+     "training, not the budget, fell short (protocol v3's goal for its scale, on the protocol page)."),
     ("leaderboard", "Mean reciprocal rank (protocol v2)",
      "The ranking of protocol v2, kept beside the boards above: encodings ranked on every task of `{experiment}`, "
      "per architecture, by mean reciprocal rank. An unfitted run scores 0 here, so this order mixes fit rates with "

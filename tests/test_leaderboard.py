@@ -1,6 +1,7 @@
 """Tests of pebench.leaderboard on synthetic run frames whose ranking is known."""
 
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -316,6 +317,14 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
     goal = [finding for finding in findings[3] if "protocol v3's goal" in finding]
     assert goal == ["Length extrapolation, decoder: the capable encodings (Sinusoidal, Learned and RoPE) fitted 72 of "
                     "72 runs (100%; protocol v3's goal: 90%): met."]
+    assert not (tmp_path / "v3" / "capacity_length_extrapolation.md").exists()  # nothing unfitted to describe
+    missed = capable.assign(fitted=~((capable["encoding"] == "rope") & (capable["seed"] == 0)),
+                            run_id=[f"r{i}" for i in range(len(capable))], steps_done=1000)
+    rows = missed.assign(fit_curve=json.dumps([[500, 0.9], [1000, 0.97]]))
+    artifacts, sentences = ranking_artifacts(missed, "length_extrapolation", spec, tmp_path / "v3", protocol=3,
+                                             rows=rows)
+    assert "capacity_length_extrapolation" in {artifact.name for artifact in artifacts}
+    assert any("were still improving in the last quarter of their steps" in sentence for sentence in sentences)
     assert not any("protocol v3's goal" in finding for finding in findings[2])  # a v2 folder is not held to it
     criterion = {protocol: (tmp_path / f"v{protocol}" / "fit_length_extrapolation.md").read_text()
                  for protocol in (2, 3)}
@@ -323,6 +332,44 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
     assert "at the longest training length" in criterion[2]  # v2's criterion, as its runs were checked
     written = (tmp_path / "v3" / "pairwise_tasks_length_extrapolation.md").read_text()
     assert "not adjusted for the 4 tests" in written and "6 / 0 / 0" in written
+
+
+def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improving_at_the_cap():
+    """What the unfitted capable runs reached, from their fit curves only (in distribution): their best check, whether
+    the last quarter of their steps still improved on every earlier check (by STILL_RISING), whether they ended
+    FELL_BACK below their best. A malformed curve (the rows may come from anyone) is read as none."""
+    curves = {  # steps_done 1000: the last quarter is after step 750
+        ("parity_check", "sinusoidal", 0): [[250, 0.5], [500, 0.6], [750, 0.7], [1000, 0.95]],  # still rising
+        ("parity_check", "learned", 0): [[250, 0.5], [500, 0.9], [750, 0.6], [1000, 0.55]],  # fell back
+        ("parity_check", "rope", 0): [[250, 0.5], [500, 0.5], [750, 0.5], [1000, 0.505]],  # flat: neither
+        ("copy", "rope", 0): "not json",
+    }
+    rows = [dict(arch="decoder", task=task, encoding=encoding, seed=seed, variant="trained", status="ok",
+                 steps_done=1000, run_id=f"{task}-{encoding}-{seed}", fitted=(task, encoding, seed) not in curves,
+                 fit_curve=json.dumps(curves.get((task, encoding, seed), [[1000, 1.0]]))
+                 if curves.get((task, encoding, seed)) != "not json" else "not json")
+            for task in ("copy", "parity_check") for encoding in ("none", "sinusoidal", "learned", "rope")
+            for seed in range(2)]
+    runs = pd.DataFrame(rows)
+    table = lb.capacity_shortfall(runs.drop(columns="fit_curve"), runs)
+    assert table.to_dict("records") == [
+        {"arch": "decoder", "task": "copy", "unfitted": 1, "runs": 6, "best_median": pytest.approx(float("nan"),
+         nan_ok=True), "best_low": pytest.approx(float("nan"), nan_ok=True),
+         "best_high": pytest.approx(float("nan"), nan_ok=True), "rising": 0, "fell_back": 0},
+        {"arch": "decoder", "task": "parity_check", "unfitted": 3, "runs": 6, "best_median": 0.9, "best_low": 0.505,
+         "best_high": 0.95, "rising": 1, "fell_back": 1}]
+    assert lb.shortfall_text(table, "decoder") == (
+        "of their 4 runs not fitted, 1 were still improving in the last quarter of their steps (by 0.01 or more: a "
+        "larger step cap might fit them) and 1 ended 0.05 or more below their best fit check (training lost accuracy "
+        "it had reached)")
+    assert lb.shortfall_text(table, "encoder") == ""
+    goal = lb.capacity_goal(runs, table)["decoder"]
+    assert "runs not fitted: parity check 3 of 6, copy 1 of 6; of their 4 runs not fitted, 1 were still" in goal
+    shown = lb.shortfall_table(table, "caption").to_markdown()
+    assert "| decoder | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 |" in shown
+    assert "| copy | 1/6 (17%) | — | 0 | 0 |" in shown
+    assert lb.capacity_shortfall(runs, runs.drop(columns="fit_curve")).empty  # no curves recorded
+    assert lb.capacity_shortfall(runs.assign(fitted=True), runs).empty  # nothing unfitted
 
 
 def test_the_protocol_page_quotes_the_smallest_p_the_exact_test_gives():

@@ -20,12 +20,14 @@ from pebench.tables import Table
 
 
 def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = "",
-                      protocol: int = 2) -> tuple[list[Artifact], list[str]]:
+                      protocol: int = 2, rows: pd.DataFrame | None = None) -> tuple[list[Artifact], list[str]]:
     """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
     comparisons of ``experiment`` on its primary metric (:mod:`pebench.leaderboard`), written as CSV,
     markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture.
     Under ``protocol`` 3 the comparisons are scored as the extrapolation board is (:func:`pebench.leaderboard.pairwise`
-    with ``jointly_fitted``), under 2 on the primary metric with an unfitted run scoring the worst."""
+    with ``jointly_fitted``), under 2 on the primary metric with an unfitted run scoring the worst; under 3, the run
+    ``rows`` (their fit curves) say what the capable encodings' unfitted runs reached
+    (:func:`pebench.leaderboard.capacity_shortfall`)."""
     metric = spec.primary_metric
     label = metric_registry.get(metric).axis_label
     board = leaderboard.leaderboard(runs, metric)
@@ -55,9 +57,24 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
             leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
             title=titled(experiment, spec, "seeds fitted per task")), directory, version))
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
-    if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6)
+    if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6), and what its unfitted runs reached
+        shortfall = leaderboard.capacity_shortfall(runs, rows if rows is not None else pd.DataFrame())
         findings += [f"{named(experiment, spec, arch)}: {sentence}"
-                     for arch, sentence in leaderboard.capacity_goal(runs).items()]
+                     for arch, sentence in leaderboard.capacity_goal(runs, shortfall).items()]
+        if not shortfall.empty:
+            short_name = f"capacity_{experiment}"
+            short_caption = (
+                "The runs of the capable encodings (those that can represent every task) that did not fit, per "
+                "task, and what their fit checks reached in distribution: the held-out token accuracy each check "
+                "recorded (at the first training length, longest first, below the threshold), its best over the "
+                "run as median [lowest, highest] over the unfitted runs; how many were still improving in the last "
+                f"quarter of their steps (by {leaderboard.STILL_RISING} or more over every earlier check) and how "
+                f"many ended {leaderboard.FELL_BACK} or more below their best check. No out-of-distribution number "
+                "is read. Look at tasks where none was still improving at the cap: there the step cap is not what "
+                "they evidently lacked.")
+            artifacts.append(save_table(dataclasses.replace(
+                leaderboard.shortfall_table(shortfall, short_caption, short_name, f"tab:pebench-{short_name}"),
+                title=titled(experiment, spec, "capable encodings' runs not fitted")), directory, version))
     artifacts = v3 + artifacts
     if spec.comparisons:
         name = f"pairwise_{experiment}"

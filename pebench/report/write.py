@@ -124,7 +124,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
             findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
         if spec.primary_metric:
             artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"], stamp,
-                                                     max(schema.recorded_protocols(part_data), default=2))
+                                                     max(schema.recorded_protocols(part_data), default=2), part_data)
             tables.extend(artifacts)
             findings.extend(sentences)
     lead = lead_experiment(experiments)
