@@ -106,7 +106,8 @@ def fake_results(root: Path, *, protocol_columns: bool = True, tables: bool = Tr
     (folder / "manifest.json").write_text(json.dumps(manifest))
     if tables:
         (folder / "tables").mkdir()
-        for kind in ("leaderboard", "pairwise", "extrapolation", "capability", "harm"):
+        for kind in ("leaderboard", "pairwise", "pairwise_tasks", "extrapolation", "capability", "harm",
+                     "capacity"):
             stem = folder / "tables" / f"{kind}_length_extrapolation"
             stem.with_suffix(".md").write_text(f"| Arch | {kind} |\n|---|---|\n| decoder | 0.75 |\n\n{kind} caption.\n")
             stem.with_suffix(".tex").write_text("\\begin{table}\\end{table}\n")
@@ -152,10 +153,14 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     text = gen.leaderboard_include(results, srcdir / "_generated" / "leaderboard", srcdir)
     assert "### Mean reciprocal rank (protocol v2): Length extrapolation" in text and "| decoder | 0.75 |" in text
     # protocol v3's boards lead: tiers, then capability and harm, then v2's ranking
-    positions = [text.index(f"### {title}: Length extrapolation") for title in
-                 ("Extrapolation tiers", "Capability", "Harm on the order-free controls",
-                  "Mean reciprocal rank (protocol v2)")]
+    titles = ("Extrapolation tiers", "Capability", "Harm on the order-free controls",
+              "Capable encodings' runs not fitted", "Mean reciprocal rank (protocol v2)", "Declared comparisons",
+              "Declared comparisons per task")
+    positions = [text.index(f"### {title}: Length extrapolation\n") for title in titles]
     assert positions == sorted(positions)
+    # each once: pairwise_tasks_* is not also a `pairwise` table of an experiment called tasks_...
+    assert all(text.count(f"### {title}: Length extrapolation\n") == 1 for title in titles)
+    assert text.count("/pairwise_tasks_length_extrapolation.csv>`") == 1
     assert "leaderboard caption." in text and "### Declared comparisons: Length extrapolation" in text
     assert "{download}`TEX </_generated/leaderboard/standard/leaderboard_length_extrapolation.tex>`" in text
     assert "{download}`CSV </_generated/leaderboard/standard/pairwise_length_extrapolation.csv>`" in text

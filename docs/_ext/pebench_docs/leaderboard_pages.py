@@ -68,8 +68,9 @@ def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) ->
                   results_text.tables_from_text(folder, ROOT, f"/_generated/results/{folder.name}",
                                                 report_index(folder)), ""]
         titles = {table["name"]: table["title"] for table in report_index(folder)["tables"]}  # the report's titles
-        for kind, title, lead in LEADERBOARD_TABLES:
-            paths = sorted((folder / "tables").glob(f"{kind}_*.md"))
+        for kind, title, lead in LEADERBOARD_TABLES:  # pairwise_tasks_* is no `pairwise` table of an experiment
+            longer = tuple(f"{other}_" for other, _, _ in LEADERBOARD_TABLES if other.startswith(f"{kind}_"))
+            paths = [p for p in sorted((folder / "tables").glob(f"{kind}_*.md")) if not p.stem.startswith(longer)]
             if kind == "leaderboard" and not paths:
                 lines.append(results_text.no_leaderboard_text(folder, ROOT))
             for path in paths:
