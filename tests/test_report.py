@@ -556,9 +556,24 @@ def test_provenance_lists_the_latest_invocation_of_the_manifest():
 
     section = provenance({"suite": "standard", "invocations": [{}],
                           "latest": {"git_sha": "abc123", "device": "cpu", "workers": None}})
-    assert section == {"lead": "The folder was written by 1 invocation(s) of `pebench run`; the latest:",
+    assert section == {"lead": "The folder was written by 1 invocation(s) of `pebench run`. The latest:",
                        "header": ["field", "value"], "rows": [["`git_sha`", "abc123"], ["`device`", "cpu"]]}
     assert provenance(None) == {"missing": "No `manifest.json` in `{folder}`.\n"}
+
+
+def test_provenance_says_how_long_the_runs_trained_in_all():
+    """The training time of a folder's runs, summed from their rows (once per run, whatever the rows per run),
+    beside the wall time the manifest recorded; what is not a number of seconds is left out."""
+    from pebench.report.findings import provenance, training_time
+
+    rows = pd.DataFrame({"run_id": ["a", "a", "b", "c", "d"], "train_seconds": [4000.0, 4000.0, 3300.0, "x", -1]})
+    assert training_time(rows) == 7300.0
+    assert training_time(rows.drop(columns="train_seconds")) is None
+    assert training_time(rows.iloc[3:]) is None  # no number
+    manifest = {"suite": "standard", "invocations": [{"wall_seconds": 600.0, "outcome": "complete"}]}
+    assert provenance(manifest, 1200, training_time(rows))["lead"] == (
+        "The folder was written by 1 invocation(s) of `pebench run` (10 min of wall time). Its 1,200 runs trained for "
+        "2.0 h of worker time in all (each run's `train_seconds`: fit checks included, evaluation not). The latest:")
 
 
 
@@ -587,7 +602,7 @@ def test_a_folder_made_on_several_machines_names_each_with_its_invocations_and_r
     assert lead.startswith("The folder was written by 4 invocation(s) of `pebench run`. Its runs were made on 2 ")
     assert lead.endswith(" The latest:")
     one = {"suite": "standard", "invocations": invocations[:2], "latest": invocations[1]}
-    assert machines_text(one, 95) == "" and provenance(one)["lead"].endswith("; the latest:")
+    assert machines_text(one, 95) == "" and provenance(one)["lead"].endswith(" The latest:")
     gpu = [{**run, "cuda_device": "NVIDIA H100"} for run in invocations]
     assert machines_text({"invocations": gpu}) == ""  # one CUDA device, whatever the host CPU
     # the wall time each machine's invocations recorded: the Xeon's second one was killed before its end
@@ -599,7 +614,7 @@ def test_a_folder_made_on_several_machines_names_each_with_its_invocations_and_r
             "EPYC, AVX2 (invocation 3, 2026-11-28, 10 runs, 15 min of wall time).") in machines_text(manifest, 95)
     assert provenance(one)["lead"] == (
         "The folder was written by 2 invocation(s) of `pebench run` (at least 2.5 h of wall time over its 2 "
-        "invocations (1 stopped without recording its end: killed, or still running)); the latest:")
+        "invocations (1 stopped without recording its end: killed, or still running)). The latest:")
 
 
 def test_the_wall_time_of_a_folder_is_what_its_invocations_recorded():

@@ -112,6 +112,21 @@ def runs_made(invocations: Sequence[Mapping[str, Any]], n_files: int | None) -> 
     return made if all(n >= 0 for n in made) else None
 
 
+def duration_text(seconds: float) -> str:
+    """A duration in words: whole minutes under two hours, hours to one decimal above."""
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def training_time(data: pd.DataFrame) -> float | None:
+    """The seconds a folder's runs (raw rows ``data``) trained for in all: each run's ``train_seconds`` (fit checks
+    included, evaluation not), once per run; ``None`` without the column or a number in it."""
+    if "train_seconds" not in data or "run_id" not in data:
+        return None
+    seconds = pd.to_numeric(data.drop_duplicates("run_id")["train_seconds"], errors="coerce")
+    seconds = seconds[(seconds >= 0) & (seconds < float("inf"))]  # NaN is neither
+    return float(seconds.sum()) if len(seconds) else None
+
+
 def wall_time_text(invocations: Sequence[Mapping[str, Any]]) -> str:
     """The wall time ``invocations`` recorded, in words: their sum, by how many of them, and ``at least`` when one
     stopped without recording its end (killed, or still running: its record ends at its last finished run); ``""``
@@ -122,7 +137,7 @@ def wall_time_text(invocations: Sequence[Mapping[str, Any]]) -> str:
     if not timed:
         return ""
     seconds = sum(float(run["wall_seconds"]) for run in timed)
-    took = f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+    took = duration_text(seconds)
     unended = sum("outcome" not in run for run in timed)
     if len(timed) < len(invocations):
         by = f" recorded by {len(timed)} of its {len(invocations)} invocations"
@@ -155,11 +170,13 @@ def machines_text(manifest: Mapping[str, Any], n_files: int | None = None) -> st
             "which training can amplify like a new draw of the seed.")
 
 
-def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None) -> dict[str, Any]:
+def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None,
+               training_seconds: float | None = None) -> dict[str, Any]:
     """Where and how a folder's runs were made, from its manifest: ``{"lead", "header", "rows"}`` (one column per
     source folder for a folder made by ``pebench combine``), or ``{"missing": text}`` without a manifest. The lead
     names the machines when there were several (:func:`machines_text`; ``n_files``: the folder's run files), else the
-    wall time the invocations recorded (:func:`wall_time_text`)."""
+    wall time the invocations recorded (:func:`wall_time_text`), and how long the runs trained in all
+    (``training_seconds``, :func:`training_time`)."""
     if manifest is None:
         return {"missing": f"No `manifest.json` in `{FOLDER}`.\n"}
     latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
@@ -174,10 +191,14 @@ def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None) -
     invocations = [run for run in manifest.get("invocations") or [] if isinstance(run, Mapping)]
     n = len(invocations)
     timed = wall_time_text(invocations)
-    lead = (f"The folder was written by {n} invocation(s) of `pebench run`{f' ({timed})' if timed else ''}; the "
-            "latest:") if n else "Manifest:"
+    runs = "runs" if n_files is None else f"{n_files:,} runs"
+    trained = "" if training_seconds is None else (
+        f" Its {runs} trained for {duration_text(training_seconds)} of worker time in all (each run's "
+        "`train_seconds`: fit checks included, evaluation not).")
+    lead = (f"The folder was written by {n} invocation(s) of `pebench run`{f' ({timed})' if timed else ''}."
+            f"{trained} The latest:") if n else "Manifest:"
     if machines := machines_text(manifest, n_files):
-        lead = f"The folder was written by {n} invocation(s) of `pebench run`. {machines} The latest:"
+        lead = f"The folder was written by {n} invocation(s) of `pebench run`. {machines}{trained} The latest:"
     return {"lead": lead, "header": ["field", "value"], "rows": rows}
 
 
