@@ -191,10 +191,10 @@ MIN_LABEL_RATIO = 1.3  # 20 and 25 side by side read as one number in a third of
 TITLE_WIDTH = 75
 
 
-def wrapped_title(title: str) -> str:
-    """``title`` with each of its lines wrapped at :data:`TITLE_WIDTH` characters (a declared title can be long:
+def wrapped_title(title: str, width: int = TITLE_WIDTH) -> str:
+    """``title`` with each of its lines wrapped at ``width`` characters (a declared title can be long:
     "Replication scale check: Kazemnejad et al. 2023 at width 64, 4 layers — ...")."""
-    return "\n".join(textwrap.fill(line, TITLE_WIDTH) or line for line in title.split("\n"))
+    return "\n".join(textwrap.fill(line, width) or line for line in title.split("\n"))
 
 
 def length_ticks(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -425,6 +425,12 @@ def perplexity_vs_length(data: pd.DataFrame, experiment: str, *, title: str | No
                          references=False, xlabel="evaluation context (characters)")
 
 
+#: inches of a character of the heatmap's encoding labels and title (10 pt DejaVu Sans, on average, with a margin)
+HEATMAP_CHAR_WIDTH = 0.085
+#: inches the heatmap's colour bar and its label take, and the narrowest heatmap (its legend's line fits)
+HEATMAP_COLORBAR_WIDTH, HEATMAP_MIN_WIDTH = 1.3, 4.0
+
+
 def heatmap_keys(cells: pd.DataFrame, metric: str = "ood_token_acc") -> frozenset[str]:
     """``{"not fitted"}`` where :func:`ood_heatmap` of ``cells`` (:func:`heatmap_cells`) hatches a cell (one with no
     fitted seed, on a metric that needs the fit), else nothing: what its caption explains."""
@@ -449,9 +455,13 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     tasks = tasks_in_order(cells["task"])
     panel_rows = [cells.loc[cells["arch"] == arch, ["encoding", "encoding_options"]].drop_duplicates().shape[0]
                   for arch in archs]
-    # one panel per architecture, stacked, on the tasks' common columns: the page width holds every column
-    width = min(PAGE_WIDTH, 2.8 + 0.6 * len(tasks))
-    cell_width = (width - 2.6) / len(tasks)  # inches, less the encoding labels and the colour bar
+    # one panel per architecture, stacked, on the tasks' common columns: the page width holds every column, and a
+    # few columns leave room for the longest encoding label, the colour bar and the title (a narrower figure
+    # collapsed under constrained layout: "Randomized RoPE {"max_len":410}" beside one task column)
+    labels = [label(e, o) for e, o in zip(cells["encoding"], cells["encoding_options"], strict=True)]
+    label_width = HEATMAP_CHAR_WIDTH * max(map(len, labels))  # inches of the longest encoding label
+    width = min(PAGE_WIDTH, max(HEATMAP_MIN_WIDTH, label_width + HEATMAP_COLORBAR_WIDTH + 0.6 * len(tasks)))
+    cell_width = (width - label_width - HEATMAP_COLORBAR_WIDTH) / len(tasks)  # inches
     label_height = 0.075 * max(len(task) for task in tasks)  # task names at 45 degrees, under the last panel
     figure = Figure(figsize=(width, 0.3 * sum(panel_rows) + 0.45 * len(archs) + label_height + 1.1),
                     layout="constrained")
@@ -487,8 +497,8 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
         figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
                       frameon=False)
-    figure.suptitle(wrapped_title(f"{title or f'{experiment}: {name}'}\nper encoding and task"),
-                    fontsize="medium")
+    figure.suptitle(wrapped_title(f"{title or f'{experiment}: {name}'}\nper encoding and task",
+                                  min(TITLE_WIDTH, int(width / HEATMAP_CHAR_WIDTH))), fontsize="medium")
     return figure
 
 

@@ -334,3 +334,29 @@ def test_length_axes_label_powers_of_two_and_tick_every_length():
     # the Kazemnejad replication's lengths: no power of two to label, "202528313437" ran together
     kazemnejad = [5, 10, 15, 20, 22, 25, 28, 31, 34, 37, 40]
     assert plots.length_ticks(kazemnejad) == ([5, 10, 15, 20, 28, 40], [22, 25, 31, 34, 37])
+
+
+def test_a_heatmap_of_one_task_leaves_room_for_long_encoding_labels_and_its_title():
+    """A replication check of one task with long encoding labels ('Randomized Transformer-XL {"max_position":410}')
+    collapsed under constrained layout in a figure sized by its one column: labels, title and cells cut off. The
+    figure is now as wide as its longest label, colour bar and title need, and everything lies inside it."""
+    import warnings
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    options = '{"max_position":410}'
+    cells = pd.DataFrame([dict(arch="encoder", task="stack_manipulation", encoding=encoding, encoding_options=options,
+                               ood_token_acc_mean=0.5 + 0.1 * i, judged=i % 2 == 0)
+                          for i, encoding in enumerate(["randomized:rope", "randomized:transformer_xl"])])
+    title = "Replication check: Ruoss et al. 2023 with randomized positions from L = 410 — OOD token accuracy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained_layout not applied because axes sizes collapsed to zero"
+        figure = plots.ood_heatmap(pd.DataFrame(), "ruoss2023_dense", title=title, cells=cells)
+        renderer = FigureCanvasAgg(figure).get_renderer()
+        figure.draw(renderer)  # the constrained layout, as saved
+    assert figure.get_figwidth() <= plots.PAGE_WIDTH
+    inside = figure.bbox.padded(1)  # a pixel of rounding
+    texts = [figure._suptitle, *figure.axes[0].get_yticklabels(), *figure.axes[0].get_xticklabels()]
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0, text.get_text()
