@@ -277,10 +277,30 @@ def _curve_panels(
         ax.set_title(task_label(task))
         ax.set_ylabel(ylabel)
     _label_outer(axes)
-    figure.legend(*_curve_legend(axes, styles), loc="outside lower center", ncols=4, fontsize="small",
-                  frameon=False)
+    _page_legend(figure, *_curve_legend(axes, styles))
     figure.suptitle(wrapped_title(title), fontsize="medium")
     return figure
+
+
+#: legend rows a curve figure's height (:func:`_grid`) holds; each further row adds :data:`LEGEND_ROW_HEIGHT` inches
+LEGEND_ROWS, LEGEND_ROW_HEIGHT = 3, 0.17
+
+
+def _page_legend(figure: Figure, handles: list, labels: list[str], most: int = 4) -> None:
+    """The figure's legend below its panels in small type, in as many columns (up to ``most``) as fit its width, as
+    measured (long labels such as 'Randomized Transformer-XL {"max_position":410}' ran off both sides in four); the
+    figure grows by the rows beyond :data:`LEGEND_ROWS`."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    for ncols in range(most, 0, -1):
+        legend = figure.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small",
+                               frameon=False)
+        if ncols == 1 or legend.get_window_extent(renderer).width <= figure.bbox.width:
+            break
+        legend.remove()
+    rows = -(-len(labels) // ncols)
+    figure.set_figheight(figure.get_figheight() + LEGEND_ROW_HEIGHT * max(0, rows - LEGEND_ROWS))
 
 
 def _curve_legend(axes: np.ndarray, styles: dict[str, dict[str, object]]) -> tuple[list, list[str]]:
@@ -492,7 +512,10 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
         ax.set_yticks(range(len(order)), order)
         ax.set_title(arch)
     name = metric_registry.get(metric).axis_label
-    figure.colorbar(image, ax=list(axes), label=f"{name} (mean over fitted seeds)", shrink=0.9, aspect=30)
+    bar_label = f"{name} (mean over fitted seeds)"
+    if HEATMAP_CHAR_WIDTH * len(bar_label) > 0.8 * figure.get_figheight():  # a short figure: two lines, not cut off
+        bar_label = f"{name}\n(mean over fitted seeds)"
+    figure.colorbar(image, ax=list(axes), label=bar_label, shrink=0.9, aspect=30)
     if unfitted_any:
         figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",

@@ -356,7 +356,32 @@ def test_a_heatmap_of_one_task_leaves_room_for_long_encoding_labels_and_its_titl
         figure.draw(renderer)  # the constrained layout, as saved
     assert figure.get_figwidth() <= plots.PAGE_WIDTH
     inside = figure.bbox.padded(1)  # a pixel of rounding
-    texts = [figure._suptitle, *figure.axes[0].get_yticklabels(), *figure.axes[0].get_xticklabels()]
+    bar = figure.axes[-1].yaxis.label  # the colour bar's: in two lines on a figure this short
+    assert "\n" in bar.get_text()
+    texts = [figure._suptitle, bar, *figure.axes[0].get_yticklabels(), *figure.axes[0].get_xticklabels()]
     for text in texts:
         box = text.get_window_extent(renderer)
         assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0, text.get_text()
+
+
+def test_a_curve_legend_takes_the_columns_that_fit_the_figure_and_the_rows_it_needs():
+    """Four legend columns of labels like 'Randomized Transformer-XL {"max_position":410}' ran off both sides of a
+    one-panel figure: the legend now takes as many columns (up to four) as fit, measured, and the figure grows by
+    the rows beyond three; short labels keep four columns and the height."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for long, names in ((True, [f'Randomized {n} {{"max_position":410}}' for n in ("RoPE", "ALiBi", "Learned",
+                                                                                   "Sinusoidal", "Transformer-XL")]),
+                        (False, ["NoPE", "RoPE", "ALiBi", "FIRE", "T5 bias"])):
+        figure, axes = plots._grid(1)
+        height = figure.get_figheight()
+        labels = names + ["chance", "floor (no position)", plots.NOT_FITTED_KEY]
+        handles = [axes[0].plot([1, 2], [0, 1], label=name)[0] for name in labels]
+        plots._page_legend(figure, handles, labels)
+        renderer = FigureCanvasAgg(figure).get_renderer()
+        figure.draw(renderer)  # the constrained layout, as saved
+        legend = figure.legends[0]
+        box = legend.get_window_extent(renderer)
+        assert figure.bbox.x0 - 1 <= box.x0 and box.x1 <= figure.bbox.x1 + 1  # a pixel of rounding
+        assert legend._ncols < 4 and figure.get_figheight() > height if long else \
+            legend._ncols == 4 and figure.get_figheight() == height
