@@ -52,7 +52,7 @@ class CombineSummary:
 
 #: columns that say how a run was made, not what it is or computed: the same configuration run twice (two
 #: sweeps, two machines) differs in them and is still the same run when every other column agrees
-NOT_COMPARED = ("train_seconds", CHECKSUM_COLUMN, "pebench_version", "commit", "device", "compiled",
+NOT_COMPARED = ("train_seconds", CHECKSUM_COLUMN, "pebench_version", "commit", "device", "machine", "compiled",
                 "torch_threads")
 
 

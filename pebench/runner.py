@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -72,6 +73,7 @@ from pebench.store import (
     ResultsError,
     check_same_plugins,
     code_commit,
+    cpu_model,
     finish_manifest,
     lock_folder,
     mixed_configurations,
@@ -185,6 +187,7 @@ def _rows(
         "status": result.status,
         "error": result.error,
         "device": str(device),
+        "machine": machine_name(str(device)),
         "compiled": compiled,
         "torch_threads": torch.get_num_threads(),
     }
@@ -207,6 +210,17 @@ def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:
     return {"floor_token_acc": floor.token_acc, "floor_seq_acc": floor.seq_acc, "floor_method": floor.method}
 
 
+@functools.cache
+def machine_name(device: str) -> str:
+    """The machine a run on ``device`` is made on, in words, as each row records it (``machine``) and the report's
+    provenance names an invocation's (:data:`pebench.report.findings.MACHINE_KEYS`): a CUDA device's name, else the
+    CPU's model and the vector extensions torch's kernels use here. Machines differ in float rounding, which
+    training can amplify; rows of one machine (and torch build) repeat bit for bit."""
+    if torch.device(device).type == "cuda":
+        return torch.cuda.get_device_name(torch.device(device))
+    return f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}"
+
+
 def _identity(spec: RunSpec) -> dict[str, Any]:
     return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__, "commit": code_commit()}
 
@@ -215,7 +229,8 @@ def _identity(spec: RunSpec) -> dict[str, Any]:
 def _failed(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[str, Any]]:
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     log.debug("run %s failed:\n%s", spec.run_id, traceback.format_exc())
-    return [{**_identity(spec), "status": "failed", "error": detail, "device": str(device)}]
+    return [{**_identity(spec), "status": "failed", "error": detail, "device": str(device),
+             "machine": machine_name(str(device))}]
 
 
 #: the least seconds between two progress reports of a running run: a pipe message per training step would cost

@@ -166,6 +166,12 @@ def test_sweep_starts_the_longest_runs_first(tmp_path):
     run_sweep(specs, tmp_path, on_done=lambda spec, rows: order.append(spec.train.steps))
     assert order == [6, 4, 2]
     assert set(load(tmp_path)["compiled"]) == {False}
+    # each row names the machine it was made on, as the report's provenance names an invocation's
+    from pebench.runner import machine_name
+    from pebench.store import cpu_model
+
+    assert set(load(tmp_path)["machine"]) == {machine_name("cpu")}
+    assert machine_name("cpu") == f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}"
 
 
 def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
@@ -179,6 +185,7 @@ def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
     run_sweep([spec], tmp_path, on_done=lambda s, r: None)
     frame = load(tmp_path)
     assert frame["status"].tolist() == ["failed"] and "boom" in frame["error"][0]
+    assert frame["machine"].tolist() == [runner.machine_name("cpu")]  # a failed run's record names it too
     monkeypatch.undo()
     assert scan(tmp_path, [spec.run_id]).retry == {spec.run_id}
     summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
