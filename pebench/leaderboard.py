@@ -377,7 +377,8 @@ def shortfall_text(table: pd.DataFrame, arch: str) -> str:
     if part.empty:
         return ""
     unfitted, rising, fell = (int(part[c].sum()) for c in ("unfitted", "rising", "fell_back"))
-    return (f"of their {unfitted} runs not fitted, {rising} were still improving in the last quarter of their steps "
+    return (f"of their {unfitted} runs not fitted, {rising} {'was' if rising == 1 else 'were'} still improving in "
+            "the last quarter of their steps "
             f"(by {STILL_RISING} or more: a larger step cap might fit them) and {fell} ended {FELL_BACK} or more "
             "below their best fit check (training lost accuracy it had reached)")
 

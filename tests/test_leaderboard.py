@@ -359,12 +359,12 @@ def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improvi
         {"arch": "decoder", "task": "parity_check", "unfitted": 3, "runs": 6, "best_median": 0.9, "best_low": 0.505,
          "best_high": 0.95, "rising": 1, "fell_back": 1}]
     assert lb.shortfall_text(table, "decoder") == (
-        "of their 4 runs not fitted, 1 were still improving in the last quarter of their steps (by 0.01 or more: a "
+        "of their 4 runs not fitted, 1 was still improving in the last quarter of their steps (by 0.01 or more: a "
         "larger step cap might fit them) and 1 ended 0.05 or more below their best fit check (training lost accuracy "
         "it had reached)")
     assert lb.shortfall_text(table, "encoder") == ""
     goal = lb.capacity_goal(runs, table)["decoder"]
-    assert "runs not fitted: parity check 3 of 6, copy 1 of 6; of their 4 runs not fitted, 1 were still" in goal
+    assert "runs not fitted: parity check 3 of 6, copy 1 of 6; of their 4 runs not fitted, 1 was still" in goal
     shown = lb.shortfall_table(table, "caption").to_markdown()
     assert "| decoder | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 |" in shown
     assert "| copy | 1/6 (17%) | — | 0 | 0 |" in shown
