@@ -478,8 +478,9 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     # one panel per architecture, stacked, on the tasks' common columns: the page width holds every column, and a
     # few columns leave room for the longest encoding label, the colour bar and the title (a narrower figure
     # collapsed under constrained layout: "Randomized RoPE {"max_len":410}" beside one task column)
-    labels = [label(e, o) for e, o in zip(cells["encoding"], cells["encoding_options"], strict=True)]
-    label_width = HEATMAP_CHAR_WIDTH * max(map(len, labels))  # inches of the longest encoding label
+    cells = cells.assign(label=[label(e, o) for e, o in zip(cells["encoding"], cells["encoding_options"],
+                                                             strict=True)])
+    label_width = HEATMAP_CHAR_WIDTH * cells["label"].str.len().max()  # inches of the longest encoding label
     width = min(PAGE_WIDTH, max(HEATMAP_MIN_WIDTH, label_width + HEATMAP_COLORBAR_WIDTH + 0.6 * len(tasks)))
     cell_width = (width - label_width - HEATMAP_COLORBAR_WIDTH) / len(tasks)  # inches
     label_height = 0.075 * max(len(task) for task in tasks)  # task names at 45 degrees, under the last panel
@@ -489,8 +490,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
                                          gridspec_kw={"height_ratios": panel_rows}).ravel())
     image, unfitted_any = None, False
     for index, (ax, arch) in enumerate(zip(axes, archs, strict=True)):
-        part = cells[cells["arch"] == arch].copy()
-        part["label"] = [label(e, o) for e, o in zip(part["encoding"], part["encoding_options"], strict=True)]
+        part = cells[cells["arch"] == arch]
         order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(encoding_rank))["label"]))
         table = part.pivot_table(index="label", columns="task", values=f"{metric}_mean", sort=False)
         table = table.reindex(index=order, columns=tasks)

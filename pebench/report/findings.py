@@ -127,13 +127,19 @@ def training_time(data: pd.DataFrame) -> float | None:
     return float(seconds.sum()) if len(seconds) else None
 
 
+def timed_invocations(invocations: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The ``invocations`` that recorded their wall time as a number of seconds (``wall_seconds``; the manifest may
+    come from anyone: a bool, a string, a negative or infinite value is no record)."""
+    return [run for run in invocations
+            if isinstance(run.get("wall_seconds"), (int, float)) and not isinstance(run["wall_seconds"], bool)
+            and 0 <= run["wall_seconds"] < float("inf")]
+
+
 def wall_time_text(invocations: Sequence[Mapping[str, Any]]) -> str:
     """The wall time ``invocations`` recorded, in words: their sum, by how many of them, and ``at least`` when one
     stopped without recording its end (killed, or still running: its record ends at its last finished run); ``""``
     when none recorded any (made before the manifest recorded wall time)."""
-    timed = [run for run in invocations  # a number of seconds (the manifest may come from anyone)
-             if isinstance(run.get("wall_seconds"), (int, float)) and not isinstance(run["wall_seconds"], bool)
-             and 0 <= run["wall_seconds"] < float("inf")]
+    timed = timed_invocations(invocations)
     if not timed:
         return ""
     seconds = sum(float(run["wall_seconds"]) for run in timed)

@@ -30,6 +30,7 @@ from pebench.replication import (
     growth_table,
     task_table,
 )
+from pebench.report.findings import training_time
 from pebench.schema import BASE_VARIANT, encoding_label, task_label, task_labels
 from pebench.store import load, raw_files, run_file_id
 from pebench.tasks.charlm import EVAL_SPAN
@@ -124,7 +125,7 @@ def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[Bl
                        f"{i['workers']} worker{'s' if i['workers'] != 1 else ''}" for i in own})
     unnamed = sum("experiments" not in i for i in own)
     runs = runs.drop_duplicates("run_id")
-    training = pd.to_numeric(runs["train_seconds"], errors="coerce").sum()
+    training = training_time(runs) or 0.0
     line = (f"**Compute.** {len(runs)} runs; their training took {training / 60:.0f} worker-minutes in all (each "
             f"run's `train_seconds`; evaluation not included). The sweeps of this experiment"
             + (f", with the {unnamed} that predate the manifest's record of experiments," if unnamed else "")

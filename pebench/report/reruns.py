@@ -16,6 +16,7 @@ import numpy as np
 
 from pebench import compare as compare_module
 from pebench.experiment import ReportSpec
+from pebench.report.findings import timed_invocations
 from pebench.report_file import FOLDER, REFERENCE, RERUN_PARENTS, raw_digest, rerun_reference
 from pebench.store import read_manifest
 
@@ -127,9 +128,10 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
     invocations = manifest.get("invocations") or []
     latest = manifest.get("latest") or (invocations[-1] if invocations else {})
     device = latest.get("cuda_device") or latest.get("processor") or latest.get("device") or "another machine"
-    seconds = sum(float(i.get("wall_seconds") or 0) for i in invocations)
+    timed = timed_invocations(invocations)
+    seconds = sum(float(i["wall_seconds"]) for i in timed)
     # a lower bound where an invocation recorded no wall time, or stopped without recording its end
-    bound = "at least " if any("wall_seconds" not in i or "outcome" not in i for i in invocations) else ""
+    bound = "at least " if len(timed) < len(invocations) or any("outcome" not in i for i in timed) else ""
     workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
     recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
     batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
