@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.throughput", "run"),
     ("pebench.explain", "teaching"),
     ("pebench.tables", "tables"),
+    ("pebench.table_width", "tables"),  # how wide a LaTeX table is set, and how it is fitted to a page
     ("pebench.seed_text", "tables"),
     ("pebench.entry_lead", "tables"),
     ("pebench.blocks", "tables"),

@@ -16,7 +16,8 @@ from test_results import write_synthetic_results
 import pebench
 from pebench.report import write_report
 from pebench.report.main_table import main_table
-from pebench.tables import latex_escape, to_latex
+from pebench import table_width
+from pebench.tables import Cell, Column, Table, latex_escape, to_latex
 
 ROOT = Path(pebench.__file__).resolve().parent.parent
 
@@ -96,20 +97,140 @@ TWO_COLUMN = ("\\documentclass[twocolumn]{{article}}\n\\usepackage{{booktabs}}\n
               "\\end{{document}}\n")
 
 
+def tabulars(tex: str) -> list[str]:
+    """The outermost tabulars of a table's LaTeX (a header broken over lines is a tabular inside one)."""
+    found, depth, start = [], 0, 0
+    for match in re.finditer(r"\\(begin|end)\{tabular\}", tex):
+        if match.group(1) == "begin":
+            start = match.start() if depth == 0 else start
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                found.append(tex[start:match.end()])
+    return found
+
+
+def setting(tex: str) -> str:
+    """The font and column space a table's tabulars are set in (the lines before its caption)."""
+    head = tex[: tex.index(r"\caption")]
+    font = next((f for f in (r"\footnotesize", r"\small") if f"\n{f}\n" in head), "")
+    space = re.search(r"\\setlength\{\\tabcolsep\}\{[0-9.]+pt\}", head)
+    return font + (space.group(0) if space else "")
+
+
 def two_column(table: Path, folder: Path) -> tuple[str, float, float]:
     """Compile ``table`` in a two-column article in ``folder``: pdflatex's log, the width of its tabular (in the
     table's font size) and ``\\textwidth``, in pt."""
     tex = table.read_text()
-    tabular = re.search(r"\\begin\{tabular\}.*?\\end\{tabular\}", tex, re.S).group(0)
-    font = next((f for f in (r"\footnotesize", r"\small") if f"\n{f}\n" in tex), "")
     shutil.copyfile(table, folder / "table0.tex")
-    (folder / "paper.tex").write_text(TWO_COLUMN.format(font=font, tabular=tabular))
+    (folder / "paper.tex").write_text(TWO_COLUMN.format(font=setting(tex), tabular=tabulars(tex)[0]))
     done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=folder,
                           capture_output=True, text=True, errors="replace", timeout=120)
     assert done.returncode == 0, [line for line in done.stdout.splitlines() if line.startswith("!")][:1]
     log = (folder / "paper.log").read_text(errors="replace")
     width, textwidth = (float(re.search(rf"{key}=([0-9.]+)pt", log).group(1)) for key in ("TABLEWIDTH", "TEXTWIDTH"))
     return log, width, textwidth
+
+
+def widths(tables: list[Path], folder: Path) -> dict[Path, list[float]]:
+    """The width in pt of each tabular of each of ``tables``, as pdfTeX sets it in the table's font and column
+    space."""
+    boxes = [(table, f"\\setbox0\\hbox{{{setting(table.read_text())}{tabular}}}\\typeout{{W{n}.{k}=\\the\\wd0}}")
+             for n, table in enumerate(tables) for k, tabular in enumerate(tabulars(table.read_text()))]
+    (folder / "widths.tex").write_text(DOCUMENT.format(tables="\n".join(box for _, box in boxes)))
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "widths.tex"], cwd=folder,
+                          capture_output=True, text=True, errors="replace", timeout=300)
+    assert done.returncode == 0, [line for line in done.stdout.splitlines() if line.startswith("!")][:1]
+    measured = dict(re.findall(r"^W([0-9.]+)=([0-9.]+)pt", (folder / "widths.log").read_text(), re.M))
+    found: dict[Path, list[float]] = {table: [] for table in tables}
+    for n, table in enumerate(tables):
+        found[table] = [float(measured[f"{n}.{k}"]) for k in range(len(tabulars(table.read_text())))]
+    return found
+
+
+#: the narrowest papers pebench promises a table to fit: one column as wide as table_width.TEXT_WIDTH, and two
+#: columns as wide as table_width.COLUMN_WIDTH (20 pt apart); an overfull box is a table running into the margin
+NARROW_PAPERS = {
+    "text": "\\documentclass{{article}}\n\\setlength{{\\textwidth}}{{{text}pt}}",
+    "columns": "\\documentclass[twocolumn]{{article}}\n\\setlength{{\\columnwidth}}{{{column}pt}}"
+               "\\setlength{{\\columnsep}}{{20pt}}\\setlength{{\\textwidth}}{{{both}pt}}",
+}
+
+
+def overfull(tables: list[Path], folder: Path) -> list[str]:
+    """The tables of ``tables`` that run into the margin of one of :data:`NARROW_PAPERS` (pdfTeX's overfull
+    boxes), as ``name (paper)``."""
+    inputs = []
+    for index, table in enumerate(tables):
+        shutil.copyfile(table, folder / f"table{index}.tex")
+        inputs.append(f"\\typeout{{TABLE {index}}}\\input{{table{index}}}\\clearpage")
+    found = []
+    for paper, preamble in NARROW_PAPERS.items():
+        preamble = preamble.format(text=table_width.TEXT_WIDTH, column=table_width.COLUMN_WIDTH,
+                                   both=2 * table_width.COLUMN_WIDTH + 20)
+        (folder / f"{paper}.tex").write_text(preamble + "\n\\usepackage{booktabs}\n\\begin{document}\n"
+                                             + "\n".join(inputs) + "\n\\end{document}\n")
+        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"{paper}.tex"],
+                              cwd=folder, capture_output=True, text=True, errors="replace", timeout=300)
+        assert done.returncode == 0, [line for line in done.stdout.splitlines() if line.startswith("!")][:1]
+        log = (folder / f"{paper}.log").read_text(errors="replace")
+        found += [f"{tables[int(part.split(chr(10), 1)[0])].name} ({paper})" for part in log.split("TABLE ")[1:]
+                  if "Overfull \\hbox" in part]
+    return found
+
+
+def test_every_table_of_a_report_fits_a_narrow_paper_as_estimated(tmp_path):
+    """Every table of a synthetic report: no overfull box in a paper of the narrowest text and columns pebench
+    promises to fit, each tabular no wider than the page (or, in a one-column float, the column), and no
+    narrower than 90% of what table_width.fit estimated for it (its estimate errs wide, by kerning and by the
+    largest font scale, never narrow)."""
+    write_report(write_synthetic_results(tmp_path / "results"), out_dir=tmp_path / "report")
+    narrow = Table("narrow", "Narrow", "Fits one column.", [Column("Task", "l", key=True), Column("Acc", "r")],
+                   [[Cell("copy", "copy"), Cell("0.97 ± 0.01", 0.97, mark="best")]])
+    (tmp_path / "report" / "tables" / "narrow.tex").write_text(to_latex(narrow))
+    tables = sorted((tmp_path / "report" / "tables").glob("*.tex"))
+    (tmp_path / "latex").mkdir()
+    assert overfull(tables, tmp_path / "latex") == []
+    measured = widths(tables, tmp_path / "latex")
+    spanning = [t.name for t in tables if r"\begin{table*}" in t.read_text()]
+    assert "narrow.tex" not in spanning and len(spanning) > 1  # both floats are checked
+    for table, found in measured.items():
+        room = table_width.TEXT_WIDTH if table.name in spanning else table_width.COLUMN_WIDTH
+        assert found and max(found) <= room, (table.name, found)
+
+
+def test_text_width_errs_wide_of_pdftex_by_little(tmp_path):
+    """Every header and cell text of a synthetic report's tables, in each font (and in bold), as pdfTeX sets it:
+    table_width.text_width is never narrower (up to 0.1%, its glyph widths rounded to hundredths of a point: 3.33
+    for 3.3333) and at most 5%
+    wider (kerning, 'fi' ligatures and the largest font scale of the smaller sizes), or in bold at most
+    table_width.BOLD times (the largest ratio of any glyph, applied to all)."""
+    write_report(write_synthetic_results(tmp_path / "results"), out_dir=tmp_path / "report")
+    texts = sorted({text.strip("*") for md in (tmp_path / "report" / "tables").glob("*.md")
+                    for text in [cell for row in markdown_table(md.read_text()) for cell in row] if text.strip("*")})
+    assert len(texts) > 100
+    fonts = [("", False), (r"\small", False), (r"\footnotesize", False), ("", True)]
+    commands = [font + (r"\bfseries" if bold else "") for font, bold in fonts]
+    boxes = [f"\\setbox0\\hbox{{{command}{{}}{latex_escape(text)}}}\\typeout{{T{i}.{j}=\\the\\wd0}}"
+             for i, text in enumerate(texts) for j, command in enumerate(commands)]
+    (tmp_path / "texts.tex").write_text(DOCUMENT.format(tables="\n".join(boxes)))
+    subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "texts.tex"], cwd=tmp_path,
+                   capture_output=True, timeout=300, check=True)
+    measured = dict(re.findall(r"^T([0-9.]+)=([0-9.]+)pt", (tmp_path / "texts.log").read_text(), re.M))
+    for i, text in enumerate(texts):
+        for j, (font, bold) in enumerate(fonts):
+            set_width, estimate = float(measured[f"{i}.{j}"]), table_width.text_width(text, font, bold)
+            widest = table_width.BOLD * set_width if bold else 1.05 * set_width + 0.5
+            widest = table_width.BOLD * set_width if bold else 1.05 * set_width + 0.5
+            assert 0.999 * set_width <= estimate <= widest, (text, font, bold, set_width, estimate)
+
+
+def markdown_table(text: str) -> list[list[str]]:
+    """The header and cells of every pipe table in a Markdown file."""
+    return [[cell.strip().replace("\\|", "|") for cell in line.strip("|").replace("\\|", "\0").split("|")]
+            for line in text.splitlines() if line.startswith("|") and not line.startswith("|:") and
+            not line.startswith("|-")]
 
 
 def board_runs() -> pd.DataFrame:

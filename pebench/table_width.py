@@ -1,0 +1,153 @@
+"""How wide a LaTeX table is set, estimated without TeX, and how pebench fits each table to a paper's page.
+
+A table pasted into a paper must not run into its margin. :func:`pebench.tables.to_latex` asks :func:`fit` how
+to set a table. :func:`fit` estimates the table's width from the widths of Computer Modern's glyphs (the font of
+a default LaTeX document; Times, the font of most conference styles, is narrower), then takes the first of:
+
+1. the table as its style declares it (float and font), when it fits one column of a two-column paper
+   (:data:`COLUMN_WIDTH`), if need be with its headers broken over lines;
+2. a float spanning both columns (``table*``, which a one-column paper sets as a ``table``) no wider than
+   :data:`TEXT_WIDTH`, the text width of a one-column article and narrower than any two-column paper's text:
+   at the style's font, then with its headers broken over lines, then in ``\\small``, then ``\\footnotesize``;
+3. in ``\\footnotesize`` with broken headers, its columns in blocks set one under the other, each repeating the
+   key columns (as :func:`pebench.tables.to_text` does on a narrow terminal).
+
+tests/test_latex.py sets every table of a report in pdfTeX and checks that none is wider than :data:`TEXT_WIDTH`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: the width in pt of each character pebench's tables print, as set in Computer Modern Roman at 10 pt (cmr10,
+#: measured with pdfTeX; a character the tables print as LaTeX, like ``±``, by its LaTeX's width)
+_GLYPHS: dict[float, str] = {
+    2.78: "il!',.:;[]`|·", 3.06: "fj", 3.33: "- ", 3.61: "I_", 3.89: "t()", 3.92: "r", 3.94: "s",
+    4.44: "cez†é", 4.72: "?", 5.0: "0123456789ago\"$*/\\^{}~–‖", 5.14: "J", 5.28: "kqvxy", 5.56: "bdhnpuS",
+    6.11: "Z", 6.25: "L", 6.53: "F", 6.81: "EP", 7.08: "B", 7.22: "wCT", 7.36: "R", 7.5: "AHNUVXY", 7.64: "D",
+    7.78: "KOQ&+<=>@±−≥≤×≈", 7.85: "G", 8.33: "m#%", 9.17: "M", 10.0: "—", 10.28: "W",
+}
+GLYPH_WIDTHS: dict[str, float] = {ch: width for width, chars in _GLYPHS.items() for ch in chars}
+#: the pairs of characters cmr10 kerns apart, by how much (pt, measured with pdfTeX); the pairs it kerns closer
+#: are left out (an estimate errs wide)
+_KERNS: dict[float, str] = {0.28: "bc bd be bo bq gj oc od oe oo oq pc pd pe po pq II", 0.56: "aj bj oj pj",
+                            0.78: "f) f] f' f! f?", 1.11: "'! '?"}
+KERNS: dict[str, float] = {pair: width for width, pairs in _KERNS.items() for pair in pairs.split()}
+#: what TeX adds to a space after a colon or a sentence's end (``.``, ``?``, ``!``; cmr10's extra space), pt; added
+#: after a capital letter too, where TeX does not add it (an estimate errs wide)
+SENTENCE_SPACE = 1.11
+#: the width of a character missing from :data:`GLYPH_WIDTHS` (wider than any in it but ``W``)
+OTHER_GLYPH = 10.0
+#: bold (cmbx10) over roman, the largest ratio over the characters above (a best cell is set in bold)
+BOLD = 1.26
+#: the width of a text in each font size the tables use over its width at 10 pt, the largest ratio over the
+#: characters above (a smaller size of Computer Modern is drawn relatively wider)
+FONT_SCALE: dict[str, float] = {"": 1.0, r"\small": 0.926, r"\footnotesize": 0.85}
+#: the fonts a table may be set in, largest first
+FONTS: tuple[str, ...] = tuple(FONT_SCALE)
+#: the space LaTeX puts on each side of a column (``\\tabcolsep``, pt)
+COLUMN_SEP = 6.0
+#: the tighter space a table wider than the page gets before its columns are set in blocks (pt)
+TIGHT_SEP = 4.0
+#: the narrowest column of the major two-column styles (ACL's 7.7 cm; ICML's and AAAI's are 3.25 and 3.3 in), pt
+COLUMN_WIDTH = 219.0
+#: the narrowest text width of the major ML styles (NeurIPS's and ICLR's 5.5 in; a two-column style's text, which
+#: a ``table*`` spans, is wider), pt: the widest a table is set
+TEXT_WIDTH = 397.0
+
+
+def text_width(text: str, font: str = "", bold: bool = False) -> float:
+    """The width in pt of ``text`` (Unicode, as a cell shows it) set in ``font`` (one of :data:`FONT_SCALE`)."""
+    width = sum(GLYPH_WIDTHS.get(ch, OTHER_GLYPH) for ch in text)
+    width += sum(KERNS.get(text[i:i + 2], 0.0) for i in range(len(text) - 1))
+    width += SENTENCE_SPACE * len(re.findall(r"[.:?!] ", text))
+    return width * FONT_SCALE[font] * (BOLD if bold else 1.0)
+
+
+def broken(header: str, room: float) -> list[str]:
+    """``header`` broken at spaces into lines no wider than ``room`` pt where its words allow (a word wider than
+    ``room`` gets a line of its own), each line filled greedily."""
+    lines: list[str] = []
+    for word in header.split():
+        if lines and text_width(f"{lines[-1]} {word}") <= room:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines or [header]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a table is set: its float, its font, the space between its columns, each header's lines and its
+    column blocks.
+
+    Attributes:
+        environment: ``table`` or ``table*``.
+        font: a LaTeX size command (``\\small``) or ``""``.
+        column_sep: the space on each side of a column (``\\tabcolsep``), pt.
+        headers: each column's header, line by line.
+        blocks: the columns of each tabular set (indices, the key columns first in every block).
+        width: the estimated width of the widest block, pt.
+    """
+
+    environment: str
+    font: str
+    column_sep: float
+    headers: list[list[str]]
+    blocks: list[list[int]]
+    width: float
+
+
+def fit(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, bool]]], keys: int, environment: str = "table",
+        font: str = "") -> Fit:
+    """How to set a table so that it fits a paper's page (the module's steps; before the blocks, the space
+    between columns is narrowed to :data:`TIGHT_SEP`).
+
+    Args:
+        headers: the column headers.
+        rows: each row's cells as ``(text, bold)``.
+        keys: how many leading columns are key columns (repeated in each block).
+        environment: the float its style declares (``table`` or ``table*``).
+        font: the font its style declares (one of :data:`FONT_SCALE`).
+    """
+    cells = [max((text_width(text, bold=bold) for text, bold in column), default=0.0)
+             for column in zip(*rows, strict=True)] if rows else [0.0] * len(headers)
+    whole = [[header] for header in headers]
+    split = [broken(header, max([cell, *(text_width(word) for word in header.split())]))
+             for header, cell in zip(headers, cells, strict=True)]
+
+    def widths(lines: list[list[str]], size: str, sep: float = COLUMN_SEP) -> list[float]:
+        return [max([cell, *(text_width(line) for line in header)]) * FONT_SCALE[size] + 2 * sep
+                for header, cell in zip(lines, cells, strict=True)]
+
+    everything = list(range(len(headers)))
+    for lines in (whole, split) if environment == "table" else ():
+        if (width := sum(widths(lines, font))) <= COLUMN_WIDTH:
+            return Fit("table", font, COLUMN_SEP, lines, [everything], width)
+    smaller = FONTS[FONTS.index(font) + 1:] if font in FONTS else ()
+    tries = [(whole, font, COLUMN_SEP), (split, font, COLUMN_SEP), *((split, size, COLUMN_SEP) for size in smaller),
+             (split, FONTS[-1], TIGHT_SEP)]
+    for lines, size, sep in tries:
+        if (width := sum(widths(lines, size, sep))) <= TEXT_WIDTH:
+            return Fit("table*", size, sep, lines, [everything], width)
+    column = widths(split, FONTS[-1])
+    count = len(_blocks(column, keys, TEXT_WIDTH))
+    room = min(w for w in sorted({sum(column[:keys]) + sum(column[i:j]) for i in range(keys, len(column))
+                                  for j in range(i + 1, len(column) + 1)} | {TEXT_WIDTH})
+               if len(_blocks(column, keys, w)) <= count)
+    blocks = [list(range(keys)) + block for block in _blocks(column, keys, room)]
+    return Fit("table*", FONTS[-1], COLUMN_SEP, split, blocks, max(sum(column[j] for j in block) for block in blocks))
+
+
+def _blocks(column: Sequence[float], keys: int, room: float) -> list[list[int]]:
+    """The columns after the ``keys`` key columns in consecutive blocks, each filled greedily up to ``room`` pt
+    with the key columns (a column too wide for any block gets one of its own)."""
+    blocks: list[list[int]] = []
+    for k in range(keys, len(column)):
+        if blocks and sum(column[:keys]) + sum(column[j] for j in blocks[-1]) + column[k] <= room:
+            blocks[-1].append(k)
+        else:
+            blocks.append([k])
+    return blocks or [[]]

@@ -1,0 +1,89 @@
+"""How wide a LaTeX table is set and how it is fitted to a page (pebench.table_width), without TeX; the widths
+as pdfTeX sets them are checked in tests/test_latex.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from pebench.table_width import (
+    BOLD,
+    COLUMN_SEP,
+    COLUMN_WIDTH,
+    FONT_SCALE,
+    TEXT_WIDTH,
+    TIGHT_SEP,
+    broken,
+    fit,
+    text_width,
+)
+from pebench.tables import Cell, Column, Style, Table, to_latex
+
+
+def test_text_width_sums_computer_modern_glyphs():
+    """cmr10's widths (Knuth, Computer Modern Typefaces): digits 5 pt, '.' 2.78, space 3.33, 'm' 8.33; the 0.01
+    tolerance is the rounding of the table to hundredths of a point."""
+    assert text_width("0.41") == pytest.approx(3 * 5.0 + 2.78, abs=0.01)
+    assert text_width("m m") == pytest.approx(2 * 8.33 + 3.33, abs=0.01)
+    assert text_width("±") == text_width("−") == pytest.approx(7.78, abs=0.01)  # set as $\pm$ and $-$
+    assert text_width("0.41", r"\footnotesize") == pytest.approx(text_width("0.41") * FONT_SCALE[r"\footnotesize"])
+    assert text_width("0.41", bold=True) == pytest.approx(text_width("0.41") * BOLD)
+    assert text_width("ű") == 10.0  # a character the table has no width for counts as a wide one
+
+
+def test_a_header_breaks_at_spaces_into_lines_no_wider_than_its_room():
+    assert broken("cycle navigation", text_width("navigation")) == ["cycle", "navigation"]
+    assert broken("OOD token acc [95% CI]", text_width("OOD token acc")) == ["OOD token acc", "[95% CI]"]
+    assert broken("a b c", 1000.0) == ["a b c"]
+    assert broken("supercalifragilistic", 1.0) == ["supercalifragilistic"]  # one word too wide keeps its line
+
+
+def cells(*widths: int) -> list[tuple[str, bool]]:
+    """A row of cells of ``widths`` digits each."""
+    return [("9" * n, False) for n in widths]
+
+
+def test_a_narrow_table_stays_one_column_as_declared():
+    chosen = fit(["Task", "Acc"], [cells(5, 5)], keys=1, font=r"\small")  # 25 pt cells, wider than the headers
+    assert (chosen.environment, chosen.font, chosen.blocks, chosen.column_sep) == ("table", r"\small", [[0, 1]],
+                                                                                  COLUMN_SEP)
+    assert chosen.width == pytest.approx(2 * (25.0 * FONT_SCALE[r"\small"] + 2 * COLUMN_SEP))
+    assert chosen.width <= COLUMN_WIDTH
+
+
+def test_a_wider_table_spans_both_columns_at_its_font_then_breaks_headers_then_shrinks():
+    """Each step is taken only where the one before does not fit: digits are 5 pt, so a cell of n digits is
+    5n pt wide before its font's scale."""
+    wide = fit(["a", "b"], [cells(20, 20)], keys=1)  # 2 x (100 + 12) = 224 pt: over one column, within the page
+    assert (wide.environment, wide.font, wide.headers) == ("table*", "", [["a"], ["b"]])
+    long_headers = [f"header number {i} of a long table" for i in range(4)]
+    headed = fit(long_headers, [cells(8, 8, 8, 8)], keys=0)  # its headers (~150 pt each) make it too wide
+    assert (headed.environment, headed.font, len(headed.blocks)) == ("table", "", 1)  # 4 x (40 + 12) = 208 pt
+    assert all(len(lines) > 1 for lines in headed.headers)
+    spanning = fit(long_headers, [cells(9, 9, 9, 9)], keys=0)  # 4 x (45 + 12) = 228 pt: over one column
+    assert (spanning.environment, spanning.font, len(spanning.blocks)) == ("table*", "", 1)
+    smaller = fit(["x"] * 4, [cells(19, 19, 19, 19)], keys=0)  # 4 x 107 = 428 pt; at \small 4 x 100 = 400 pt
+    assert smaller.font == r"\footnotesize" and smaller.column_sep == COLUMN_SEP and smaller.width <= TEXT_WIDTH
+    tight = fit(["x"] * 5, [cells(17, 17, 17, 17, 17)], keys=0)  # 5 x (72.3 + 12) = 421 pt, 5 x (72.3 + 8) = 401
+    assert (tight.font, len(tight.blocks)) == (r"\footnotesize", 2)
+    tightened = fit(["x"] * 5, [cells(16, 16, 16, 16, 16)], keys=0)  # 5 x (68 + 12) = 400 pt, 5 x (68 + 8) = 380
+    assert (tightened.column_sep, len(tightened.blocks), tightened.width) == (TIGHT_SEP, 1, pytest.approx(380.0))
+
+
+def test_a_table_too_wide_for_the_page_is_set_in_balanced_blocks_repeating_its_keys():
+    chosen = fit(["Arch", "Encoding", *(f"t{i}" for i in range(13))], [cells(7, 10, *[8] * 13)], keys=2)
+    assert chosen.font == r"\footnotesize" and chosen.width <= TEXT_WIDTH
+    assert all(block[:2] == [0, 1] for block in chosen.blocks)
+    assert [k for block in chosen.blocks for k in block[2:]] == list(range(2, 15))  # every column once, in order
+    sizes = [len(block) - 2 for block in chosen.blocks]  # 96 pt of keys and 46 pt a column: 6 fit beside them
+    assert len(sizes) == 3 and max(sizes) == 5  # the widest block as narrow as 3 blocks allow, not 6, 6 and 1
+
+
+def test_the_latex_of_a_wide_table_repeats_its_keys_in_each_block_and_stacks_long_headers():
+    columns = [Column("Task", "l", key=True), *(Column(f"OOD token acc [95% CI] {i}", "r") for i in range(8))]
+    rows = [[Cell("copy", "copy"), *(Cell("0.41 [0.35, 0.47]", 0.41, mark="best" if i == 0 else None)
+                                     for i in range(8))]]
+    tex = to_latex(Table("wide", "Wide", "A caption.", columns, rows, style=Style(font=r"\small")))
+    assert tex.count(r"\begin{tabular}{") == tex.count(r"\par\medskip") + 1 >= 2
+    assert tex.count("\ncopy & ") == tex.count(r"\par\medskip") + 1  # the key column in every block
+    assert r"\begin{tabular}[b]{@{}r@{}}OOD token acc \\ {}[95\% CI] 0\end{tabular}" in tex
+    assert r"\begin{table*}[t]" in tex and "\n\\footnotesize\n" in tex and r"\textbf{0.41 [0.35, 0.47]}" in tex
