@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from pebench import protocol, report_file, store, tasks
+from pebench import protocol, report_file, store, table_width, tasks
 from pebench.blocks import Block
 from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
@@ -198,7 +198,8 @@ def experiment_values(suite: str = REFERENCE_SUITE) -> dict[str, str]:
 
 def protocol_values() -> dict[str, str]:
     """The protocol's constants by name, as the protocol page quotes them: the fit criterion, the step caps,
-    seeds, position capacity, compared encodings, T5's shared buckets and :func:`experiment_values`."""
+    seeds, position capacity, compared encodings, T5's shared buckets and :func:`experiment_values`; and the
+    page a LaTeX table is fitted to (:mod:`pebench.table_width`), as the cite page quotes it."""
     standard = protocol.SCALES[REFERENCE_SUITE]
     defaults = TrainConfig()
     return {
@@ -229,6 +230,9 @@ def protocol_values() -> dict[str, str]:
         "capable_encodings": ", ".join(f"`{name}`" for name in protocol.CAPABLE_ENCODINGS),
         "capable_fit_goal": f"{100 * protocol.CAPABLE_FIT_GOAL:.0f}%",
         "t5_shared_buckets": t5_shared_buckets(),
+        # the page a LaTeX table is fitted to (the cite page)
+        "table_column_width": f"{table_width.COLUMN_WIDTH:g}",
+        "table_text_width": f"{table_width.TEXT_WIDTH:g}",
         **experiment_values(),
         **inference_values(),
     }

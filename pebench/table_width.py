@@ -7,19 +7,23 @@ a default LaTeX document; Times, the font of most conference styles, is narrower
 1. the table as its style declares it (float and font), when it fits one column of a two-column paper
    (:data:`COLUMN_WIDTH`), if need be with its headers broken over lines;
 2. a float spanning both columns (``table*``, which a one-column paper sets as a ``table``) no wider than
-   :data:`TEXT_WIDTH`, the text width of a one-column article and narrower than any two-column paper's text:
-   at the style's font, then with its headers broken over lines, then in ``\\small``, then ``\\footnotesize``;
-3. in ``\\footnotesize`` with broken headers, its columns in blocks set one under the other, each repeating the
-   key columns (as :func:`pebench.tables.to_text` does on a narrow terminal).
+   :data:`TEXT_WIDTH` (the text of NeurIPS and ICLR; a two-column style's text is wider): at the style's font,
+   then with its headers broken over lines, then in ``\\small``, then ``\\footnotesize``, then with tighter
+   columns (:data:`TIGHT_SEP`);
+3. so, with its widest column of words (a verdict) set as a ragged-right paragraph;
+4. in ``\\footnotesize`` with broken headers, its columns in blocks set one under the other, each repeating the
+   key columns (as :func:`pebench.tables.to_text` does on a narrow terminal), a column of words too wide for a
+   block set as a paragraph.
 
 tests/test_latex.py sets every table of a report in pdfTeX and checks that none is wider than :data:`TEXT_WIDTH`.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 #: the width in pt of each character pebench's tables print, as set in Computer Modern Roman at 10 pt (cmr10,
 #: measured with pdfTeX; a character the tables print as LaTeX, like ``±``, by its LaTeX's width)
@@ -43,14 +47,21 @@ OTHER_GLYPH = 10.0
 #: bold (cmbx10) over roman, the largest ratio over the characters above (a best cell is set in bold)
 BOLD = 1.26
 #: the width of a text in each font size the tables use over its width at 10 pt, the largest ratio over the
-#: characters above (a smaller size of Computer Modern is drawn relatively wider)
+#: characters above (a smaller size of Computer Modern is drawn relatively wider): ``\small`` 0.926,
+#: ``\footnotesize`` 0.85
+#:
+#: :meta hide-value:
 FONT_SCALE: dict[str, float] = {"": 1.0, r"\small": 0.926, r"\footnotesize": 0.85}
-#: the fonts a table may be set in, largest first
+#: the fonts a table may be set in, largest first (the keys of :data:`FONT_SCALE`)
+#:
+#: :meta hide-value:
 FONTS: tuple[str, ...] = tuple(FONT_SCALE)
-#: the space LaTeX puts on each side of a column (``\\tabcolsep``, pt)
+#: the space LaTeX puts on each side of a column (``\tabcolsep``, pt)
 COLUMN_SEP = 6.0
 #: the tighter space a table wider than the page gets before its columns are set in blocks (pt)
 TIGHT_SEP = 4.0
+#: the narrowest a column of words is set as a paragraph to fit a table on the page (pt)
+PARAGRAPH_MIN = 100.0
 #: the narrowest column of the major two-column styles (ACL's 7.7 cm; ICML's and AAAI's are 3.25 and 3.3 in), pt
 COLUMN_WIDTH = 219.0
 #: the narrowest text width of the major ML styles (NeurIPS's and ICLR's 5.5 in; a two-column style's text, which
@@ -90,6 +101,7 @@ class Fit:
         headers: each column's header, line by line.
         blocks: the columns of each tabular set (indices, the key columns first in every block).
         width: the estimated width of the widest block, pt.
+        paragraphs: the columns of words set as ragged-right paragraphs, by index, with their width in pt.
     """
 
     environment: str
@@ -98,19 +110,23 @@ class Fit:
     headers: list[list[str]]
     blocks: list[list[int]]
     width: float
+    paragraphs: dict[int, float] = field(default_factory=dict)
 
 
 def fit(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, bool]]], keys: int, environment: str = "table",
-        font: str = "") -> Fit:
-    """How to set a table so that it fits a paper's page (the module's steps; before the blocks, the space
-    between columns is narrowed to :data:`TIGHT_SEP`).
+        font: str = "", words: Sequence[bool] = ()) -> Fit:
+    """How to set a table so that it fits a paper's page (the module's steps). Before the blocks, the space
+    between columns is narrowed to :data:`TIGHT_SEP`, then the widest column of words is set as a paragraph (no
+    narrower than :data:`PARAGRAPH_MIN` or its longest word); in the blocks, a column of words too wide for a
+    block beside the key columns is set as a paragraph as wide as the block allows.
 
     Args:
         headers: the column headers.
         rows: each row's cells as ``(text, bold)``.
-        keys: how many leading columns are key columns (repeated in each block).
+        keys: how many leading columns name a row (repeated in each block).
         environment: the float its style declares (``table`` or ``table*``).
         font: the font its style declares (one of :data:`FONT_SCALE`).
+        words: per column, whether it holds words that may wrap (not numbers); default none.
     """
     cells = [max((text_width(text, bold=bold) for text, bold in column), default=0.0)
              for column in zip(*rows, strict=True)] if rows else [0.0] * len(headers)
@@ -132,13 +148,43 @@ def fit(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, bool]]], keys
     for lines, size, sep in tries:
         if (width := sum(widths(lines, size, sep))) <= TEXT_WIDTH:
             return Fit("table*", size, sep, lines, [everything], width)
-    column = widths(split, FONTS[-1])
+    size, wrappable = FONTS[-1], [k for k in range(keys, len(headers)) if k < len(words) and words[k]]
+
+    def paragraph(k: int, room: float) -> tuple[float, list[str]] | None:
+        """Column ``k`` set as a paragraph ``room`` pt wide (whole points): its width and its header's lines
+        broken to it, or ``None`` where ``room`` is under :data:`PARAGRAPH_MIN` or a word of it is wider."""
+        room, lines = float(math.floor(room)), broken(headers[k], room / FONT_SCALE[size])
+        longest = max([text_width(word, size, bold) for text, bold in (row[k] for row in rows) for word in text.split()]
+                      + [text_width(line, size) for line in lines])
+        return (room, lines) if room >= max(PARAGRAPH_MIN, longest) else None
+
+    column = widths(split, size, TIGHT_SEP)
+    if wrappable:
+        k = max(wrappable, key=column.__getitem__)
+        if (set_as := paragraph(k, column[k] - 2 * TIGHT_SEP - (sum(column) - TEXT_WIDTH))) is not None:
+            room, lines = set_as
+            return Fit("table*", size, TIGHT_SEP, [*split[:k], lines, *split[k + 1:]], [everything],
+                       sum(column) - column[k] + room + 2 * TIGHT_SEP, {k: room})
+    return min((_in_blocks(split, keys, wrappable, size, sep, widths, paragraph) for sep in (COLUMN_SEP, TIGHT_SEP)),
+               key=lambda chosen: len(chosen.blocks))  # the tight columns only where they save a block
+
+
+def _in_blocks(split: list[list[str]], keys: int, wrappable: Sequence[int], size: str, sep: float,
+               widths: Callable[..., list[float]], paragraph: Callable[[int, float], tuple[float, list[str]] | None]
+               ) -> Fit:
+    """The table set in ``size`` with ``sep`` between columns, in as few blocks as fit the page, the widest no wider
+    than that many need; a column of words too wide for a block beside the key columns set as a paragraph."""
+    column, lines, paragraphs = widths(split, size, sep), list(split), {}
+    for k in wrappable:
+        if sum(column[:keys]) + column[k] > TEXT_WIDTH and (
+                set_as := paragraph(k, TEXT_WIDTH - sum(column[:keys]) - 2 * sep)) is not None:
+            (paragraphs[k], lines[k]), column[k] = set_as, set_as[0] + 2 * sep
     count = len(_blocks(column, keys, TEXT_WIDTH))
     room = min(w for w in sorted({sum(column[:keys]) + sum(column[i:j]) for i in range(keys, len(column))
                                   for j in range(i + 1, len(column) + 1)} | {TEXT_WIDTH})
                if len(_blocks(column, keys, w)) <= count)
     blocks = [list(range(keys)) + block for block in _blocks(column, keys, room)]
-    return Fit("table*", FONTS[-1], COLUMN_SEP, split, blocks, max(sum(column[j] for j in block) for block in blocks))
+    return Fit("table*", size, sep, lines, blocks, max(sum(column[j] for j in block) for block in blocks), paragraphs)
 
 
 def _blocks(column: Sequence[float], keys: int, room: float) -> list[list[int]]:

@@ -120,6 +120,7 @@ def test_writers():
     markdown = to_markdown(lb.leaderboard_table(board, caption=""))
     lines = markdown.strip().splitlines()
     assert len(lines) == 2 + len(board) and all(line.count("|") == 7 for line in lines)
+    assert lines[1] == "|:--|:--|--:|--:|--:|--:|"  # words left, numbers (intervals, counts, shares) right
     assert "1.00 [1.00, 1.00]" in markdown and "4/4" in markdown
     assert lb.leaderboard_table(board).rows[0][2].value == (board.mrr[0], board.mrr_low[0], board.mrr_high[0])
     latex = to_latex(lb.leaderboard_table(board, caption="Ranks", label="tab:x"))

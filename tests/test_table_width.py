@@ -10,6 +10,7 @@ from pebench.table_width import (
     COLUMN_SEP,
     COLUMN_WIDTH,
     FONT_SCALE,
+    PARAGRAPH_MIN,
     TEXT_WIDTH,
     TIGHT_SEP,
     broken,
@@ -70,12 +71,16 @@ def test_a_wider_table_spans_both_columns_at_its_font_then_breaks_headers_then_s
 
 
 def test_a_table_too_wide_for_the_page_is_set_in_balanced_blocks_repeating_its_keys():
-    chosen = fit(["Arch", "Encoding", *(f"t{i}" for i in range(13))], [cells(7, 10, *[8] * 13)], keys=2)
+    """Keys of 35 and 50 pt and columns of 40 pt, in \\footnotesize: 96 pt of keys and 46 pt a column with the
+    usual space (6 fit beside the keys), 88 and 42 pt with the tight one (7 fit)."""
+    chosen = fit(["Arch", "Encoding", *(f"t{i}" for i in range(15))], [cells(7, 10, *[8] * 15)], keys=2)
     assert chosen.font == r"\footnotesize" and chosen.width <= TEXT_WIDTH
     assert all(block[:2] == [0, 1] for block in chosen.blocks)
-    assert [k for block in chosen.blocks for k in block[2:]] == list(range(2, 15))  # every column once, in order
-    sizes = [len(block) - 2 for block in chosen.blocks]  # 96 pt of keys and 46 pt a column: 6 fit beside them
-    assert len(sizes) == 3 and max(sizes) == 5  # the widest block as narrow as 3 blocks allow, not 6, 6 and 1
+    assert [k for block in chosen.blocks for k in block[2:]] == list(range(2, 17))  # every column once, in order
+    sizes = [len(block) - 2 for block in chosen.blocks]
+    assert sizes == [5, 5, 5] and chosen.column_sep == COLUMN_SEP  # not 6, 6 and 3; tight saves no block
+    tightened = fit(["Arch", "Encoding", *(f"t{i}" for i in range(13))], [cells(7, 10, *[8] * 13)], keys=2)
+    assert len(tightened.blocks) == 2 and tightened.column_sep == TIGHT_SEP  # 3 blocks with the usual space
 
 
 def test_the_latex_of_a_wide_table_repeats_its_keys_in_each_block_and_stacks_long_headers():
@@ -87,3 +92,39 @@ def test_the_latex_of_a_wide_table_repeats_its_keys_in_each_block_and_stacks_lon
     assert tex.count("\ncopy & ") == tex.count(r"\par\medskip") + 1  # the key column in every block
     assert r"\begin{tabular}[b]{@{}r@{}}OOD token acc \\ {}[95\% CI] 0\end{tabular}" in tex
     assert r"\begin{table*}[t]" in tex and "\n\\footnotesize\n" in tex and r"\textbf{0.41 [0.35, 0.47]}" in tex
+
+
+def test_a_table_without_key_columns_repeats_its_leading_word_columns_in_each_block():
+    """The fit table names its rows by an arch and an encoding in plain columns: each block repeats them."""
+    columns = [Column("Arch"), Column("Encoding"), *(Column(f"task number {i}") for i in range(16))]
+    rows = [[Cell("decoder"), Cell(name), *(Cell("3/3") for _ in range(16))] for name in ("NoPE", "Randomized RoPE")]
+    tex = to_latex(Table("fit", "Fit", "Seeds that fitted.", columns, rows))
+    blocks = tex.count(r"\begin{tabular}{")
+    assert blocks >= 2 and tex.count("decoder & Randomized RoPE & ") == blocks
+
+
+VERDICT = "cannot resolve (3 pairs: the smallest attainable p is 0.25, 1.25 after Holm over 5)"
+
+
+def test_a_long_column_of_words_wraps_as_a_paragraph_before_the_columns_split():
+    """Four number columns beside a verdict of ~330 pt: the verdict wraps to what the page leaves it, and only a
+    column of words does."""
+    headers = ["Arch", "a", "b", "c", "d", "Verdict"]
+    row = [("decoder", False), *cells(10, 10, 10, 10), (VERDICT, False)]
+    chosen = fit(headers, [row], keys=1, words=[True, False, False, False, False, True])
+    assert len(chosen.blocks) == 1 and list(chosen.paragraphs) == [5] and chosen.width <= TEXT_WIDTH
+    assert PARAGRAPH_MIN <= chosen.paragraphs[5] < text_width(VERDICT, r"\footnotesize")
+    assert len(fit(headers, [row], keys=1).blocks) == 2 == len(fit(headers, [row], keys=1, words=[True] * 5).blocks)
+    columns = [Column("Arch", "l", key=True), *(Column(h, "r") for h in "abcd"), Column("Verdict", "l")]
+    tex = to_latex(Table("pairs", "Pairs", "Verdicts.", columns, [[Cell(text) for text, _ in row]]))
+    assert f"\\parbox[t]{{{chosen.paragraphs[5]:g}pt}}{{\\raggedright {VERDICT}}}" in tex
+
+
+def test_a_column_of_words_too_wide_for_any_block_wraps_in_its_own():
+    """Long names as key columns leave a block too little room for the verdict beside them: it wraps there."""
+    names = [("Randomized Transformer-XL", False), ("Transformer-XL", False)]
+    row = [("encoder", False), *names, *cells(3, 12, 5, 5, 5), (VERDICT, False)]
+    chosen = fit(["Arch", "A", "B", "Pairs", "Mean", "p", "p (Holm)", "x", "Verdict"], [row], keys=3,
+                 words=[True, True, True, False, False, False, False, False, True])
+    assert len(chosen.blocks) > 1 and list(chosen.paragraphs) == [8] and chosen.blocks[-1] == [0, 1, 2, 8]
+    assert chosen.width <= TEXT_WIDTH

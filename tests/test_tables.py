@@ -79,7 +79,7 @@ def test_board_style_and_text_tables():
     assert to_markdown(board) == ("| Arch | Score |\n|---|---|\n| decoder | 0.50 [0.40, 0.60] |\n\n\n"
                                   "Plain caption.\n")
     tex = to_latex(board)
-    assert r"\label{tab:board_x}" in tex and r"\small" not in tex and r"\begin{tabular}{ll}" in tex
+    assert r"\label{tab:board_x}" in tex and "\n\\small\n" not in tex and r"\begin{tabular}{ll}" in tex
     assert to_markdown(text_table(["a", 1], [["x|y", 2]])) == "| a | 1 |\n|---|---|\n| x\\|y | 2 |\n"
 
 
