@@ -53,7 +53,7 @@ from pebench.schema import (
     fitted,
     task_label,
 )
-from pebench.tables import Cell, Column, Table, interval_text, is_number_text
+from pebench.tables import UNDEFINED, Cell, Column, Table, interval_text, is_number_text
 
 #: significance level of the pairwise verdicts (after Holm correction)
 ALPHA = 0.05
@@ -546,9 +546,10 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
 def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
            label: str | None) -> Table:
     """A board as a :class:`pebench.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
-    default ``tab:<name>``): a column of numbers aligned right, one of words left."""
-    numbers = [any(row[k].text for row in rows) and all(is_number_text(row[k].text) for row in rows if row[k].text)
-               for k in range(len(headers))]
+    default ``tab:<name>``): a column of numbers aligned right (an undefined one, ``—``, among them), one of words
+    left."""
+    shown = [[row[k].text for row in rows if row[k].text not in ("", UNDEFINED)] for k in range(len(headers))]
+    numbers = [bool(texts) and all(is_number_text(text) for text in texts) for texts in shown]
     return Table(name, "", caption, [Column(h, "r" if n else "l") for h, n in zip(headers, numbers, strict=True)],
                  rows, data=frame, label=label or f"tab:{name}")
 

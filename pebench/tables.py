@@ -45,6 +45,8 @@ TEXT_MARK_LEGEND = "* best mean of its task; ~ not significantly worse (Welch t-
 #: what every format prints before a cell that is only a lower bound, and the line under a table that has one
 BOUND_PREFIX = "≥"
 BOUND_LEGEND = "≥ marks a lower bound: the exact value is at least the number shown."
+#: what a cell shows for an undefined number (:func:`format_number`)
+UNDEFINED = "—"
 #: Markdown's alignment row per column alignment ("": the renderer's default, left)
 _MARKDOWN_ALIGN = {"l": ":--", "r": "--:", "c": ":-:", "": "---"}
 
@@ -62,7 +64,7 @@ def format_number(value: float | None, kind: str = "acc") -> str:
         ValueError: an unknown format, naming the valid ones.
     """
     if value is None or not math.isfinite(value):
-        return "—"
+        return UNDEFINED
     text = _format_number(value, kind)
     return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text.split("e")[0]) else text
 
@@ -342,9 +344,11 @@ def _latex_header(lines: Sequence[str], align: str) -> str:
 
 
 def _word_columns(table: Table) -> list[bool]:
-    """Per column, whether its cells are words, not numbers (:func:`is_number_text`; a column of blanks is not)."""
-    return [any(row[k].text for row in table.rows) and all(not is_number_text(row[k].text) for row in table.rows
-                                                            if row[k].text) for k in range(len(table.columns))]
+    """Per column, whether its cells are words, not numbers (:func:`is_number_text`; blank and undefined cells
+    aside, and a column of only those is not)."""
+    shown = [[row[k].text for row in table.rows if row[k].text not in ("", UNDEFINED)]
+             for k in range(len(table.columns))]
+    return [bool(texts) and not any(is_number_text(text) for text in texts) for texts in shown]
 
 
 def _row_names(table: Table) -> int:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pebench import leaderboard as lb
-from pebench.tables import to_latex, to_markdown
+from pebench.tables import Cell, to_latex, to_markdown
 
 METRIC = "ood_token_acc"
 
@@ -403,3 +403,11 @@ def test_the_capacity_goal_counts_the_capable_encodings_fits_per_arch_and_a_nope
     assert goal["encoder"] == ("the capable encodings (Sinusoidal, Learned and RoPE) fitted 54 of 54 runs (100%; "
                                "protocol v3's goal: 90%): met.")
     assert lb.capacity_goal(pd.DataFrame(rows).query("encoding != 'rope'")) == {}  # not every capable encoding
+
+
+def test_a_board_aligns_numbers_right_with_undefined_cells_among_them():
+    """An unranked encoding's score is undefined (—): its column is still one of numbers; a tier column that
+    says "not ranked" is one of words."""
+    rows = [[Cell("decoder"), Cell("1"), Cell("0.38 [0.05, 0.65]")], [Cell("decoder"), Cell("not ranked"), Cell("—")]]
+    board = lb._board("b", pd.DataFrame(), ["Arch", "Tier", "Score"], rows, "", None)
+    assert [column.align for column in board.columns] == ["l", "l", "r"]
