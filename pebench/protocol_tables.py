@@ -233,6 +233,7 @@ def protocol_values() -> dict[str, str]:
         # the page a LaTeX table is fitted to (the cite page)
         "table_column_width": f"{table_width.COLUMN_WIDTH:g}",
         "table_text_width": f"{table_width.TEXT_WIDTH:g}",
+        "table_text_height": f"{table_width.TEXT_HEIGHT:g}",
         **experiment_values(),
         **inference_values(),
     }

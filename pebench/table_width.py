@@ -68,6 +68,28 @@ COLUMN_WIDTH = 219.0
 #: a ``table*`` spans, is wider), pt: the widest a table is set
 TEXT_WIDTH = 397.0
 
+#: the narrowest text height of the major ML styles (NeurIPS's and ICML's 9 in; ACL's is 9.25 in), pt: the tallest
+#: a table's float is set
+TEXT_HEIGHT = 650.0
+#: the height of a row in each font size the tables use (its ``\baselineskip``, the strut of a tabular's row), pt:
+#: 12, 11 and 9.5 in 10 pt type, ``\small`` and ``\footnotesize``
+#:
+#: :meta hide-value:
+ROW_HEIGHT: dict[str, float] = {"": 12.0, r"\small": 11.0, r"\footnotesize": 9.5}
+#: the height booktabs gives a rule with the space around it (``\aboverulesep``, ``\belowrulesep`` and the rule:
+#: 1.72 + 2.79 + 0.8 pt), rounded up, pt
+RULE_HEIGHT = 5.5
+#: the height of a caption's line (set in 10 pt type), pt
+CAPTION_LINE = 12.0
+#: the space above a caption and below it (``\abovecaptionskip`` and the ``\smallskip`` under it), pt
+CAPTION_SKIP = 13.0
+#: the width of a caption's label, ``Table 12:``, with the space after it, pt
+CAPTION_LABEL = 45.0
+#: the space between two blocks (``\medskip``), pt
+BLOCK_SKIP = 6.0
+#: the space above each note under a table (``\smallskip``), pt
+NOTE_SKIP = 3.0
+
 
 def text_width(text: str, font: str = "", bold: bool = False) -> float:
     """The width in pt of ``text`` (Unicode, as a cell shows it) set in ``font`` (one of :data:`FONT_SCALE`)."""
@@ -197,3 +219,54 @@ def _blocks(column: Sequence[float], keys: int, room: float) -> list[list[int]]:
         else:
             blocks.append([k])
     return blocks or [[]]
+
+
+def line_count(text: str, room: float, font: str = "") -> int:
+    """How many lines ``text`` takes in a paragraph ``room`` pt wide (its words filled greedily; a word wider than
+    ``room`` takes a line)."""
+    return len(broken(text, room / FONT_SCALE[font])) if text.strip() else 1
+
+
+def pages(fitted: Fit, rows: Sequence[Sequence[str]], group_starts: Sequence[int], caption: str,
+          notes: Sequence[str]) -> list[range]:
+    """The rows of each float a table is set in, so that none is taller than :data:`TEXT_HEIGHT`: one float
+    where the table fits a page, else its rows split between floats at its groups' starts (within a group only
+    where the group alone is taller than a page). The first float has the caption, every later one a line of it
+    ("continued"); each keeps room for the notes under it.
+
+    Args:
+        fitted: how the table is set (:func:`fit`).
+        rows: each row's cell texts.
+        group_starts: the rows that begin a group (a rule above them).
+        caption: the caption as printed.
+        notes: the lines printed under the table.
+    """
+    row = ROW_HEIGHT[fitted.font]
+    blocks = len(fitted.blocks)
+    tall = [row * max([1, *(line_count(cells[k], room, fitted.font) for k, room in fitted.paragraphs.items())])
+            for cells in rows]
+    fixed = sum(row * max(len(fitted.headers[k]) for k in block) + 3 * RULE_HEIGHT for block in fitted.blocks)
+    fixed += (blocks - 1) * BLOCK_SKIP + sum(NOTE_SKIP + ROW_HEIGHT[r"\footnotesize"] *
+                                             line_count(note, TEXT_WIDTH, r"\footnotesize") for note in notes)
+    first = CAPTION_SKIP + CAPTION_LINE * line_count(caption, TEXT_WIDTH - CAPTION_LABEL)  # every line as the first
+    later = CAPTION_SKIP + CAPTION_LINE
+
+    def height(part: range) -> float:
+        rules = sum(1 for i in part if i in group_starts and i != part.start)
+        return blocks * (sum(tall[i] for i in part) + rules * RULE_HEIGHT)
+
+    starts = sorted({0, *(i for i in group_starts if 0 < i < len(rows))})
+    groups = [range(a, b) for a, b in zip(starts, [*starts[1:], len(rows)], strict=True)] if rows else []
+    parts: list[range] = []
+    for group in groups:  # a group joins the float before it whole, or begins a float of its own
+        if parts and (first if len(parts) == 1 else later) + fixed + height(range(parts[-1].start, group.stop)) \
+                <= TEXT_HEIGHT:
+            parts[-1] = range(parts[-1].start, group.stop)
+            continue
+        parts.append(range(group.start, group.start + 1))
+        for i in group[1:]:  # a group taller than a page is split where it must be
+            if (first if len(parts) == 1 else later) + fixed + height(range(parts[-1].start, i + 1)) <= TEXT_HEIGHT:
+                parts[-1] = range(parts[-1].start, i + 1)
+            else:
+                parts.append(range(i, i + 1))
+    return parts or [range(0, 0)]

@@ -150,11 +150,14 @@ def widths(tables: list[Path], folder: Path) -> dict[Path, list[float]]:
 
 
 #: the narrowest papers pebench promises a table to fit: one column as wide as table_width.TEXT_WIDTH, and two
-#: columns as wide as table_width.COLUMN_WIDTH (20 pt apart); an overfull box is a table running into the margin
+#: columns as wide as table_width.COLUMN_WIDTH (20 pt apart), both table_width.TEXT_HEIGHT tall; an overfull box
+#: is a table running into the margin, a float too large one running off the page
 NARROW_PAPERS = {
-    "text": "\\documentclass{{article}}\n\\setlength{{\\textwidth}}{{{text}pt}}",
+    "text": "\\documentclass{{article}}\n\\setlength{{\\textwidth}}{{{text}pt}}"
+            "\\setlength{{\\textheight}}{{{height}pt}}",
     "columns": "\\documentclass[twocolumn]{{article}}\n\\setlength{{\\columnwidth}}{{{column}pt}}"
-               "\\setlength{{\\columnsep}}{{20pt}}\\setlength{{\\textwidth}}{{{both}pt}}",
+               "\\setlength{{\\columnsep}}{{20pt}}\\setlength{{\\textwidth}}{{{both}pt}}"
+               "\\setlength{{\\textheight}}{{{height}pt}}",
 }
 
 
@@ -164,8 +167,8 @@ def display(table: Path) -> str:
 
 
 def overfull(tables: list[Path], folder: Path) -> list[str]:
-    """The tables of ``tables`` that run into the margin of one of :data:`NARROW_PAPERS` (pdfTeX's overfull
-    boxes), as ``folder/name (paper)``."""
+    """The tables of ``tables`` that run into the margin or off the page of one of :data:`NARROW_PAPERS`
+    (pdfTeX's overfull boxes, LaTeX's floats too large for a page), as ``folder/name (paper)``."""
     inputs = []
     for index, table in enumerate(tables):
         shutil.copyfile(table, folder / f"table{index}.tex")
@@ -173,7 +176,7 @@ def overfull(tables: list[Path], folder: Path) -> list[str]:
     found = []
     for paper, preamble in NARROW_PAPERS.items():
         preamble = preamble.format(text=table_width.TEXT_WIDTH, column=table_width.COLUMN_WIDTH,
-                                   both=2 * table_width.COLUMN_WIDTH + 20)
+                                   both=2 * table_width.COLUMN_WIDTH + 20, height=table_width.TEXT_HEIGHT)
         (folder / f"{paper}.tex").write_text(preamble + "\n\\usepackage{booktabs}\n\\begin{document}\n"
                                              + "\n".join(inputs) + "\n\\end{document}\n")
         done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"{paper}.tex"],
@@ -181,7 +184,7 @@ def overfull(tables: list[Path], folder: Path) -> list[str]:
         assert done.returncode == 0, [line for line in done.stdout.splitlines() if line.startswith("!")][:1]
         log = (folder / f"{paper}.log").read_text(errors="replace")
         found += [f"{display(tables[int(part.split(chr(10), 1)[0])])} ({paper})" for part in log.split("TABLE ")[1:]
-                  if "Overfull \\hbox" in part]
+                  if "Overfull \\hbox" in part or "Float too large" in part]
     return found
 
 
@@ -195,6 +198,9 @@ def test_every_table_of_a_report_fits_a_narrow_paper_as_estimated(tmp_path):
                    [[Cell("copy", "copy"), Cell("0.97 ± 0.01", 0.97, mark="best")]])
     (tmp_path / "report" / "tables" / "narrow.tex").write_text(to_latex(narrow))
     verdict = "cannot resolve (3 pairs: the smallest attainable p is 0.25, 1.25 after Holm over 5)"
+    tall = Table("tall", "Tall", "Many rows in groups.", [Column("Task", "l", key=True), Column("Acc", "r")],
+                 [[Cell(f"task {i // 11}"), Cell("0.97 ± 0.01")] for i in range(660)], list(range(0, 660, 11)))
+    (tmp_path / "report" / "tables" / "tall.tex").write_text(to_latex(tall))
     named = ["encoder", "Randomized Transformer-XL", "Transformer-XL"]
     for name, keys, numbers in (("verdicts", ["encoder"], 2), ("named_verdicts", named, 5)):
         columns = [*(Column(f"key {i}", "l", key=True) for i in range(len(keys))),

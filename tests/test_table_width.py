@@ -11,10 +11,12 @@ from pebench.table_width import (
     COLUMN_WIDTH,
     FONT_SCALE,
     PARAGRAPH_MIN,
+    TEXT_HEIGHT,
     TEXT_WIDTH,
     TIGHT_SEP,
     broken,
     fit,
+    pages,
     text_width,
 )
 from pebench.tables import Cell, Column, Style, Table, to_latex
@@ -91,7 +93,7 @@ def test_the_latex_of_a_wide_table_repeats_its_keys_in_each_block_and_stacks_lon
     assert tex.count(r"\begin{tabular}{") == tex.count(r"\par\medskip") + 1 >= 2
     assert tex.count("\ncopy & ") == tex.count(r"\par\medskip") + 1  # the key column in every block
     assert r"\begin{tabular}[b]{@{}r@{}}OOD token acc \\ {}[95\% CI] 0\end{tabular}" in tex
-    assert r"\begin{table*}[t]" in tex and "\n\\footnotesize\n" in tex and r"\textbf{0.41 [0.35, 0.47]}" in tex
+    assert r"\begin{table*}[tp]" in tex and "\n\\footnotesize\n" in tex and r"\textbf{0.41 [0.35, 0.47]}" in tex
 
 
 def test_a_table_without_key_columns_repeats_its_leading_word_columns_in_each_block():
@@ -128,3 +130,38 @@ def test_a_column_of_words_too_wide_for_any_block_wraps_in_its_own():
                  words=[True, True, True, False, False, False, False, False, True])
     assert len(chosen.blocks) > 1 and list(chosen.paragraphs) == [8] and chosen.blocks[-1] == [0, 1, 2, 8]
     assert chosen.width <= TEXT_WIDTH
+
+
+def tall(groups: int, per_group: int) -> Table:
+    """``groups`` tasks of ``per_group`` encodings each, one accuracy per row, with a note."""
+    columns = [Column("Task", "l", key=True), Column("Encoding", "l", key=True), Column("Acc", "r")]
+    rows = [[Cell(f"task {g}"), Cell(f"encoding {e}"), Cell("0.97 ± 0.01")] for g in range(groups)
+            for e in range(per_group)]
+    return Table("tall", "Tall", "Many rows.", columns, rows, list(range(0, groups * per_group, per_group)),
+                 notes=["A note under the table."], style=Style(font=r"\small"))
+
+
+def test_a_table_taller_than_a_page_is_split_between_its_groups():
+    """60 groups of 11 rows of 12 pt: about 60 rows fit a page of 650 pt, so five groups per float."""
+    table = tall(60, 11)
+    fitted = fit(table.headers, [[(c.text, False) for c in row] for row in table.rows], 2, font="")
+    parts = pages(fitted, [[c.text for c in row] for row in table.rows], table.group_starts, table.full_caption,
+                  table.notes)
+    assert len(parts) > 10 and [i for part in parts for i in part] == list(range(660))
+    assert all(part.start in table.group_starts for part in parts)  # never within a group
+    assert len(pages(fitted, [[c.text for c in row] for row in table.rows[:44]], table.group_starts[:4],
+                     table.full_caption, table.notes)) == 1
+    one_group = pages(fitted, [[c.text for c in row] for row in table.rows], [0], "", [])  # one group of 660 rows
+    assert len(one_group) > 10 and max(len(part) for part in one_group) * 12 < TEXT_HEIGHT
+
+
+def test_the_latex_of_a_tall_table_continues_in_floats_of_the_same_number():
+    tex = to_latex(tall(60, 11))
+    floats = tex.count(r"\begin{table}[tp]")
+    assert floats > 3 and tex.count(r"\addtocounter{table}{-1}") == floats - 1
+    assert tex.count(r"\caption{Tall (continued)}") == floats - 1 and tex.count(r"\label{") == 1
+    assert tex.count("A note under the table.") == 1 and tex.rindex("A note") > tex.rindex(r"\begin{table}")
+    assert all(tex.count(f"\ntask {g} & encoding 0 & ") == 1 for g in range(60))  # each group once, whole
+    one_group = tall(1, 660)
+    tex = to_latex(Table(one_group.name, one_group.title, one_group.caption, one_group.columns, one_group.rows, [0]))
+    assert tex.count(r"\begin{table}[tp]") == tex.count("\ntask 0 & ") > 3  # its key printed again atop each float
