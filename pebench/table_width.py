@@ -231,8 +231,8 @@ def pages(fitted: Fit, rows: Sequence[Sequence[str]], group_starts: Sequence[int
           notes: Sequence[str]) -> list[range]:
     """The rows of each float a table is set in, so that none is taller than :data:`TEXT_HEIGHT`: one float
     where the table fits a page, else its rows split between floats at its groups' starts (within a group only
-    where the group alone is taller than a page). The first float has the caption, every later one a line of it
-    ("continued"); each keeps room for the notes under it.
+    where the group is taller than a float of its own holds). The first float has the caption, every later one
+    a line of it ("continued"); each keeps room for the notes under it.
 
     Args:
         fitted: how the table is set (:func:`fit`).
@@ -251,8 +251,10 @@ def pages(fitted: Fit, rows: Sequence[Sequence[str]], group_starts: Sequence[int
     first = CAPTION_SKIP + CAPTION_LINE * line_count(caption, TEXT_WIDTH - CAPTION_LABEL)  # every line as the first
     later = CAPTION_SKIP + CAPTION_LINE
 
+    ruled = set(group_starts)
+
     def height(part: range) -> float:
-        rules = sum(1 for i in part if i in group_starts and i != part.start)
+        rules = sum(1 for i in part if i in ruled and i != part.start)
         return blocks * (sum(tall[i] for i in part) + rules * RULE_HEIGHT)
 
     starts = sorted({0, *(i for i in group_starts if 0 < i < len(rows))})
