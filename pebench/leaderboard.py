@@ -318,7 +318,7 @@ FELL_BACK = 0.05
 
 
 def _curve_reading(curve: object, steps: float) -> tuple[float, float, float]:
-    """What one run's ``fit_curve`` JSON (``[[steps, accuracy], ...]``, :func:`pebench.runner.fit_curve_json`) says:
+    """What one run's ``fit_curve`` JSON (``[[steps, accuracy], ...]``, :func:`pebench.execute.fit_curve_json`) says:
     its best check, the gain of the best check in the last quarter of its ``steps`` over the best before (NaN
     without checks on both sides) and its last check; NaNs for a missing or malformed curve (the rows may come
     from anyone)."""

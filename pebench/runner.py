@@ -30,17 +30,14 @@ What a sweep guarantees (docs: distributed):
   the same runs give the same rows serially, on a pool and on Dask.
 
 Workers only compute rows; the parent process writes every file, so a Dask
-cluster needs no shared file system.
+cluster needs no shared file system. A run itself is :mod:`pebench.execute`'s; how long a sweep will take,
+said before it starts, :mod:`pebench.sweep_time`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
-import json
 import logging
-import math
 import multiprocessing
 import os
 import signal
@@ -59,12 +56,9 @@ from typing import Any
 import pandas as pd
 import torch
 
-import pebench
-from pebench import tasks
-from pebench.batched import train_batched
-from pebench.evaluate import equivariance_gap, evaluate
+from pebench.execute import execute_group, failed_rows, group_runs, torch_threads
 from pebench.experiment import RunSpec, report_declarations
-from pebench.model import ModelConfig, Transformer, build_model, default_device
+from pebench.model import default_device
 from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records
 from pebench.store import (
     RUN_FILE_SUFFIX,
@@ -72,8 +66,6 @@ from pebench.store import (
     ExistingResults,
     ResultsError,
     check_same_plugins,
-    code_commit,
-    cpu_model,
     finish_manifest,
     lock_folder,
     mixed_configurations,
@@ -88,7 +80,7 @@ from pebench.store import (
     write_manifest,
     write_rows_atomic,
 )
-from pebench.train import TrainResult, train
+from pebench.sweep_time import announce, estimated_cost, expected_cost
 
 log = logging.getLogger("pebench")
 
@@ -116,231 +108,6 @@ class RunnerError(RuntimeError):
     folder in use is a :class:`pebench.store.FolderLockError`."""
 
 
-# --------------------------------------------------------------------------- one run
-
-
-def model_for(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
-    """The untrained model of ``spec``, initialised from ``spec.seed``."""
-    task = tasks.get(spec.task)
-    config = ModelConfig(
-        vocab_size=tasks.model_vocab_size(task),
-        arch=spec.arch,
-        d_model=spec.d_model,
-        n_layers=spec.n_layers,
-        n_heads=spec.n_heads,
-        mlp_ratio=spec.mlp_ratio,
-        dropout=spec.dropout,
-    )
-    return build_model(config, spec.encoding, max_len=spec.position_capacity(), train_len=spec.train_context(),
-                       seed=spec.seed, **spec.build_options(**encoding_overrides))
-
-
-def _gap(spec: RunSpec, model: Transformer, task: tasks.Task, device: torch.device) -> float:
-    """Equivariance gap of ``model`` if the spec asks for it, else NaN."""
-    if not spec.eval.equivariance:
-        return float("nan")
-    return equivariance_gap(model, task, spec.train.train_max_len, seed=spec.eval.seed, device=device)
-
-
-def _rows(
-    spec: RunSpec, model: Transformer, result: TrainResult, gap_init: float, device: torch.device,
-    compiled: bool = False,
-) -> list[dict[str, Any]]:
-    """Evaluate a trained model (and its evaluation-time variants) into result rows; ``compiled``:
-    whether it was trained under ``torch.compile``."""
-    task = tasks.get(spec.task)
-    gap_trained = _gap(spec, model, task, device)
-    variants = [("trained", None)] + [(label, json.loads(opts)) for label, opts in spec.eval.variants]
-    rows = []
-    for label, options in variants:
-        evaluated = model
-        if options is not None:
-            evaluated = model_for(spec, **options).to(device)
-            evaluated.load_state_dict(model.state_dict())
-        for row in evaluate(
-            evaluated,
-            task,
-            spec.eval.lengths,
-            n_examples=spec.eval.n_examples,
-            batch_size=spec.eval.batch_size,
-            seed=spec.eval.seed,
-            conditions=spec.eval.conditions,
-            decoding=spec.eval.decoding,
-            device=device,
-        ):
-            rows.append({**row, "variant": label, "chance_token_acc": task.chance_accuracy(row["eval_len"]),
-                         **_floor(task, row["eval_len"], spec.arch)})
-    common = {
-        "params": model.num_parameters(),
-        "encoding_params": model.encoding_parameters(),
-        "train_seconds": result.seconds,
-        "steps_done": result.steps_done,
-        "final_train_loss": result.final_loss,
-        "equivariance_gap_init": gap_init,
-        "equivariance_gap_trained": gap_trained,
-        "fitted": result.fitted,
-        "steps_to_fit": result.steps_to_fit,
-        "fit_token_acc": result.fit_token_acc,
-        "stop_reason": result.stop_reason,
-        "fit_curve": fit_curve_json(result.fit_curve),
-        "encoding_built": json.dumps(model.encoding.resolved_options(), sort_keys=True, separators=(",", ":")),
-        "status": result.status,
-        "error": result.error,
-        "device": str(device),
-        "machine": machine_name(str(device)),
-        "compiled": compiled,
-        "torch_threads": torch.get_num_threads(),
-    }
-    return [{**_identity(spec), **row, **common} for row in rows]
-
-
-def fit_curve_json(curve: Sequence[tuple[int, float]]) -> str:
-    """A run's fit curve (:attr:`pebench.train.TrainResult.fit_curve`) as the compact JSON of its row's
-    ``fit_curve`` column: ``[[steps, accuracy], ...]``, accuracies to 6 decimals; ``"[]"`` when the fit
-    criterion was never checked. Read back with ``json.loads``."""
-    return json.dumps([[int(steps), round(float(accuracy), 6)] for steps, accuracy in curve], separators=(",", ":"))
-
-
-def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:
-    """The position-free floor columns of a row (:func:`pebench.tasks.position_free_floor`); empty for a
-    language-modelling task, whose targets are not a function of an input."""
-    if getattr(task, "decoder_only", False):
-        return {"floor_token_acc": float("nan"), "floor_seq_acc": float("nan"), "floor_method": "none"}
-    floor = tasks.position_free_floor(task, length, arch)
-    return {"floor_token_acc": floor.token_acc, "floor_seq_acc": floor.seq_acc, "floor_method": floor.method}
-
-
-@functools.cache
-def machine_name(device: str) -> str:
-    """The machine a run on ``device`` is made on, in words, as each row records it (``machine``) and the report's
-    provenance names an invocation's (:data:`pebench.report.findings.MACHINE_KEYS`): a CUDA device's name, else the
-    CPU's model and the vector extensions torch's kernels use here. Machines differ in float rounding, which
-    training can amplify; rows of one machine (and torch build) repeat bit for bit."""
-    if torch.device(device).type == "cuda":
-        return torch.cuda.get_device_name(torch.device(device))
-    return f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}"
-
-
-def _identity(spec: RunSpec) -> dict[str, Any]:
-    return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__, "commit": code_commit()}
-
-
-
-def _failed(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[str, Any]]:
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    log.debug("run %s failed:\n%s", spec.run_id, traceback.format_exc())
-    return [{**_identity(spec), "status": "failed", "error": detail, "device": str(device),
-             "machine": machine_name(str(device))}]
-
-
-#: the least seconds between two progress reports of a running run: a pipe message per training step would cost
-#: more than a display refreshed every second is worth
-PROGRESS_SECONDS = 1.0
-
-
-def _throttled(say: Callable[[str], None], seconds: float = PROGRESS_SECONDS) -> Callable[[int, int], None]:
-    """A training ``on_step`` (:func:`pebench.train.train`) that tells ``say`` "step N/CAP" at its first step and
-    then at most once every ``seconds``."""
-    last = [-math.inf]
-
-    def on_step(done: int, cap: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= seconds:
-            last[0] = now
-            say(f"step {done}/{cap}")
-
-    return on_step
-
-
-def execute(
-    spec: RunSpec, device: str | None = None, compile: bool = False, progress: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Train and evaluate one run; return its result rows (never raises for a run's own failure).
-
-    A run that raises is recorded as one row with ``status="failed"`` and the
-    error; a run whose loss diverges is evaluated anyway and marked
-    ``status="diverged"``. ``compile``: train under ``torch.compile`` (see
-    :func:`pebench.train.train`); the rows record it in their ``compiled`` column. ``progress``, if given, is
-    told where the run is, in words ("step 1200/5000" about once a second, then "evaluating"); it never
-    changes the rows.
-    """
-    device = torch.device(device) if device else default_device()
-    try:
-        task = tasks.get(spec.task)
-        model = model_for(spec).to(device)
-        gap_init = _gap(spec, model, task, device)
-        result = train(model, task, spec.train, device=device, compile=compile,
-                       on_step=_throttled(progress) if progress else None)
-        if progress:
-            progress("evaluating")
-        return _rows(spec, model, result, gap_init, device, compiled=compile)
-    except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep
-        return _failed(spec, exc, device)
-
-
-def batch_key(spec: RunSpec) -> str | None:
-    """Runs with the same key differ only in seed and can be trained as one seed-batched model.
-
-    ``None`` (never batched) without a shared ``length_seed`` or with dropout; see
-    :func:`pebench.batched.train_batched` (which stops each seed at its own fit or plateau).
-    """
-    if spec.dropout or spec.train.length_seed is None:
-        return None
-    flat = spec.resolved()
-    flat.pop("seed")
-    return json.dumps(flat, sort_keys=True, default=str)
-
-
-def execute_group(
-    specs: Sequence[RunSpec], device: str | None = None, compile: bool = False,
-    progress: Callable[[str], None] | None = None,
-) -> list[list[dict[str, Any]]]:
-    """Seed-batched :func:`execute` of runs with one :func:`batch_key`; rows per spec, in order.
-
-    Falls back to one :func:`execute` per spec if batched training raises. ``compile`` applies to
-    single runs only (:func:`run_sweep` never groups runs when it is set). ``progress``: as :func:`execute`'s,
-    for the group as a whole.
-    """
-    if len(specs) == 1:
-        return [execute(specs[0], device, compile, progress)]
-    torch_device = torch.device(device) if device else default_device()
-    try:
-        task = tasks.get(specs[0].task)
-        models = [model_for(spec).to(torch_device) for spec in specs]
-        gaps = [_gap(spec, model, task, torch_device) for spec, model in zip(specs, models, strict=True)]
-        results = train_batched(models, task, [spec.train for spec in specs], torch_device,
-                                on_step=_throttled(progress) if progress else None)
-    except Exception as exc:
-        log.warning("seed-batched training failed (%s); running the %d runs one by one", exc, len(specs))
-        return [execute(spec, device, progress=progress) for spec in specs]
-    if progress:
-        progress("evaluating")
-    out = []
-    for spec, model, result, gap in zip(specs, models, results, gaps, strict=True):
-        try:
-            out.append(_rows(spec, model, result, gap, torch_device))
-        except Exception as exc:
-            out.append(_failed(spec, exc, torch_device))
-    return out
-
-
-def group_runs(specs: Sequence[RunSpec], seed_batch: bool, max_group: int = 8) -> list[list[RunSpec]]:
-    """Units of work: groups of up to ``max_group`` seed-batchable runs if ``seed_batch``, else singletons."""
-    if not seed_batch:
-        return [[spec] for spec in specs]
-    groups: dict[str, list[list[RunSpec]]] = {}
-    units: list[list[RunSpec]] = []
-    for spec in specs:
-        key = batch_key(spec)
-        if key is None:
-            units.append([spec])
-            continue
-        bucket = groups.setdefault(key, [])
-        if not bucket or len(bucket[-1]) >= max_group:
-            bucket.append([])
-            units.append(bucket[-1])
-        bucket[-1].append(spec)
-    return units
 
 
 def _execute_in_worker(
@@ -350,7 +117,7 @@ def _execute_in_worker(
     """Dask entry point: load the parent's plugins (``plugins``: its :func:`~pebench.registry.plugin_records`; a
     spawned worker starts with none of its registrations) and check that they are the versions the parent
     loaded (a long-lived worker keeps the version it loaded first), set the torch threads (0 = keep the
-    worker's default), then :func:`execute_group`.
+    worker's default), then :func:`~pebench.execute.execute_group`.
 
     A plugin that fails to load here, or is another version than the parent's, is returned as a
     :class:`PluginRefused` (raised, it would be logged with its traceback by the worker and retried).
@@ -396,7 +163,7 @@ def _exit_with_parent(parent: int, interval: float = 0.5) -> None:
 
 def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[dict[str, Any]]) -> None:
     """A pool worker's loop: receive a unit of runs, send back its rows, until told to stop (``None``); where the
-    unit asks for it, send where it is meanwhile (``("progress", text)``, :func:`execute`).
+    unit asks for it, send where it is meanwhile (``("progress", text)``, :func:`~pebench.execute.execute`).
 
     It ignores SIGINT: Ctrl-C at a terminal reaches every process of the group, and the parent decides
     (it terminates its workers itself), so no worker prints a traceback or dies half-way on its own.
@@ -467,8 +234,8 @@ def _run_pool(
     progressed: Callable[[Sequence[RunSpec], str], None] | None = None,
 ) -> None:
     """Run ``units`` on ``workers`` spawned processes, calling ``started`` as a worker takes a unit,
-    ``progressed(unit, text)`` as it says where it is (:func:`execute`; not asked for when ``None``) and
-    ``finish`` as each run completes.
+    ``progressed(unit, text)`` as it says where it is (:func:`~pebench.execute.execute`; not asked for when
+    ``None``) and ``finish`` as each run completes.
 
     A worker that dies records the runs it held as failed (a :class:`WorkerDied` error in their rows) and
     is replaced; on any exception in this process (Ctrl-C, SIGTERM, a full disk) every worker is
@@ -510,7 +277,7 @@ def _run_pool(
                     with _starting_workers():
                         pool[index] = _Worker(context, threads, plugins) if queue else worker
                     for spec in unit:
-                        finish(spec, _failed(spec, error, _torch_device(device)))
+                        finish(spec, failed_rows(spec, error, _torch_device(device)))
                     continue
                 for spec, rows in zip(unit, _unit_rows(unit, message, device), strict=True):
                     finish(spec, rows)
@@ -537,7 +304,7 @@ def _unit_rows(unit: Sequence[RunSpec], message: tuple[str, Any], device: str | 
         raise PluginError(payload)
     if kind == "error":
         error = WorkerDied(f"its worker raised: {payload.strip().splitlines()[-1]}")
-        return [_failed(spec, error, _torch_device(device)) for spec in unit]
+        return [failed_rows(spec, error, _torch_device(device)) for spec in unit]
     return payload
 
 
@@ -547,7 +314,7 @@ class WorkerDied(RuntimeError):
 
 def _worker_failed(unit: Sequence[RunSpec], error: WorkerDied, device: str | None) -> list[list[dict[str, Any]]]:
     """The rows of the runs of ``unit``, each recorded as failed by ``error`` (what happened to their worker)."""
-    return [_failed(spec, error, _torch_device(device)) for spec in unit]
+    return [failed_rows(spec, error, _torch_device(device)) for spec in unit]
 
 
 def _torch_device(device: str | None) -> torch.device:
@@ -715,11 +482,11 @@ def _progress(
     being made, beside the time left, and a ``progressed(unit, text)`` that adds where each is ("step 1200/5000",
     "evaluating"); a log names runs as they finish.
 
-    The time left is estimated from :func:`expected_cost`, not from the number of runs: the longest runs
-    start first, so a count-based estimate would overstate it throughout the sweep. Where :func:`announce` has
-    filled ``rates`` (seconds per unit of cost of each experiment, :func:`calibrations`) before the first run
-    finishes, each run's cost is weighed by its experiment's rate, so that the runs finished first (one
-    experiment's, often) do not set the pace of the others.
+    The time left is estimated from :func:`~pebench.sweep_time.expected_cost`, not from the number of runs: the
+    longest runs start first, so a count-based estimate would overstate it throughout the sweep. Where
+    :func:`~pebench.sweep_time.announce` has filled ``rates`` (seconds per unit of cost of each experiment,
+    :func:`~pebench.sweep_time.calibrations`) before the first run finishes, each run's cost is weighed by its
+    experiment's rate, so that the runs finished first (one experiment's, often) do not set the pace of the others.
     """
     start = time.perf_counter()
     count = [initial]
@@ -787,109 +554,6 @@ def _progress(
     return log_line
 
 
-def estimated_cost(spec: RunSpec) -> float:
-    """Relative training cost of a run, to start long runs first: steps x batch x (longest training
-    input + its rendered outputs) x width^2 x depth. Only the order of runs and the time estimates depend on it."""
-    return (spec.train.steps * spec.train.batch_size * 2 * spec.train.train_max_len * spec.d_model**2
-            * spec.n_layers)
-
-
-#: the share of its step cap a run that stops at its fit trains for, on average: 0.59 in the committed standard
-#: reference (protocol v2, steps done over step caps of its length runs); the estimate of a sweep's time uses it
-EXPECTED_STEP_SHARE = 0.6
-#: wall time of a run over its training time: evaluation, fit checks and start-up (1.07 in the same reference:
-#: 2.5 CPU-hours of wall time with 2 workers for 2.35 hours of training)
-RUN_OVERHEAD = 1.1
-#: training steps timed by :func:`calibrate` (after a warm-up run of as many)
-CALIBRATION_STEPS = 10
-#: encodings of each experiment that :func:`calibrations` times (about a second each on a CPU core)
-CALIBRATED_ENCODINGS = 4
-
-
-def expected_cost(spec: RunSpec) -> float:
-    """:func:`estimated_cost` of the steps a run is expected to take: :data:`EXPECTED_STEP_SHARE` of its cap when it
-    stops at its fit, all of them otherwise."""
-    return estimated_cost(spec) * (EXPECTED_STEP_SHARE if spec.train.stop_at_fit else 1.0)
-
-
-def calibrate(spec: RunSpec, device: str | None = None) -> float:
-    """Seconds per unit of :func:`estimated_cost` on this machine: the time of ``3 x`` :data:`CALIBRATION_STEPS`
-    training steps of ``spec``'s model minus that of ``1 x`` (start-up cancels out), after a warm-up run (about a
-    second on a CPU core)."""
-    torch_device = torch.device(device) if device else default_device()
-    task = tasks.get(spec.task)
-    plain = dataclasses.replace(spec.train, fit_every=0, stop_at_fit=False, fit_patience=0, fit_disjoint=False,
-                                fit_lengths="longest")
-    seconds = []
-    for steps in (CALIBRATION_STEPS, CALIBRATION_STEPS, 3 * CALIBRATION_STEPS):  # the first warms up, unread
-        model = model_for(spec).to(torch_device)
-        seconds.append(train(model, task, dataclasses.replace(plain, steps=steps), torch_device).seconds)
-    per_step = max(seconds[2] - seconds[1], 0.0) / (2 * CALIBRATION_STEPS) or seconds[2] / (3 * CALIBRATION_STEPS)
-    return per_step / (estimated_cost(spec) / spec.train.steps)
-
-
-def calibrations(todo: Sequence[RunSpec], device: str | None = None, threads: int = 1) -> dict[str, float]:
-    """Seconds per unit of cost per experiment of ``todo``: the mean of :func:`calibrate` on the first run of up to
-    :data:`CALIBRATED_ENCODINGS` of its encodings, spread over them in the order they come (the first among
-    them), timed on ``threads`` torch threads, as the sweep's runs train. Experiments differ more than encodings
-    (a language model's long sequences use a CPU better per unit of cost than the short inputs of the length
-    tasks), but encodings differ too: a step of CoPE or Transformer-XL costs 1.5 to 2 times one of NoPE, which a
-    suite often runs first."""
-    firsts: dict[str, dict[str, RunSpec]] = {}
-    for spec in todo:
-        firsts.setdefault(spec.experiment, {}).setdefault(spec.encoding, spec)
-    rates = {}
-    with torch_threads(threads):
-        for name, by_encoding in firsts.items():
-            runs = list(by_encoding.values())
-            count = min(CALIBRATED_ENCODINGS, len(runs))
-            picked = [runs[round(i * (len(runs) - 1) / max(1, count - 1))] for i in range(count)]
-            rates[name] = sum(calibrate(spec, device) for spec in picked) / count
-    return rates
-
-
-def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float | Mapping[str, float]) -> float:
-    """Expected wall seconds of ``todo`` with ``workers`` parallel workers (:func:`expected_cost`,
-    :data:`RUN_OVERHEAD`), from :func:`calibrate`'s seconds per unit of cost: one for every run, or one per
-    experiment (:func:`calibrations`)."""
-    def rate(spec: RunSpec) -> float:
-        return seconds_per_cost[spec.experiment] if isinstance(seconds_per_cost, Mapping) else seconds_per_cost
-
-    total = sum(expected_cost(spec) * rate(spec) for spec in todo) * RUN_OVERHEAD
-    return total / max(1, min(workers, len(todo)))
-
-
-def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None,
-             rates: dict[str, float] | None = None, threads: int = 1) -> str:
-    """What a sweep is about to do, said before it starts: the runs to make, those a resume skips, and how long
-    they should take here, from a calibration of each experiment on this machine on the runs' ``threads``
-    (:func:`calibrations`; the rates are also put in ``rates``, for the progress's estimate)."""
-    if not todo:
-        return f"pebench: nothing to run: all {complete} runs are complete (a resume skips them)"
-    per_cost = calibrations(todo, device, threads)
-    if rates is not None:
-        rates.update(per_cost)
-    minutes = time_estimate(todo, workers, per_cost) / 60
-    first = todo[0]
-    per_step = per_cost[first.experiment] * estimated_cost(first) / first.train.steps
-    return (f"pebench: {len(todo)} runs to make, {complete} already complete (skipped); about {minutes:.1f} min with "
-            f"{workers} worker(s) here (calibrated on {len(per_cost)} experiment(s), up to {CALIBRATED_ENCODINGS} "
-            f"encodings each: "
-            f"{1000 * per_step:.0f} ms per training step of the first run's model; runs that stop at their fit are "
-            f"expected to take {EXPECTED_STEP_SHARE:.0%} of their step cap); the estimate is corrected as runs finish")
-
-
-@contextlib.contextmanager
-def torch_threads(threads: int) -> Iterator[None]:
-    """Train with ``threads`` torch threads in this process for the duration (restored after)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def run_sweep(
     specs: Sequence[RunSpec],
     out: Path,
@@ -916,7 +580,7 @@ def run_sweep(
         on_done: called with (spec, rows) after each run's file is written;
             default a progress bar / log lines.
         seed_batch: train runs that differ only in seed (and share a
-            ``length_seed``) as one seed-batched model (:func:`execute_group`).
+            ``length_seed``) as one seed-batched model (:func:`~pebench.execute.execute_group`).
             Default: on CUDA only; on the 2-core CPU it measured at most 1.2x
             faster and it balances worse across workers (docs: performance).
         compile: train every run under ``torch.compile`` (:func:`pebench.train.train`); cannot be
@@ -925,7 +589,7 @@ def run_sweep(
             ``torch_threads``). Floating-point sums depend on it, so the same value on every executor
             gives the same rows; the default 1 is what a pool of one worker per core uses anyway.
 
-    Runs are started longest first (by :func:`estimated_cost`), so that parallel workers finish
+    Runs are started longest first (by :func:`~pebench.sweep_time.estimated_cost`), so that parallel workers finish
     together instead of one of them training the last long run alone.
 
     Raises:

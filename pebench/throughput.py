@@ -41,11 +41,13 @@ import torch.nn.functional as F
 
 from pebench import encodings, tasks
 from pebench.batched import train_batched
+from pebench.execute import torch_threads
 from pebench.experiment import suite_runs
 from pebench.model import ModelConfig, Transformer, build_model
 from pebench.performance_text import performance_values
-from pebench.runner import calibrations, run_sweep, time_estimate, torch_threads
+from pebench.runner import run_sweep
 from pebench.store import git_state, raw_files
+from pebench.sweep_time import calibrations, time_estimate
 from pebench.tables import Cell, Column, Table, to_markdown
 from pebench.train import TrainConfig, make_optimizer, train
 
@@ -575,7 +577,7 @@ def estimate_sample(suite: str, size: int, seed: int) -> list:
 
 def estimate_check(suite: str, size: int, seed: int, workers: int, note: str = "") -> dict:
     """How far a sweep's announced time is from its measured time: the estimate that ``pebench run`` prints
-    before it starts (:func:`pebench.runner.announce` with its default ``--threads 1``: each experiment calibrated
+    before it starts (:func:`pebench.sweep_time.announce` with its default ``--threads 1``: each experiment calibrated
     here on one thread, the runs' expected costs), made for a sample of the suite (:func:`estimate_sample`),
     against the wall time of running that sample from scratch with ``workers`` workers (in a temporary folder,
     removed after).

@@ -29,6 +29,8 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.reference", "store"),  # the packaged reference results, archived and extracted by the store's rules
     ("pebench.provenance", "core"),
     ("pebench.runner", "run"),
+    ("pebench.execute", "run"),  # one run: its model, training and rows
+    ("pebench.sweep_time", "run"),  # how long a sweep will take here, said before it starts
     ("pebench.throughput", "run"),
     ("pebench.explain", "teaching"),
     ("pebench.tables", "tables"),

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from pebench import encodings, tasks
+from pebench.execute import model_for
 from pebench.experiment import make_spec
-from pebench.runner import model_for
 from pebench.train import train
 
 SHORT_EVAL, LONG_EVAL = [4, 8], [4, 8, 64, 120]

@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from pebench import encodings, heldout, tasks
+from pebench.execute import model_for
 from pebench.experiment import make_spec, rendered_length
 from pebench.protocol import FIT_V3
-from pebench.runner import model_for
 from pebench.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
 
 

@@ -26,6 +26,7 @@ from test_runner import tiny_spec
 import pebench.runner as runner
 from pebench import schema, store
 from pebench.cli import main
+from pebench.execute import failed_rows
 from pebench.experiment import suite_runs
 from pebench.runner import run_sweep
 from pebench.store import (
@@ -120,7 +121,7 @@ def test_1_an_interrupt_while_a_run_file_is_written_is_raised_once_the_file_is_c
                                   seed_batched=0)
     finish = runner._run_file_writer(out, set(), summary, lambda spec, rows: None)
     with pytest.raises(KeyboardInterrupt), runner._signals_interrupt():
-        finish(spec, runner._failed(spec, RuntimeError("a run"), torch.device("cpu")))
+        finish(spec, failed_rows(spec, RuntimeError("a run"), torch.device("cpu")))
     assert [path.name for path in (out / "raw").iterdir()] == [store.run_file_name(spec.run_id)]
     # and counted: the sweep's "N of M runs saved" and the manifest's runs_made name every file it wrote
     assert (summary.done, summary.failed) == (1, 1)

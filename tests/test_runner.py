@@ -20,10 +20,12 @@ import pandas as pd
 import pytest
 import torch
 
+from pebench import execute, sweep_time
 from pebench.cli import main
+from pebench.execute import group_runs
 from pebench.experiment import make_spec, suite_runs
 from pebench.protocol import COMPARED_ENCODINGS, PROTOCOL
-from pebench.runner import group_runs, run_sweep
+from pebench.runner import run_sweep
 from pebench.store import (
     ResultsError,
     load,
@@ -167,7 +169,7 @@ def test_sweep_starts_the_longest_runs_first(tmp_path):
     assert order == [6, 4, 2]
     assert set(load(tmp_path)["compiled"]) == {False}
     # each row names the machine it was made on, as the report's provenance names an invocation's
-    from pebench.runner import machine_name
+    from pebench.execute import machine_name
     from pebench.store import cpu_model
 
     assert set(load(tmp_path)["machine"]) == {machine_name("cpu")}
@@ -175,17 +177,15 @@ def test_sweep_starts_the_longest_runs_first(tmp_path):
 
 
 def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
-    import pebench.runner as runner
-
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner, "train", explode)
+    monkeypatch.setattr(execute, "train", explode)
     spec = tiny_spec()
     run_sweep([spec], tmp_path, on_done=lambda s, r: None)
     frame = load(tmp_path)
     assert frame["status"].tolist() == ["failed"] and "boom" in frame["error"][0]
-    assert frame["machine"].tolist() == [runner.machine_name("cpu")]  # a failed run's record names it too
+    assert frame["machine"].tolist() == [execute.machine_name("cpu")]  # a failed run's record names it too
     monkeypatch.undo()
     assert scan(tmp_path, [spec.run_id]).retry == {spec.run_id}
     summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
@@ -195,9 +195,7 @@ def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
 def test_a_failed_run_recorded_as_plain_csv_is_replaced_not_doubled(tmp_path, monkeypatch):
     """A failed run's record written before run files were compressed (``<id>.csv``) is retried, and the new
     ``<id>.csv.gz`` replaces it: the folder never holds two files of one run."""
-    import pebench.runner as runner
-
-    monkeypatch.setattr(runner, "train", lambda *args, **kwargs: 1 / 0)
+    monkeypatch.setattr(execute, "train", lambda *args, **kwargs: 1 / 0)
     spec = tiny_spec()
     run_sweep([spec], tmp_path, on_done=lambda s, r: None)
     monkeypatch.undo()
@@ -578,7 +576,7 @@ def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
 
 def test_the_time_estimate_comes_from_a_calibration_and_the_protocols_expected_steps():
     """No timing is asserted: the estimate is calibration x expected cost / workers, and a sweep says it first."""
-    from pebench.runner import (
+    from pebench.sweep_time import (
         EXPECTED_STEP_SHARE,
         RUN_OVERHEAD,
         announce,
@@ -613,15 +611,15 @@ def test_each_experiment_is_estimated_at_its_own_calibrated_rate(monkeypatch, ca
 
     cheap, dear = [spec("cheap", s) for s in (0, 1)], [spec("dear", s) for s in (0, 1)]
     calibrated = []
-    monkeypatch.setattr(runner, "calibrate", lambda s, device=None: calibrated.append(s) or
+    monkeypatch.setattr(sweep_time, "calibrate", lambda s, device=None: calibrated.append(s) or
                         {"cheap": 1e-9, "dear": 3e-9}[s.experiment])
     rates: dict[str, float] = {}
-    assert runner.announce([*cheap, *dear], 0, 1, "cpu", rates).startswith("pebench: 4 runs to make")
+    assert sweep_time.announce([*cheap, *dear], 0, 1, "cpu", rates).startswith("pebench: 4 runs to make")
     assert calibrated == [cheap[0], dear[0]] and rates == {"cheap": 1e-9, "dear": 3e-9}
-    cost = runner.expected_cost(cheap[0])  # the same model and steps in both: only the rates differ
+    cost = sweep_time.expected_cost(cheap[0])  # the same model and steps in both: only the rates differ
     # exact arithmetic on the same floats, in the same order
-    assert runner.time_estimate([*cheap, *dear], 1, rates) == pytest.approx(
-        (2 * cost * 1e-9 + 2 * cost * 3e-9) * runner.RUN_OVERHEAD)
+    assert sweep_time.time_estimate([*cheap, *dear], 1, rates) == pytest.approx(
+        (2 * cost * 1e-9 + 2 * cost * 3e-9) * sweep_time.RUN_OVERHEAD)
     ticks = [0.0, 10.0]  # the sweep starts at 0 s; its first (cheap) run finishes at 10 s, and the clock stops there
     monkeypatch.setattr(runner.time, "perf_counter", lambda: ticks.pop(0) if len(ticks) > 1 else ticks[0])
     done = runner._progress(4, 0, [*cheap, *dear], rates)
@@ -633,17 +631,17 @@ def test_each_experiment_is_estimated_at_its_own_calibrated_rate(monkeypatch, ca
 def test_each_experiment_is_calibrated_on_encodings_spread_over_its_runs(monkeypatch):
     """Encodings differ in cost per step: an experiment's rate is the mean over up to CALIBRATED_ENCODINGS of its
     encodings, the first run of each, spread over them in the order they come."""
-    from pebench import runner
 
     names = ["none", "rope", "alibi", "t5", "xpos", "fire"]
     todo = [make_spec("smoke", "exp", {"task": "copy", "encoding": name, "arch": "decoder", "seed": seed,
                                        "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 40})
             for name in names for seed in (0, 1)]
     timed = []
-    monkeypatch.setattr(runner, "calibrate", lambda s, device=None: timed.append(s) or float(names.index(s.encoding)))
-    rates = runner.calibrations(todo)
+    monkeypatch.setattr(sweep_time, "calibrate",
+                        lambda s, device=None: timed.append(s) or float(names.index(s.encoding)))
+    rates = sweep_time.calibrations(todo)
     assert [(s.encoding, s.seed) for s in timed] == [("none", 0), ("alibi", 0), ("t5", 0), ("fire", 0)]
-    assert runner.CALIBRATED_ENCODINGS == 4 and rates == {"exp": (0 + 2 + 3 + 5) / 4}
+    assert sweep_time.CALIBRATED_ENCODINGS == 4 and rates == {"exp": (0 + 2 + 3 + 5) / 4}
 
 
 def test_calibration_times_on_the_runs_threads_and_restores_the_process(monkeypatch):
@@ -651,17 +649,16 @@ def test_calibration_times_on_the_runs_threads_and_restores_the_process(monkeypa
     many, whatever the process had; the process's own count comes back after."""
     import torch
 
-    from pebench import runner
 
     todo = [make_spec("smoke", "exp", {"task": "copy", "encoding": "none", "arch": "decoder", "seed": 0,
                                        "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 40})]
     seen = []
-    monkeypatch.setattr(runner, "calibrate", lambda s, device=None: seen.append(torch.get_num_threads()) or 1.0)
+    monkeypatch.setattr(sweep_time, "calibrate", lambda s, device=None: seen.append(torch.get_num_threads()) or 1.0)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        runner.calibrations(todo)
-        runner.announce(todo, 0, 2, "cpu", threads=2)
+        sweep_time.calibrations(todo)
+        sweep_time.announce(todo, 0, 2, "cpu", threads=2)
         assert seen == [1, 2] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
@@ -734,24 +731,22 @@ def test_a_running_run_says_where_it_is(executor, tmp_path):
 def test_saying_where_a_run_is_changes_no_row():
     """The progress hook only watches: a run's rows are the same with and without it (the same config and seed
     in one process, so bit for bit)."""
-    from pebench import runner
 
     spec = tiny_spec()
     said: list[str] = []
-    watched = runner.execute(spec, "cpu", progress=said.append)
-    plain = runner.execute(spec, "cpu")
+    watched = execute.execute(spec, "cpu", progress=said.append)
+    plain = execute.execute(spec, "cpu")
     pd.testing.assert_frame_equal(pd.DataFrame(watched).drop(columns=TIMING_COLUMNS, errors="ignore"),
                                   pd.DataFrame(plain).drop(columns=TIMING_COLUMNS, errors="ignore"))
     assert said[0] == f"step 1/{spec.train.steps}" and said[-1] == "evaluating"
 
 
 def test_the_throttle_says_the_first_step_then_once_per_interval(monkeypatch):
-    from pebench import runner
 
     clock = iter([0.0, 0.4, 0.9, 1.0, 1.5, 2.2])
-    monkeypatch.setattr(runner.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(execute.time, "monotonic", lambda: next(clock))
     said: list[str] = []
-    on_step = runner._throttled(said.append, seconds=1.0)
+    on_step = execute._throttled(said.append, seconds=1.0)
     for done in range(1, 7):
         on_step(done, 50)
     assert said == ["step 1/50", "step 4/50", "step 6/50"]
