@@ -56,7 +56,11 @@ from typing import Any
 import pandas as pd
 import torch
 
+# pebench 3.0 documented execute and model_for here (docs/examples/python_api.py): they stay importable from
+# the runner for code written against it
+from pebench.execute import execute as execute
 from pebench.execute import execute_group, failed_rows, group_runs, torch_threads
+from pebench.execute import model_for as model_for
 from pebench.experiment import RunSpec, report_declarations
 from pebench.model import default_device
 from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records

@@ -101,14 +101,15 @@ def interval_text(point: float, low: float, high: float, digits: int = 2, typogr
                      f"[{number_text(low, digits, typographic)}, {number_text(high, digits, typographic)}]"])
 
 
-#: a table cell's text that is a number, a mean ± CI, an interval, a fraction or a count ("3 (2 fitted)")
+#: a table cell's text that is a number, a mean ± CI, an interval, a fraction or a count ("3 (2 fitted)", "11 (4
+#: tasks)")
 NUMBER_TEXT = re.compile(r"[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*\d[-+−–—\d\s.,:;%±×/\[\]()*†~<>=]*")
 
 
 def is_number_text(text: str) -> bool:
     """Whether a table cell's display text is a number that must not wrap (``0.93 ± 0.02 †``, ``0.37 [0.29, 0.43]``,
-    ``3 (2 fitted)``)."""
-    return bool(NUMBER_TEXT.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|of)\b", "", text.strip())))
+    ``3 (2 fitted)``, ``11 (4 tasks)``)."""
+    return bool(NUMBER_TEXT.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|tasks?|of)\b", "", text.strip())))
 
 
 def format_mean_ci(mean: float | None, ci: float | None, kind: str = "acc") -> str:

@@ -782,3 +782,10 @@ def test_a_seed_batched_unit_says_where_it_is(tmp_path):
     unit = tuple(spec.run_id for spec in specs)
     assert said[0] == (unit, f"step 1/{specs[0].train.steps}") and said[-1] == (unit, "evaluating")
     assert {run for runs, _ in said for run in runs} == set(unit)
+
+
+def test_what_pebench_3_0_documented_in_the_runner_stays_importable_from_it():
+    """execute and model_for moved to pebench.execute; code written against pebench.runner keeps working."""
+    from pebench import runner
+
+    assert runner.execute is execute.execute and runner.model_for is execute.model_for

@@ -198,5 +198,6 @@ def test_one_interval_text_for_the_main_table_the_boards_and_the_changes():
 
 
 def test_a_number_cell_is_told_from_a_word_cell():
-    assert all(is_number_text(text) for text in ("0.93 ± 0.02 †", "0.37 [0.29, 0.43]", "3 (2 fitted)", "−0.12"))
+    assert all(is_number_text(text) for text in ("0.93 ± 0.02 †", "0.37 [0.29, 0.43]", "3 (2 fitted)", "−0.12",
+                                                 "11 (4 tasks)"))
     assert not any(is_number_text(text) for text in ("rope", "yes", "— (not fitted)", ""))

@@ -10,10 +10,10 @@ from pathlib import Path
 import torch
 
 from pebench import encodings, store, tasks
+from pebench.execute import execute
 from pebench.experiment import EvalConfig, RunSpec
 from pebench.model import ModelConfig, build_model
 from pebench.results import aggregate, run_metrics
-from pebench.runner import execute
 from pebench.train import TrainConfig
 
 # 1. A model with an encoding. The encoding is built by name; max_len is a protocol constant (the size of
