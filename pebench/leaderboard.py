@@ -53,7 +53,7 @@ from pebench.schema import (
     fitted,
     task_label,
 )
-from pebench.tables import UNDEFINED, Cell, Column, Table, interval_text, is_number_text
+from pebench.tables import Cell, Column, Table, column_kinds, interval_text
 
 #: significance level of the pairwise verdicts (after Holm correction)
 ALPHA = 0.05
@@ -548,9 +548,9 @@ def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[li
     """A board as a :class:`pebench.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
     default ``tab:<name>``): a column of numbers aligned right (an undefined one, ``—``, among them), one of words
     left."""
-    shown = [[row[k].text for row in rows if row[k].text not in ("", UNDEFINED)] for k in range(len(headers))]
-    numbers = [bool(texts) and all(is_number_text(text) for text in texts) for texts in shown]
-    return Table(name, "", caption, [Column(h, "r" if n else "l") for h, n in zip(headers, numbers, strict=True)],
+    kinds = column_kinds(rows) if rows else [""] * len(headers)
+    return Table(name, "", caption, [Column(h, "r" if kind == "numbers" else "l")
+                                     for h, kind in zip(headers, kinds, strict=True)],
                  rows, data=frame, label=label or f"tab:{name}")
 
 

@@ -112,6 +112,16 @@ def is_number_text(text: str) -> bool:
     return bool(NUMBER_TEXT.fullmatch(re.sub(r"\b(fitted|inf|seeds?|runs?|tasks?|of)\b", "", text.strip())))
 
 
+def column_kinds(rows: Sequence[Sequence[Cell]]) -> list[str]:
+    """Per column of ``rows``, what its cells hold, blank and undefined (:data:`UNDEFINED`) cells aside:
+    ``"numbers"`` (every one :func:`is_number_text`), ``"words"`` (none is), or ``""`` (both, or nothing)."""
+    kinds = []
+    for column in zip(*rows, strict=True):
+        numbers = [is_number_text(cell.text) for cell in column if cell.text not in ("", UNDEFINED)]
+        kinds.append("numbers" if numbers and all(numbers) else "words" if numbers and not any(numbers) else "")
+    return kinds
+
+
 def format_mean_ci(mean: float | None, ci: float | None, kind: str = "acc") -> str:
     """``mean ± ci`` in the format ``kind`` (just the mean when the interval is undefined, e.g. one seed)."""
     if mean is None or not math.isfinite(mean):
@@ -344,20 +354,11 @@ def _latex_header(lines: Sequence[str], align: str) -> str:
     return f"\\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}{stacked}\\end{{tabular}}"
 
 
-def _word_columns(table: Table) -> list[bool]:
-    """Per column, whether its cells are words, not numbers (:func:`is_number_text`; blank and undefined cells
-    aside, and a column of only those is not)."""
-    shown = [[row[k].text for row in table.rows if row[k].text not in ("", UNDEFINED)]
-             for k in range(len(table.columns))]
-    return [bool(texts) and not any(is_number_text(text) for text in texts) for texts in shown]
-
-
-def _row_names(table: Table) -> int:
+def _row_names(table: Table, words: Sequence[bool]) -> int:
     """How many leading columns name a row (repeated in each block of a table set in blocks): its key columns, or
-    in a table without any, its leading columns of words (an arch, an encoding, a pair of them)."""
+    in a table without any, its leading columns of ``words`` (an arch, an encoding, a pair of them)."""
     if table.key_columns:
         return table.key_columns
-    words = _word_columns(table)
     return next((k for k, word in enumerate(words) if not word), len(words))
 
 
@@ -375,8 +376,9 @@ def to_latex(table: Table) -> str:
     """
     style = table.style
     rows = table.display_rows()
+    words = [kind == "words" for kind in column_kinds(table.rows)]
     fitted = table_width.fit(table.headers, [[(cell.shown, cell.mark == "best") for cell in row] for row in rows],
-                             _row_names(table), style.environment, style.font, _word_columns(table))
+                             _row_names(table, words), style.environment, style.font, words)
     notes = [*table.legends, *table.notes, *([version_line(table.version)] if table.version else [])]
     parts = table_width.pages(fitted, [[cell.shown for cell in row] for row in rows], table.group_starts,
                               table.full_caption, notes)
