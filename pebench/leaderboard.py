@@ -544,14 +544,16 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
 
 
 def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
-           label: str | None) -> Table:
+           label: str | None, keys: int = 1) -> Table:
     """A board as a :class:`pebench.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
     default ``tab:<name>``): a column of numbers aligned right (an undefined one, ``—``, among them), one of words
-    left."""
+    left. Its first ``keys`` columns name the rows (the architecture on every board): a name is printed where it
+    changes, not repeated below, and each architecture begins a group (a rule above it)."""
     kinds = column_kinds(rows) if rows else [""] * len(headers)
-    return Table(name, "", caption, [Column(h, "r" if kind == "numbers" else "l")
-                                     for h, kind in zip(headers, kinds, strict=True)],
-                 rows, data=frame, label=label or f"tab:{name}")
+    columns = [Column(h, "r" if kind == "numbers" else "l", key=i < keys)
+               for i, (h, kind) in enumerate(zip(headers, kinds, strict=True))]
+    starts = [i for i in range(1, len(rows)) if rows[i][0].text != rows[i - 1][0].text]
+    return Table(name, "", caption, columns, rows, starts, data=frame, label=label or f"tab:{name}")
 
 
 def _text(value: object) -> Cell:
@@ -906,7 +908,7 @@ def pairwise_by_task_table(table: pd.DataFrame, caption: str, name: str = "pairw
              Cell(str(r.n_pairs), r.n_pairs), Cell(f"{r.mean_diff:+.3f}", r.mean_diff),
              Cell(f"{r.a_better} / {r.b_better} / {r.ties}", (r.a_better, r.b_better, r.ties)),
              Cell(_p(r.p_value), r.p_value), Cell(_p(r.smallest_p), r.smallest_p)] for r in table.itertuples()]
-    return _board(name, table, headers, rows, caption, label)
+    return _board(name, table, headers, rows, caption, label, keys=3)  # a pair's tasks under its name
 
 
 def _caption(frame: pd.DataFrame, what: str) -> str:

@@ -367,7 +367,7 @@ def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improvi
     goal = lb.capacity_goal(runs, table)["decoder"]
     assert "runs not fitted: parity check 3 of 6, copy 1 of 6; of their 4 runs not fitted, 1 was still" in goal
     shown = lb.shortfall_table(table, "caption").to_markdown()
-    assert "| decoder | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 |" in shown
+    assert "|  | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 |" in shown  # decoder, named above
     assert "| copy | 1/6 (17%) | — | 0 | 0 |" in shown
     assert lb.capacity_shortfall(runs, runs.drop(columns="fit_curve")).empty  # no curves recorded
     assert lb.capacity_shortfall(runs.assign(fitted=True), runs).empty  # nothing unfitted
@@ -411,3 +411,20 @@ def test_a_board_aligns_numbers_right_with_undefined_cells_among_them():
     rows = [[Cell("decoder"), Cell("1"), Cell("0.38 [0.05, 0.65]")], [Cell("decoder"), Cell("not ranked"), Cell("—")]]
     board = lb._board("b", pd.DataFrame(), ["Arch", "Tier", "Score"], rows, "", None)
     assert [column.align for column in board.columns] == ["l", "l", "r"]
+
+
+def test_a_board_names_each_architecture_once_and_a_pairs_tasks_under_the_pair():
+    """The architecture is a board's key column: printed where it changes, a rule above each new one (Markdown
+    shows the name once, LaTeX a rule and the name); the per-task comparisons name a pair once over its tasks."""
+    rows = [[Cell(arch), Cell(encoding), Cell("0.50")] for arch in ("decoder", "encoder") for encoding in ("a", "b")]
+    board = lb._board("b", pd.DataFrame(), ["Arch", "Encoding", "Score"], rows, "", None)
+    assert [column.key for column in board.columns] == [True, False, False] and board.group_starts == [2]
+    assert [line.split("|")[1].strip() for line in to_markdown(board).splitlines()[2:6]] == ["decoder", "", "encoder",
+                                                                                             ""]
+    body = to_latex(board).split(r"\midrule", 1)[1]  # after the header's rule
+    assert body.count(r"\midrule") == 1 and body.count("decoder") == body.count("encoder") == 1
+    table = pd.DataFrame([dict(arch="decoder", a="rope", b="alibi", task=task, n_pairs=6, mean_diff=0.1, a_better=6,
+                               b_better=0, ties=0, p_value=0.03125, smallest_p=0.03125) for task in ("copy", "reverse")])
+    shown = [line.split("|")[1:5] for line in to_markdown(lb.pairwise_by_task_table(table, "")).splitlines()[2:4]]
+    assert [[cell.strip() for cell in row] for row in shown] == [["decoder", "RoPE", "ALiBi", "copy"],
+                                                                 ["", "", "", "reverse"]]
