@@ -546,14 +546,14 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
 def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
            label: str | None, keys: int = 1) -> Table:
     """A board as a :class:`pebench.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
-    default ``tab:<name>``): a column of numbers aligned right (an undefined one, ``—``, among them), one of words
+    default :func:`pebench.tables.latex_label`'s): a column of numbers aligned right (an undefined one, ``—``, among them), one of words
     left. Its first ``keys`` columns name the rows (the architecture on every board): a name is printed where it
     changes, not repeated below, and each architecture begins a group (a rule above it)."""
     kinds = column_kinds(rows) if rows else [""] * len(headers)
     columns = [Column(h, "r" if kind == "numbers" else "l", key=i < keys)
                for i, (h, kind) in enumerate(zip(headers, kinds, strict=True))]
     starts = [i for i in range(1, len(rows)) if rows[i][0].text != rows[i - 1][0].text]
-    return Table(name, "", caption, columns, rows, starts, data=frame, label=label or f"tab:{name}")
+    return Table(name, "", caption, columns, rows, starts, data=frame, label=label or "")
 
 
 def _text(value: object) -> Cell:

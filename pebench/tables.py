@@ -160,6 +160,18 @@ def version_line(version: str) -> str:
     return f"pebench results: {version}"
 
 
+def latex_label(table: Table) -> str:
+    """The LaTeX label of ``table``: its own ``label``, else ``tab:pebench-<results version>-<name>``, e.g.
+    ``tab:pebench-standard-v2-3f2a91c0-main``, in letters, digits and dashes only. The version makes it unique
+    across results folders and their versions, so that tables of a reference and of its rerun, or of two suites,
+    sit in one paper without a clash (the version comes from a results folder: nothing else of it reaches the
+    label); ``tab:pebench-<name>`` for a table of no results version."""
+    if table.label:
+        return table.label
+    slugs = (re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-") for text in (table.version, table.name))
+    return "tab:pebench-" + "-".join(slug for slug in slugs if slug)
+
+
 # --------------------------------------------------------------------------- the model
 
 
@@ -241,7 +253,7 @@ class Table:
         notes: lines printed under the table (a legend), after the caption.
         version: the results version, e.g. ``standard v2-3f2a91c0`` (printed under the table), or ``""``.
         data: the numbers, for the CSV beside the rendered files.
-        label: its LaTeX label (default ``tab:pebench-<name with dashes>``).
+        label: its LaTeX label (default: :func:`latex_label`, naming the results version and the table).
         style: how it is typeset (:class:`Style`).
     """
 
@@ -392,7 +404,7 @@ def to_latex(table: Table) -> str:
             lines.append(f"\\setlength{{\\tabcolsep}}{{{fitted.column_sep:g}pt}}")
         if p == 0:
             lines += [f"\\caption{{{latex_escape(table.full_caption)}}}",
-                      f"\\label{{{table.label or 'tab:pebench-' + table.name.replace('_', '-')}}}"]
+                      f"\\label{{{latex_label(table)}}}"]
         else:  # the same number as the first float
             lines += [r"\addtocounter{table}{-1}",
                       f"\\caption{{{latex_escape(' '.join(filter(None, [table.title, '(continued)'])))}}}"]

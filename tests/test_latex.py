@@ -279,9 +279,10 @@ def test_the_main_table_fits_a_two_column_paper(tmp_path):
     than \\textwidth, and names the results version (issue 39)."""
     table = main_table(board_runs(), "length_extrapolation", "Length extrapolation: main results",
                        "standard v3-0123abcd")
-    assert table is not None and table.version == ""
+    assert table is not None and table.version == "standard v3-0123abcd"
     tex = to_latex(table)
     assert r"\begin{table*}" in tex and "standard v3-0123abcd" in tex and r"$-$0.1" in tex
+    assert r"\label{tab:pebench-standard-v3-0123abcd-main}" in tex
     (tmp_path / "main.tex").write_text(tex)
     log, width, textwidth = two_column(tmp_path / "main.tex", tmp_path)
     assert "Overfull \\hbox" not in log and 0 < width <= textwidth
@@ -299,3 +300,15 @@ def test_the_committed_main_tables_fit_a_two_column_paper(tmp_path):
         log, width, textwidth = two_column(table, folder)
         assert "Overfull \\hbox" not in log and 0 < width <= textwidth, (table, width, textwidth)
         assert table.read_text().count("pebench results: ") == 1 and "Results: " in table.read_text()
+
+
+def test_every_committed_table_has_a_label_of_its_own():
+    """A paper may set tables of several results folders (the reference and its rerun, two suites): each label
+    names its results version and table, so none is defined twice (LaTeX would only warn, and \\ref the last)."""
+    tables = sorted((ROOT / "results").glob("**/tables/*.tex"))
+    if not tables:
+        pytest.skip("no committed tables in this checkout")
+    labels = [label for table in tables for label in re.findall(r"\\label\{([^}]*)\}", table.read_text())]
+    assert len(labels) == len(tables)  # one per table, on its first float
+    assert sorted(label for label in set(labels) if labels.count(label) > 1) == []
+    assert all(re.fullmatch(r"tab:pebench-[A-Za-z0-9-]+", label) for label in labels)

@@ -21,6 +21,7 @@ from pebench.tables import (
     interval_text,
     is_number_text,
     latex_escape,
+    latex_label,
     number_text,
     text_table,
     to_latex,
@@ -201,3 +202,18 @@ def test_a_number_cell_is_told_from_a_word_cell():
     assert all(is_number_text(text) for text in ("0.93 ± 0.02 †", "0.37 [0.29, 0.43]", "3 (2 fitted)", "−0.12",
                                                  "11 (4 tasks)"))
     assert not any(is_number_text(text) for text in ("rope", "yes", "— (not fitted)", ""))
+
+
+def test_a_tables_latex_label_names_its_results_version_in_letters_digits_and_dashes():
+    """The version and name come from a results folder: nothing but letters, digits and dashes of them reaches the
+    label, which stays unique per version."""
+    def label(version: str, name: str = "leaderboard_length_extrapolation", **kwargs) -> str:
+        return latex_label(Table(name, "", "", [Column("a")], [], version=version, **kwargs))
+
+    assert label("standard v2-3f2a91c0") == "tab:pebench-standard-v2-3f2a91c0-leaderboard-length-extrapolation"
+    assert label("standard v2-685bb308") != label("standard v2-3f2a91c0")
+    assert label("") == "tab:pebench-leaderboard-length-extrapolation"
+    assert label("my}suite\\x v2-1 %$") == "tab:pebench-my-suite-x-v2-1-leaderboard-length-extrapolation"
+    assert label("standard v2-3f2a91c0", label="tab:mine") == "tab:mine"  # one given is kept
+    assert r"\label{tab:pebench-standard-v2-3f2a91c0-t}" in to_latex(Table("t", "", "", [Column("a")],
+                                                                           [[Cell("x")]], version="standard v2-3f2a91c0"))

@@ -41,7 +41,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
                "a ranking.")
     artifacts = [save_table(dataclasses.replace(
-        leaderboard.leaderboard_table(board, caption, name, f"tab:pebench-{name}"),
+        leaderboard.leaderboard_table(board, caption, name),
         title=titled(experiment, spec, f"leaderboard ({label})")), directory, version)]
     leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     fits = leaderboard.fit_fractions(runs)
@@ -54,7 +54,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                        f"over every task. Look for capable encodings that did not fit: their {label} is not "
                        "judged.")
         artifacts.append(save_table(dataclasses.replace(
-            leaderboard.fit_table(fits, fit_caption, fit_name, f"tab:pebench-{fit_name}"),
+            leaderboard.fit_table(fits, fit_caption, fit_name),
             title=titled(experiment, spec, "seeds fitted per task")), directory, version))
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
     if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6), and what its unfitted runs reached
@@ -73,7 +73,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                 "is read. Look at tasks where none was still improving at the cap: there the step cap is not what "
                 "they evidently lacked.")
             artifacts.append(save_table(dataclasses.replace(
-                leaderboard.shortfall_table(shortfall, short_caption, short_name, f"tab:pebench-{short_name}"),
+                leaderboard.shortfall_table(shortfall, short_caption, short_name),
                 title=titled(experiment, spec, "capable encodings' runs not fitted")), directory, version))
     artifacts = v3 + artifacts
     if spec.comparisons:
@@ -90,7 +90,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                    "Holm-corrected over the whole family (every comparison and architecture). Look at the verdict "
                    "column.")
         artifacts.append(save_table(dataclasses.replace(
-            leaderboard.pairwise_table(table, caption, name, f"tab:pebench-{name}"),
+            leaderboard.pairwise_table(table, caption, name),
             title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
         if protocol >= 3:
             artifacts += by_task_artifacts(runs, experiment, spec, directory, version)
@@ -122,7 +122,7 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "the declared verdict, which is the pooled test's above, and are no verdict themselves. Look at the "
                "seed counts: a task where the seeds split is no evidence either way.")
     return [save_table(dataclasses.replace(
-        leaderboard.pairwise_by_task_table(table, caption, name, f"tab:pebench-{name}"),
+        leaderboard.pairwise_by_task_table(table, caption, name),
         title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
 
 
@@ -137,7 +137,7 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
 
     def board(kind: str, frame: pd.DataFrame, make: Callable[..., Table], caption: str, what: str) -> None:
         name = f"{kind}_{experiment}"
-        table = make(frame, caption, name, f"tab:pebench-{name}")
+        table = make(frame, caption, name)
         artifacts.append(save_table(dataclasses.replace(table, title=titled(experiment, spec, what)),
                                      directory, version))
 

@@ -101,5 +101,4 @@ def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) ->
         f"order-free controls minus {base_label}'s, on the same task-seed pairs, with a 95% interval; Harms: "
         f"that interval lies below 0. Per-task results: the appendix tables. Results: {version}.")
     return Table(MAIN_TABLE, title, caption, columns, rows, starts,
-                 data=pd.DataFrame.from_records(records), label=f"tab:pebench-main-{version.split(' ')[0]}",
-                 style=MAIN_STYLE)
+                 data=pd.DataFrame.from_records(records), version=version, style=MAIN_STYLE)
