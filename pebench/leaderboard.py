@@ -546,9 +546,9 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
 def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
            label: str | None, keys: int = 1) -> Table:
     """A board as a :class:`pebench.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
-    default :func:`pebench.tables.latex_label`'s): a column of numbers aligned right (an undefined one, ``—``, among them), one of words
-    left. Its first ``keys`` columns name the rows (the architecture on every board): a name is printed where it
-    changes, not repeated below, and each architecture begins a group (a rule above it)."""
+    default :func:`pebench.tables.latex_label`'s): a column of numbers aligned right (an undefined one, ``—``,
+    among them), one of words left. Its first ``keys`` columns name the rows (the architecture on every board): a
+    name is printed where it changes, not repeated below, and each architecture begins a group (a rule above it)."""
     kinds = column_kinds(rows) if rows else [""] * len(headers)
     columns = [Column(h, "r" if kind == "numbers" else "l", key=i < keys)
                for i, (h, kind) in enumerate(zip(headers, kinds, strict=True))]

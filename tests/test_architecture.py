@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.runner", "run"),
     ("pebench.execute", "run"),  # one run: its model, training and rows
     ("pebench.sweep_time", "run"),  # how long a sweep will take here, said before it starts
+    ("pebench.executors", "run"),  # where a sweep's runs execute (a process pool, Dask) and its signal handling
     ("pebench.throughput", "run"),
     ("pebench.explain", "teaching"),
     ("pebench.tables", "tables"),

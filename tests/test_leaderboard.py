@@ -424,7 +424,8 @@ def test_a_board_names_each_architecture_once_and_a_pairs_tasks_under_the_pair()
     body = to_latex(board).split(r"\midrule", 1)[1]  # after the header's rule
     assert body.count(r"\midrule") == 1 and body.count("decoder") == body.count("encoder") == 1
     table = pd.DataFrame([dict(arch="decoder", a="rope", b="alibi", task=task, n_pairs=6, mean_diff=0.1, a_better=6,
-                               b_better=0, ties=0, p_value=0.03125, smallest_p=0.03125) for task in ("copy", "reverse")])
+                               b_better=0, ties=0, p_value=0.03125, smallest_p=0.03125)
+                          for task in ("copy", "reverse")])
     shown = [line.split("|")[1:5] for line in to_markdown(lb.pairwise_by_task_table(table, "")).splitlines()[2:4]]
     assert [[cell.strip() for cell in row] for row in shown] == [["decoder", "RoPE", "ALiBi", "copy"],
                                                                  ["", "", "", "reverse"]]

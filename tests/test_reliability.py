@@ -23,6 +23,7 @@ import pytest
 from test_results import write_synthetic_results
 from test_runner import tiny_spec
 
+import pebench.executors as executors
 import pebench.runner as runner
 from pebench import schema, store
 from pebench.cli import main
@@ -120,7 +121,7 @@ def test_1_an_interrupt_while_a_run_file_is_written_is_raised_once_the_file_is_c
     summary = runner.SweepSummary(total=1, skipped=0, done=0, failed=0, diverged=0, blocked=[], seconds=0.0,
                                   seed_batched=0)
     finish = runner._run_file_writer(out, set(), summary, lambda spec, rows: None)
-    with pytest.raises(KeyboardInterrupt), runner._signals_interrupt():
+    with pytest.raises(KeyboardInterrupt), executors.signals_interrupt():
         finish(spec, failed_rows(spec, RuntimeError("a run"), torch.device("cpu")))
     assert [path.name for path in (out / "raw").iterdir()] == [store.run_file_name(spec.run_id)]
     # and counted: the sweep's "N of M runs saved" and the manifest's runs_made name every file it wrote
@@ -484,7 +485,7 @@ def test_10_a_device_this_machine_lacks_is_refused_up_front(tmp_path, capsys):
 
 def test_10_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
     pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(runner, "DASK_CONNECT_SECONDS", 2)
+    monkeypatch.setattr(executors, "DASK_CONNECT_SECONDS", 2)
     started = time.time()
     assert main(["run", "--suite", "smoke", "--experiment", "rope_scaling", "--dask", "127.0.0.1:1",
                  "--out", str(tmp_path)]) == 2

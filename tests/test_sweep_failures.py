@@ -77,17 +77,17 @@ def test_a_local_dask_cluster_never_gives_up_on_a_worker_its_nanny_restarts():
     import dask
     from dask.utils import parse_timedelta
 
-    from pebench import runner
+    from pebench import executors
 
-    with runner._dask_client(None, 1):
+    with executors.dask_client(None, 1):
         assert parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout")) >= 86400
 
 
 def test_an_unreachable_dask_scheduler_leaves_the_folder_as_it_was(tmp_path, capsys, monkeypatch):
     pytest.importorskip("dask.distributed")
-    from pebench import runner
+    from pebench import executors
 
-    monkeypatch.setattr(runner, "DASK_CONNECT_SECONDS", 1)  # the refusal of a closed port is immediate anyway
+    monkeypatch.setattr(executors, "DASK_CONNECT_SECONDS", 1)  # the refusal of a closed port is immediate anyway
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n")
@@ -210,7 +210,7 @@ def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
 
 
 class _Future:
-    """A Dask future as :func:`pebench.runner._settled` sees it: done after ``after`` looks (None: never)."""
+    """A Dask future as :func:`pebench.executors._settled` sees it: done after ``after`` looks (None: never)."""
 
     def __init__(self, key, after=0):
         self.key, self.after, self.looks = key, after, 0
@@ -234,16 +234,16 @@ def test_a_dask_cluster_left_without_workers_settles_its_pending_runs_as_stalled
     in the tests): after ``stall_seconds`` with no worker, each pending run comes back marked stalled, to be
     recorded as failed. A cluster that has a worker is waited for, and so is any cluster when there is no limit
     (None: a remote scheduler, whose workers others add)."""
-    from pebench import runner
+    from pebench import executors
 
-    monkeypatch.setattr(runner, "DASK_POLL_SECONDS", 0.001)  # only how often it looks; the waits scale with it
-    settled = list(runner._settled(_Client({}), [_Future("a"), _Future("b", after=None)], stall_seconds=0.05))
+    monkeypatch.setattr(executors, "DASK_POLL_SECONDS", 0.001)  # only how often it looks; the waits scale with it
+    settled = list(executors._settled(_Client({}), [_Future("a"), _Future("b", after=None)], stall_seconds=0.05))
     assert [(future.key, stalled) for future, stalled in settled] == [("a", False), ("b", True)]
 
     busy = _Client({"tcp://worker": {}})
     slow = _Future("c", after=200)  # finishes after many looks, long past the limit of a cluster without workers
-    assert list(runner._settled(busy, [slow], stall_seconds=0.01)) == [(slow, False)] and busy.asked > 0
+    assert list(executors._settled(busy, [slow], stall_seconds=0.01)) == [(slow, False)] and busy.asked > 0
 
     unlimited, late = _Client({}), _Future("d", after=200)
-    assert list(runner._settled(unlimited, [late], stall_seconds=None)) == [(late, False)]
+    assert list(executors._settled(unlimited, [late], stall_seconds=None)) == [(late, False)]
     assert unlimited.asked == 0

@@ -215,5 +215,5 @@ def test_a_tables_latex_label_names_its_results_version_in_letters_digits_and_da
     assert label("") == "tab:pebench-leaderboard-length-extrapolation"
     assert label("my}suite\\x v2-1 %$") == "tab:pebench-my-suite-x-v2-1-leaderboard-length-extrapolation"
     assert label("standard v2-3f2a91c0", label="tab:mine") == "tab:mine"  # one given is kept
-    assert r"\label{tab:pebench-standard-v2-3f2a91c0-t}" in to_latex(Table("t", "", "", [Column("a")],
-                                                                           [[Cell("x")]], version="standard v2-3f2a91c0"))
+    versioned = Table("t", "", "", [Column("a")], [[Cell("x")]], version="standard v2-3f2a91c0")
+    assert r"\label{tab:pebench-standard-v2-3f2a91c0-t}" in to_latex(versioned)

@@ -206,7 +206,7 @@ def test_a_resume_with_a_changed_plugin_is_refused_in_one_line(tmp_path, monkeyp
 def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_path, monkeypatch):
     """A long-lived Dask worker loads a plugin once: a later sweep with an edited file must not use its old code."""
     from pebench import registry
-    from pebench.runner import PluginRefused, _execute_in_worker
+    from pebench.executors import PluginRefused, _execute_in_worker
 
     plugin = tmp_path / "worker_plugin.py"
     plugin.write_text("SCALE = 1.0\n")
