@@ -11,6 +11,7 @@ sys.path.insert(0, str(DOCS / "_ext"))  # pebench_docs: the build-time page gene
 from pebench_docs import excluded_sources  # noqa: E402
 
 import pebench  # noqa: E402
+from pebench.page_check import MYST_EXTENSIONS  # noqa: E402
 
 project = "pebench"
 author = "pebench developers"
@@ -35,7 +36,7 @@ exclude_patterns = ["_build", "_generated/includes", "_generated/.previous", "_g
                     *excluded_sources(DOCS)]
 
 # MyST: $...$ math, ::: fences, and {{ name }} values computed at build time (pebench_docs.generate)
-myst_enable_extensions = ["dollarmath", "colon_fence", "substitution", "deflist"]
+myst_enable_extensions = list(MYST_EXTENSIONS)  # the page check parses pages as the site does
 myst_substitutions: dict[str, str] = {}
 myst_heading_anchors = 3
 

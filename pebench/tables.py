@@ -147,6 +147,50 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
+#: characters that open MyST markup inside a line (code, emphasis, roles and substitutions, links, HTML, math,
+#: table cells, escapes, entities): :func:`markdown_text` escapes every one
+_MARKDOWN_INLINE = frozenset("\\`*{}[]<>$|&~!^")
+#: what opens a block where a line begins (a heading, quote, list, rule, fence, target, comment, block break)
+_MARKDOWN_BLOCK_START = re.compile(r"(?:[#>+=:%(-]|\d{1,9}[.)](?=\s|$))")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as MyST Markdown that shows it as it is, in a paragraph or a table cell: every character that could
+    open markup (raw HTML, a role, a ``{{ }}`` substitution, which MyST evaluates as Jinja2, code, emphasis, a
+    link, math) escaped with a backslash, line breaks as spaces, blanks at either end dropped. Text read from a
+    results folder may come from anyone; the site refuses a page that holds what no pebench page writes
+    (:mod:`pebench.page_check`).
+
+    >>> print(markdown_text("Intel(R) <b>{{ x }}</b>"))
+    Intel(R) \\<b\\>\\{\\{ x \\}\\}\\</b\\>
+    """
+    line = " ".join(str(text).splitlines()).strip()  # leading blanks would make a code block
+    out = "".join(f"\\{ch}" if ch in _MARKDOWN_INLINE or (ch == "_" and not _intraword(line, i)) else ch
+                  for i, ch in enumerate(line))
+    if start := _MARKDOWN_BLOCK_START.match(out):  # a block marker where the text begins: escaped too
+        end = start.end() - 1
+        out = out[:end] + "\\" + out[end:]
+    return out
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as a MyST code span that shows it as it is: fenced by one backtick more than its longest run of
+    them, so nothing in it closes the span early, and on one line.
+
+    >>> print(markdown_code("a`b"))
+    ``a`b``
+    """
+    line = " ".join(str(text).splitlines())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", line)), default=0) + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def _intraword(line: str, i: int) -> bool:
+    """Whether ``line[i]`` lies between two letters or digits (an underscore there never opens emphasis)."""
+    return 0 < i < len(line) - 1 and line[i - 1].isalnum() and line[i + 1].isalnum()
+
+
 def terminal_text(text: str) -> str:
     """``text`` safe to print on a terminal: every character that is not printable (an escape sequence's ESC,
     other control characters) is shown escaped, as Python writes it (``\\x1b``); line breaks are kept. Text

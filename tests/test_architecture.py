@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.entry_lead", "tables"),
     ("pebench.blocks", "tables"),
     ("pebench.performance_text", "tables"),  # the performance page's sentences, from the throughput CSVs
+    ("pebench.page_check", "tables"),  # what MyST a page of the site may hold
     ("pebench.cli", "interface"),
     ("pebench.bench", "interface"),
     ("pebench.list_cache", "interface"),  # what `pebench list suites` printed, kept per code and plugins

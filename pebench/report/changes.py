@@ -26,7 +26,7 @@ from pebench import blocks, encodings, history
 from pebench.report.findings import people_words
 from pebench.schema import encoding_label
 from pebench.store import ResultsError
-from pebench.tables import Cell, Column, Table, interval_text
+from pebench.tables import Cell, Column, Table, interval_text, markdown_code
 
 #: what identifies a verdict
 KEYS = ("experiment", "arch", "encoding")
@@ -293,7 +293,7 @@ class Changes:
         """The comparison as blocks (:mod:`pebench.blocks`) a page renders as they are: which results are
         compared, the sentences (a list where something moved, else one paragraph), the table and its note."""
         sides = [f"{side['suite']} {side['results_version']} (protocol v{side['protocol']}, made at commit "
-                 f"`{str(side['commit'])[:12] or 'unknown'}`)" for side in (self.before, self.after)]
+                 f"{markdown_code(str(side['commit'])[:12] or 'unknown')})" for side in (self.before, self.after)]
         lead = blocks.text(f"The verdicts of {sides[0]} beside those of {sides[1]}.")
         said = (blocks.bullet_list(self.sentences[1:]) if len(self.sentences) > 1 else None)
         table = blocks.table(self.table.headers, [[cell.shown for cell in row] for row in self.table.display_rows()])

@@ -17,6 +17,7 @@ from pebench.experiment import ReportSpec
 from pebench.report_file import FOLDER
 from pebench.schema import encoding_label, people_words
 from pebench.store import raw_files, run_file_id
+from pebench.tables import markdown_code, markdown_text
 
 #: an MRR this close to an end of its interval is "at the edge"
 EDGE = 0.01
@@ -167,13 +168,19 @@ def machines_text(manifest: Mapping[str, Any], n_files: int | None = None) -> st
     for machine in machines:
         mine = [i for i, name in enumerate(names) if name == machine]
         days = sorted({str(invocations[i].get("date", ""))[:10] for i in mine} - {""})
-        when = f", {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") if days else ""
+        when = markdown_text(f", {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "")) if days else ""
         runs = f", {sum(made[i] for i in mine):,} runs" if made is not None else ""
         timed = wall_time_text([invocations[i] for i in mine])
-        parts.append(f"{machine} (invocation{'s' * (len(mine) > 1)} {_numbers([i + 1 for i in mine])}{when}{runs}"
-                     f"{', ' + timed if timed else ''})")
+        invoked = f"invocation{'s' * (len(mine) > 1)} {_numbers([i + 1 for i in mine])}"
+        parts.append(f"{markdown_text(machine)} ({invoked}{when}{runs}{', ' + timed if timed else ''})")
     return (f"Its runs were made on {len(machines)} machines: {'; '.join(parts)}. Machines differ in float rounding, "
             "which training can amplify like a new draw of the seed.")
+
+
+def _shown(value: object) -> object:
+    """A manifest's value as a page shows it: a text escaped (:func:`pebench.tables.markdown_text`; a manifest may
+    come from anyone), a number or a flag as it is."""
+    return markdown_text(value) if isinstance(value, str) else value
 
 
 def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None,
@@ -188,12 +195,14 @@ def provenance(manifest: Mapping[str, Any] | None, n_files: int | None = None,
     latest = manifest.get("latest") or (manifest.get("invocations") or [{}])[-1]
     if manifest.get("combined") and not latest:  # `pebench combine`: one column per source folder
         sources = manifest["combined"]["sources"]
-        rows = [["folder", *(f"`{s['folder']}`" for s in sources)], ["runs taken", *(s["runs"] for s in sources)]]
-        rows += [[f"`{k}`", *((s.get("manifest") or {}).get(k, "—") for s in sources)] for k in PROVENANCE_KEYS]
+        rows = [["folder", *(markdown_code(s.get("folder", "?")) for s in sources)],
+                ["runs taken", *(_shown(s.get("runs", "?")) for s in sources)]]
+        rows += [[f"`{k}`", *(_shown((s.get("manifest") or {}).get(k, "—")) for s in sources)]
+                 for k in PROVENANCE_KEYS]
         return {"lead": "The folder was combined from these folders by `pebench combine` (a run in two of them had "
                         "identical rows):",
                 "header": ["field", *(f"source {i + 1}" for i in range(len(sources)))], "rows": rows}
-    rows = [[f"`{k}`", latest[k]] for k in PROVENANCE_KEYS if k in latest and latest[k] is not None]
+    rows = [[f"`{k}`", _shown(latest[k])] for k in PROVENANCE_KEYS if k in latest and latest[k] is not None]
     invocations = [run for run in manifest.get("invocations") or [] if isinstance(run, Mapping)]
     n = len(invocations)
     timed = wall_time_text(invocations)

@@ -3,6 +3,7 @@ folder's manifest, and the BibTeX entry of the results."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 
 import pebench
 from pebench import schema, store
+from pebench.tables import markdown_text
 
 
 def joined_values(series: pd.Series) -> str:
@@ -52,18 +54,23 @@ def manifest_line(results_dir: Path) -> str:
         return "no manifest.json"
     if manifest.get("combined") and not manifest.get("latest"):  # pebench combine: say where each part came from
         return "combined from " + "; ".join(
-            f"{source.get('folder', '?')} ({source.get('runs', '?')} runs: {_software(source.get('manifest'))})"
+            f"{markdown_text(source.get('folder', '?'))} ({markdown_text(source.get('runs', '?'))} runs: "
+            f"{_software(source.get('manifest'))})"
             for source in manifest["combined"]["sources"])
     return _software(manifest.get("latest"))
 
 
 def _software(latest: dict | None) -> str:
-    """One line of software, machine and date from a manifest's ``latest`` invocation."""
+    """One line of software, machine and date from a manifest's ``latest`` invocation, as MyST (each value escaped:
+    :func:`pebench.tables.markdown_text`; a manifest may come from anyone)."""
     latest = latest or {}
-    sha = str(latest.get("git_sha") or "?")[:10] + (" (dirty)" if latest.get("git_dirty") else "")
-    return (f"pebench {latest.get('pebench_version', '?')}, git {sha}, torch {latest.get('torch_version', '?')}, "
-            f"python {latest.get('python_version', '?')}, device {latest.get('device', '?')}, "
-            f"{latest.get('platform', '?')}, {latest.get('date', '?')}")
+
+    def field(key: str) -> str:
+        return markdown_text(latest.get(key, "?"))
+
+    sha = markdown_text(str(latest.get("git_sha") or "?")[:10]) + (" (dirty)" if latest.get("git_dirty") else "")
+    return (f"pebench {field('pebench_version')}, git {sha}, torch {field('torch_version')}, "
+            f"python {field('python_version')}, device {field('device')}, {field('platform')}, {field('date')}")
 
 
 def row_commits(data: pd.DataFrame) -> list[str]:
@@ -89,12 +96,18 @@ def latest_year(results_dir: Path) -> str:
     return date[:4] if date[:4].isdigit() else ""
 
 
+def bibtex_word(value: object) -> str:
+    """``value`` (a commit or a version read from run files) as BibTeX and LaTeX that can only show it: letters,
+    digits, ``.``, ``+`` and ``-`` kept, anything else (a brace, a backslash: a command in someone's paper) dropped."""
+    return re.sub(r"[^A-Za-z0-9.+-]", "", str(value))
+
+
 def citation_bibtex(suite: str, version: str, commits: Sequence[str], year: str = "",
                     made_with: Sequence[str] = ()) -> str:
     """A BibTeX entry for a set of results: the suite, its results version and protocol, the pebench versions
     that made its rows (``made_with``, their ``pebench_version``; default this one) and the code commits that
     made them (where the rows record them), and ``year`` (its latest sweep's)."""
-    made_by = (f"; made by pebench commit {', '.join(c[:12] for c in commits)}" if commits
+    made_by = (f"; made by pebench commit {', '.join(bibtex_word(c[:12]) for c in commits)}" if commits
                else "; rows made before pebench recorded commits")
     protocol = version.split("-")[0].removeprefix("v")
     return "\n".join([
@@ -102,6 +115,6 @@ def citation_bibtex(suite: str, version: str, commits: Sequence[str], year: str 
         f"  title = {{pebench reference results: the {suite} suite}},",
         "  author = {{pebench developers}},",
         f"  note = {{results version {suite} {version}, protocol {protocol}{made_by}; "
-        f"pebench {', '.join(made_with) or pebench.__version__}}}"
+        f"pebench {', '.join(bibtex_word(v) for v in made_with) or pebench.__version__}}}"
         + (f",\n  year = {{{year}}}" if year else ""),
         "}"])

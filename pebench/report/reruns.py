@@ -19,6 +19,7 @@ from pebench.experiment import ReportSpec
 from pebench.report.findings import timed_invocations
 from pebench.report_file import FOLDER, REFERENCE, RERUN_PARENTS, raw_digest, rerun_reference
 from pebench.store import read_manifest
+from pebench.tables import markdown_text
 
 
 def reference_of(folder: Path) -> Path | None:
@@ -111,7 +112,8 @@ def manifest_differences(rerun: Mapping[str, Any] | None, reference: Mapping[str
     compared = [(name, ours, theirs) for name, ours, theirs in compared if ours and theirs]
     if not compared:
         return None
-    differ = [f"{name} ({ours} vs {theirs})" for name, ours, theirs in compared if ours != theirs]
+    differ = [f"{name} ({markdown_text(ours)} vs {markdown_text(theirs)})" for name, ours, theirs in compared
+              if ours != theirs]  # a manifest's values, escaped: it may come from anyone
     if differ:
         return f"It differs from the reference in {_joined(differ)}; same suite, seeds and data."
     return f"It was made with the reference's {_joined([name for name, _, _ in compared])}; same suite, seeds and data."

@@ -20,6 +20,7 @@ from buildtree import hold_build_lock, regenerated
 
 import pebench
 from pebench import encodings, performance_text, protocol_tables, tasks
+from pebench.page_check import check_substitutions
 from pebench.pilot_readings import PILOT_READINGS
 from pebench.registry_tables import metrics_table
 from pebench.results_text import PERFORMANCE_FALLBACK
@@ -104,7 +105,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         substitutions.update(performance_text.performance_values(results / "performance"))
         substitutions.update(protocol_tables.protocol_values())
         substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
-        return substitutions
+        return check_substitutions(substitutions, srcdir)
 
 
 def _on_config_inited(app, config) -> None:

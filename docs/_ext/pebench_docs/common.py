@@ -12,6 +12,7 @@ from typing import Any
 import matplotlib
 
 from pebench.blocks import markdown_lines
+from pebench.page_check import check_page
 from pebench.report_file import StaleReport, current_report, display_path, filled
 from pebench.tables import text_table, to_markdown
 
@@ -26,7 +27,8 @@ REFERENCE_SUITE = "standard"
 
 
 def write(path: Path, text: str) -> None:
-    """Write ``text`` if it differs from the file's content (keeps Sphinx's incremental builds quiet)."""
+    """Write ``text`` if it differs from the file's content (quiet incremental builds); a page checked first."""
+    check_page(text, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
