@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -156,11 +157,50 @@ def artifact_bytes(folder: str | Path, relative: str) -> bytes:
     return store.read_plain_file(path, "file of the report")
 
 
+#: the elements a figure of a report may hold (what matplotlib writes in an SVG): no script, no foreign object, no
+#: animation (``<set>`` can rewrite a link), no link out of the figure
+SVG_ELEMENTS = frozenset({
+    "svg", "g", "defs", "path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text", "tspan", "image",
+    "use", "clipPath", "mask", "pattern", "linearGradient", "radialGradient", "stop", "style", "title", "desc",
+    "metadata", "rdf:RDF", "cc:Work", "cc:Agent", "dc:type", "dc:format", "dc:title", "dc:date", "dc:creator",
+})
+#: where a figure's ``href`` may point: within the figure, or an image embedded in it
+SVG_HREF = re.compile(r"#[\w.-]*|data:image/png;base64,[A-Za-z0-9+/=\s]*")
+
+
+def svg_problem(data: bytes) -> str | None:
+    """What in the SVG ``data`` no figure of ``pebench report`` holds (an SVG the site serves can run script in its
+    readers' browsers when opened): an element not in :data:`SVG_ELEMENTS`, an event attribute (``on...=``), a link
+    not of :data:`SVG_HREF`, a ``url(...)`` or ``@import`` in a style, an entity declaration; ``None`` when none."""
+    text = data.decode("utf-8", errors="replace")
+    if re.search(r"<!ENTITY|<!DOCTYPE[^>]*\[", text, re.I):
+        return "an entity declaration"
+    for element in re.findall(r"<([A-Za-z][\w:.-]*)", text):
+        if element not in SVG_ELEMENTS:
+            return f"the element <{element}>"
+    if event := re.search(r"\son[a-z]+\s*=", text, re.I):
+        return f"the event attribute {event.group().strip()!r}"
+    for href in re.findall(r"href\s*=\s*[\"']([^\"']*)", text):
+        if not SVG_HREF.fullmatch(href):
+            return f"a link to {href[:40]!r}"
+    if re.search(r"url\(\s*['\"]?(?!#)|@import|expression\(", text, re.I):
+        return "a style that loads something"
+    return None
+
+
 def copy_artifact(folder: str | Path, relative: str, target: str | Path) -> Path:
     """The file ``relative`` of ``folder``, read through :func:`artifact_bytes` (so no link is followed out of it),
-    written to ``target`` (its folders made): ``target``."""
+    written to ``target`` (its folders made): ``target``. A figure (``.svg``) is refused when it holds what no
+    figure of ``pebench report`` does (:func:`svg_problem`).
+
+    Raises:
+        ResultsError: a link or a folder on the way (:func:`artifact_bytes`), or such a figure, on one line.
+    """
     target = Path(target)
     data = artifact_bytes(folder, relative)
+    if relative.endswith(".svg") and (problem := svg_problem(data)):
+        raise store.ResultsError(f"{Path(folder) / relative}: holds {problem}, which no figure of pebench report "
+                                 "does; the folder may have been crafted (move the file away)")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     return target

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from test_docs import led_results, load_generators
+from test_docs import ROOT, led_results, load_generators
 
 from pebench.store import ResultsError
 
@@ -75,3 +75,32 @@ def test_a_linked_suite_folder_in_results_is_refused_on_one_line(gen, tmp_path):
         assert "\n" not in str(error.value)
     (tmp_path / "results" / "extended").unlink()
     assert gen.suite_folders(tmp_path / "results") == [folder]
+
+
+@pytest.mark.parametrize(("svg", "held"), [
+    ("<svg><script>alert(1)</script></svg>", "the element <script>"),
+    ('<svg onload="alert(1)"/>', "the event attribute 'onload='"),
+    ('<svg><a href="https://example.org"><text>x</text></a></svg>', "the element <a>"),
+    ('<svg><set attributeName="href" to="javascript:alert(1)"/></svg>', "the element <set>"),
+    ("<svg><foreignObject><div/></foreignObject></svg>", "the element <foreignObject>"),
+    ('<svg><image href="http://tracker.example/x.png"/></svg>', "a link to 'http://tracker.example/x.png'"),
+    ("<svg><style>@import url(http://x/y.css);</style></svg>", "a style that loads something"),
+    ('<!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]><svg>&x;</svg>', "an entity declaration"),
+])
+def test_a_figure_that_could_run_script_in_a_readers_browser_is_refused(gen, tmp_path, svg, held):
+    folder = led_results(tmp_path / "results")
+    (folder / "figures" / "heatmap.svg").write_text(svg)
+    out = tmp_path / "docs" / "_generated" / "results" / "standard"
+    with pytest.raises(ResultsError, match="no figure of pebench report") as error:
+        gen.shown_report(folder, out, tmp_path / "docs")
+    assert held in str(error.value) and "\n" not in str(error.value)
+    assert not (out / "figures" / "heatmap.svg").exists()
+
+
+def test_every_figure_pebench_draws_passes_the_figure_check():
+    from pebench.report_file import svg_problem
+
+    figures = sorted(ROOT.glob("results/**/*.svg"))
+    assert len(figures) > 20
+    assert {str(path.relative_to(ROOT)): svg_problem(path.read_bytes()) for path in figures
+            if svg_problem(path.read_bytes())} == {}
