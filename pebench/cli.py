@@ -599,9 +599,11 @@ def main_table_text(folder: Path) -> str | None:
     (``tables/<name>.md`` of report.json's ``main_table``; before a report recorded one, the extrapolation
     board); ``None`` when the folder has no report. The folder is read as untrusted data: the name must be a
     plain file stem, the text is escaped for the terminal."""
+    from pebench import store
+
     try:
-        index = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        index = store.read_json(folder / "report.json", "report")  # never through a link
+    except (OSError, ValueError):  # ValueError: a ResultsError too
         return None
     entries = index.get("tables") if isinstance(index, dict) else None
     names = [t["name"] for t in entries or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
@@ -891,6 +893,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGINT
     except (UnknownNameError, ValueError, OSError) as exc:  # ValueError: a ResultsError too
         print(f"pebench: error: {terminal_text(str(exc).splitlines()[0])}", file=sys.stderr)
+        return EXIT_USAGE
+    except RecursionError:  # a value of a run file nested deeper than Python parses: no file pebench writes is
+        print("pebench: error: a file of the results folder nests its data deeper than any pebench writes (it may "
+              "have been crafted); move the folder's files away one by one to find it", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -11,7 +11,6 @@ the scripts on disk; only an experiment declared nowhere gets the default layout
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -55,8 +54,8 @@ def recorded_report_specs(folder: str | Path) -> dict[str, ReportSpec]:
     path = folder / "report.json"
     if path.is_file() and not path.is_symlink():
         try:
-            index = json.loads(path.read_text())
-        except (OSError, ValueError):
+            index = store.read_json(path, "report")
+        except (OSError, ValueError):  # ValueError: a ResultsError too
             index = {}
         recorded = _records(path, index.get(REPORT_KEY) if isinstance(index, dict) else None)
         specs.update({name: spec for name, spec in recorded.items() if name not in specs})

@@ -136,7 +136,7 @@ def read_snapshot(path: str | Path) -> dict[str, Any]:
     """
     path = Path(store.refuse_link(path))
     try:
-        record = json.loads(store.read_plain_file(path / SNAPSHOT_FILE, "snapshot description"))
+        record = store.read_json(path / SNAPSHOT_FILE, "snapshot description")
     except FileNotFoundError:
         raise store.ResultsError(f"{path} has no {SNAPSHOT_FILE}: not a snapshot (pebench snapshot makes "
                                  "one)") from None

@@ -9,7 +9,6 @@ Importing this module loads neither pandas nor scipy (``tests/test_report_file.p
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -57,7 +56,7 @@ def current_report(folder: str | Path) -> dict[str, Any]:
     remedy = (f"run pebench report {folder} (with OMP_NUM_THREADS=1 to remake committed files byte for byte; a CSV "
               "float may differ in its last digits on a CPU with other vector extensions)")
     try:
-        index = json.loads(store.read_plain_file(path, "report"))
+        index = store.read_json(path, "report")
     except FileNotFoundError:
         raise StaleReport(f"{folder} has no report.json: {remedy}") from None
     except (OSError, ValueError) as exc:  # store.ResultsError is a ValueError, as are JSON and decoding errors

@@ -5,7 +5,6 @@ too and a test pins them once. Texts are MyST Markdown; importing this module lo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -207,7 +206,7 @@ def changes_list(results: str | Path, suite: str) -> list[blocks.Block]:
         return [blocks.text("Until the new reference is reported and its changes are listed, there is nothing to "
                             f"compare: `pebench changes <snapshot> {shown / suite} --blocks "
                             f"{shown / 'history' / path.name}` writes the list.")]
-    written = json.loads(store.read_plain_file(path, "changes list"))
+    written = store.read_json(path, "changes list")
     current = current_report(folder).get("results_version")
     if written.get("after") != current:
         raise StaleReport(f"{path} lists the changes to {written.get('after')}, not to {folder} as it is now "

@@ -424,7 +424,7 @@ def expected_rows(first: pd.Series) -> set[tuple[int, str, str]] | None:
         return None
     try:
         lengths, conditions = json.loads(first["eval_lengths"]), json.loads(first["eval_conditions"])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # not what pebench writes: no rows match it
         return None
     variants = variant_labels(first.get("eval_variants"))
     return {(int(length), str(c), str(v)) for length in lengths for c in conditions for v in variants}
@@ -487,6 +487,33 @@ def mixed_configurations(data: pd.DataFrame) -> list[str]:
     return problems
 
 
+def parse_json(data: bytes | str, path: str | Path) -> Any:
+    """``data``, the content of the file ``path`` of a results folder, parsed as JSON.
+
+    Raises:
+        ResultsError: it is not JSON, not UTF-8, or nested deeper than Python's parser goes (no file pebench writes
+            nests more than a few levels; a folder may come from anyone), on one line naming ``path``.
+    """
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    except RecursionError:
+        raise ResultsError(f"{path} nests JSON deeper than any file pebench writes (it may have been crafted); "
+                           "move it away to continue") from None
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The JSON file ``path`` of a results folder (a ``what``, for errors), read without following a link
+    (:func:`read_plain_file`) and parsed (:func:`parse_json`).
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        ResultsError: it is a link or not a regular file, too large, or not JSON (:func:`parse_json`), on one line.
+    """
+    return parse_json(read_plain_file(path, what), path)
+
+
 def read_manifest(folder: str | Path) -> dict | None:
     """The ``manifest.json`` of a results folder (``None`` when it has none), read without following a link.
 
@@ -498,10 +525,7 @@ def read_manifest(folder: str | Path) -> dict | None:
     path = Path(folder) / "manifest.json"
     if not path.exists() and not path.is_symlink():
         return None
-    try:
-        manifest = json.loads(read_plain_file(path, "manifest"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path} is not valid JSON ({exc}); move it away to continue") from None
+    manifest = read_json(path, "manifest")
     if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
             and isinstance(manifest.get("invocations", []), list)
             and isinstance(manifest.get("latest") or {}, dict) and _combined_shape(manifest.get("combined"))):

@@ -538,3 +538,40 @@ def test_write_report_itself_never_writes_through_a_linked_folder(tmp_path):
     with pytest.raises(ResultsError, match="tables is a symbolic link"):
         write_report(folder, out)
     assert not list(elsewhere.iterdir())
+
+
+# --------------------------------------------------------------------------- JSON nested beyond the parser
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # far deeper than Python's recursion limit; no file pebench writes nests 5
+
+
+@pytest.mark.parametrize("command", ["report", "show"])
+def test_a_manifest_nested_beyond_the_parser_is_one_line(tmp_path, capsys, command):
+    folder = small_results(tmp_path / "results")
+    (folder / "manifest.json").write_text('{"suite": ' * 100_000 + '"x"' + "}" * 100_000)
+    assert main([command, str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "manifest.json nests JSON deeper than any file pebench writes" in err, err
+
+
+def test_a_report_nested_beyond_the_parser_is_stale_on_one_line(tmp_path):
+    from pebench.report_file import StaleReport, current_report
+
+    folder = small_results(tmp_path / "results")
+    (folder / "report.json").write_text(DEEP)
+    with pytest.raises(StaleReport, match="nests JSON deeper than any file pebench writes") as error:
+        current_report(folder)
+    assert "\n" not in str(error.value)
+
+
+def test_show_never_reads_a_linked_report(tmp_path, capsys):
+    folder = small_results(tmp_path / "results")
+    assert main(["report", str(folder)]) == 0
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text((folder / "report.json").read_text())
+    (folder / "report.json").unlink()
+    (folder / "report.json").symlink_to(secret)
+    from pebench.cli import main_table_text
+
+    assert main_table_text(folder) is None  # as without a report: the link is not followed

@@ -5,7 +5,6 @@ and removes files in the report's own folders only (:func:`check_report_folders`
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +65,8 @@ def recorded_outputs(out_dir: Path) -> set[Path]:
     summaries' paths), relative to ``out_dir``. The folder may come from anyone: only relative paths inside
     :data:`REPORT_FOLDERS` without ``..`` count; empty when there is no readable ``report.json``."""
     try:
-        index = json.loads((Path(out_dir) / "report.json").read_text())
-    except (OSError, ValueError):
+        index = store.read_json(Path(out_dir) / "report.json", "report")  # never through a link
+    except (OSError, ValueError):  # ValueError: a ResultsError too
         return set()
     if not isinstance(index, dict):
         return set()

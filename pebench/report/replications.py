@@ -8,7 +8,6 @@ and the site renders them as they are.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from pebench.replication import (
 )
 from pebench.report.findings import training_time
 from pebench.schema import BASE_VARIANT, encoding_label, task_label, task_labels
-from pebench.store import load, raw_files, run_file_id
+from pebench.store import load, raw_files, read_manifest, run_file_id
 from pebench.tasks.charlm import EVAL_SPAN
 
 #: how a scale check's declared verdict on a size (:meth:`ScaleCheck.size_verdicts`) reads against the standard size
@@ -116,7 +115,7 @@ def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[Bl
     path = Path(results_dir or folder) / "manifest.json"
     if runs is None or not path.exists():
         return []
-    invocations = json.loads(path.read_text()).get("invocations", [])
+    invocations = (read_manifest(path.parent) or {}).get("invocations", [])
     # the sweeps that may have made these runs: those that name this experiment, and those that predate
     # the manifest's record of experiments (which of those made them is not recorded)
     own = [i for i in invocations if "experiments" not in i or name in i["experiments"]]

@@ -4,7 +4,6 @@ replication suite's ``report.json``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pebench import store
@@ -28,7 +27,7 @@ def pilot_reading(path: Path, what: str, script: str) -> str:
     rendered; or the line that says how to write it."""
     if not path.exists():
         return not_in_results(what, f"`{shown(path)}` is missing; run `python {script} read`")
-    return "\n".join(render_blocks(json.loads(store.read_plain_file(path, "pilot reading"))["blocks"]))
+    return "\n".join(render_blocks(store.read_json(path, "pilot reading")["blocks"]))
 
 
 def depth_pilot_include(pilots: Path) -> str:
