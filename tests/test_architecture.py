@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.__main__", "interface"),
     ("pebench.results", "analysis"),
     ("pebench.leaderboard", "analysis"),
+    ("pebench.board_tables", "analysis"),  # the boards as tables
     ("pebench.replication", "analysis"),
     ("pebench.plots", "analysis"),
     ("pebench.compare", "analysis"),

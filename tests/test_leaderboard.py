@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pebench import board_tables
 from pebench import leaderboard as lb
 from pebench.tables import Cell, to_latex, to_markdown
 
@@ -117,20 +118,20 @@ def test_holm_family_is_monotone():
 def test_writers():
     runs = make_runs({"randomized:rope": 0.9, "my_enc": 0.5, "b": 0.5})
     board = lb.leaderboard(runs, METRIC, n_boot=50)
-    markdown = to_markdown(lb.leaderboard_table(board, caption=""))
+    markdown = to_markdown(board_tables.leaderboard_table(board, caption=""))
     lines = markdown.strip().splitlines()
     assert len(lines) == 2 + len(board) and all(line.count("|") == 7 for line in lines)
     assert lines[1] == "|:--|:--|--:|--:|--:|--:|"  # words left, numbers (intervals, counts, shares) right
     assert "1.00 [1.00, 1.00]" in markdown and "4/4" in markdown
-    assert lb.leaderboard_table(board).rows[0][2].value == (board.mrr[0], board.mrr_low[0], board.mrr_high[0])
-    latex = to_latex(lb.leaderboard_table(board, caption="Ranks", label="tab:x"))
+    assert board_tables.leaderboard_table(board).rows[0][2].value == (board.mrr[0], board.mrr_low[0], board.mrr_high[0])
+    latex = to_latex(board_tables.leaderboard_table(board, caption="Ranks", label="tab:x"))
     assert latex.count("{") == latex.count("}") and r"my\_enc" in latex and "my_enc" not in latex
     for part in (r"\begin{table", r"\toprule", r"\midrule", r"\bottomrule", r"\end{table", r"\label{tab:x}"):
         assert part in latex
     table = lb.pairwise(runs, [("my_enc", "b")], METRIC, n_boot=50)
-    pair_markdown = to_markdown(lb.pairwise_table(table))
+    pair_markdown = to_markdown(board_tables.pairwise_table(table))
     assert "-0.00" not in pair_markdown and "0.00 [0.00, 0.00]" in pair_markdown
-    pair_latex = to_latex(lb.pairwise_table(table))
+    pair_latex = to_latex(board_tables.pairwise_table(table))
     assert pair_latex.count("{") == pair_latex.count("}") and "OOD token accuracy" in pair_latex
 
 
@@ -147,7 +148,7 @@ def test_fit_fractions_count_fitted_seeds_per_task_and_in_all():
     table = lb.fit_fractions(runs)
     assert table[["encoding", "task", "fitted", "seeds"]].values.tolist() == [
         ["a", "task0", 2, 3], ["a", "task1", 3, 3], ["b", "task0", 0, 3], ["b", "task1", 1, 3]]
-    fit = lb.fit_table(table, "caption")
+    fit = board_tables.fit_table(table, "caption")
     assert fit.headers == ["Arch", "Encoding", "task0", "task1", "All"]
     assert [[cell.text for cell in row] for row in fit.rows] == [["decoder", "a", "2/3", "3/3", "83%"],
                                                                  ["decoder", "b", "0/3", "1/3", "17%"]]
@@ -251,7 +252,7 @@ def test_harm_compares_each_encoding_with_the_baseline_on_the_controls():
     table = lb.harm(runs, n_boot=300).set_index("encoding")
     assert table.loc["learned", "harms"] and not table.loc["rope", "harms"]
     assert table.loc["learned", "vs_baseline"] == pytest.approx(-0.35, abs=0.02)  # noise at most 0.01 per run
-    assert lb.harm_table(lb.harm(runs, n_boot=50)).headers[4] == "vs NoPE [95% CI]"
+    assert board_tables.harm_table(lb.harm(runs, n_boot=50)).headers[4] == "vs NoPE [95% CI]"
 
 
 def test_a_comparison_too_small_to_reach_the_level_is_called_unresolvable_not_insignificant():
@@ -285,7 +286,7 @@ def test_declared_comparisons_per_task_split_the_pooled_pairs_and_give_unadjuste
     lower = lb.pairwise_by_task(runs.assign(ood_normalised_acc=-runs["ood_normalised_acc"]), [("rope", "alibi")],
                                 lb.PRIMARY_SCORE)
     assert lower["mean_diff"].iloc[0] < 0 and lower["b_better"].iloc[0] == 6  # scores negated: b better on each seed
-    rendered = lb.pairwise_by_task_table(table.reset_index(), "caption").to_markdown()
+    rendered = board_tables.pairwise_by_task_table(table.reset_index(), "caption").to_markdown()
     assert "6 / 0 / 0" in rendered and "0.031" in rendered
 
 def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_dependent_tasks():
@@ -366,7 +367,7 @@ def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improvi
     assert lb.shortfall_text(table, "encoder") == ""
     goal = lb.capacity_goal(runs, table)["decoder"]
     assert "runs not fitted: parity check 3 of 6, copy 1 of 6; of their 4 runs not fitted, 1 was still" in goal
-    shown = lb.shortfall_table(table, "caption").to_markdown()
+    shown = board_tables.shortfall_table(table, "caption").to_markdown()
     assert "|  | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 |" in shown  # decoder, named above
     assert "| copy | 1/6 (17%) | — | 0 | 0 |" in shown
     assert lb.capacity_shortfall(runs, runs.drop(columns="fit_curve")).empty  # no curves recorded
@@ -409,7 +410,7 @@ def test_a_board_aligns_numbers_right_with_undefined_cells_among_them():
     """An unranked encoding's score is undefined (—): its column is still one of numbers; a tier column that
     says "not ranked" is one of words."""
     rows = [[Cell("decoder"), Cell("1"), Cell("0.38 [0.05, 0.65]")], [Cell("decoder"), Cell("not ranked"), Cell("—")]]
-    board = lb._board("b", pd.DataFrame(), ["Arch", "Tier", "Score"], rows, "", None)
+    board = board_tables._board("b", pd.DataFrame(), ["Arch", "Tier", "Score"], rows, "", None)
     assert [column.align for column in board.columns] == ["l", "l", "r"]
 
 
@@ -417,7 +418,7 @@ def test_a_board_names_each_architecture_once_and_a_pairs_tasks_under_the_pair()
     """The architecture is a board's key column: printed where it changes, a rule above each new one (Markdown
     shows the name once, LaTeX a rule and the name); the per-task comparisons name a pair once over its tasks."""
     rows = [[Cell(arch), Cell(encoding), Cell("0.50")] for arch in ("decoder", "encoder") for encoding in ("a", "b")]
-    board = lb._board("b", pd.DataFrame(), ["Arch", "Encoding", "Score"], rows, "", None)
+    board = board_tables._board("b", pd.DataFrame(), ["Arch", "Encoding", "Score"], rows, "", None)
     assert [column.key for column in board.columns] == [True, False, False] and board.group_starts == [2]
     assert [line.split("|")[1].strip() for line in to_markdown(board).splitlines()[2:6]] == ["decoder", "", "encoder",
                                                                                              ""]
@@ -426,6 +427,7 @@ def test_a_board_names_each_architecture_once_and_a_pairs_tasks_under_the_pair()
     table = pd.DataFrame([dict(arch="decoder", a="rope", b="alibi", task=task, n_pairs=6, mean_diff=0.1, a_better=6,
                                b_better=0, ties=0, p_value=0.03125, smallest_p=0.03125)
                           for task in ("copy", "reverse")])
-    shown = [line.split("|")[1:5] for line in to_markdown(lb.pairwise_by_task_table(table, "")).splitlines()[2:4]]
+    rendered = to_markdown(board_tables.pairwise_by_task_table(table, ""))
+    shown = [line.split("|")[1:5] for line in rendered.splitlines()[2:4]]
     assert [[cell.strip() for cell in row] for row in shown] == [["decoder", "RoPE", "ALiBi", "copy"],
                                                                  ["", "", "", "reverse"]]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import leaderboard, store
+from pebench import board_tables, leaderboard, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.report.artifacts import Artifact, save_table
@@ -41,7 +41,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
                "a ranking.")
     artifacts = [save_table(dataclasses.replace(
-        leaderboard.leaderboard_table(board, caption, name),
+        board_tables.leaderboard_table(board, caption, name),
         title=titled(experiment, spec, f"leaderboard ({label})")), directory, version)]
     leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
     fits = leaderboard.fit_fractions(runs)
@@ -54,7 +54,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                        f"over every task. Look for capable encodings that did not fit: their {label} is not "
                        "judged.")
         artifacts.append(save_table(dataclasses.replace(
-            leaderboard.fit_table(fits, fit_caption, fit_name),
+            board_tables.fit_table(fits, fit_caption, fit_name),
             title=titled(experiment, spec, "seeds fitted per task")), directory, version))
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
     if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6), and what its unfitted runs reached
@@ -73,7 +73,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                 "is read. Look at tasks where none was still improving at the cap: there the step cap is not what "
                 "they evidently lacked.")
             artifacts.append(save_table(dataclasses.replace(
-                leaderboard.shortfall_table(shortfall, short_caption, short_name),
+                board_tables.shortfall_table(shortfall, short_caption, short_name),
                 title=titled(experiment, spec, "capable encodings' runs not fitted")), directory, version))
     artifacts = v3 + artifacts
     if spec.comparisons:
@@ -90,7 +90,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                    "Holm-corrected over the whole family (every comparison and architecture). Look at the verdict "
                    "column.")
         artifacts.append(save_table(dataclasses.replace(
-            leaderboard.pairwise_table(table, caption, name),
+            board_tables.pairwise_table(table, caption, name),
             title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
         if protocol >= 3:
             artifacts += by_task_artifacts(runs, experiment, spec, directory, version)
@@ -122,7 +122,7 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "the declared verdict, which is the pooled test's above, and are no verdict themselves. Look at the "
                "seed counts: a task where the seeds split is no evidence either way.")
     return [save_table(dataclasses.replace(
-        leaderboard.pairwise_by_task_table(table, caption, name),
+        board_tables.pairwise_by_task_table(table, caption, name),
         title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
 
 
@@ -143,7 +143,7 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
 
     tiers = leaderboard.extrapolation_board(runs)
     if not tiers.empty:
-        board("extrapolation", tiers, leaderboard.extrapolation_table,
+        board("extrapolation", tiers, board_tables.extrapolation_table,
               f"Extrapolation board: {label} ((OOD accuracy - position-free floor) / (1 - floor), mean over tasks of "
               "the mean over seeds) of the encodings that fitted at least "
               f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs in which "
@@ -156,13 +156,13 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
             findings.append(f"{named(experiment, spec, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
     capability = leaderboard.capability(runs)
     if not capability.empty:
-        board("capability", capability, leaderboard.capability_table,
+        board("capability", capability, board_tables.capability_table,
               "Capability board: runs that met the fit criterion within the step cap, on the order-dependent tasks "
               "and on the order-free controls. An encoding that does not fit a task is not judged on it; look for "
               "encodings that cannot fit what they should represent.", "capability (fit rates)")
     harm = leaderboard.harm(runs)
     if not harm.empty:
-        board("harm", harm, leaderboard.harm_table,
+        board("harm", harm, board_tables.harm_table,
               "Harm on the order-free controls (tasks whose answer the bag of input symbols gives): OOD token "
               "accuracy of every run, fitted or not, and its difference from the position-free baseline on the same "
               "task-seed pairs, with 95% two-level bootstrap intervals; harms = the interval of the difference lies "
