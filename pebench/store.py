@@ -389,8 +389,27 @@ def _verified_frame(frame: pd.DataFrame, records: Sequence[Sequence[str]], path:
     if varying:
         raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
     _check_names(frame.iloc[0], path)
+    _check_formulas(records, path)
     _check_rows(frame, path)
     return frame
+
+
+#: what a spreadsheet reads as a formula where a field begins (``=HYPERLINK(...)``, ``@SUM(...)``); no field pebench
+#: writes begins so (a number's sign is ``-``), and a report copies a run file's fields into its summary CSVs
+FORMULA_STARTS = ("=", "+", "@", "\t", "\r")
+
+
+def _check_formulas(records: Sequence[Sequence[str]], path: Path) -> None:
+    """Refuse a run file with a field that a spreadsheet would run as a formula (:data:`FORMULA_STARTS`)."""
+    marks = tuple(f"\x1f{start}" for start in FORMULA_STARTS)
+    for record in records:
+        joined = "\x1f" + "\x1f".join(record)  # one search per row, not per field
+        field = next((f for f in record if f.startswith(FORMULA_STARTS)), None) if any(m in joined for m in marks) \
+            else None
+        if field is not None:
+            raise ResultsError(f"{path}: a field begins with {field[:1]!r} ({field[:40]!r}), which no run file of "
+                               "pebench holds and a spreadsheet would run as a formula; move the file away (it may "
+                               "have been crafted)")
 
 
 def _check_names(first: pd.Series, path: Path) -> None:

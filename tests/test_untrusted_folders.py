@@ -575,3 +575,20 @@ def test_show_never_reads_a_linked_report(tmp_path, capsys):
     from pebench.cli import main_table_text
 
     assert main_table_text(folder) is None  # as without a report: the link is not followed
+
+
+# --------------------------------------------------------------------------- fields a spreadsheet would run
+
+
+@pytest.mark.parametrize("value", ["=HYPERLINK(\"http://x\",\"y\")", "@SUM(1+1)*cmd|' /C calc'!A0", "+cmd", "\tx"])
+@pytest.mark.parametrize("command", ["report", "show"])
+def test_a_run_file_field_a_spreadsheet_would_run_is_refused_naming_it(tmp_path, capsys, value, command):
+    folder = small_results(tmp_path / "results")
+    path = sorted((folder / "raw").iterdir())[0]
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame["device"] = value  # copied into summary/runs.csv, which a reader may open in a spreadsheet
+    frame.to_csv(path, index=False)
+    assert main([command, str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and path.name in err and "a spreadsheet would run as a formula" in err, err
+    assert not (folder / "summary").exists()
