@@ -156,6 +156,8 @@ def _directive_problem(token: Token, srcdir: Path) -> str | None:
     if not match or name not in DIRECTIVES:
         return f"the directive {_short(info)}"
     lines = token.content.split("\n")
+    if lines[0].strip() == "---":  # options as a YAML block: pebench writes them as :name: lines only
+        return f"the YAML options of {{{name}}}"
     options = 0
     while options < len(lines) and (option := _OPTION.fullmatch(lines[options])):
         if option.group(1) not in DIRECTIVES[name]:

@@ -120,6 +120,7 @@ def test_a_crafted_commit_or_version_cannot_break_the_bibtex():
     (":::{figure} /etc/x.svg\n:::\n", "{figure} of '/etc/x.svg'"),
     (":::{figure} /_generated/x.svg\n:target: javascript:x\n:::\n", "the option :target: of {figure}"),
     (":::{admonition} Note\nA {{ x }}\n:::\n", "a MyST substitution"),
+    (":::{figure} /_generated/x.svg\n---\ntarget: javascript:x\n---\n:::\n", "the YAML options of {figure}"),
     ("```{eval-rst}\n.. raw:: html\n\n   <script>x</script>\n```\n", "the reStructuredText '.. raw:: html'"),
     ("[x](ftp://host/x)\n", "a link to 'ftp://host/x'"),
     ("![x](http://tracker/x.png)\n", "an image"),
