@@ -245,6 +245,9 @@ def _curve_panels(
     a cell without a fitted seed (``judged`` False) is drawn in :data:`NOT_FITTED_LINE`.
     """
     tasks = tasks_in_order(curves["task"])
+    if not tasks:  # e.g. rows of no condition the figure draws: only a file pebench did not write has them
+        raise ValueError(f"no rows to draw in the figure {title.splitlines()[0]!r}: check the run files' "
+                         "condition and metric columns")
     chance = metric_registry.get(metric, "length").reference
     figure, axes = _grid(len(tasks))
     for ax, task in zip(axes, tasks, strict=True):

@@ -67,6 +67,18 @@ OPTIONAL_CONFIG_COLUMNS = (
 DERIVED_CONFIG_COLUMNS = ("position_capacity",)
 #: columns that can look numeric but are text (run id "3e69517866536022" would parse as inf)
 TEXT_COLUMNS = ("run_id", "pebench_version", "commit", "error", "rows_sha256")
+#: columns pebench writes as numbers (flags as True/False), empty where a run has none: a run file with anything
+#: else there is refused (:func:`pebench.store.validate_frame`), so that no text reaches a mean
+NUMBER_COLUMNS = (
+    "batch_size", "chance_token_acc", "compiled", "d_model", "divergence_loss", "dropout", "encoding_params",
+    "equivariance_gap_init", "equivariance_gap_trained", "eval_batch_size", "eval_equivariance", "eval_len",
+    "eval_n_examples", "eval_seed", "final_train_loss", "fit_disjoint", "fit_every", "fit_examples", "fit_min_drop",
+    "fit_patience", "fit_threshold", "fit_token_acc", "fitted", "floor_seq_acc", "floor_token_acc", "grad_clip",
+    "length_seed", "loss", "loss_se", "lr", "min_lr_ratio", "mlp_ratio", "n", "n_heads", "n_layers", "params",
+    "position_capacity", "protocol", "seed", "seq_acc", "steps", "steps_done", "steps_to_fit", "stop_at_fit",
+    "task_version", "token_acc", "torch_threads", "train_max_len", "train_min_len", "train_seconds", "warmup_steps",
+    "weight_decay",
+)
 #: last column of a run file: SHA-256 of its header and rows without this column
 #: (:func:`pebench.store.rows_checksum`)
 CHECKSUM_COLUMN = "rows_sha256"

@@ -56,6 +56,7 @@ from pebench.schema import (
     IDENTITY_COLUMNS,
     METRIC_COLUMNS,
     NAME_COLUMNS,
+    NUMBER_COLUMNS,
     STATUSES,
     TEXT_COLUMNS,
     completed,
@@ -122,6 +123,15 @@ def _check_columns(frame: pd.DataFrame, source: str | Path) -> None:
 def _check_values(frame: pd.DataFrame, source: str | Path) -> None:
     import pandas as pd
 
+    for column in NUMBER_COLUMNS:
+        if column in frame and not (pd.api.types.is_numeric_dtype(frame[column])
+                                    or pd.api.types.is_bool_dtype(frame[column])):  # read as text: check each
+            text = frame[column].dropna().astype(str)
+            numbers = pd.to_numeric(text.replace({"True": "1", "False": "0"}), errors="coerce")
+            bad = text[numbers.isna() & (text != "")]
+            if len(bad):
+                raise ResultsError(f"{source}: its {column} {bad.iloc[0][:40]!r} is not a number (pebench writes a "
+                                   "number there); move the file away (it may have been crafted)")
     evaluated = frame[completed(frame)]
     if evaluated.empty:
         return
@@ -385,10 +395,10 @@ def _verified_frame(frame: pd.DataFrame, records: Sequence[Sequence[str]], path:
     # on the fields as written (one set per column), not pandas' nunique per column: this runs for every file
     # of a folder and was most of `pebench show`'s time after parsing
     same = {name: len({record[k] for record in records[1:]}) == 1 for k, name in enumerate(header)}
-    varying = [c for c in (*IDENTITY_COLUMNS, *CONFIG_COLUMNS) if c in frame and not same[c]]
+    varying = [c for c in dict.fromkeys((*IDENTITY_COLUMNS, *CONFIG_COLUMNS)) if c in frame and not same[c]]
     if varying:
         raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
-    _check_names(frame.iloc[0], path)
+    _check_names(dict(zip(header, records[1], strict=True)), path)  # as written: pandas may read "1" as a number
     _check_formulas(records, path)
     _check_rows(frame, path)
     return frame
@@ -412,15 +422,31 @@ def _check_formulas(records: Sequence[Sequence[str]], path: Path) -> None:
                                "have been crafted)")
 
 
-def _check_names(first: pd.Series, path: Path) -> None:
-    """Refuse a run file whose names (:data:`pebench.schema.NAME_COLUMNS`) are not of the form pebench
-    writes: they become file names and terminal text, and a folder may come from anyone."""
+def _check_names(first: Mapping[str, str], path: Path) -> None:
+    """Refuse a run file whose names (:data:`pebench.schema.NAME_COLUMNS`, as written in its first row) are not of
+    the form pebench writes: they become file names and terminal text, and a folder may come from anyone. A name
+    that pandas would read as a number or a missing value (``1``, ``nan``, ``null``; a run id is read as text) is
+    none either."""
     for column, pattern in NAME_COLUMNS.items():
-        value = str(first[column])
-        if not pattern.fullmatch(value):
+        value = first[column]
+        if not pattern.fullmatch(value) or (column not in TEXT_COLUMNS and _reads_as_number(value)):
             what = "16 lowercase hex digits" if column == "run_id" else "letters, digits, '_', '-' and '.'"
             raise ResultsError(f"{path}: its {column} {value!r} is not a name pebench writes ({what}); move the "
                                "file away (it may have been crafted)")
+
+
+#: the words of a name's form that pandas reads as a missing value (its default ``na_values``, which tell case:
+#: ``none``, NoPE's name, is a word), besides what :func:`float` parses (``nan``, ``inf``)
+_MISSING_WORDS = frozenset({"NA", "NULL", "None", "null"})
+
+
+def _reads_as_number(text: str) -> bool:
+    """Whether pandas would read ``text`` as a number or a missing value, not as a word."""
+    try:
+        float(text)
+    except ValueError:
+        return text in _MISSING_WORDS
+    return True
 
 
 def path_in(folder: str | Path, name: str) -> Path:

@@ -592,3 +592,53 @@ def test_a_run_file_field_a_spreadsheet_would_run_is_refused_naming_it(tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and path.name in err and "a spreadsheet would run as a formula" in err, err
     assert not (folder / "summary").exists()
+
+
+# --------------------------------------------------------------------------- fields of the wrong kind
+
+
+@pytest.mark.parametrize(("column", "value", "said"), [
+    ("final_train_loss", '{"a": [1]}', "its final_train_loss '{\"a\": [1]}' is not a number"),
+    ("params", "failed", "its params 'failed' is not a number"),
+    ("task", "nan", "its task 'nan' is not a name pebench writes"),  # pandas reads it as a number
+    ("arch", "1", "its arch '1' is not a name pebench writes"),
+])
+def test_a_field_of_the_wrong_kind_is_refused_on_one_line(tmp_path, capsys, column, value, said):
+    folder = small_results(tmp_path / "results")
+    path = sorted((folder / "raw").iterdir())[0]
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame[column] = value
+    frame.to_csv(path, index=False)
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and path.name in err and said in err, err
+
+
+#: what a crafted run file's field may be set to (texts, numbers out of range, JSON, names of other columns)
+FUZZ_VALUES = ["", "x", "-1", "0", "1e308", "nan", "inf", "[]", "{}", "[1,", "null", "true", "999999999", "[[1, 2]]",
+               '{"a": [1]}', "0.5", "1.5", "ok", "failed", "diverged", "decoder", "cuda"]
+
+
+def test_report_and_show_end_every_crafted_run_file_with_a_status_not_a_traceback(tmp_path, capsys):
+    import random
+    import shutil
+
+    rng = random.Random(0)  # seeded: the same 25 folders on every machine
+    base = small_results(tmp_path / "base")
+    files = sorted((base / "raw").iterdir())
+    columns = list(pd.read_csv(files[0], dtype=str).columns)
+    for trial in range(25):
+        folder = shutil.copytree(base, tmp_path / f"trial{trial}")
+        path = folder / "raw" / rng.choice(files).name
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for _ in range(rng.randint(1, 3)):
+            column, value = rng.choice(columns), rng.choice(FUZZ_VALUES)
+            if rng.random() < 0.5:
+                frame[column] = value
+            else:
+                frame.loc[rng.randrange(len(frame)), column] = value
+        frame.to_csv(path, index=False)
+        for command in ("report", "show"):
+            status = main([command, str(folder)])  # an exception here is the failure this test looks for
+            err = capsys.readouterr().err
+            assert status in (0, 2) and (status == 0 or err.count("\n") == 1), (command, err)
