@@ -65,10 +65,48 @@ def current_report(folder: str | Path) -> dict[str, Any]:
         digest = raw_digest(folder)
     except (OSError, store.ResultsError) as exc:
         raise StaleReport(f"the run files of {folder} cannot be read ({exc}): {remedy}") from None
+    if isinstance(index, dict) and (problem := report_shape_problem(index)):
+        raise StaleReport(f"{path} is not a report pebench writes ({problem}; it may have been crafted): {remedy}")
     if not isinstance(index, dict) or index.get(DIGEST_KEY) != digest:
         raise StaleReport(f"{path} is older than the run files in {folder / 'raw'} (or predates their digest): "
                           f"{remedy}")
     return index
+
+
+#: what each field of a ``report.json`` that a page reads holds, where it has it (a folder may come from anyone)
+REPORT_FIELDS = {
+    **dict.fromkeys(("protocol", "citation", "results_version", "main_table", "lead_figure", "completeness"), str),
+    **dict.fromkeys(("findings", "skipped", "headline"), "texts"),
+    **dict.fromkeys(("figures", "tables"), "artifacts"),
+    **dict.fromkeys(("summaries", "provenance", "fit_table", "floors_table", "fit_resolution", "interval_edges",
+                     "entries"), dict),
+}
+
+
+_KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)"}
+
+
+def report_shape_problem(index: dict[str, Any]) -> str | None:
+    """What in ``index`` (a ``report.json``) is not of the kind :data:`REPORT_FIELDS` gives, or ``None``: an artifact
+    is an object with a text ``name``, ``title`` and ``caption`` and an object of text ``paths``."""
+    for key, kind in REPORT_FIELDS.items():
+        if key not in index:
+            continue
+        value = index[key]
+        if kind == "texts":
+            ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        elif kind == "artifacts":
+            ok = isinstance(value, list) and all(
+                isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("name", "title", "caption"))
+                and isinstance(item.get("paths"), dict) and all(isinstance(p, str) for p in item["paths"].values())
+                for item in value)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            return f"its {key!r} is not {_KINDS.get(kind, 'an object' if kind is dict else 'a text')}"
+    if isinstance(index.get("summaries"), dict) and not all(isinstance(p, str) for p in index["summaries"].values()):
+        return "its 'summaries' name something other than paths"
+    return None
 
 
 #: the folders of a results folder whose subfolders are reruns of ``<results>/<suite>``: ``local`` (``tox -e bench``)

@@ -104,3 +104,22 @@ def test_every_figure_pebench_draws_passes_the_figure_check():
     assert len(figures) > 20
     assert {str(path.relative_to(ROOT)): svg_problem(path.read_bytes()) for path in figures
             if svg_problem(path.read_bytes())} == {}
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("protocol", ["x"], "its 'protocol' is not a text"),
+    ("findings", "x", "its 'findings' is not a list of texts"),
+    ("figures", [{"name": "x"}], "its 'figures' is not a list of artifacts"),
+    ("provenance", [], "its 'provenance' is not an object"),
+    ("summaries", {"runs": 5}, "its 'summaries' name something other than paths"),
+])
+def test_a_report_of_the_wrong_shape_stops_the_build_on_one_line(gen, tmp_path, field, value, said):
+    folder = led_results(tmp_path / "results")
+    index = json.loads((folder / "report.json").read_text())
+    index[field] = value
+    (folder / "report.json").write_text(json.dumps(index))
+    srcdir = tmp_path / "docs"
+    with pytest.raises(RuntimeError, match="is not a report pebench writes") as error:
+        with gen.one_build():
+            gen.generate_results(tmp_path / "results", srcdir / "_generated" / "results", srcdir)
+    assert said in str(error.value) and "\n" not in str(error.value)
