@@ -13,6 +13,7 @@ passes whatever its folder's manifest says; what fails was written by something 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -50,17 +51,14 @@ class UnsafePage(RuntimeError):
     """A generated page holds MyST that no pebench page writes (:func:`check_page`)."""
 
 
-_PARSERS: dict[str, object] = {}
-
-
+@functools.cache
 def _parser():
-    if "md" not in _PARSERS:
-        from markdown_it.renderer import RendererHTML
-        from myst_parser.config.main import MdParserConfig
-        from myst_parser.parsers.mdit import create_md_parser
+    """MyST's Markdown parser, configured as the site's (made once: building it takes longer than a page's parse)."""
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
 
-        _PARSERS["md"] = create_md_parser(MdParserConfig(enable_extensions=set(MYST_EXTENSIONS)), RendererHTML)
-    return _PARSERS["md"]
+    return create_md_parser(MdParserConfig(enable_extensions=set(MYST_EXTENSIONS)), RendererHTML)
 
 
 def check_page(text: str, path: Path) -> None:
@@ -74,18 +72,20 @@ def check_page(text: str, path: Path) -> None:
     if Path(path).suffix != ".md":
         return
     srcdir = source_folder(path)
-    problem = _problem(_parser().parse(text), srcdir, first=True)
-    if problem:
-        where = Path(path).resolve()
-        shown = where.relative_to(srcdir.resolve()) if where.is_relative_to(srcdir.resolve()) else where
-        raise UnsafePage(f"pebench_docs: {shown} would hold {problem}, which no pebench page writes: a report.json, "
-                         "table or manifest of a results folder may have been crafted; the build stops")
+    where = Path(path).resolve()
+    shown = where.relative_to(srcdir.resolve()) if where.is_relative_to(srcdir.resolve()) else where
+    _check(text, str(shown), srcdir, first=True)
 
 
 def check_text(text: str, what: str, srcdir: Path) -> None:
     """:func:`check_page` for a text the site inserts into its pages (a substitution's value), named ``what``."""
-    problem = _problem(_parser().parse(text), srcdir, first=False)
-    if problem:
+    _check(text, what, srcdir, first=False)
+
+
+def _check(text: str, what: str, srcdir: Path, first: bool) -> None:
+    """Refuse ``text`` (``what``, for the message) where :func:`_problem` finds something; ``first``: a whole page,
+    which may begin with front matter."""
+    if problem := _problem(_parser().parse(text), srcdir, first):
         raise UnsafePage(f"pebench_docs: {what} would hold {problem}, which no pebench page writes: a report.json, "
                          "table or manifest of a results folder may have been crafted; the build stops")
 

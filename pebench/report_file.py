@@ -78,12 +78,18 @@ REPORT_FIELDS = {
     **dict.fromkeys(("protocol", "citation", "results_version", "main_table", "lead_figure", "completeness"), str),
     **dict.fromkeys(("findings", "skipped", "headline"), "texts"),
     **dict.fromkeys(("figures", "tables"), "artifacts"),
-    **dict.fromkeys(("summaries", "provenance", "fit_table", "floors_table", "fit_resolution", "interval_edges",
-                     "entries"), dict),
+    "summaries": "paths",
+    **dict.fromkeys(("provenance", "fit_table", "floors_table", "fit_resolution", "interval_edges", "entries"), dict),
 }
 
 
-_KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)"}
+_KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)",
+          "paths": "an object of paths"}
+
+
+def _paths(value: object) -> bool:
+    """Whether ``value`` is an object whose values are texts (an artifact's or the summaries' paths)."""
+    return isinstance(value, dict) and all(isinstance(path, str) for path in value.values())
 
 
 def report_shape_problem(index: dict[str, Any]) -> str | None:
@@ -98,14 +104,13 @@ def report_shape_problem(index: dict[str, Any]) -> str | None:
         elif kind == "artifacts":
             ok = isinstance(value, list) and all(
                 isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("name", "title", "caption"))
-                and isinstance(item.get("paths"), dict) and all(isinstance(p, str) for p in item["paths"].values())
-                for item in value)
+                and _paths(item.get("paths")) for item in value)
+        elif kind == "paths":
+            ok = _paths(value)
         else:
             ok = isinstance(value, kind)
         if not ok:
             return f"its {key!r} is not {_KINDS.get(kind, 'an object' if kind is dict else 'a text')}"
-    if isinstance(index.get("summaries"), dict) and not all(isinstance(p, str) for p in index["summaries"].values()):
-        return "its 'summaries' name something other than paths"
     return None
 
 

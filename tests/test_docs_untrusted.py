@@ -111,7 +111,7 @@ def test_every_figure_pebench_draws_passes_the_figure_check():
     ("findings", "x", "its 'findings' is not a list of texts"),
     ("figures", [{"name": "x"}], "its 'figures' is not a list of artifacts"),
     ("provenance", [], "its 'provenance' is not an object"),
-    ("summaries", {"runs": 5}, "its 'summaries' name something other than paths"),
+    ("summaries", {"runs": 5}, "its 'summaries' is not an object of paths"),
 ])
 def test_a_report_of_the_wrong_shape_stops_the_build_on_one_line(gen, tmp_path, field, value, said):
     folder = led_results(tmp_path / "results")
