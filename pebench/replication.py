@@ -337,6 +337,38 @@ class Declared(Protocol):
     def runs(self, suite: str) -> list: ...
 
 
+def interval_verdict(agreement: RankingAgreement, base: RankingAgreement) -> str:
+    """The declared reading of one tau against another: ``"higher"`` or ``"lower"`` where the two 95% intervals
+    do not overlap, ``"unresolved"`` where they do (intervals that meet at an end overlap)."""
+    if agreement.low > base.high:
+        return "higher"
+    if agreement.high < base.low:
+        return "lower"
+    return "unresolved"
+
+
+def remake_reading(agreement: RankingAgreement, base: RankingAgreement | None, base_name: str) -> str:
+    """The sentence that reads a re-made replication's tau against the original's (``base``, of the experiment
+    ``base_name``) by the declared rule of :func:`interval_verdict`; says the comparison is not made where the
+    original's runs are not in the folder (``base`` None) or either tau is undefined."""
+    rule = "a difference is read only where the two 95% intervals do not overlap"
+    if base is None:
+        return (f"Against the original replication (`{base_name}`): its runs are not in this folder, so the declared "
+                f"comparison ({rule}) is not made.")
+    if any(value != value for value in (agreement.low, agreement.high, base.low, base.high)):
+        return (f"Against the original replication (`{base_name}`): a tau or its interval is undefined, so the "
+                f"declared comparison ({rule}) is not made.")
+    ours, theirs = (f"**{a.tau:.2f}** [{a.low:.2f}, {a.high:.2f}]" for a in (agreement, base))
+    verdict = interval_verdict(agreement, base)
+    if verdict == "unresolved":
+        low, high = max(agreement.low, base.low), min(agreement.high, base.high)
+        shared = f"meet at {low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"overlap on [{low:.2f}, {high:.2f}]"
+        return (f"Against the original replication (`{base_name}`), tau {theirs}: this one's {ours} is **not "
+                f"resolved** from it by the declared rule ({rule}; these two {shared}).")
+    return (f"Against the original replication (`{base_name}`), tau {theirs}: this one's {ours} is **{verdict}**, "
+            f"by the declared rule ({rule}; these two do not).")
+
+
 #: what a replication's score gives: the ranking agreement (None where no ranking is published), the claims table
 #: (:func:`claim_agreement`, :func:`regime_agreement` or :func:`growth_claims`) and a sentence read beside them
 Score = tuple[RankingAgreement | None, pd.DataFrame, str]
@@ -427,18 +459,8 @@ class ScaleCheck:
         standard = self.size_label(*self.sizes[0])
         if standard not in taus:
             return []
-        base = taus[standard]
-        verdicts = []
-        for size, agreement in taus.items():
-            if size == standard:
-                continue
-            if agreement.low > base.high:
-                verdicts.append((size, "higher"))
-            elif agreement.high < base.low:
-                verdicts.append((size, "lower"))
-            else:
-                verdicts.append((size, "unresolved"))
-        return verdicts
+        return [(size, interval_verdict(agreement, taus[standard])) for size, agreement in taus.items()
+                if size != standard]
 
 
 @dataclass(frozen=True)

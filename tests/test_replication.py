@@ -315,7 +315,42 @@ def test_the_v3_remake_changes_only_the_model_and_fit_criterion_and_is_scored_al
     record, remake = (replication.REPLICATIONS.get(name) for name in ("kazemnejad2023", "kazemnejad2023_v3"))
     assert (remake.claims, remake.metric, remake.published().to_dict()) == (
         record.claims, record.metric, record.published().to_dict())
-    assert remake.score.keywords["name"] == "kazemnejad2023_v3"
+    assert remake.score.__module__ == "pebench_experiments.replicate_kazemnejad2023_v3"
+
+
+def test_the_v3_remake_reads_its_tau_against_the_replications_by_the_declared_rule(tmp_path):
+    """The re-make's section ends its reading with the pre-registered comparison of the two taus, computed from the
+    two experiments' runs in the folder: here the replication's runs rank the paper's five in reverse (tau -1) and
+    the re-make's in its order (tau 1), so the intervals are apart and the re-make's is higher."""
+    paper = ["none", "t5", "alibi", "rope", "sinusoidal"]
+    rows = [dict(experiment=experiment, arch="decoder", task=f"t{t}", encoding=e, seed=s, variant="trained",
+                 status="ok", fitted=True, ood_seq_acc=(5 - rank if experiment.endswith("v3") else rank) / 5)
+            for experiment in ("kazemnejad2023", "kazemnejad2023_v3")
+            for t, (rank, e), s in itertools.product(range(6), enumerate(paper), range(3))]
+    summary = tmp_path / "replication" / "summary"
+    summary.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
+    text = sections_text(tmp_path / "replication")
+    assert ("Against the original replication (`kazemnejad2023`), tau **-1.00** [-1.00, -1.00]: this one's **1.00** "
+            "[1.00, 1.00] is **higher**, by the declared rule") in text
+    # without the replication's runs, no comparison is made
+    pd.DataFrame([r for r in rows if r["experiment"].endswith("v3")]).to_csv(summary / "runs.csv", index=False)
+    assert "`kazemnejad2023`): its runs are not in this folder, so the declared comparison" in sections_text(
+        tmp_path / "replication")
+
+
+def test_a_remakes_tau_is_read_against_the_originals_only_where_the_intervals_are_apart():
+    base = _tau(0.0, 0.4)
+    assert replication.interval_verdict(_tau(0.41, 0.8), base) == "higher"
+    assert replication.interval_verdict(_tau(-0.8, -0.01), base) == "lower"
+    # intervals that meet at an end overlap: the committed re-make's 0.80 [0.40, 0.80] against 0.20 [0.00, 0.40]
+    assert replication.interval_verdict(_tau(0.4, 0.8), base) == "unresolved"
+    reading = replication.remake_reading(_tau(0.4, 0.8), base, "kazemnejad2023")
+    assert "is **not resolved** from it" in reading and "these two meet at 0.40" in reading
+    assert "overlap on [0.10, 0.40]" in replication.remake_reading(_tau(0.1, 0.8), base, "kazemnejad2023")
+    undefined = replication.RankingAgreement(np.nan, np.nan, np.nan, pd.Series(dtype=float),
+                                             pd.Series(dtype=float), n_tasks=1, n_boot=10)
+    assert "is undefined, so the declared comparison" in replication.remake_reading(undefined, base, "x")
 
 
 def test_without_runs_each_section_says_how_to_make_them(tmp_path):
