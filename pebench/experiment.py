@@ -52,6 +52,7 @@ from pebench.protocol import (
     task_steps,
 )
 from pebench.registry import Registry
+from pebench.schema import BASE_VARIANT, VARIANT_LABEL, reads_as_number
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,16 @@ class EvalConfig:
             raise ValueError(f"unknown decoding {self.decoding!r}; valid: {', '.join(DECODINGS)}")
         if self.n_examples < 1 or self.batch_size < 1:
             raise ValueError("n_examples and batch_size must be positive")
+        labels = [variant[0] if isinstance(variant, (tuple, list)) and len(variant) == 2 else variant
+                  for variant in self.variants]
+        for label in labels:  # a results folder refuses any other label (pebench.store reads it as written)
+            if (not isinstance(label, str) or not VARIANT_LABEL.fullmatch(label) or reads_as_number(label)
+                    or label == BASE_VARIANT):
+                raise ValueError(f"an evaluation variant is a (label, options JSON) pair whose label is a name "
+                                 f"(letters, digits, '_', '-', '.'; not a number) other than {BASE_VARIANT!r}; "
+                                 f"got {label!r}")
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"evaluation variant labels must differ, got {labels}")
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ Importing this module loads neither pandas nor scipy (``tests/test_report_file.p
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pebench import store
+from pebench.artifact_check import REPORT_FORMATS, artifact_problem
 
 #: what stands for the results folder in a text of ``report.json`` (the site puts the folder's path there)
 FOLDER = "{folder}"
@@ -199,49 +199,20 @@ def artifact_bytes(folder: str | Path, relative: str) -> bytes:
     return store.read_plain_file(path, "file of the report")
 
 
-#: the elements a figure of a report may hold (what matplotlib writes in an SVG): no script, no foreign object, no
-#: animation (``<set>`` can rewrite a link), no link out of the figure
-SVG_ELEMENTS = frozenset({
-    "svg", "g", "defs", "path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text", "tspan", "image",
-    "use", "clipPath", "mask", "pattern", "linearGradient", "radialGradient", "stop", "style", "title", "desc",
-    "metadata", "rdf:RDF", "cc:Work", "cc:Agent", "dc:type", "dc:format", "dc:title", "dc:date", "dc:creator",
-})
-#: where a figure's ``href`` may point: within the figure, or an image embedded in it
-SVG_HREF = re.compile(r"#[\w.-]*|data:image/png;base64,[A-Za-z0-9+/=\s]*")
-
-
-def svg_problem(data: bytes) -> str | None:
-    """What in the SVG ``data`` no figure of ``pebench report`` holds (an SVG the site serves can run script in its
-    readers' browsers when opened): an element not in :data:`SVG_ELEMENTS`, an event attribute (``on...=``), a link
-    not of :data:`SVG_HREF`, a ``url(...)`` or ``@import`` in a style, an entity declaration; ``None`` when none."""
-    text = data.decode("utf-8", errors="replace")
-    if re.search(r"<!ENTITY|<!DOCTYPE[^>]*\[", text, re.I):
-        return "an entity declaration"
-    for element in re.findall(r"<([A-Za-z][\w:.-]*)", text):
-        if element not in SVG_ELEMENTS:
-            return f"the element <{element}>"
-    if event := re.search(r"\son[a-z]+\s*=", text, re.I):
-        return f"the event attribute {event.group().strip()!r}"
-    for href in re.findall(r"href\s*=\s*[\"']([^\"']*)", text):
-        if not SVG_HREF.fullmatch(href):
-            return f"a link to {href[:40]!r}"
-    if re.search(r"url\(\s*['\"]?(?!#)|@import|expression\(", text, re.I):
-        return "a style that loads something"
-    return None
-
-
 def copy_artifact(folder: str | Path, relative: str, target: str | Path) -> Path:
     """The file ``relative`` of ``folder``, read through :func:`artifact_bytes` (so no link is followed out of it),
-    written to ``target`` (its folders made): ``target``. A figure (``.svg``) is refused when it holds what no
-    figure of ``pebench report`` does (:func:`svg_problem`).
+    written to ``target`` (its folders made): ``target``. A file is refused when it holds what no file of its format
+    that ``pebench report`` writes does, or is of a format no report writes
+    (:func:`pebench.artifact_check.artifact_problem`: a script in an SVG, an action in a PDF, ``\\input`` in a
+    LaTeX table, a formula in a CSV).
 
     Raises:
-        ResultsError: a link or a folder on the way (:func:`artifact_bytes`), or such a figure, on one line.
+        ResultsError: a link or a folder on the way (:func:`artifact_bytes`), or such a file, on one line.
     """
     target = Path(target)
     data = artifact_bytes(folder, relative)
-    if relative.endswith(".svg") and (problem := svg_problem(data)):
-        raise store.ResultsError(f"{Path(folder) / relative}: holds {problem}, which no figure of pebench report "
+    if problem := artifact_problem(relative, data):
+        raise store.ResultsError(f"{Path(folder) / relative}: holds {problem}, which no file of pebench report "
                                  "does; the folder may have been crafted (move the file away)")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
@@ -282,19 +253,36 @@ class CopiedReport(NamedTuple):
     index: dict[str, Any]
 
 
+#: a kind of file of a report (:data:`pebench.artifact_check.REPORT_FORMATS`), in words
+KINDS = {"figures": "figure", "tables": "table", "summary": "summary"}
+
+
 def copy_report(folder: str | Path, index: dict[str, Any], out: str | Path) -> CopiedReport:
     """The figures, tables and summaries that ``index`` (the report of ``folder``) names, copied from ``folder`` into
-    ``out`` under the same relative paths; each read through :func:`artifact_bytes` before it names a target."""
+    ``out`` under the same relative paths; each read through :func:`artifact_bytes` before it names a target.
 
-    def copied(relative: str) -> Path:
+    Raises:
+        ResultsError: on one line, where ``index`` names a file other than ``<kind>/<name>.<format>`` in a format of
+            its kind (:data:`pebench.artifact_check.REPORT_FORMATS`), so that a crafted report cannot make the site
+            serve another file (e.g. an HTML page), or where a file is refused by :func:`copy_artifact`.
+    """
+
+    def copied(relative: str, kind: str, name: str, ext: str) -> Path:
+        if ext not in REPORT_FORMATS[kind] or relative != f"{kind}/{name}.{ext}":
+            raise store.ResultsError(f"{Path(folder) / 'report.json'}: names {relative[:60]!r} as its {KINDS[kind]} "
+                                     f"{name[:40]!r} in {ext[:10]!r}, not where pebench report writes one "
+                                     f"({kind}/<name>.<{'|'.join(REPORT_FORMATS[kind])}>); the folder may have "
+                                     "been crafted")
         return copy_artifact(folder, relative, Path(out) / relative)
 
     def artifacts(kind: str) -> list[ReportArtifact]:
         return [ReportArtifact(item["name"], item["title"], item["caption"],
-                               {ext: copied(path) for ext, path in item["paths"].items()}) for item in index[kind]]
+                               {ext: copied(path, kind, item["name"], ext) for ext, path in item["paths"].items()})
+                for item in index[kind]]
 
     return CopiedReport(artifacts("figures"), artifacts("tables"),
-                        {name: copied(path) for name, path in index["summaries"].items()}, index)
+                        {name: copied(path, "summary", name, "csv") for name, path in index["summaries"].items()},
+                        index)
 
 
 def lead_artifacts(report: CopiedReport) -> tuple[ReportArtifact | None, ReportArtifact | None]:

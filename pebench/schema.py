@@ -100,7 +100,22 @@ NAME_COLUMNS = {
     "arch": re.compile(NAME_PATTERN), "encoding": re.compile(rf"{NAME_PATTERN}(:{NAME_PATTERN})*"),
     "run_id": re.compile(r"[0-9a-f]{16}"),
 }
+#: the pattern an evaluation variant's label must match in full (:attr:`pebench.experiment.EvalConfig.variants`)
+VARIANT_LABEL = re.compile(NAME_PATTERN)
 
+
+#: the words of a name's form that pandas reads as a missing value (its default ``na_values``, which tell case:
+#: ``none``, NoPE's name, is a word), besides what :func:`float` parses (``nan``, ``inf``)
+MISSING_WORDS = frozenset({"NA", "NULL", "None", "null"})
+
+
+def reads_as_number(text: str) -> bool:
+    """Whether pandas would read ``text`` as a number or a missing value, not as a word."""
+    try:
+        float(text)
+    except ValueError:
+        return text in MISSING_WORDS
+    return True
 
 # --------------------------------------------------------------------------- which rows count
 

@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import pebench
+from pebench.artifact_check import formula_field
+from pebench.config import CONDITIONS, DECODINGS, FIT_LENGTHS
 from pebench.lazy_torch import torch  # only a manifest reads it: loading a folder does without torch
 from pebench.provenance import code_commit, git_state  # noqa: F401  (re-exported: part of the store's API)
 from pebench.registry import plugin_records
@@ -59,7 +61,9 @@ from pebench.schema import (
     NUMBER_COLUMNS,
     STATUSES,
     TEXT_COLUMNS,
+    VARIANT_LABEL,
     completed,
+    reads_as_number,
     variant_labels,
 )
 
@@ -399,19 +403,17 @@ def _verified_frame(frame: pd.DataFrame, records: Sequence[Sequence[str]], path:
     if varying:
         raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
     _check_names(dict(zip(header, records[1], strict=True)), path)  # as written: pandas may read "1" as a number
+    _check_declared(records, path)
     _check_formulas(records, path)
     _check_rows(frame, path)
     return frame
 
 
-#: what a spreadsheet reads as a formula where a field begins (``=HYPERLINK(...)``, ``@SUM(...)``); no field pebench
-#: writes begins so (a number's sign is ``-``), and a report copies a run file's fields into its summary CSVs
-FORMULA_STARTS = ("=", "+", "@", "\t", "\r")
-
-
 def _check_formulas(records: Sequence[Sequence[str]], path: Path) -> None:
-    """Refuse a run file with a field that a spreadsheet would run as a formula (:data:`FORMULA_STARTS`)."""
-    field = next((f for record in records for f in record if f.startswith(FORMULA_STARTS)), None)
+    """Refuse a run file with a field that a spreadsheet would run as a formula
+    (:func:`pebench.artifact_check.formula_field`): a report copies a run file's fields into its summary CSVs, and
+    no field pebench writes is one."""
+    field = formula_field(f for record in records for f in record)
     if field is not None:
         raise ResultsError(f"{path}: a field begins with {field[:1]!r} ({field[:40]!r}), which no run file of "
                            "pebench holds and a spreadsheet would run as a formula; move the file away (it may "
@@ -425,24 +427,61 @@ def _check_names(first: Mapping[str, str], path: Path) -> None:
     none either."""
     for column, pattern in NAME_COLUMNS.items():
         value = first[column]
-        if not pattern.fullmatch(value) or (column not in TEXT_COLUMNS and _reads_as_number(value)):
+        if not pattern.fullmatch(value) or (column not in TEXT_COLUMNS and reads_as_number(value)):
             what = "16 lowercase hex digits" if column == "run_id" else "letters, digits, '_', '-' and '.'"
             raise ResultsError(f"{path}: its {column} {value!r} is not a name pebench writes ({what}); move the "
                                "file away (it may have been crafted)")
 
 
-#: the words of a name's form that pandas reads as a missing value (its default ``na_values``, which tell case:
-#: ``none``, NoPE's name, is a word), besides what :func:`float` parses (``nan``, ``inf``)
-_MISSING_WORDS = frozenset({"NA", "NULL", "None", "null"})
+#: the JSON columns of a run file: the shape pebench writes in each, in words, and a test of a parsed value
+DECLARED_JSON = {
+    "eval_lengths": ("a list of positive integers",
+                     lambda v: isinstance(v, list) and all(type(n) is int and n >= 1 for n in v)),
+    "eval_conditions": ("a list of condition names", lambda v: isinstance(v, list) and all(isinstance(c, str)
+                                                                                             for c in v)),
+    "eval_variants": ("a list of [label, options JSON] pairs",
+                      lambda v: isinstance(v, list) and all(isinstance(p, list) and len(p) == 2
+                                                            and all(isinstance(x, str) for x in p) for p in v)),
+    "encoding_options": ("an object of the encoding's options", lambda v: isinstance(v, dict)),
+}
+#: the columns of a run file that hold one of a fixed set of words (empty in files that predate the column)
+DECLARED_WORDS = {"eval_decoding": DECODINGS, "fit_lengths": FIT_LENGTHS}
 
 
-def _reads_as_number(text: str) -> bool:
-    """Whether pandas would read ``text`` as a number or a missing value, not as a word."""
-    try:
-        float(text)
-    except ValueError:
-        return text in _MISSING_WORDS
-    return True
+def _check_declared(records: Sequence[Sequence[str]], path: Path) -> None:
+    """Refuse a run file whose declared evaluation (its :data:`DECLARED_JSON` and :data:`DECLARED_WORDS` columns,
+    as written in its first row) or whose rows' ``condition`` and ``variant`` are not what pebench writes: JSON of
+    the shape it writes (no nesting deeper than that), a condition of :data:`pebench.config.CONDITIONS`, a variant
+    label of the form of a name. Labels become table cells, figure legends and terminal text, and pandas would
+    read one such as ``nan`` as a missing value."""
+    header = records[0]
+    first = dict(zip(header, records[1], strict=True))
+    declared = {}
+    for column, (shape, test) in DECLARED_JSON.items():
+        if first.get(column):  # empty or absent: a file from before the column
+            try:
+                declared[column] = json.loads(first[column])
+            except (ValueError, RecursionError):
+                declared[column] = None
+            if not test(declared[column]):
+                raise ResultsError(f"{path}: its {column} {first[column][:40]!r} is not what pebench writes there "
+                                   f"(JSON: {shape}); move the file away (it may have been crafted)")
+    for column, words in DECLARED_WORDS.items():
+        if first.get(column) and first[column] not in words:
+            raise ResultsError(f"{path}: its {column} {first[column][:40]!r} is not one of {', '.join(words)}; move "
+                               "the file away (it may have been crafted)")
+    labels = {column: {record[header.index(column)] for record in records[1:]} - {""}  # "": a failed run's row
+              for column in ("condition", "variant") if column in header}
+    labels.setdefault("condition", set()).update(declared.get("eval_conditions", ()))
+    labels.setdefault("variant", set()).update(label for label, _options in declared.get("eval_variants", ()))
+    for value in sorted(labels["condition"]):
+        if value not in CONDITIONS:
+            raise ResultsError(f"{path}: its condition {value[:40]!r} is not one pebench evaluates "
+                               f"({', '.join(CONDITIONS)}); move the file away (it may have been crafted)")
+    for value in sorted(labels["variant"]):
+        if not VARIANT_LABEL.fullmatch(value) or reads_as_number(value):
+            raise ResultsError(f"{path}: its variant {value[:40]!r} is not a label pebench writes (letters, digits, "
+                               "'_', '-' and '.'); move the file away (it may have been crafted)")
 
 
 def path_in(folder: str | Path, name: str) -> Path:

@@ -764,7 +764,7 @@ def led_results(root: Path, **fields) -> Path:
     (folder / "figures").mkdir()
     for stem in ("curves", "heatmap"):
         for ext in ("svg", "pdf"):
-            (folder / "figures" / f"{stem}.{ext}").write_text("<svg/>")
+            (folder / "figures" / f"{stem}.{ext}").write_text("<svg/>" if ext == "svg" else "%PDF-1.4\n%%EOF\n")
     for stem, row in (("main", "| decoder | rope | 1 |"), ("per_task", "| copy | rope | 0.93 ± 0.02 |")):
         (folder / "tables" / f"{stem}.md").write_text(f"| a | b | c |\n|---|---|---|\n{row}\n")
         for ext in ("tex", "csv"):

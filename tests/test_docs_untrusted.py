@@ -32,9 +32,9 @@ def test_a_report_path_that_leaves_the_folder_is_refused_on_one_line(gen, tmp_pa
     (tmp_path / "results" / "outside.svg").write_text("<svg>secret</svg>")
     with_figure_path(folder, path)
     srcdir = tmp_path / "docs"
-    with pytest.raises(ResultsError, match="is not a plain file name") as error:
+    with pytest.raises(ResultsError, match="is not a plain file name|not where pebench report writes one") as error:
         gen.shown_report(folder, srcdir / "_generated" / "results" / "standard", srcdir)
-    assert "\n" not in str(error.value)
+    assert "\n" not in str(error.value) and not (srcdir / "_generated" / "results" / "outside.svg").exists()
 
 
 def test_a_report_file_or_folder_that_is_a_link_is_refused_not_followed(gen, tmp_path):
@@ -59,8 +59,12 @@ def test_a_report_path_that_is_a_folder_is_refused(gen, tmp_path):
     folder = led_results(tmp_path / "results")
     with_figure_path(folder, "figures")
     srcdir = tmp_path / "docs"
-    with pytest.raises(ResultsError, match=r"figures: a folder"):
+    with pytest.raises(ResultsError, match=r"names 'figures' as its figure 'heatmap' in 'svg', not where"):
         gen.shown_report(folder, srcdir / "_generated" / "results" / "standard", srcdir)
+    from pebench.report_file import copy_artifact  # as the leaderboard page copies a table by its name
+
+    with pytest.raises(ResultsError, match=r"figures: a folder"):
+        copy_artifact(folder, "figures", srcdir / "copy")
 
 
 def test_a_linked_suite_folder_in_results_is_refused_on_one_line(gen, tmp_path):
@@ -91,19 +95,118 @@ def test_a_figure_that_could_run_script_in_a_readers_browser_is_refused(gen, tmp
     folder = led_results(tmp_path / "results")
     (folder / "figures" / "heatmap.svg").write_text(svg)
     out = tmp_path / "docs" / "_generated" / "results" / "standard"
-    with pytest.raises(ResultsError, match="no figure of pebench report") as error:
+    with pytest.raises(ResultsError, match="no file of pebench report") as error:
         gen.shown_report(folder, out, tmp_path / "docs")
     assert held in str(error.value) and "\n" not in str(error.value)
     assert not (out / "figures" / "heatmap.svg").exists()
 
 
-def test_every_figure_pebench_draws_passes_the_figure_check():
-    from pebench.report_file import svg_problem
+def test_every_file_pebench_reports_passes_the_check_of_its_format():
+    from pebench.artifact_check import artifact_problem
 
-    figures = sorted(ROOT.glob("results/**/*.svg"))
-    assert len(figures) > 20
-    assert {str(path.relative_to(ROOT)): svg_problem(path.read_bytes()) for path in figures
-            if svg_problem(path.read_bytes())} == {}
+    files = [path for path in sorted(ROOT.glob("results/**/*")) if path.suffix in (".svg", ".pdf", ".tex", ".csv")
+             and "raw" not in path.parts]
+    assert {path.suffix for path in files} == {".svg", ".pdf", ".tex", ".csv"} and len(files) > 200
+    assert {str(path.relative_to(ROOT)): problem for path in files
+            if (problem := artifact_problem(path.name, path.read_bytes()))} == {}
+
+
+def committed_pdf() -> bytes:
+    """A figure's PDF as pebench wrote it (the smallest committed one)."""
+    return min((path.read_bytes() for path in ROOT.glob("results/*/figures/*.pdf")), key=len)
+
+
+def _with_long_stream(pdf: bytes) -> bytes:
+    """``pdf`` with an object inside a stream's data as a scan to the next ``endstream`` would read it, but after
+    the stream as its /Length (3) says: a reader would read the object; the check reads streams by their /Length."""
+    hidden = b"<< /Length 3 >>\nstream\nabc\n99 0 obj << /Type /Action /S /Launch >> endobj\nendstream"
+    return pdf.replace(b"%%EOF", b"98 0 obj\n" + hidden + b"\nendobj\n%%EOF")
+
+
+def _with_wrong_length(pdf: bytes) -> bytes:
+    """``pdf`` with a stream whose /Length does not end where its ``endstream`` is."""
+    return pdf.replace(b"%%EOF", b"98 0 obj\n<< /Length 2 >>\nstream\nabcdef\nendstream\nendobj\n%%EOF")
+
+
+@pytest.mark.parametrize(("craft", "held"), [
+    (lambda pdf: pdf.replace(b"/Type /Catalog", b"/Type /Catalog /OpenAction << /S /JavaScript /JS (app.alert(1)) >>"),
+     "the name /OpenAction"),
+    (lambda pdf: pdf.replace(b"/Type /Catalog", b"/Type /Catalog /Names << /J#61vaScript 5 0 R >>"),
+     "the name /JavaScript"),  # a name's #xx escapes are decoded before it is read
+    (lambda pdf: pdf.replace(b"/Type /Catalog", b"/Type /Catalog /AA << /O << /S /Launch /F (calc) >> >>"),
+     "the name /AA"),
+    (lambda pdf: pdf.replace(b"%%EOF", b"97 0 obj << /Type /ObjStm /N 1 /First 4 /Length 12 >>\nstream\n"
+                             b"99 0 <<>>   \nendstream\nendobj\n%%EOF"), "an object stream (/ObjStm)"),
+    (_with_long_stream, "a stream whose extent is not its /Length"),  # after abc comes no endstream
+    (_with_wrong_length, "a stream whose extent is not its /Length"),
+    (lambda pdf: pdf.replace(b"%%EOF", b"96 0 obj << /Filter /FlateDecode >>\nstream\nx\nendstream\n%%EOF"),
+     "a stream without a /Length"),
+    (lambda pdf: b"<html><script>alert(1)</script></html>", "no PDF header"),
+])
+def test_a_pdf_figure_with_script_or_actions_is_refused(gen, tmp_path, craft, held):
+    """A figure's PDF is a download: one that a PDF reader would run JavaScript or an action from, or whose
+    objects could not all be read, stops the build on one line and is not copied."""
+    folder = led_results(tmp_path / "results")
+    pdf = committed_pdf()
+    assert craft(pdf) != pdf
+    (folder / "figures" / "heatmap.pdf").write_bytes(craft(pdf))
+    out = tmp_path / "docs" / "_generated" / "results" / "standard"
+    with pytest.raises(ResultsError, match="no file of pebench report") as error:
+        gen.shown_report(folder, out, tmp_path / "docs")
+    assert held in str(error.value) and "\n" not in str(error.value)
+    assert not (out / "figures" / "heatmap.pdf").exists()
+
+
+@pytest.mark.parametrize(("tex", "held"), [
+    ("\\input{/etc/passwd}", "the control word \\input"),
+    ("\\immediate\\write18{touch /tmp/x}", "the control word \\immediate"),
+    ("\\begin{filecontents}{x.tex}\\end{filecontents}", "the environment 'filecontents'"),
+    ("^^5cinput{/etc/passwd}", "TeX's ^^ character notation"),  # ^^5c is a backslash
+    ("\\csname input\\endcsname", "the control word \\csname"),
+    ("\\@input{x}", "the control symbol"),
+    ("\\begin {tabular}{l}\\end{tabular} \\begin", "the environment 'without a name'"),
+])
+def test_a_latex_table_that_would_read_or_write_files_is_refused(gen, tmp_path, tex, held):
+    """A table's LaTeX is pasted into papers: one with a command no pebench table writes stops the build."""
+    folder = led_results(tmp_path / "results")
+    (folder / "tables" / "main.tex").write_text("\\begin{table}[tp]\n\\centering\n% \\input in a comment\n"
+                                                 f"{tex}\n\\end{{table}}\n")
+    out = tmp_path / "docs" / "_generated" / "results" / "standard"
+    with pytest.raises(ResultsError, match="no file of pebench report") as error:
+        gen.shown_report(folder, out, tmp_path / "docs")
+    assert held in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("field", ["=HYPERLINK(\"http://x\")", "-2+3+cmd|' /C calc'!A0", "@SUM(1)", "+1"])
+def test_a_table_or_summary_csv_with_a_formula_is_refused(gen, tmp_path, field):
+    folder = led_results(tmp_path / "results")
+    (folder / "summary" / "cells.csv").write_text(f"a,b\n-0.5,\"{field}\"\n")
+    with pytest.raises(ResultsError, match="a field that a spreadsheet runs as a formula"):
+        gen.shown_report(folder, tmp_path / "docs" / "_generated" / "results" / "standard", tmp_path / "docs")
+
+
+@pytest.mark.parametrize(("kind", "ext", "path"), [
+    ("figures", "html", "figures/heatmap.html"),  # a page of the site's origin: its script would run there
+    ("figures", "svg", "figures/curves.svg"),  # another figure's file
+    ("figures", "svg", "tables/main.md"),
+    ("summaries", "cells", "summary/cells.html"),
+])
+def test_a_report_that_names_a_file_where_pebench_writes_none_is_refused(gen, tmp_path, kind, ext, path):
+    """Every file a report names is ``<kind>/<name>.<format>`` in a format of its kind: a stranger's report.json
+    cannot make the site serve another file, e.g. an HTML page whose script would run in the site's origin."""
+    folder = led_results(tmp_path / "results")
+    (folder / "figures" / "heatmap.html").write_text("<script>alert(document.cookie)</script>")
+    (folder / "summary" / "cells.html").write_text("<script>alert(document.cookie)</script>")
+    index = json.loads((folder / "report.json").read_text())
+    if kind == "summaries":
+        index["summaries"] = {ext: path}
+    else:
+        index["figures"][1]["paths"] = {ext: path}
+    (folder / "report.json").write_text(json.dumps(index))
+    out = tmp_path / "docs" / "_generated" / "results" / "standard"
+    with pytest.raises(ResultsError, match="not where pebench report writes one") as error:
+        gen.shown_report(folder, out, tmp_path / "docs")
+    assert "\n" not in str(error.value) and not list(out.rglob("*.html"))
 
 
 @pytest.mark.parametrize(("field", "value", "said"), [

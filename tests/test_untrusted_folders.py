@@ -161,6 +161,60 @@ def test_names_in_run_files_must_be_of_the_form_pebench_writes(tmp_path, column,
     assert "\x1b" not in str(error.value) and "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("column, value, refused", [
+    ("variant", "ntk\x1b]0;title\x07", "its variant 'ntk\\x1b]0;title\\x07' is not a label pebench writes"),
+    ("variant", "nan", "its variant 'nan' is not a label"),  # pandas would read it as missing: as 'trained'
+    ("variant", "{download}`/etc/passwd`", "its variant '{download}`/etc/passwd`' is not a label"),
+    ("condition", "reversed", "its condition 'reversed' is not one pebench evaluates (original, shuffled)"),
+    ("eval_variants", '[["a b", "{}"]]', "its variant 'a b' is not a label"),  # declared, as a failed run's are
+    ("eval_conditions", '["original", 1]', "its eval_conditions '[\"original\", 1]' is not what pebench writes"),
+    # JSON nested deeper than Python's parser goes: refused naming the file, not by the CLI's last resort
+    ("eval_variants", "[" * 5000 + "]" * 5000, "its eval_variants '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[' is not"),
+    ("eval_lengths", "[" * 5000 + "]" * 5000, "its eval_lengths '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[' is not"),
+    ("eval_lengths", "[8, true]", "(JSON: a list of positive integers)"),
+    ("encoding_options", "[]", "its encoding_options '[]' is not what pebench writes there (JSON: an object"),
+    ("fit_lengths", "every", "its fit_lengths 'every' is not one of longest, all"),
+    ("eval_decoding", "beam", "its eval_decoding 'beam' is not one of teacher, greedy"),
+])
+def test_a_runs_declared_evaluation_must_be_of_the_form_pebench_writes(tmp_path, column, value, refused):
+    """A run's conditions and variants become table cells, legends and terminal text: each is refused on one
+    line naming the file unless it is a condition pebench evaluates or a variant label of a name's form, in its
+    rows and in the labels its eval_* columns declare (a failed run has no rows to carry them); so is a declared
+    evaluation not of the JSON shape or the words pebench writes."""
+    from pebench.store import ResultsError, read_run_file
+
+    declared = {"eval_lengths": "[8]", "eval_conditions": '["original"]', "eval_variants": "[]"}
+    path = crafted_run(tmp_path, **{**declared, column: value})
+    with pytest.raises(ResultsError) as error:
+        read_run_file(path)
+    assert refused in str(error.value) and "\n" not in str(error.value) and "\x1b" not in str(error.value)
+
+
+def test_evaluation_labels_pebench_writes_are_read():
+    """The labels of every committed run file pass (the check refuses only what pebench never writes)."""
+    from pebench.store import read_run_file
+
+    root = Path(__file__).resolve().parent.parent / "results"
+    summary = pd.read_csv(root / "standard" / "summary" / "runs.csv")
+    scaled = summary.loc[summary["experiment"] == "rope_scaling", "run_id"].unique()
+    paths = sorted(root.glob("*/raw/*.csv.gz"))[::50] + [root / "standard" / "raw" / f"{r}.csv.gz" for r in scaled]
+    variants = set()
+    for path in dict.fromkeys(paths):
+        variants |= set(read_run_file(path)["variant"].dropna())
+    assert {"trained", "linear", "ntk", "yarn"} <= variants  # the RoPE-scaling runs were among them
+
+
+def test_an_evaluation_variant_is_declared_with_a_label_a_results_folder_accepts():
+    from pebench.experiment import EvalConfig
+
+    assert EvalConfig(variants=(("ntk", "{}"),)).variants == (("ntk", "{}"),)
+    for label in ("n k", "1", "trained", "nan", "", "../x"):
+        with pytest.raises(ValueError, match="whose label is a name"):
+            EvalConfig(variants=((label, "{}"),))
+    with pytest.raises(ValueError, match="labels must differ"):
+        EvalConfig(variants=(("ntk", "{}"), ("ntk", '{"scaling": "ntk"}')))
+
+
 def test_combine_never_names_a_copied_file_after_a_crafted_run_id(tmp_path, capsys):
     first = small_results(tmp_path / "a", seeds=(0,))
     second = small_results(tmp_path / "b", seeds=(1,))
@@ -269,12 +323,14 @@ def test_the_limit_is_far_above_every_committed_run_file():
 
 
 def test_show_prints_escape_sequences_of_run_files_escaped(tmp_path, capsys):
+    """Escape sequences in a run file reach the terminal escaped, here in the error that refuses a field holding
+    them raw (no JSON pebench writes does; every name a table shows is checked to be a name)."""
     folder = tmp_path / "results"
     small_results(folder, encoding_options='{"note":"\x1b[2J\x1b]0;owned\x07"}')
-    assert main(["show", str(folder)]) == 0
-    out = capsys.readouterr().out
-    assert "\x1b" not in out and "\x07" not in out
-    assert '\\x1b[2J\\x1b]0;owned\\x07' in out
+    assert main(["show", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and err.count("\n") == 1
+    assert '\\x1b[2J\\x1b]0;owned\\x07' in err
 
 
 def test_printable_text_is_shown_as_it_is():
