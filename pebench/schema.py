@@ -68,7 +68,7 @@ DERIVED_CONFIG_COLUMNS = ("position_capacity",)
 #: columns that can look numeric but are text (run id "3e69517866536022" would parse as inf)
 TEXT_COLUMNS = ("run_id", "pebench_version", "commit", "error", "rows_sha256")
 #: columns pebench writes as numbers (flags as True/False), empty where a run has none: a run file with anything
-#: else there is refused (:func:`pebench.store.validate_frame`), so that no text reaches a mean
+#: else there is refused (:func:`pebench.run_file_check.validate_frame`), so that no text reaches a mean
 NUMBER_COLUMNS = (
     "batch_size", "chance_token_acc", "compiled", "d_model", "divergence_loss", "dropout", "encoding_params",
     "equivariance_gap_init", "equivariance_gap_trained", "eval_batch_size", "eval_equivariance", "eval_len",
