@@ -127,7 +127,8 @@ def fit_reading(runs: pd.DataFrame,
             f"order is decided by the other {ranked}. " if none_fit else "")
     return (f"What the order rests on: {tied}Runs fitted ({fit_check}), per encoding: {counts}. An unfitted run "
             "is not judged beyond the training lengths (it scores 0), so an encoding that does not learn a task at "
-            f"pebench's scale ranks last on it, whatever it would do beyond 20 at the paper's. {closing}")
+            f"pebench's scale ranks last on it, whatever it would do beyond 20 at the paper's."
+            + (f" {closing}" if closing else ""))
 
 
 EXPERIMENT = register_experiment(Experiment(

@@ -22,6 +22,7 @@ Pre-registered (committed before any of its runs was made):
   their intervals do not overlap; otherwise it is unresolved.
 """
 
+import functools
 import sys
 from pathlib import Path
 
@@ -77,27 +78,16 @@ EXPERIMENT = register_experiment(Experiment(
 ))
 
 
-def score(folder: Path, data=None) -> replication.Score | None:
-    """The replication's pre-registered scores of this re-make's runs in ``folder`` (its ``summary/runs.csv``),
-    its reading of what the order rests on closed by the declared comparison with the replication's own tau
-    (:func:`pebench.replication.remake_reading`, the replication's runs read from the same folder); None when the
-    folder holds no run of the re-make."""
-    module = _replication()
-    scored = module.score(folder, data, name=NAME, fit_check=FIT_CHECK, closing="")
-    if scored is None:
-        return None
-    agreement, claims, reading = scored
-    runs = replication.experiment_runs(folder, REMAKES)
-    base = None if runs is None else replication.ranking_agreement(runs, module.METRIC, module.published_aggregate())
-    return agreement, claims, f"{reading.rstrip()} {replication.remake_reading(agreement, base, REMAKES)}"
-
-
 def _record() -> replication.Replication:
-    """The replication's record with this experiment, its score and its script."""
+    """The replication's record with this experiment, its score and its script, read against the replication it
+    re-makes (:func:`pebench.replication.remake_comparison`)."""
     import dataclasses
 
-    return dataclasses.replace(_replication().REPLICATION, experiment=EXPERIMENT, score=score,
-                               script=f"experiments/{Path(__file__).name}", declared_in="eba8dcf")
+    module = _replication()
+    return dataclasses.replace(
+        module.REPLICATION, experiment=EXPERIMENT, remakes=REMAKES,
+        score=functools.partial(module.score, name=NAME, fit_check=FIT_CHECK, closing=""),
+        script=f"experiments/{Path(__file__).name}", declared_in="eba8dcf")
 
 
 REPLICATION = replication.REPLICATIONS.register(NAME)(_record())

@@ -369,6 +369,18 @@ def remake_reading(agreement: RankingAgreement, base: RankingAgreement | None, b
             f"by the declared rule ({rule}; these two do not).")
 
 
+def remake_comparison(record: Replication, folder: Path, agreement: RankingAgreement | None) -> str:
+    """The sentence that reads ``record``'s tau (``agreement``) against that of the replication it re-makes
+    (:attr:`Replication.remakes`, its runs read from the same reported ``folder`` and scored as ``record`` is:
+    its metric, its published aggregate), by :func:`remake_reading`; empty for an original replication or where
+    ``record`` has no tau."""
+    if not record.remakes or agreement is None:
+        return ""
+    runs = experiment_runs(folder, record.remakes)
+    base = None if runs is None else ranking_agreement(runs, record.metric, record.published())
+    return remake_reading(agreement, base, record.remakes)
+
+
 #: what a replication's score gives: the ranking agreement (None where no ranking is published), the claims table
 #: (:func:`claim_agreement`, :func:`regime_agreement` or :func:`growth_claims`) and a sentence read beside them
 Score = tuple[RankingAgreement | None, pd.DataFrame, str]
@@ -396,6 +408,8 @@ class Replication:
         encodings, tasks: the declared order of the per-task tables (others follow in the order found).
         task_tables: the statistics over seeds of the per-task tables (``"mean"``, ``"max"``).
         per_task_note: why no per-task agreement is scored, where none is.
+        remakes: the experiment of the replication this one re-makes (at another scale, scored alike), whose tau
+            its section reads its own against by :func:`remake_reading`; empty for an original replication.
     """
 
     experiment: Declared
@@ -413,6 +427,7 @@ class Replication:
     tasks: tuple[str, ...] = ()
     task_tables: tuple[str, ...] = ()
     per_task_note: str = ""
+    remakes: str = ""
 
     @property
     def checks(self) -> list[ScaleCheck | ArmCheck]:

@@ -315,7 +315,7 @@ def test_the_v3_remake_changes_only_the_model_and_fit_criterion_and_is_scored_al
     record, remake = (replication.REPLICATIONS.get(name) for name in ("kazemnejad2023", "kazemnejad2023_v3"))
     assert (remake.claims, remake.metric, remake.published().to_dict()) == (
         record.claims, record.metric, record.published().to_dict())
-    assert remake.score.__module__ == "pebench_experiments.replicate_kazemnejad2023_v3"
+    assert remake.score.keywords["name"] == "kazemnejad2023_v3" and remake.remakes == "kazemnejad2023"
 
 
 def test_the_v3_remake_reads_its_tau_against_the_replications_by_the_declared_rule(tmp_path):
@@ -331,8 +331,13 @@ def test_the_v3_remake_reads_its_tau_against_the_replications_by_the_declared_ru
     summary.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(summary / "runs.csv", index=False)
     text = sections_text(tmp_path / "replication")
-    assert ("Against the original replication (`kazemnejad2023`), tau **-1.00** [-1.00, -1.00]: this one's **1.00** "
-            "[1.00, 1.00] is **higher**, by the declared rule") in text
+    # its own paragraph, right after the re-make's tau and its table
+    assert (" | 0.22 |\nAgainst the original replication (`kazemnejad2023`), tau **-1.00** [-1.00, -1.00]: this "
+            "one's **1.00** [1.00, 1.00] is **higher**, by the declared rule") in text  # after the last row: APE 0.22
+    assert text.count("Against the original replication") == 1  # the original is read against nothing
+    # each setup states its own fit criterion, as its run specs set it
+    assert "(token accuracy >= 0.99 at length 20, on 128 held-out inputs, checked every" in text
+    assert "(token accuracy >= 0.99 at every training length, on 512 held-out inputs never trained on, checked" in text
     # without the replication's runs, no comparison is made
     pd.DataFrame([r for r in rows if r["experiment"].endswith("v3")]).to_csv(summary / "runs.csv", index=False)
     assert "`kazemnejad2023`): its runs are not in this folder, so the declared comparison" in sections_text(

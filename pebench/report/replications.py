@@ -27,6 +27,7 @@ from pebench.replication import (
     ScaleCheck,
     experiment_runs,
     growth_table,
+    remake_comparison,
     task_table,
 )
 from pebench.report.findings import training_time
@@ -89,9 +90,8 @@ def our_setup(specs: Sequence, primary_metric: str, language_model: bool) -> dic
         "model": f"{first.arch}-only, {first.n_layers} layers, {first.n_heads} heads, d_model {first.d_model}, "
                  f"dropout {first.dropout:g}",
         "training": f"AdamW, lr {train.lr:g}, weight decay {train.weight_decay:g}, batch {train.batch_size}, "
-                    f"{train.warmup_steps} warm-up steps, cosine decay; until the fit criterion (token accuracy "
-                    f">= {train.fit_threshold:g} at length {train.train_max_len}) with a cap of "
-                    f"{' or '.join(str(c) for c in caps)} steps",
+                    f"{train.warmup_steps} warm-up steps, cosine decay; until the fit criterion "
+                    f"({fit_criterion(train)}) with a cap of {' or '.join(str(c) for c in caps)} steps",
         "training lengths": "uniform from the task's shortest input ("
                             f"{' or '.join(map(str, sorted({s.train.train_min_len for s in specs})))}) to "
                             f"{train.train_max_len}",
@@ -104,6 +104,19 @@ def our_setup(specs: Sequence, primary_metric: str, language_model: bool) -> dic
                   + "), mean over fitted seeds; an unfitted run fails its task",
         "seeds": f"{len({s.seed for s in specs})} per task and encoding",
     }
+
+
+def fit_criterion(train) -> str:
+    """A run's fit criterion in words, as its training config (:class:`pebench.config.TrainConfig`) sets it: the
+    threshold, where it is checked, on how many held-out inputs, and its plateau stop where it has one."""
+    if not train.fit_every:
+        return "none: every run trains for its full step count"
+    where = "at every training length" if train.fit_lengths == "all" else f"at length {train.train_max_len}"
+    held = f"{train.fit_examples} held-out inputs" + (" never trained on" if train.fit_disjoint else "")
+    plateau = (f"; or stopped, unfitted, after {train.fit_patience} steps without progress" if train.fit_patience
+               else "")
+    return (f"token accuracy >= {train.fit_threshold:g} {where}, on {held}, checked every {train.fit_every} steps"
+            + plateau)
 
 
 def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[Block]:
@@ -201,7 +214,8 @@ def section(record: Replication, folder: Path, suite: str, data: pd.DataFrame | 
             blocks += check_section(check, folder, suite)
         return blocks
     blocks += _incomplete(name, specs, results_dir)
-    blocks += _agreement(*scored)
+    agreement, claims, sentence = scored
+    blocks += _agreement(agreement, claims, sentence, remake_comparison(record, folder, agreement))
     runs = experiment_runs(folder, name)
     if spec.layout == "perplexity":  # a language model: every encoding's growth, the paper's four and the rest
         blocks += growth_blocks(results_dir, name, theirs, data)
@@ -235,8 +249,10 @@ def _incomplete(name: str, specs: Sequence, folder: Path) -> list[Block]:
                  "below use the runs that are in.")]
 
 
-def _agreement(agreement: RankingAgreement | None, claims: pd.DataFrame, sentence: str) -> list[Block]:
-    """The ranking agreement, the sentence read beside it and the verdict on every claim."""
+def _agreement(agreement: RankingAgreement | None, claims: pd.DataFrame, sentence: str, comparison: str = ""
+               ) -> list[Block]:
+    """The ranking agreement, its ``comparison`` with the replication it re-makes (where it re-makes one), the
+    sentence read beside it and the verdict on every claim."""
     blocks = []
     if agreement is not None:
         over = f" over {agreement.n_tasks} tasks" if agreement.n_tasks > 1 else ""
@@ -246,6 +262,8 @@ def _agreement(agreement: RankingAgreement | None, claims: pd.DataFrame, sentenc
                    table(["encoding", "pebench", "paper"],
                          [[encoding_label(e), f"{agreement.ours[e]:.2f}", f"{agreement.theirs[e]:.2f}"]
                           for e in agreement.ours.index])]
+    if comparison:
+        blocks.append(text(comparison))
     if sentence:
         blocks.append(text(sentence))
     counts = claims["reading"].value_counts()
