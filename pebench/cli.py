@@ -35,7 +35,6 @@ own (a full disk) exits 2 (docs: distributed).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
 import hashlib
 import json
@@ -48,7 +47,7 @@ import signal
 import sys
 import tempfile
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -562,24 +561,35 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Print the suite's main table (the one to cite), then the results tables of a folder, narrowed to the
     tasks, encodings and metrics asked for."""
     from pebench.report import tables_for
+    from pebench.show_tables import (
+        column_values,
+        main_table_text,
+        metric_columns,
+        narrowed,
+        registered_names,
+        shown_problem,
+        wrapped,
+    )
 
     if args.width is not None and 0 < args.width < 40:
         raise UsageError(f"--width must be 0 (no limit) or >= 40 columns, got {args.width}")
     folder = _results_dir(args)
     tables = tables_for(folder, args.experiment, declared=declared_reports())
-    shown = {column: sorted({str(v) for t in tables for v in _column_values(t, column)})
+    shown = {column: sorted({str(v) for t in tables for v in column_values(t, column)})
              for column in ("task", "encoding")}
-    wanted = {"task": args.task, "encoding": _registered_names(args.encoding, shown["encoding"])}
-    for column, names in wanted.items():
-        _check_shown(column, names, shown[column], folder)
-    _check_shown("metric", args.metric, sorted({m for t in tables for m in _metric_columns(t)}), folder)
+    wanted = {"task": args.task, "encoding": registered_names(args.encoding, shown["encoding"])}
+    checks = [(column, names, shown[column]) for column, names in wanted.items()]
+    checks.append(("metric", args.metric, sorted({m for t in tables for m in metric_columns(t)})))
+    for what, asked, names in checks:
+        if problem := shown_problem(what, asked, names, folder):
+            raise UsageError(problem)
     lead = main_table_text(folder)
     if lead is None and (folder / "report.json").is_file():
         lead = f"(the report of {folder} names no main table; the tables below are computed now)"
     elif lead is None:
         lead = (f"(no report of {folder} yet: pebench report {folder} writes its main table, the one to cite; the "
                 "tables below are computed now)")
-    print(_wrapped(lead, args.width or None))
+    print(wrapped(lead, args.width or None))
     print()
     for table in tables:
         table = narrowed(table, wanted, args.metric)
@@ -587,107 +597,6 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(table.to_text(width=args.width or None))
             print()
     return EXIT_OK
-
-
-#: what ``pebench show`` leads with before a report records its main table (report.json's ``main_table``): the
-#: extrapolation board, ``tables/extrapolation_<experiment>.md``
-BOARD_PREFIX = "extrapolation_"
-
-
-def main_table_text(folder: Path) -> str | None:
-    """The main table of the results ``folder`` as ``pebench report`` wrote it, titled and with its file
-    (``tables/<name>.md`` of report.json's ``main_table``; before a report recorded one, the extrapolation
-    board); ``None`` when the folder has no report. The folder is read as untrusted data: the name must be a
-    plain file stem, the text is escaped for the terminal."""
-    from pebench import store
-
-    try:
-        index = store.read_json(folder / "report.json", "report")  # never through a link
-    except (OSError, ValueError):  # ValueError: a ResultsError too
-        return None
-    entries = index.get("tables") if isinstance(index, dict) else None
-    names = [t["name"] for t in entries or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
-    name = index.get("main_table") or next((n for n in names if n.startswith(BOARD_PREFIX)), "")
-    path = folder / "tables" / f"{name}.md"
-    if not isinstance(name, str) or not re.fullmatch(r"[\w-]+", name) or not path.is_file():
-        return None
-    title = next((t.get("title") for t in entries if isinstance(t, dict) and t.get("name") == name), "") or name
-    return terminal_text(f"{title} (the table to cite: {path})\n\n{path.read_text(encoding='utf-8').strip()}")
-
-
-def _wrapped(text: str, width: int | None) -> str:
-    """``text`` with every line that is not a table row (``|``) wrapped at ``width`` (``None``: as it is)."""
-    if width is None:
-        return text
-    return "\n".join(line if line.startswith("|") else "\n".join(textwrap.wrap(line, width, break_long_words=False,
-                                                                                break_on_hyphens=False) or [""])
-                     for line in text.splitlines())
-
-
-def _column_values(table: object, column: str) -> list[object]:
-    """The ``column`` (``task``, ``encoding``) of each row of ``table``: its data's, where the data has one row per
-    table row (the per-cell tables); empty otherwise."""
-    data = getattr(table, "data", None)
-    if data is None or column not in data or len(data) != len(table.rows):
-        return []
-    return list(data[column])
-
-
-def _metric_columns(table: object) -> dict[str, int]:
-    """The run metrics a per-cell table shows and the index of each one's column: its data holds ``<metric>_mean``
-    per metric column, in column order, between the key columns and the seed count."""
-    data = getattr(table, "data", None)
-    if data is None:
-        return {}
-    names = [c.removesuffix("_mean") for c in data.columns if c.endswith("_mean")]
-    first = table.key_columns
-    if len(names) != len(table.columns) - first - 1:
-        return {}
-    return {name: first + i for i, name in enumerate(names)}
-
-
-def _registered_names(asked: Sequence[str], shown: Sequence[str]) -> list[str]:
-    """``asked`` encodings by their registered names: a display label (``NoPE``) as the name it labels."""
-    from pebench import encodings
-
-    by_label = {":".join(encodings.label(p) if encodings.known(p) else p for p in name.split(":")): name
-                for name in shown}
-    return [name if name in shown else by_label.get(name, name) for name in asked]
-
-
-def _check_shown(what: str, asked: Sequence[str], shown: Sequence[str], folder: Path) -> None:
-    """Refuse, in one line with the close names, a ``--task``/``--encoding``/``--metric`` no table of ``folder``
-    shows."""
-    for name in asked:
-        if name not in shown:
-            close = difflib.get_close_matches(name, shown, n=3, cutoff=0.5)
-            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise UsageError(f"no table of {folder} shows {what} {name!r}.{hint} Shown: {', '.join(shown) or 'none'}")
-
-
-def narrowed(table: object, wanted: Mapping[str, Sequence[str]], metrics: Sequence[str]) -> object | None:
-    """``table`` with the rows of the wanted tasks and encodings (``wanted``: column -> names; an empty list keeps
-    every row) and the columns of ``metrics`` (empty: every column), its marks as computed over all rows;
-    ``None`` when nothing of it is wanted (a table without a task column under ``--task``)."""
-    keep = list(range(len(table.rows)))
-    for column, names in wanted.items():
-        if names:
-            values = _column_values(table, column)
-            keep = [i for i in keep if values and str(values[i]) in names]
-    if not keep:
-        return None
-    columns = list(range(len(table.columns)))
-    if metrics:
-        shown = _metric_columns(table)
-        if not set(metrics) & set(shown):
-            return None
-        columns = [*range(table.key_columns), *(shown[m] for m in metrics if m in shown), len(table.columns) - 1]
-    group = [sum(1 for start in table.group_starts if start <= i) for i in range(len(table.rows))]
-    starts = [n for n, i in enumerate(keep) if n == 0 or group[i] != group[keep[n - 1]]]
-    data = table.data.iloc[keep].reset_index(drop=True) if table.data is not None and len(table.data) == len(
-        table.rows) else table.data
-    return dataclasses.replace(table, columns=[table.columns[c] for c in columns], group_starts=starts, data=data,
-                               rows=[[table.rows[i][c] for c in columns] for i in keep])
 
 
 def _results_dir(args: argparse.Namespace) -> Path:

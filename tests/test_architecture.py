@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.performance_text", "tables"),  # the performance page's sentences, from the throughput CSVs
     ("pebench.page_check", "tables"),  # what MyST a page of the site may hold
     ("pebench.cli", "interface"),
+    ("pebench.show_tables", "interface"),  # what `pebench show` prints of a results folder
     ("pebench.bench", "interface"),
     ("pebench.list_cache", "interface"),  # what `pebench list suites` printed, kept per code and plugins
     ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI

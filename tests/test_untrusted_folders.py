@@ -628,9 +628,30 @@ def test_show_never_reads_a_linked_report(tmp_path, capsys):
     secret.write_text((folder / "report.json").read_text())
     (folder / "report.json").unlink()
     (folder / "report.json").symlink_to(secret)
-    from pebench.cli import main_table_text
+    from pebench.show_tables import main_table_text
 
     assert main_table_text(folder) is None  # as without a report: the link is not followed
+
+
+def test_show_never_reads_a_linked_main_table(tmp_path, capsys):
+    """The main table ``show`` leads with is read through the store's rules: a table that is a link to a file
+    elsewhere (a key, say) is not printed; ``show`` says the report names no main table and goes on."""
+    folder = small_results(tmp_path / "results")
+    assert main(["report", str(folder)]) == 0
+    from pebench.show_tables import main_table_text
+
+    index = json.loads((folder / "report.json").read_text())
+    name = index["main_table"] = "runs"  # this folder's suite has no main table: name one it wrote
+    (folder / "report.json").write_text(json.dumps(index))
+    assert "the table to cite" in main_table_text(folder)
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("PRIVATE KEY\n")
+    (folder / "tables" / f"{name}.md").unlink()
+    (folder / "tables" / f"{name}.md").symlink_to(secret)
+    assert main_table_text(folder) is None
+    capsys.readouterr()
+    assert main(["show", str(folder)]) == 0
+    assert "PRIVATE KEY" not in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- fields a spreadsheet would run
