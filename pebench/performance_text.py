@@ -36,6 +36,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     text; ``[]`` where the file is not there."""
     if not path.exists():
         return []
+    if path.is_symlink():  # a file of a results folder: never read through a link (pebench.store's rule)
+        raise ValueError(f"{path} is a symbolic link; pebench never follows a link in a results folder: replace it "
+                         "with the file itself")
     with path.open(newline="") as handle:
         return [{column: _value(column, cell) for column, cell in row.items()} for row in csv.DictReader(handle)]
 

@@ -7,9 +7,9 @@ the site renders them)."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
+from pebench import store
 from pebench.blocks import Block, bullet_list, table, text
 from pebench.schema import encoding_label, encoding_rank, task_label
 
@@ -47,9 +47,8 @@ def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
     table_path, outcome_path = Path(pilots) / "depth_pilot.csv", Path(pilots) / "depth_pilot.json"
     if not table_path.exists() or not outcome_path.exists():
         return None
-    with table_path.open(newline="") as file:
-        rows = list(csv.DictReader(file))
-    outcome = json.loads(outcome_path.read_text())
+    rows = list(csv.DictReader(store.read_plain_file(table_path, "pilot table").decode("utf-8").splitlines()))
+    outcome = store.read_json(outcome_path, "pilot outcome")  # neither read through a link
     pivot: dict[tuple[int, str], dict[str, str]] = {}
     for row in rows:
         cell = f"{int(float(row['fitted']))}/{int(float(row['runs']))}"

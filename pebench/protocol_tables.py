@@ -313,8 +313,8 @@ def reference_history_text(checkout: Path, results: Path, suite: str = REFERENCE
     lines = [history.to_markdown() if history.rows else
              not_in_results("History of the reference", f"no git history of `results/{suite}/manifest.json`")]
     runs = Path(results) / suite / "summary" / "runs.csv"
-    if runs.exists():
-        columns = runs.read_text().split("\n", 1)[0].split(",")
+    if runs.exists():  # read as any file of a results folder is: never through a link
+        columns = store.read_plain_file(runs, "summary").split(b"\n", 1)[0].decode("utf-8").split(",")
         lines.append(f"The results this site was built from (`{display_path(runs, checkout)}`) "
                      f"{protocol_columns_text(columns)}")
     return "\n".join(lines) + "\n"
@@ -361,6 +361,11 @@ def _count(text: str) -> int:
     return int(float(text))  # pandas writes a count column with a gap as floats ("606.0")
 
 
+def _csv_lines(path: Path) -> list[str]:
+    """The lines of the CSV file ``path`` of a results folder, read through the store (never through a link)."""
+    return store.read_plain_file(path, "CSV file").decode("utf-8").splitlines()
+
+
 def measured_suite_times(performance: Path) -> list[SuiteTime]:
     """The latest measurement of each suite in ``performance/suites.csv`` (its last row: :mod:`pebench.throughput`
     appends them in the order they were measured), in the order of those rows, with the machine of
@@ -370,14 +375,12 @@ def measured_suite_times(performance: Path) -> list[SuiteTime]:
         return []
     cpu = ""
     if machine.exists():
-        with machine.open(newline="") as handle:
-            first = next(csv.DictReader(handle))
+        first = next(csv.DictReader(_csv_lines(machine)))
         cpu = f" on a {_count(first['cpu_count'])}-core {first['processor']} CPU"
     latest: dict[str, dict[str, str]] = {}
-    with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            latest.pop(row["suite"], None)  # a suite sits where its last row does
-            latest[row["suite"]] = row
+    for row in csv.DictReader(_csv_lines(path)):
+        latest.pop(row["suite"], None)  # a suite sits where its last row does
+        latest[row["suite"]] = row
     return [SuiteTime(suite, _count(row["runs"]), _count(row["workers"]), float(row["wall_seconds"]),
                       float(row["wall_minutes"]), row["date"], cpu) for suite, row in latest.items()]
 

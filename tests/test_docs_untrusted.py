@@ -226,3 +226,45 @@ def test_a_report_of_the_wrong_shape_stops_the_build_on_one_line(gen, tmp_path, 
         with gen.one_build():
             gen.generate_results(tmp_path / "results", srcdir / "_generated" / "results", srcdir)
     assert said in str(error.value) and "\n" not in str(error.value)
+
+
+def _linked_copy(source, target, tmp_path):
+    """``target``, a symbolic link to a copy of ``source`` kept outside the results folder."""
+    outside = tmp_path / "outside" / source.name
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, outside)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside)
+    return target
+
+
+@pytest.mark.parametrize("read", ["depth pilot", "suite times", "summary header", "performance"])
+def test_the_sites_other_readings_of_a_results_folder_never_follow_a_link(tmp_path, read):
+    """The pilots, the measured times and the reference's summary header are read as the report's files are:
+    a file of the folder that is a symbolic link (to a file elsewhere on the building machine) is refused on one
+    line, not read into a page."""
+    from pebench import performance_text, protocol_tables
+    from pebench.pilot_readings import depth_pilot_blocks
+
+    results = tmp_path / "results"
+    if read == "depth pilot":
+        pilots = ROOT / "results" / "pilots"
+        (results / "pilots").mkdir(parents=True)
+        shutil.copy(pilots / "depth_pilot.csv", results / "pilots" / "depth_pilot.csv")
+        _linked_copy(pilots / "depth_pilot.json", results / "pilots" / "depth_pilot.json", tmp_path)
+        assert depth_pilot_blocks(ROOT / "results" / "pilots") is not None  # the real folder is read
+        call = lambda: depth_pilot_blocks(results / "pilots")  # noqa: E731
+    elif read == "suite times":
+        _linked_copy(ROOT / "results" / "performance" / "suites.csv", results / "performance" / "suites.csv", tmp_path)
+        call = lambda: protocol_tables.measured_suite_times(results / "performance")  # noqa: E731
+    elif read == "summary header":
+        _linked_copy(ROOT / "results" / "standard" / "summary" / "runs.csv",
+                     results / "standard" / "summary" / "runs.csv", tmp_path)
+        call = lambda: protocol_tables.reference_history_text(ROOT, results)  # noqa: E731
+    else:
+        _linked_copy(ROOT / "results" / "performance" / "workers.csv", results / "performance" / "workers.csv",
+                     tmp_path)
+        call = lambda: performance_text.read_rows(results / "performance" / "workers.csv")  # noqa: E731
+    with pytest.raises(ValueError, match="symbolic link") as error:  # a ResultsError is a ValueError
+        call()
+    assert "\n" not in str(error.value)

@@ -19,7 +19,7 @@ from typing import Any
 from buildtree import hold_build_lock, regenerated
 
 import pebench
-from pebench import encodings, performance_text, protocol_tables, tasks
+from pebench import encodings, performance_text, protocol_tables, store, tasks
 from pebench.page_check import check_substitutions
 from pebench.pilot_readings import PILOT_READINGS
 from pebench.registry_tables import metrics_table
@@ -77,7 +77,9 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             write(out / "performance.md", PERFORMANCE_FALLBACK)
         else:  # the performance engineer's page is complete
             (out / "performance.md").unlink(missing_ok=True)
-        reference, pilots = results / REFERENCE_SUITE, results / "pilots"
+        # folders of a results folder (which may come from anyone) are never read through a link
+        reference, pilots = results / REFERENCE_SUITE, store.refuse_link(results / "pilots")
+        performance = store.refuse_link(results / "performance")
         includes = {
             "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
             "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
@@ -101,8 +103,8 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         substitutions = figures.result()
         substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
                              n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
-        substitutions.update(protocol_tables.suite_time_values(results / "performance"))
-        substitutions.update(performance_text.performance_values(results / "performance"))
+        substitutions.update(protocol_tables.suite_time_values(performance))
+        substitutions.update(performance_text.performance_values(performance))
         substitutions.update(protocol_tables.protocol_values())
         substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
         return check_substitutions(substitutions, srcdir)
