@@ -81,6 +81,19 @@ def test_encoding_page(gen, name, tmp_path):
         assert f"| `{option}` | `{default!r}` |" in page
 
 
+def test_the_registry_pages_show_the_results_the_site_is_built_from(gen, tmp_path):
+    """A preview of another results folder (PEBENCH_DOCS_RESULTS) links an encoding's or a task's page to its
+    all-results page only where that folder has results for it, as the all-results pages are made from that
+    folder: a folder without any gives no link to a page that was not made."""
+    empty = tmp_path / "results"
+    empty.mkdir()
+    for page in (gen.encoding_page("rope", tmp_path / "_generated", srcdir=tmp_path, results=empty),
+                 gen.task_page("copy", results=empty)):
+        assert "_results/" not in page and "## In the results" in page
+    assert "</_generated/encoding_results/rope>" in gen.encoding_page("rope", tmp_path / "_generated", srcdir=tmp_path)
+    assert gen.all_results_page("encoding", "rope", empty) is None
+
+
 @pytest.mark.parametrize("name", ["copy", "charlm", "count"])
 def test_task_page(gen, name):
     page = gen.task_page(name)

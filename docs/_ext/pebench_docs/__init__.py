@@ -63,9 +63,9 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             out, ("encodings", "tasks", "api", "encoding_results", "task_results", "results", "leaderboard")):
         figures = drawing.submit(registry_pages.generate_figures, out / "figures")
         for name in encodings.names():
-            write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir))
+            write(out / "encodings" / f"{name}.md", registry_pages.encoding_page(name, out, srcdir, results))
         for name in tasks.names():
-            write(out / "tasks" / f"{name}.md", registry_pages.task_page(name))
+            write(out / "tasks" / f"{name}.md", registry_pages.task_page(name, results))
         for column, names in (("encoding", encodings.names()), ("task", tasks.names())):
             for name in names:
                 if (page := registry_pages.all_results_page(column, name, results)) is not None:

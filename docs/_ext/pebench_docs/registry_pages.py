@@ -63,8 +63,9 @@ def autoclass_block(cls: type) -> list[str]:
     return ["```{eval-rst}", f".. autoclass:: {cls.__module__}.{cls.__qualname__}", "   :no-index:", "```", ""]
 
 
-def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
-    """The page of encoding ``name``; its example figure goes to ``out/figures`` (inside ``srcdir``)."""
+def encoding_page(name: str, out: Path, srcdir: Path = DOCS, results: Path = ROOT / "results") -> str:
+    """The page of encoding ``name``, with what ``results`` show of it; its example figure goes to
+    ``out/figures`` (inside ``srcdir``)."""
     options = registry_tables.encoding_options(name)
     call_name, call = registry_tables.build_call(name)
     lines = [f"# {page_title('encoding', name)}", "", encodings.meta(name)["summary"], "",
@@ -81,7 +82,7 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS) -> str:
         save_figure(fig, stem)
         image = source_path(stem.with_suffix(".svg"), srcdir)
         lines += ["## Example", "", f":::{{figure}} {image}", f":alt: {name} example", "", caption, ":::", ""]
-    lines += results_links("encoding", name)
+    lines += results_links("encoding", name, results)
     lines += ["## Definition and conventions", "", "The class docstring, which states the formula, the convention and "
               "the reference code it was checked against:", "", *autoclass_block(encodings.ENCODINGS.get(name))]
     return "\n".join(lines)
@@ -92,15 +93,16 @@ def encodings_table() -> str:
     return registry_tables.encodings_table(lambda t, n: f"{{doc}}`{t} </_generated/encodings/{n}>`").to_markdown()
 
 
-def task_page(name: str) -> str:
-    """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.registry_tables`)."""
+def task_page(name: str, results: Path = ROOT / "results") -> str:
+    """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.registry_tables`), and what
+    ``results`` show of it."""
     task = tasks.get(name)
     examples, rendered = registry_tables.task_examples(name)
     lines = [f"# {page_title('task', name)}", "", task.describe(), "", registry_tables.task_facts(name).to_markdown(),
              f"## Examples (length {registry_tables.example_length(task)}, seed 0)", "", examples.to_markdown()]
     for arch, table in rendered.items():
         lines += [f"### Rendered for the {arch}", "", table.to_markdown()]
-    lines += results_links("task", name)
+    lines += results_links("task", name, results)
     lines += ["`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
               "(label -100); see {func}`pebench.tasks.base.render_pair`.", "", "## Definition", "",
               *autoclass_block(type(task))]
