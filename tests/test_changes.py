@@ -81,7 +81,9 @@ def test_a_harms_flip_moves_and_an_interval_spanning_zero_is_unresolved():
     assert moved(found) == {"rope": ["harms"], "t5": ["harms"]}
     assert said[1] == ("Length extrapolation, decoder: RoPE now harms the order-free controls (difference from NoPE "
                        "0.010 [−0.050, 0.100] under v2, −0.200 [−0.300, −0.100] under v3).")
-    assert said[2].startswith("Length extrapolation, decoder: T5 bias no longer harms the order-free controls")
+    # an interval that spans 0 shows neither harm nor its absence: not "no longer harms"
+    assert said[2].startswith("Length extrapolation, decoder: T5 bias is no longer found to harm the order-free "
+                              "controls")
     assert said[2].endswith("; its interval spans 0, so whether it harms is unresolved).")
 
 

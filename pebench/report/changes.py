@@ -187,8 +187,9 @@ def _sentence(row: Mapping[str, Any], names: tuple[str, str], baseline: str) -> 
         parts.append(f"moved from {_tier(row, 'before')} to {_tier(row, 'after')} (it fitted {_fit(row, 'before')} "
                      f"of its order-dependent runs {_under(before)}, {_fit(row, 'after')} {_under(after)})")
     if "harms" in row["moved"]:
-        now = "now harms" if row["harms_after"] else "no longer harms"
         spans = row["control_low_after"] <= 0 <= row["control_high_after"]
+        # harm is read where the interval lies below 0: one that spans 0 no longer shows harm, nor shows none
+        now = "now harms" if row["harms_after"] else "is no longer found to harm" if spans else "no longer harms"
         parts.append(f"{now} the order-free controls (difference from {baseline} {_control(row, 'before')} "
                      f"{_under(before)}, {_control(row, 'after')} {_under(after)}"
                      f"{'; its interval spans 0, so whether it harms is unresolved' if spans else ''})")
