@@ -77,9 +77,8 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             write(out / "performance.md", PERFORMANCE_FALLBACK)
         else:  # the performance engineer's page is complete
             (out / "performance.md").unlink(missing_ok=True)
-        # folders of a results folder (which may come from anyone) are never read through a link
         reference, pilots = results / REFERENCE_SUITE, store.refuse_link(results / "pilots")
-        performance = store.refuse_link(results / "performance")
+        performance = store.refuse_link(results / "performance")  # a results folder's: never through a link
         includes = {
             "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
             "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),

@@ -64,8 +64,7 @@ def autoclass_block(cls: type) -> list[str]:
 
 
 def encoding_page(name: str, out: Path, srcdir: Path = DOCS, results: Path = ROOT / "results") -> str:
-    """The page of encoding ``name``, with what ``results`` show of it; its example figure goes to
-    ``out/figures`` (inside ``srcdir``)."""
+    """The page of encoding ``name``, with what ``results`` hold of it; its figure goes to ``out/figures``."""
     options = registry_tables.encoding_options(name)
     call_name, call = registry_tables.build_call(name)
     lines = [f"# {page_title('encoding', name)}", "", encodings.meta(name)["summary"], "",
