@@ -6,7 +6,6 @@ the site renders them)."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from pebench import store
@@ -47,7 +46,7 @@ def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
     table_path, outcome_path = Path(pilots) / "depth_pilot.csv", Path(pilots) / "depth_pilot.json"
     if not table_path.exists() or not outcome_path.exists():
         return None
-    rows = list(csv.DictReader(store.read_plain_file(table_path, "pilot table").decode("utf-8").splitlines()))
+    rows = store.read_plain_csv(table_path, "pilot table")
     outcome = store.read_json(outcome_path, "pilot outcome")  # neither read through a link
     pivot: dict[tuple[int, str], dict[str, str]] = {}
     for row in rows:

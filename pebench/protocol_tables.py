@@ -10,7 +10,6 @@ measured (``results/performance``, read with the standard library: the site load
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -361,11 +360,6 @@ def _count(text: str) -> int:
     return int(float(text))  # pandas writes a count column with a gap as floats ("606.0")
 
 
-def _csv_lines(path: Path) -> list[str]:
-    """The lines of the CSV file ``path`` of a results folder, read through the store (never through a link)."""
-    return store.read_plain_file(path, "CSV file").decode("utf-8").splitlines()
-
-
 def measured_suite_times(performance: Path) -> list[SuiteTime]:
     """The latest measurement of each suite in ``performance/suites.csv`` (its last row: :mod:`pebench.throughput`
     appends them in the order they were measured), in the order of those rows, with the machine of
@@ -375,10 +369,10 @@ def measured_suite_times(performance: Path) -> list[SuiteTime]:
         return []
     cpu = ""
     if machine.exists():
-        first = next(csv.DictReader(_csv_lines(machine)))
+        first = store.read_plain_csv(machine, "machine table")[0]
         cpu = f" on a {_count(first['cpu_count'])}-core {first['processor']} CPU"
     latest: dict[str, dict[str, str]] = {}
-    for row in csv.DictReader(_csv_lines(path)):
+    for row in store.read_plain_csv(path, "suite times"):
         latest.pop(row["suite"], None)  # a suite sits where its last row does
         latest[row["suite"]] = row
     return [SuiteTime(suite, _count(row["runs"]), _count(row["workers"]), float(row["wall_seconds"]),

@@ -206,8 +206,8 @@ def _check_declared(records: Sequence[Sequence[str]], path: Path) -> None:
         if first.get(column) and first[column] not in words:
             raise ResultsError(f"{path}: its {column} {first[column][:40]!r} is not one of {', '.join(words)}; move "
                                "the file away (it may have been crafted)")
-    labels = {column: {record[header.index(column)] for record in records[1:]} - {""}  # "": a failed run's row
-              for column in ("condition", "variant") if column in header}
+    at = {column: header.index(column) for column in ("condition", "variant") if column in header}
+    labels = {column: {record[k] for record in records[1:]} - {""} for column, k in at.items()}  # "": a failed run
     labels.setdefault("condition", set()).update(declared.get("eval_conditions", ()))
     labels.setdefault("variant", set()).update(label for label, _options in declared.get("eval_variants", ()))
     for value in sorted(labels["condition"]):

@@ -103,7 +103,6 @@ NAME_COLUMNS = {
 #: the pattern an evaluation variant's label must match in full (:attr:`pebench.experiment.EvalConfig.variants`)
 VARIANT_LABEL = re.compile(NAME_PATTERN)
 
-
 #: the words of a name's form that pandas reads as a missing value (its default ``na_values``, which tell case:
 #: ``none``, NoPE's name, is a word), besides what :func:`float` parses (``nan``, ``inf``)
 MISSING_WORDS = frozenset({"NA", "NULL", "None", "null"})
@@ -116,6 +115,7 @@ def reads_as_number(text: str) -> bool:
     except ValueError:
         return text in MISSING_WORDS
     return True
+
 
 # --------------------------------------------------------------------------- which rows count
 

@@ -192,6 +192,12 @@ def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
         return _bounded(stream, path, what)
 
 
+def read_plain_csv(path: str | Path, what: str) -> list[dict[str, str]]:
+    """The rows of the CSV file ``path`` of a results folder (``what`` it is, for errors) as texts by column, read
+    through :func:`read_plain_file`: never through a link, at most :data:`MAX_FILE_BYTES`."""
+    return list(csv.DictReader(read_plain_file(path, what).decode("utf-8").splitlines()))
+
+
 def _bounded(stream: io.BufferedIOBase, path: Path, what: str) -> bytes:
     """At most :data:`MAX_FILE_BYTES` of ``stream`` (a file, or a gzip stream decompressing one)."""
     data = stream.read(MAX_FILE_BYTES + 1)
