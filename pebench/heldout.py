@@ -9,6 +9,11 @@ draws again in its place) and the fit check draws only held-out inputs (:func:`h
 two are disjoint at every length, whatever the size of the space, and each keeps the task's distribution
 restricted to its part (the hash does not look at what an input means).
 
+Where a split length's held-out part holds fewer distinct inputs than a check's examples, the examples
+repeat them, and a check resolves accuracy only to one in as many inputs as the part holds
+(:func:`check_inputs` counts them): a model that answers those few right passes, whatever it does on the
+other inputs of that length.
+
 A length whose space is so small that its held-out part holds fewer than :data:`MIN_HELD_OUT_INPUTS`
 distinct inputs (binary inputs of length 6 or less, say) cannot be split usefully: there the model
 trains on every input, and the check scores fresh examples of the whole distribution
@@ -33,6 +38,8 @@ HELD_OUT_SHARE = 8
 MIN_HELD_OUT_INPUTS = 16
 #: draws of the probe that decides whether a length is split (:func:`separable`)
 PROBE_DRAWS = 4096
+#: draws of the probe that counts the distinct inputs a fit check draws from (:func:`check_inputs`)
+COUNT_DRAWS = 65_536
 #: rounds of drawing after which a held-out or training batch that is still incomplete is an error
 MAX_ROUNDS = 1000
 
@@ -107,6 +114,24 @@ def held_out_batch(task: Task, n: int, length: int, generator: torch.Generator) 
     if not separable(task, length):
         return task.sample(n, length, generator, split="eval")
     return _fill(task, n, length, generator, "eval", keep_held_out=True)
+
+
+def check_inputs(task: Task, length: int, disjoint: bool = True) -> int:
+    """How many distinct inputs the fit check at ``length`` draws its examples from: the held-out part of the
+    input space where the check is ``disjoint`` (protocol v3) and the length :func:`separable`, else the whole
+    space (v2, or a length not split). Counted among :data:`COUNT_DRAWS` fixed draws (held-out ones: one in
+    :data:`HELD_OUT_SHARE` of them), so a count of a few hundred or fewer is the exact size of a uniformly drawn
+    space, and a larger space shows as about as many inputs as were drawn (computed once per task version,
+    length and part)."""
+    return _check_inputs(type(task), task.name, task.version, length, disjoint and separable(task, length))
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_inputs(cls: type[Task], name: str, version: int, length: int, held_out_part: bool) -> int:
+    inputs = cls().sample(COUNT_DRAWS, length, torch.Generator().manual_seed(7_919 * length + 2), split="eval").inputs
+    if held_out_part:
+        inputs = inputs[is_held_out(inputs)]
+    return len(torch.unique(inputs, dim=0))
 
 
 def unsplit_lengths(task: Task, lengths: range | list[int]) -> list[int]:

@@ -308,9 +308,17 @@ def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     from pebench import heldout, tasks
     from pebench.fit_criterion import fit_criterion_blocks
 
-    listed, unsplit = fit_criterion_blocks(["parity_check", "copy"])
+    listed, unsplit = fit_criterion_blocks(["parity_check", "missing_duplicate", "copy"])
     assert listed["kind"] == "list" and "**512 held-out examples** per length" in listed["items"][0]
     assert "at most 5 errors per length" in listed["items"][0]  # 1% of 512, rounded down
-    rows = dict(map(tuple, unsplit["rows"]))
+    assert "resolves accuracy only to one in as many inputs as the part holds" in listed["items"][3]
+    rows = {row[0]: row[1:] for row in unsplit["rows"]}
     expected = heldout.unsplit_lengths(tasks.get("parity_check"), range(1, 9))
-    assert rows["Parity check (`parity_check`)"] == ", ".join(map(str, expected)) and expected  # parity_check has some
+    assert rows["Parity check (`parity_check`)"][0] == ", ".join(map(str, expected)) and expected  # it has some
+    # the fewest held-out inputs of a split length: missing duplicate (min_length 2) splits only length 8
+    assert rows["Missing duplicate (`missing_duplicate`)"] == [
+        "2, 3, 4, 5, 6, 7", f"{heldout.check_inputs(tasks.get('missing_duplicate'), 8)} (length 8)"]
+    fewest = min((heldout.check_inputs(tasks.get("parity_check"), n), n) for n in range(1, 9) if n not in expected)
+    assert rows["Parity check (`parity_check`)"][1] == f"{fewest[0]} (length {fewest[1]})" and fewest[0] < 512
+    assert rows["Copy (`copy`)"][1] == f"{heldout.check_inputs(tasks.get('copy'), 3)} (length 3)"  # 1,000 inputs
+    assert fit_criterion_blocks(["copy"], longest=1)[1]["rows"][0][2] == "no split length"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
 
-from pebench import results, schema
+from pebench import heldout, results, schema, tasks
 from pebench.cli import main
 from pebench.compare import MARGINS, compare
 from pebench.experiment import ReportSpec, registered_report_specs
@@ -518,15 +518,28 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
     assert "passes with at most 1 error." in resolution["lead"]
     assert f"{p:.2f} at a true accuracy of 0.97" in resolution["lead"]
     label = schema.encoding_label("rope")
-    assert resolution["rows"] == [["`{folder}`", "one token", 3, 2, 1, f"0.960 (majority, encoder, {label}, seed 0)"],
-                                  ["`{folder}`", "longer", 2, 1, 1, f"0.970 (copy, encoder, {label}, seed 1)"]]
+    assert resolution["rows"] == [
+        ["`{folder}`", "one-token answers", "128 or more", 3, 2, 1, f"0.960 (majority, encoder, {label}, seed 0)"],
+        ["`{folder}`", "longer answers", "128 or more", 2, 1, 1, f"0.970 (copy, encoder, {label}, seed 1)"]]
     assert fit.fit_resolution(pd.DataFrame([row("copy", 0, 0.5)]).drop(columns="fitted"))["rows"] == []
-    v3 = fit.fit_resolution(pd.DataFrame(rows).assign(fit_examples=512, fit_threshold=0.99, fit_every=100,
-                                                       fit_lengths="all"))  # the criterion the runs record
+    v3_criterion = {"fit_examples": 512, "fit_threshold": 0.99, "fit_every": 100, "fit_lengths": "all",
+                    "fit_disjoint": True}  # the criterion the runs record
+    # missing duplicate at length 8: 128 inputs, whose held-out part is a few dozen (the check repeats them)
+    v3 = fit.fit_resolution(pd.DataFrame([*rows, row("missing_duplicate", 0, 0.86)]).assign(**v3_criterion))
     assert "the 512 held-out examples are 512 tokens, so a check passes with at most 5 errors." in v3["lead"]
     assert "true accuracy at each training length can be" in v3["lead"]
-    assert "score at the longest training length on the evaluation set" in v3["lead"] and v3["rows"] == \
-        resolution["rows"]
+    assert "from fewer distinct inputs (a small input space, or under protocol v3 its held-out part)" in v3["lead"]
+    assert "score at the longest training length on the evaluation set" in v3["lead"]
+    few = heldout.check_inputs(tasks.get("missing_duplicate"), 8)
+    assert v3["rows"] == [
+        ["`{folder}`", "missing duplicate", str(few), 1, 1, 1, f"0.860 (missing duplicate, encoder, {label}, seed 0)"],
+        *([*r[:2], "512 or more", *r[3:]] for r in resolution["rows"])]
+    # a folder of both criteria: each run counted by its own (v2: 128 examples from all 128 inputs)
+    mixed = fit.fit_resolution(pd.DataFrame([{**row("missing_duplicate", 0, 0.86), **v3_criterion},
+                                             {**row("missing_duplicate", 1, 0.99), "fit_examples": 128}]))
+    assert mixed["rows"] == [
+        ["`{folder}`", "missing duplicate", str(few), 1, 1, 1, f"0.860 (missing duplicate, encoder, {label}, seed 0)"],
+        ["`{folder}`", "one-token answers", "128 or more", 1, 0, 0, f"0.990 (missing duplicate, encoder, {label}, seed 1)"]]
 
 
 def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pebench import metrics, tasks
+from pebench import heldout, metrics, tasks
 from pebench.config import TrainConfig
 from pebench.protocol import SCALES
 from pebench.report_file import FOLDER
@@ -150,6 +150,30 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     return {"sections": sections}
 
 
+def _resolution_groups(fitted: pd.DataFrame, default_examples: int) -> list[tuple[str, str, pd.DataFrame]]:
+    """The rows of :func:`fit_resolution`'s table, as (runs, distinct inputs per check, their rows of ``fitted``):
+    per task and count, the runs whose check at the longest training length draws from fewer distinct inputs
+    than its examples (:func:`pebench.heldout.check_inputs`: the held-out part of the space where the run's check
+    is disjoint, else all of it); then the other runs by answer length. Empty groups are left out."""
+    examples = fitted["fit_examples"].fillna(default_examples).astype(int).to_numpy() if "fit_examples" in fitted \
+        else np.full(len(fitted), default_examples)
+    # an object column of a folder with and without the criterion: True, False or missing
+    disjoint = (fitted["fit_disjoint"] == True).to_numpy() if "fit_disjoint" in fitted \
+        else np.zeros(len(fitted), dtype=bool)  # noqa: E712
+    keys = list(zip(fitted["task"], fitted["train_max_len"].astype(int), disjoint.tolist(), strict=True))
+    counted = {key: heldout.check_inputs(tasks.get(key[0]), key[1], key[2]) for key in set(keys)}
+    inputs = np.array([counted[key] for key in keys], dtype=int)
+    few = inputs < examples
+    one_token = np.array([tasks.get(task).output_length(length) == 1 for task, length, _ in keys], dtype=bool)
+    labels = fitted["task"].map(task_label).to_numpy()
+    small = sorted({(label, int(count)) for label, count in zip(labels[few], inputs[few], strict=True)})
+    groups = [(label, str(count), fitted[few & (inputs == count) & (labels == label)]) for label, count in small]
+    least = int(examples.min()) if len(examples) else default_examples
+    groups += [(label, f"{least} or more", fitted[~few & (one_token == answer)])
+               for label, answer in (("one-token answers", True), ("longer answers", False))]
+    return [group for group in groups if not group[2].empty]
+
+
 def _floor_cells(row: Any, bound: bool) -> list[str]:
     """The chance and floor cells of a floors-table row (:data:`FLOOR_COLUMNS`), each floor printed as a lower
     bound (:class:`pebench.tables.Cell`) when ``bound``: its method gives only one."""
@@ -163,8 +187,9 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
     answers), for the criterion ``data``'s runs record (examples per check, threshold, how often, at which
     training lengths; :class:`~pebench.config.TrainConfig`'s and the standard suite's where they record none), and
     how the fitted runs of ``data`` (a folder's raw rows) score at the longest training length on the evaluation
-    set (the rows of ``condition`` original, variant as trained): one row per answer length (one token, longer),
-    empty when no run has a fit criterion."""
+    set (the rows of ``condition`` original, variant as trained): a row per task whose check there draws from
+    fewer distinct inputs than its examples (:func:`pebench.heldout.check_inputs`), then a row per answer length
+    (one token, longer) of the other tasks; empty when no run has a fit criterion."""
     config = TrainConfig()
     n = int(_recorded(data, "fit_examples", config.fit_examples))
     threshold = float(_recorded(data, "fit_threshold", config.fit_threshold))
@@ -178,27 +203,26 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
             f"with at most {allowed} error{'s' if allowed != 1 else ''}. One check passes a model below the "
             f"threshold with a probability of {chances} (binomial), and a run is checked every {every} steps on the "
             f"same batch, so a fitted run's true accuracy {where} can be a few points below the threshold. Longer "
-            f"answers give more tokens per check. How the fitted runs score "
+            f"answers give more tokens per check. Where a check draws its {n} examples from fewer distinct inputs "
+            "(a small input space, or under protocol v3 its held-out part), they repeat, and the check "
+            "resolves accuracy only to one in as many inputs: a model that answers those few right passes, whatever "
+            "it does on the other inputs of that length; such tasks have a row of their own below. How the fitted "
+            "runs score "
             f"{'at the longest training length' if every_length else 'there'} on the evaluation set (other examples, "
-            "the same length):")
+            "the same length, drawn from all of its inputs):")
     closing = ("A fitted run is therefore one that learnt its training distribution to within a few points of the "
                "threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured on "
                "the evaluation set, never on the fit batch.")
-    header = ["results", "answer", "fitted runs", f"below {threshold:g}", "below 0.98", "lowest"]
+    header = ["results", "runs", "distinct inputs per check", "fitted runs", f"below {threshold:g}", "below 0.98",
+              "lowest"]
     rows = []
     if "fitted" in data.columns:
         variant = data["variant"].fillna(BASE_VARIANT) if "variant" in data.columns else BASE_VARIANT
         fitted = data[(data["fitted"] == True) & (data["eval_len"] == data["train_max_len"])  # noqa: E712
                       & (data["condition"] == "original") & (variant == BASE_VARIANT)]
-        # the answer's length where the check is made: the longest training length
-        one_token = np.array([tasks.get(task).output_length(int(length)) == 1
-                              for task, length in zip(fitted["task"], fitted["train_max_len"], strict=True)],
-                             dtype=bool)
-        for label, part in (("one token", fitted[one_token]), ("longer", fitted[~one_token])):
-            if part.empty:
-                continue
+        for label, inputs, part in _resolution_groups(fitted, config.fit_examples):
             low = part.loc[part["token_acc"].idxmin()]
-            rows.append([f"`{FOLDER}`", label, len(part), int((part["token_acc"] < threshold).sum()),
+            rows.append([f"`{FOLDER}`", label, inputs, len(part), int((part["token_acc"] < threshold).sum()),
                          int((part["token_acc"] < 0.98).sum()),
                          f"{low['token_acc']:.3f} ({task_label(low['task'])}, {low['arch']}, "
                          f"{encoding_label(low['encoding'])}, "
