@@ -63,8 +63,8 @@ def moved(found: pd.DataFrame) -> dict[str, list[str]]:
 def test_a_tier_change_moves_with_both_scores_beside_it():
     found, said = compared(row("rope", 2, score=-0.2), *BEFORE[1:])
     assert moved(found) == {"rope": ["tier"]}
-    assert said[0] == ("1 of the 5 encodings compared under both moved from standard v2-aaa7cfcc to standard "
-                       "v3-0123abcd.")
+    assert said[0] == ("1 of the 5 encoding-architecture pairs compared under both moved from standard v2-aaa7cfcc to "
+                       "standard v3-0123abcd.")
     assert said[1] == ("Length extrapolation, decoder: RoPE moved from tier 1 to tier 2 (score 0.10 [0.00, 0.20] under "
                        "v2, −0.20 [−0.30, −0.10] under v3).")
 
@@ -92,8 +92,8 @@ def test_an_encoding_new_in_v3_and_one_gone_are_named_not_counted_as_moved():
     assert moved(found) == {"cope": ["new"], "alibi": ["gone"]}
     assert list(found["encoding"]) == ["rope", "t5", "learned", "none", "cope", "alibi"]
     assert said == [
-        "No verdict moved from standard v2-aaa7cfcc to standard v3-0123abcd: each of the 4 encodings compared under "
-        "both keeps its tier, its ranking and its harm verdict. 2 are compared on one side only.",
+        "No verdict moved from standard v2-aaa7cfcc to standard v3-0123abcd: each of the 4 encoding-architecture "
+        "pairs compared under both keeps its tier, its ranking and its harm verdict. 2 are compared on one side only.",
         "Length extrapolation, decoder: CoPE is compared under v3 only (tier 1, score 0.30 [0.20, 0.40], fitted 90% "
         "of its order-dependent runs).",
         "Length extrapolation, decoder: ALiBi is compared under v2 only (not ranked, fitted 20% of its order-dependent "
@@ -103,8 +103,8 @@ def test_an_encoding_new_in_v3_and_one_gone_are_named_not_counted_as_moved():
 def test_nothing_moved_says_so_though_every_score_changed():
     found, said = compared(*(dict(r, score=(r["score"] or 0) + 0.5) if r["ranked"] else r for r in BEFORE))
     assert moved(found) == {}
-    assert said == ["No verdict moved from standard v2-aaa7cfcc to standard v3-0123abcd: each of the 5 encodings "
-                    "compared under both keeps its tier, its ranking and its harm verdict."]
+    assert said == ["No verdict moved from standard v2-aaa7cfcc to standard v3-0123abcd: each of the 5 "
+                    "encoding-architecture pairs compared under both keeps its tier, its ranking and its harm verdict."]
     same = changes(frame(*BEFORE), frame(*BEFORE))
     assert sentences(same, V2, V2) == ["No verdict moved: both sides are the same results (standard v2-aaa7cfcc)."]
 

@@ -210,10 +210,10 @@ def change_sentences(frame: pd.DataFrame, before: Mapping[str, Any], after: Mapp
         return [f"No verdict moved: both sides are the same results ({after['suite']} {after['results_version']})."]
     span = f"from {before['suite']} {before['results_version']} to {after['suite']} {after['results_version']}"
     if not moved:
-        lead = (f"No verdict moved {span}: each of the {len(both)} encodings compared under both keeps its tier, its "
-                "ranking and its harm verdict.")
+        lead = (f"No verdict moved {span}: each of the {len(both)} encoding-architecture pairs compared under both "
+                "keeps its tier, its ranking and its harm verdict.")
     else:
-        lead = f"{len(moved)} of the {len(both)} encodings compared under both moved {span}."
+        lead = f"{len(moved)} of the {len(both)} encoding-architecture pairs compared under both moved {span}."
     if one_side:
         lead += f" {len(one_side)} {'is' if len(one_side) == 1 else 'are'} compared on one side only."
     return [lead, *(_sentence(row, names, baseline) for row in moved + one_side)]
