@@ -539,7 +539,8 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
                                              {**row("missing_duplicate", 1, 0.99), "fit_examples": 128}]))
     assert mixed["rows"] == [
         ["`{folder}`", "missing duplicate", str(few), 1, 1, 1, f"0.860 (missing duplicate, encoder, {label}, seed 0)"],
-        ["`{folder}`", "one-token answers", "128 or more", 1, 0, 0, f"0.990 (missing duplicate, encoder, {label}, seed 1)"]]
+        ["`{folder}`", "one-token answers", "128 or more", 1, 0, 0,
+         f"0.990 (missing duplicate, encoder, {label}, seed 1)"]]
 
 
 def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():

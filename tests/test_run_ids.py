@@ -15,58 +15,103 @@ import pytest
 from pebench.experiment import suite_runs
 from pebench.store import raw_files, read_run_file, run_file_id, run_file_name
 
-RAW = Path(__file__).resolve().parent.parent / "results" / "standard" / "raw"
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+RAW = RESULTS / "standard" / "raw"
 
-# (experiment, task, encoding, arch, seed) -> run id, copied from results/standard/raw/<run id>.csv.gz
+# protocol -> (experiment, task, encoding, arch, seed) -> run id, copied from the file names of the reference
+# made under that protocol (REFERENCES says where it lies)
 GOLDEN = {
-    ("length_extrapolation", "copy", "none", "decoder", 0): "ab0657f33c96a7c1",
-    ("length_extrapolation", "reverse", "randomized:rope", "decoder", 2): "84c58aa6f45e2561",
-    ("length_extrapolation", "copy", "alibi", "encoder", 1): "023b7cdbe28049b0",
-    ("length_extrapolation", "majority", "t5", "encoder", 1): "947928b61e1b41df",
-    ("length_extrapolation", "even_pairs", "randomized:rope", "encoder", 2): "dac4afd50ba1afec",
-    ("lm_extrapolation", "charlm", "rope", "decoder", 0): "c81c50937a27c586",
-    ("lm_extrapolation", "charlm", "randomized:rope", "decoder", 2): "6f8aad47cca364d9",
-    ("rope_scaling", "copy", "rope", "decoder", 1): "812deaab6e0cca2c",
+    2: {
+        ("length_extrapolation", "copy", "none", "decoder", 0): "ab0657f33c96a7c1",
+        ("length_extrapolation", "reverse", "randomized:rope", "decoder", 2): "84c58aa6f45e2561",
+        ("length_extrapolation", "copy", "alibi", "encoder", 1): "023b7cdbe28049b0",
+        ("length_extrapolation", "majority", "t5", "encoder", 1): "947928b61e1b41df",
+        ("length_extrapolation", "even_pairs", "randomized:rope", "encoder", 2): "dac4afd50ba1afec",
+        ("lm_extrapolation", "charlm", "rope", "decoder", 0): "c81c50937a27c586",
+        ("lm_extrapolation", "charlm", "randomized:rope", "decoder", 2): "6f8aad47cca364d9",
+        ("rope_scaling", "copy", "rope", "decoder", 1): "812deaab6e0cca2c",
+    },
+    3: {  # six seeds, the whole field, the LM's declared steps
+        ("length_extrapolation", "reverse", "randomized:rope", "decoder", 2): "f49d10558c68854e",
+        ("length_extrapolation", "duplicate", "none", "decoder", 0): "42f7fa89c7cf8120",
+        ("length_extrapolation", "reverse", "alibi", "encoder", 1): "3c1314e5d399dd6b",
+        ("length_extrapolation", "selective_copy", "t5", "decoder", 5): "90742e07e446323f",
+        ("length_extrapolation", "parity_check", "kerple_log", "decoder", 3): "ba1df1274851900c",
+        ("length_extrapolation", "odds_first", "cope", "decoder", 4): "7b8ba39d6b8397c0",
+        ("lm_extrapolation", "charlm", "rope", "decoder", 0): "fb4df8c9fc85f0e9",
+        ("lm_extrapolation", "charlm", "randomized:rope", "decoder", 2): "e7a2d6842309c783",
+    },
 }
-CASES = [pytest.param(run, run_id, id="-".join(map(str, run))) for run, run_id in GOLDEN.items()]
+# where the reference of each protocol lies, in order: the v3 reference is made into results/next/standard
+# and then replaces results/standard, whose v2 reference moves to the archive (docs/protocol.md)
+REFERENCES = {2: ["standard", "archive/v2/standard"], 3: ["standard", "next/standard"]}
+CASES = [pytest.param(version, run, run_id, id=f"v{version}-" + "-".join(map(str, run)))
+         for version, golden in GOLDEN.items() for run, run_id in golden.items()]
+
+
+def recorded_protocol(folder: Path) -> int:
+    """The protocol of the runs of a results ``folder`` (run files without a ``protocol`` column predate protocol
+    v3: v2)."""
+    from pebench.schema import recorded_protocols
+    from pebench.store import first_rows
+
+    (version,) = recorded_protocols(first_rows(folder, ["experiment", "protocol"]))  # a folder has one
+    return version
+
+
+def reference_folder(version: int) -> Path:
+    """The committed folder of the standard suite's reference made under protocol ``version``."""
+    for name in REFERENCES[version]:
+        folder = RESULTS / name
+        if raw_files(folder / "raw") and recorded_protocol(folder) == version:
+            return folder
+    raise AssertionError(f"no committed standard reference under protocol {version} in {REFERENCES[version]}")
+
+
+SPECS: dict[int, list] = {}
+
+
+def runs_of(version: int) -> list:
+    """The standard suite's runs as declared under protocol ``version`` (expanded once per test process)."""
+    from pebench.protocol import as_declared
+
+    if version not in SPECS:
+        with as_declared("standard", version):
+            SPECS[version] = suite_runs("standard")
+    return SPECS[version]
 
 
 @pytest.fixture(scope="module")
 def specs():
-    """The standard suite's runs under the protocol the committed reference records (run files without a
-    ``protocol`` column predate protocol v3: v2, until the v3 reference replaces them)."""
-    from pebench.protocol import as_declared
-    from pebench.schema import recorded_protocols
-    from pebench.store import first_rows
-
-    (version,) = recorded_protocols(first_rows(RAW.parent, ["experiment", "protocol"]))  # a folder has one
-    with as_declared("standard", version):
-        return suite_runs("standard")
+    """The standard suite's runs under the protocol the committed reference records."""
+    return runs_of(recorded_protocol(RAW.parent))
 
 
 def key(spec) -> tuple:
     return spec.experiment, spec.task, spec.encoding, spec.arch, spec.seed
 
 
-@pytest.mark.parametrize(("run", "run_id"), CASES)
-def test_standard_suite_produces_the_committed_run_id(specs, run, run_id):
-    assert [spec.run_id for spec in specs if key(spec) == run] == [run_id]
+@pytest.mark.parametrize(("version", "run", "run_id"), CASES)
+def test_standard_suite_produces_the_golden_run_id(version, run, run_id):
+    assert [spec.run_id for spec in runs_of(version) if key(spec) == run] == [run_id]
 
 
-@pytest.mark.parametrize(("run", "run_id"), CASES)
-def test_golden_ids_name_the_committed_files_of_those_runs(run, run_id):
+@pytest.mark.parametrize(("version", "run", "run_id"), CASES)
+def test_golden_ids_name_the_committed_files_of_those_runs(version, run, run_id):
     """The literals above are what the committed files hold (guards the test's own data)."""
-    rows = read_run_file(RAW / run_file_name(run_id))
+    rows = read_run_file(reference_folder(version) / "raw" / run_file_name(run_id))
     columns = ["experiment", "task", "encoding", "arch", "seed", "run_id"]
     assert {tuple(row) for row in rows[columns].itertuples(index=False)} == {(*run, run_id)}
 
 
-def test_every_committed_file_is_a_run_of_the_standard_suite(specs):
-    """No committed run file is orphaned: each is a run the standard suite produces now."""
-    committed = {run_file_id(path) for path in raw_files(RAW)}
-    ids = {spec.run_id for spec in specs}
-    assert committed, f"no run files in {RAW}"
-    assert len(ids) == len(specs)
+@pytest.mark.parametrize("version", sorted(REFERENCES))
+def test_every_committed_file_is_a_run_of_the_standard_suite(version):
+    """No committed run file is orphaned: each is a run the standard suite produces now, under the protocol of
+    the reference that holds it."""
+    committed = {run_file_id(path) for path in raw_files(reference_folder(version) / "raw")}
+    ids = {spec.run_id for spec in runs_of(version)}
+    assert committed, f"no run files in {reference_folder(version)}"
+    assert len(ids) == len(runs_of(version))
     assert committed <= ids, f"committed files no spec produces: {sorted(committed - ids)}"
 
 
