@@ -40,7 +40,8 @@ def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = 
         f"where a split length's held-out part holds fewer distinct inputs than the {examples} examples, they "
         "repeat them, so a check there resolves accuracy only to one in as many inputs as the part holds: a model "
         "that answers those few right passes, whatever it does on the other inputs of that length (the "
-        "leaderboard's resolution table shows how such tasks' fitted runs score on the evaluation set). For the "
+        "resolution table under *Training to a fit criterion* shows how such tasks' fitted runs score on the "
+        "evaluation set). For the "
         f"core battery (training lengths up to {longest}), the lengths not split and the fewest held-out inputs "
         "are:"]),
         table(["task", "training lengths not split", "fewest held-out inputs of a split length"], rows)]
