@@ -341,10 +341,13 @@ def capacity_shortfall(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     Returns one row per (arch, task) with an unfitted capable run, in the runs' order: ``unfitted``, ``runs``
     (the capable encodings' runs of the task), ``best_median`` / ``best_low`` / ``best_high`` (their best fit
     check), ``rising`` (unfitted runs whose best check in the last quarter of their steps beat every earlier one by
-    :data:`STILL_RISING`) and ``fell_back`` (whose last check was :data:`FELL_BACK` or more below their best).
+    :data:`STILL_RISING`), ``fell_back`` (whose last check was :data:`FELL_BACK` or more below their best) and
+    ``eval_met`` (whose evaluation rows reach their fit threshold at every training length,
+    :func:`_met_in_distribution`: what their checks missed were held-out inputs; NaN where the rows do not say).
     Empty where no capable run went unfitted, or the rows record no fit curve.
     """
-    columns = ["arch", "task", "unfitted", "runs", "best_median", "best_low", "best_high", "rising", "fell_back"]
+    columns = ["arch", "task", "unfitted", "runs", "best_median", "best_low", "best_high", "rising", "fell_back",
+               "eval_met"]
     runs = _fit_checked(runs)
     capable = runs[runs["encoding"].isin(CAPABLE_ENCODINGS)]
     missed = capable[~capable["fit"]]
@@ -356,6 +359,7 @@ def capacity_shortfall(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                              for run_id, done in zip(missed["run_id"], steps, strict=True)],
                             columns=["best", "gain", "last"], index=missed.index)
     missed = missed.join(readings)
+    met = _met_in_distribution(rows, set(missed["run_id"]))
     table = []
     for (arch, task), part in missed.groupby(["arch", "task"], sort=False):
         best = part["best"].dropna()
@@ -363,8 +367,29 @@ def capacity_shortfall(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                       "runs": int(((capable["arch"] == arch) & (capable["task"] == task)).sum()),
                       "best_median": best.median(), "best_low": best.min(), "best_high": best.max(),
                       "rising": int((part["gain"] >= STILL_RISING).sum()),
-                      "fell_back": int((part["best"] - part["last"] >= FELL_BACK).sum())})
+                      "fell_back": int((part["best"] - part["last"] >= FELL_BACK).sum()),
+                      "eval_met": float("nan") if met is None else int(part["run_id"].map(met).fillna(False).sum())})
     return pd.DataFrame(table, columns=columns)
+
+
+def _met_in_distribution(rows: pd.DataFrame, run_ids: set[str]) -> pd.Series | None:
+    """Per run of ``run_ids`` (by id), whether its evaluation rows as trained (condition original) reach its fit
+    threshold at every training length (``train_min_len`` to ``train_max_len``). The evaluation draws from all of
+    a length's inputs, most of which the run trained on, so a run that meets it but not its fit check missed on
+    held-out inputs. Only in-distribution rows are read; ``None`` where the rows lack the columns to tell."""
+    needed = {"run_id", "eval_len", "condition", "token_acc", "train_max_len"}
+    if not needed <= set(rows.columns):
+        return None
+    part = rows[rows["run_id"].isin(run_ids) & (rows["condition"] == "original")]
+    if "variant" in part:
+        part = part[part["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
+    length = pd.to_numeric(part["eval_len"], errors="coerce")
+    shortest = pd.to_numeric(part["train_min_len"], errors="coerce").fillna(1) if "train_min_len" in part else 1
+    part = part[(length <= pd.to_numeric(part["train_max_len"], errors="coerce")) & (length >= shortest)]
+    threshold = pd.to_numeric(part["fit_threshold"], errors="coerce") if "fit_threshold" in part \
+        else pd.Series(float("nan"), index=part.index)
+    reached = pd.to_numeric(part["token_acc"], errors="coerce") >= threshold  # NaN threshold: not reached
+    return reached.groupby(part["run_id"]).all()
 
 
 def shortfall_text(table: pd.DataFrame, arch: str) -> str:
@@ -374,10 +399,15 @@ def shortfall_text(table: pd.DataFrame, arch: str) -> str:
     if part.empty:
         return ""
     unfitted, rising, fell = (int(part[c].sum()) for c in ("unfitted", "rising", "fell_back"))
-    return (f"of their {unfitted} runs not fitted, {rising} {'was' if rising == 1 else 'were'} still improving in "
+    text = (f"of their {unfitted} runs not fitted, {rising} {'was' if rising == 1 else 'were'} still improving in "
             "the last quarter of their steps "
             f"(by {STILL_RISING} or more: a larger step cap might fit them) and {fell} ended {FELL_BACK} or more "
             "below their best fit check (training lost accuracy it had reached)")
+    if "eval_met" in part and part["eval_met"].notna().all():
+        met = int(part["eval_met"].sum())
+        text += (f"; {met} reached the threshold at every training length on the evaluation set, whose inputs the "
+                 "runs mostly trained on: what their fit checks missed were held-out inputs")
+    return text
 
 
 def two_level_bootstrap(scores: list[np.ndarray], n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:

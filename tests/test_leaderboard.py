@@ -336,6 +336,36 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
     assert "not adjusted for the 4 tests" in written and "6 / 0 / 0" in written
 
 
+def test_the_unfitted_capable_runs_that_met_the_threshold_on_the_evaluation_set_are_counted():
+    """An unfitted run whose evaluation rows (all inputs, most of them trained on) reach the threshold at every
+    training length missed only on its check's held-out inputs: at a small input space, one input in a few dozen
+    (pebench.heldout.check_inputs). Counted from in-distribution rows only; an OOD row is never read."""
+    def eval_rows(run_id, accuracies, ood=0.1):
+        return [dict(run_id=run_id, eval_len=length, condition="original", variant="trained", token_acc=acc,
+                     train_min_len=1, train_max_len=8, fit_threshold=0.99)
+                for length, acc in zip((2, 4, 6, 8), accuracies, strict=True)] + [
+                dict(run_id=run_id, eval_len=16, condition="original", variant="trained", token_acc=ood,
+                     train_min_len=1, train_max_len=8, fit_threshold=0.99),
+                dict(run_id=run_id, eval_len=4, condition="shuffled", variant="trained", token_acc=0.2,
+                     train_min_len=1, train_max_len=8, fit_threshold=0.99)]
+    runs = pd.DataFrame([dict(arch="decoder", task="reverse_string", encoding=encoding, seed=0, variant="trained",
+                              status="ok", steps_done=1000, run_id=encoding, fitted=encoding != "rope")
+                         for encoding in ("none", "sinusoidal", "learned", "rope")])
+    curve = json.dumps([[500, 0.9], [1000, 0.97]])
+    rows = pd.DataFrame([*eval_rows("sinusoidal", [1.0, 1.0, 0.995, 0.99]),  # met everywhere, OOD ignored
+                         *eval_rows("learned", [1.0, 1.0, 0.98, 1.0]),  # short at length 6
+                         *eval_rows("rope", [1.0, 1.0, 1.0, 1.0], ood=0.0),
+                         *eval_rows("none", [0.5] * 4)]).assign(fit_curve=curve)
+    unfitted = runs.assign(fitted=[True, False, False, False])
+    table = lb.capacity_shortfall(unfitted, rows)
+    assert table[["unfitted", "eval_met"]].to_dict("records") == [{"unfitted": 3, "eval_met": 2}]
+    assert lb.shortfall_text(table, "decoder").endswith(
+        "; 2 reached the threshold at every training length on the evaluation set, whose inputs the runs mostly "
+        "trained on: what their fit checks missed were held-out inputs")
+    without = lb.capacity_shortfall(unfitted, rows.drop(columns="token_acc"))  # rows from before: not counted
+    assert without["eval_met"].isna().all() and "evaluation set" not in lb.shortfall_text(without, "decoder")
+
+
 def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improving_at_the_cap():
     """What the unfitted capable runs reached, from their fit curves only (in distribution): their best check, whether
     the last quarter of their steps still improved on every earlier check (by STILL_RISING), whether they ended
@@ -357,9 +387,10 @@ def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improvi
     assert table.to_dict("records") == [
         {"arch": "decoder", "task": "copy", "unfitted": 1, "runs": 6, "best_median": pytest.approx(float("nan"),
          nan_ok=True), "best_low": pytest.approx(float("nan"), nan_ok=True),
-         "best_high": pytest.approx(float("nan"), nan_ok=True), "rising": 0, "fell_back": 0},
+         "best_high": pytest.approx(float("nan"), nan_ok=True), "rising": 0, "fell_back": 0,
+         "eval_met": pytest.approx(float("nan"), nan_ok=True)},  # no evaluation rows here: not counted
         {"arch": "decoder", "task": "parity_check", "unfitted": 3, "runs": 6, "best_median": 0.9, "best_low": 0.505,
-         "best_high": 0.95, "rising": 1, "fell_back": 1}]
+         "best_high": 0.95, "rising": 1, "fell_back": 1, "eval_met": pytest.approx(float("nan"), nan_ok=True)}]
     assert lb.shortfall_text(table, "decoder") == (
         "of their 4 runs not fitted, 1 was still improving in the last quarter of their steps (by 0.01 or more: a "
         "larger step cap might fit them) and 1 ended 0.05 or more below their best fit check (training lost accuracy "
@@ -368,8 +399,8 @@ def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improvi
     goal = lb.capacity_goal(runs, table)["decoder"]
     assert "runs not fitted: parity check 3 of 6, copy 1 of 6; of their 4 runs not fitted, 1 was still" in goal
     shown = board_tables.shortfall_table(table, "caption").to_markdown()
-    assert "|  | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 |" in shown  # decoder, named above
-    assert "| copy | 1/6 (17%) | — | 0 | 0 |" in shown
+    assert "|  | parity check | 3/6 (50%) | 0.9000 [0.5050, 0.9500] | 1 | 1 | — |" in shown  # decoder, named above
+    assert "| copy | 1/6 (17%) | — | 0 | 0 | — |" in shown
     assert lb.capacity_shortfall(runs, runs.drop(columns="fit_curve")).empty  # no curves recorded
     assert lb.capacity_shortfall(runs.assign(fitted=True), runs).empty  # nothing unfitted
 

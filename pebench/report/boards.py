@@ -69,7 +69,9 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                 "recorded (at the first training length, longest first, below the threshold), its best over the "
                 "run as median [lowest, highest] over the unfitted runs; how many were still improving in the last "
                 f"quarter of their steps (by {leaderboard.STILL_RISING} or more over every earlier check) and how "
-                f"many ended {leaderboard.FELL_BACK} or more below their best check. No out-of-distribution number "
+                f"many ended {leaderboard.FELL_BACK} or more below their best check; and how many reached the "
+                "threshold at every training length on the evaluation set (all of a length's inputs, most of them "
+                "trained on), so that what their checks missed were held-out inputs. No out-of-distribution number "
                 "is read. Look at tasks where none was still improving at the cap: there the step cap is not what "
                 "they evidently lacked.")
             artifacts.append(save_table(dataclasses.replace(
