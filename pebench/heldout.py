@@ -38,8 +38,11 @@ HELD_OUT_SHARE = 8
 MIN_HELD_OUT_INPUTS = 16
 #: draws of the probe that decides whether a length is split (:func:`separable`)
 PROBE_DRAWS = 4096
-#: draws of the probe that counts the distinct inputs a fit check draws from (:func:`check_inputs`)
+#: draws of the probe that counts the distinct inputs a fit check draws from (:func:`check_inputs`), at most,
+#: in chunks of :data:`COUNT_CHUNK`; it stops once it has seen :data:`COUNT_ENOUGH` (more than any check's examples)
 COUNT_DRAWS = 65_536
+COUNT_CHUNK = 8_192
+COUNT_ENOUGH = 1_024
 #: rounds of drawing after which a held-out or training batch that is still incomplete is an error
 MAX_ROUNDS = 1000
 
@@ -119,19 +122,25 @@ def held_out_batch(task: Task, n: int, length: int, generator: torch.Generator) 
 def check_inputs(task: Task, length: int, disjoint: bool = True) -> int:
     """How many distinct inputs the fit check at ``length`` draws its examples from: the held-out part of the
     input space where the check is ``disjoint`` (protocol v3) and the length :func:`separable`, else the whole
-    space (v2, or a length not split). Counted among :data:`COUNT_DRAWS` fixed draws (held-out ones: one in
+    space (v2, or a length not split). Counted among up to :data:`COUNT_DRAWS` fixed draws (held-out ones: one in
     :data:`HELD_OUT_SHARE` of them), so a count of a few hundred or fewer is the exact size of a uniformly drawn
-    space, and a larger space shows as about as many inputs as were drawn (computed once per task version,
-    length and part)."""
+    space; counting stops at :data:`COUNT_ENOUGH` or more, where the space holds at least as many (computed once
+    per task version, length and part)."""
     return _check_inputs(type(task), task.name, task.version, length, disjoint and separable(task, length))
 
 
 @functools.lru_cache(maxsize=4096)
 def _check_inputs(cls: type[Task], name: str, version: int, length: int, held_out_part: bool) -> int:
-    inputs = cls().sample(COUNT_DRAWS, length, torch.Generator().manual_seed(7_919 * length + 2), split="eval").inputs
-    if held_out_part:
-        inputs = inputs[is_held_out(inputs)]
-    return len(torch.unique(inputs, dim=0))
+    task, generator = cls(), torch.Generator().manual_seed(7_919 * length + 2)
+    seen = torch.empty(0, length, dtype=torch.long)
+    for _ in range(COUNT_DRAWS // COUNT_CHUNK):
+        inputs = task.sample(COUNT_CHUNK, length, generator, split="eval").inputs.long()
+        if held_out_part:
+            inputs = inputs[is_held_out(inputs)]
+        seen = torch.unique(torch.cat([seen, inputs]), dim=0)
+        if len(seen) >= COUNT_ENOUGH:
+            break
+    return len(seen)
 
 
 def unsplit_lengths(task: Task, lengths: range | list[int]) -> list[int]:
