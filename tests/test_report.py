@@ -825,6 +825,23 @@ def test_an_encoding_the_test_could_not_judge_is_never_called_worse():
     assert "not significantly worse among fitted: FIRE" in finding and "not tested" not in finding
 
 
+def test_the_best_encodings_id_accuracy_is_that_of_the_seeds_its_ood_accuracy_is_of():
+    """The OOD accuracy of a finding is the mean over fitted seeds (rule 1); the ID accuracy beside it is of the
+    same seeds, not of every seed (a cell's mean, which an unfitted seed pulls down: 1 of 3 fitted at ID 0.99,
+    two unfitted at 0.60, read as ID 0.73 before)."""
+    ids = {0: 0.99, 1: 0.60, 2: 0.60}
+    runs = pd.DataFrame([{"experiment": "length_extrapolation", "task": "copy", "task_version": 1, "arch": "decoder",
+                          "encoding": "rope", "encoding_options": "{}", "variant": "trained", "train_max_len": 8,
+                          "seed": s, "status": "ok", "fitted": s == 0, "id_token_acc": acc,
+                          "ood_token_acc": 0.5} for s, acc in ids.items()])
+    cells = pd.DataFrame([{"variant": "trained", "arch": "decoder", "task": "copy", "encoding": "rope",
+                           "ood_token_acc_mean": 0.5, "ood_token_acc_ci95": np.nan, "fitted_mean": 1 / 3,
+                           "fitted_n": 3, "id_token_acc_mean": np.mean(list(ids.values())),
+                           "ood_floor_token_acc_mean": 0.35, "ood_chance_token_acc_mean": 0.1}])
+    (finding,) = findings_length(runs, cells, "length_extrapolation", ReportSpec())
+    assert "(1/3 seeds fitted; ID 0.99 on those; position-free floor 0.35, chance 0.10)" in finding
+
+
 def lm_runs(ratios: dict[str, list[float]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Language-model runs (one per seed) with the given OOD/training-length perplexity ratios, and their cells."""
     runs = pd.DataFrame([{"experiment": "lm_extrapolation", "task": "charlm", "task_version": 1, "arch": "decoder",

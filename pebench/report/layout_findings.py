@@ -45,7 +45,8 @@ def titled(experiment: str, spec: ReportSpec, what: str) -> str:
 
 def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
-    an unfitted run is no evidence), with its fit fraction, the position-free floor and chance, the encodings
+    an unfitted run is no evidence), with its fit fraction, the ID accuracy of its fitted seeds, the
+    position-free floor and chance, the encodings
     not significantly worse, and those the test could not judge (fewer than 2 fitted seeds on a side: never
     counted as worse); tasks no encoding fitted are named as such."""
     out = []
@@ -71,11 +72,16 @@ def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, sp
             fitted = f"{int(round(cell['fitted_mean'] * cell['fitted_n']))}/{int(cell['fitted_n'])} seeds fitted" \
                 if np.isfinite(cell.get("fitted_mean", np.nan)) else "no fit criterion"
             floor = cell.get("ood_floor_token_acc_mean", np.nan)
+            # the ID accuracy of the seeds the OOD accuracy is of (a cell's mean is over every seed)
+            own = fitted_runs[(fitted_runs["arch"] == arch) & (fitted_runs["task"] == task)
+                              & (fitted_runs["encoding"] == top["encoding"])]
+            in_distribution = f"ID {own['id_token_acc'].mean():.2f} on those" if "id_token_acc" in own \
+                and own["id_token_acc"].notna().any() else f"ID {cell['id_token_acc_mean']:.2f}"
             out.append(
                 f"{named(experiment, spec, arch)}, {task_label(task)}: among fitted seeds, best OOD token accuracy "
                 f"{encoding_label(top['encoding'])} "
-                f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; ID "
-                f"{cell['id_token_acc_mean']:.2f}; position-free floor {format_number(floor)}, chance "
+                f"{format_mean_ci(cell['ood_token_acc_mean'], cell['ood_token_acc_ci95'])} ({fitted}; "
+                f"{in_distribution}; position-free floor {format_number(floor)}, chance "
                 f"{cell['ood_chance_token_acc_mean']:.2f}); {_versus_best(tied, untested, len(rows) - 1)}."
             )
     return out
