@@ -23,10 +23,10 @@ def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = 
     rows = []
     for name in battery:
         task = tasks.get(name)
-        unsplit = heldout.unsplit_lengths(task, range(max(1, task.min_length), longest + 1))
+        lengths = range(max(1, task.min_length), longest + 1)
+        unsplit = heldout.unsplit_lengths(task, lengths)
         rows.append([page_title("task", name), ", ".join(map(str, unsplit)) or "none",
-                     _fewest_inputs(task, [n for n in range(max(1, task.min_length), longest + 1) if n not in unsplit],
-                                    examples)])
+                     _fewest_inputs(task, [n for n in lengths if n not in unsplit], examples)])
     return [bullet_list([
         f"checked every {SCALES[suite]['fit_every']} steps at **every training length**, longest first, on "
         f"**{examples} held-out examples** per length; fitted when the token accuracy reaches {threshold} at every "

@@ -157,14 +157,16 @@ def _resolution_groups(fitted: pd.DataFrame, default_examples: int) -> list[tupl
     is disjoint, else all of it); then the other runs by answer length. Empty groups are left out."""
     examples = fitted["fit_examples"].fillna(default_examples).astype(int).to_numpy() if "fit_examples" in fitted \
         else np.full(len(fitted), default_examples)
-    # an object column of a folder with and without the criterion: True, False or missing
-    disjoint = (fitted["fit_disjoint"] == True).to_numpy() if "fit_disjoint" in fitted \
-        else np.zeros(len(fitted), dtype=bool)  # noqa: E712
+    disjoint = np.zeros(len(fitted), dtype=bool)
+    if "fit_disjoint" in fitted:  # an object column of a folder with and without the criterion: True, False or NaN
+        disjoint = (fitted["fit_disjoint"] == True).to_numpy()  # noqa: E712
     keys = list(zip(fitted["task"], fitted["train_max_len"].astype(int), disjoint.tolist(), strict=True))
-    counted = {key: heldout.check_inputs(tasks.get(key[0]), key[1], key[2]) for key in set(keys)}
-    inputs = np.array([counted[key] for key in keys], dtype=int)
+    # per (task, length, disjoint), once: the inputs its check draws from and whether its answer is one token
+    read = {key: (heldout.check_inputs(task, key[1], key[2]), task.output_length(key[1]) == 1)
+            for key, task in ((key, tasks.get(key[0])) for key in set(keys))}
+    inputs = np.array([read[key][0] for key in keys], dtype=int)
+    one_token = np.array([read[key][1] for key in keys], dtype=bool)
     few = inputs < examples
-    one_token = np.array([tasks.get(task).output_length(length) == 1 for task, length, _ in keys], dtype=bool)
     labels = fitted["task"].map(task_label).to_numpy()
     small = sorted({(label, int(count)) for label, count in zip(labels[few], inputs[few], strict=True)})
     groups = [(label, str(count), fitted[few & (inputs == count) & (labels == label)]) for label, count in small]

@@ -45,10 +45,9 @@ def titled(experiment: str, spec: ReportSpec, what: str) -> str:
 
 def findings_length(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:
     """Per architecture and task, the best extrapolating encoding among the cells with a fitted seed (rule 1:
-    an unfitted run is no evidence), with its fit fraction, the ID accuracy of its fitted seeds, the
-    position-free floor and chance, the encodings
-    not significantly worse, and those the test could not judge (fewer than 2 fitted seeds on a side: never
-    counted as worse); tasks no encoding fitted are named as such."""
+    an unfitted run is no evidence), with its fit fraction, the ID accuracy of its fitted seeds, the position-free
+    floor and chance, the encodings not significantly worse, and those the test could not judge (fewer than 2
+    fitted seeds on a side: never counted as worse); tasks no encoding fitted are named as such."""
     out = []
     cells = cells[cells["variant"] == BASE_VARIANT]
     fitted_runs = runs[(runs["variant"] == BASE_VARIANT) & schema.completed(runs)]
