@@ -368,7 +368,7 @@ def capacity_shortfall(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                       "best_median": best.median(), "best_low": best.min(), "best_high": best.max(),
                       "rising": int((part["gain"] >= STILL_RISING).sum()),
                       "fell_back": int((part["best"] - part["last"] >= FELL_BACK).sum()),
-                      "eval_met": float("nan") if met is None else int(part["run_id"].map(met).fillna(False).sum())})
+                      "eval_met": _count_met(part["run_id"], met)})
     return pd.DataFrame(table, columns=columns)
 
 
@@ -376,8 +376,9 @@ def _met_in_distribution(rows: pd.DataFrame, run_ids: set[str]) -> pd.Series | N
     """Per run of ``run_ids`` (by id), whether its evaluation rows as trained (condition original) reach its fit
     threshold at every training length (``train_min_len`` to ``train_max_len``). The evaluation draws from all of
     a length's inputs, most of which the run trained on, so a run that meets it but not its fit check missed on
-    held-out inputs. Only in-distribution rows are read; ``None`` where the rows lack the columns to tell."""
-    needed = {"run_id", "eval_len", "condition", "token_acc", "train_max_len"}
+    held-out inputs. Only in-distribution rows are read; NaN for a run with a row that records no threshold, ``None``
+    where the rows lack the columns to tell."""
+    needed = {"run_id", "eval_len", "condition", "token_acc", "train_max_len", "fit_threshold"}
     if not needed <= set(rows.columns):
         return None
     part = rows[rows["run_id"].isin(run_ids) & (rows["condition"] == "original")]
@@ -386,10 +387,17 @@ def _met_in_distribution(rows: pd.DataFrame, run_ids: set[str]) -> pd.Series | N
     length = pd.to_numeric(part["eval_len"], errors="coerce")
     shortest = pd.to_numeric(part["train_min_len"], errors="coerce").fillna(1) if "train_min_len" in part else 1
     part = part[(length <= pd.to_numeric(part["train_max_len"], errors="coerce")) & (length >= shortest)]
-    threshold = pd.to_numeric(part["fit_threshold"], errors="coerce") if "fit_threshold" in part \
-        else pd.Series(float("nan"), index=part.index)
-    reached = pd.to_numeric(part["token_acc"], errors="coerce") >= threshold  # NaN threshold: not reached
-    return reached.groupby(part["run_id"]).all()
+    threshold = pd.to_numeric(part["fit_threshold"], errors="coerce")
+    reached = pd.to_numeric(part["token_acc"], errors="coerce") >= threshold
+    known = threshold.notna().groupby(part["run_id"]).all()  # a row without a threshold cannot tell
+    return reached.groupby(part["run_id"]).all().where(known)
+
+
+def _count_met(run_ids: pd.Series, met: pd.Series | None) -> float:
+    """How many of ``run_ids`` met the threshold on the evaluation set (:func:`_met_in_distribution`'s ``met``);
+    NaN where that is unknown for one of them (no such rows, or none that records its threshold)."""
+    known = run_ids.map(met) if met is not None else pd.Series(float("nan"), index=run_ids.index)
+    return float("nan") if known.isna().any() else int(known.astype(bool).sum())
 
 
 def shortfall_text(table: pd.DataFrame, arch: str) -> str:

@@ -149,7 +149,7 @@ def fake_report(folder: Path, findings: list[str] = (), **fields) -> dict:
              "headline": findings_module.headline(findings, registered_report_specs(["length_extrapolation"])),
              "main_table": "", "interval_edges": findings_module.leaderboard_edges(folder / "tables"),
              "fit_table": fit.fit_table(folder), "floors_table": fit.floors_table(folder),
-             "fit_resolution": {"lead": "Resolution.", "header": ["results"], "rows": [], "closing": ""}, **fields}
+             "fit_resolution": {"sections": [], "closing": ""}, **fields}
     (folder / "report.json").write_text(json.dumps(index))
     return index
 
@@ -896,17 +896,19 @@ def test_fit_resolution_shows_the_rows_of_each_folders_report_under_one_lead(gen
                        ("extended", [["`{folder}`", "longer", 2, 1, 1, "0.970"]])):
         folder = tmp_path / name
         (folder / "raw").mkdir(parents=True)
-        fake_report(folder, fit_resolution={"lead": "Resolution.", "header": ["results", "answer", "fitted runs",
-                                                                               "below 0.99", "below 0.98", "lowest"],
-                                            "rows": rows, "closing": "Closing."})
+        header = ["results", "answer", "fitted runs", "below 0.99", "below 0.98", "lowest"]
+        fake_report(folder, fit_resolution={"sections": [{"lead": "Resolution.", "header": header, "rows": rows},
+                                                         {"lead": "Unused.", "header": header, "rows": []}],
+                                            "closing": "Closing."})
         folders.append(folder)
     text = gen.fit_resolution([*folders, tmp_path / "missing"])
     assert text.startswith("Resolution.\n\n| results | answer |") and text.endswith("\n\nClosing.")
+    assert "Unused." not in text  # a section without rows (no fitted run of its criterion) is not shown
     assert f"| `{gen.shown(folders[0])}` | one token | 3 | 2 | 1 | 0.960 |" in text
     assert f"| `{gen.shown(folders[1])}` | longer | 2 | 1 | 1 | 0.970 |" in text
     assert "not in these results" in gen.fit_resolution([tmp_path / "missing"])
-    fake_report(folders[1], fit_resolution={"lead": "Resolution under v3.", "header": ["results"],
-                                            "rows": [["`{folder}`"]], "closing": "Closing."})
+    fake_report(folders[1], fit_resolution={"sections": [{"lead": "Resolution under v3.", "header": ["results"],
+                                                          "rows": [["`{folder}`"]]}], "closing": "Closing."})
     text = gen.fit_resolution(folders)  # two criteria: each with its own lead and rows
     assert text.startswith("Resolution.\n\n| results | answer |") and "\n\nResolution under v3.\n\n| results |" in text
     assert text.count(f"`{gen.shown(folders[1])}`") == 1 and text.endswith("\n\nClosing.")

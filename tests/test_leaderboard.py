@@ -364,6 +364,10 @@ def test_the_unfitted_capable_runs_that_met_the_threshold_on_the_evaluation_set_
         "trained on: what their fit checks missed were held-out inputs")
     without = lb.capacity_shortfall(unfitted, rows.drop(columns="token_acc"))  # rows from before: not counted
     assert without["eval_met"].isna().all() and "evaluation set" not in lb.shortfall_text(without, "decoder")
+    # rows that record no threshold cannot say whether it was met: not counted as missed
+    assert lb.capacity_shortfall(unfitted, rows.drop(columns="fit_threshold"))["eval_met"].isna().all()
+    unknown = rows.assign(fit_threshold=rows["fit_threshold"].where(rows["run_id"] != "rope"))
+    assert lb.capacity_shortfall(unfitted, unknown)["eval_met"].isna().all()
 
 
 def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improving_at_the_cap():

@@ -514,18 +514,21 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
             row("majority", 3, 0.10, fitted=False), row("majority", 4, 0.20, eval_len=16),
             row("majority", 5, 0.30, condition="shuffled"), row("copy", 6, 0.40, variant="yarn")]
     resolution = fit.fit_resolution(pd.DataFrame(rows))
+    assert len(resolution["sections"]) == 1  # one criterion (none recorded: the defaults)
+    section = resolution["sections"][0]
     p = 0.97 ** 128 + 128 * 0.03 * 0.97 ** 127  # at most 1 of 128 tokens wrong at a true accuracy of 0.97
-    assert "passes with at most 1 error." in resolution["lead"]
-    assert f"{p:.2f} at a true accuracy of 0.97" in resolution["lead"]
+    assert section["lead"].startswith("**Resolution.** ") and "passes with at most 1 error." in section["lead"]
+    assert f"{p:.2f} at a true accuracy of 0.97" in section["lead"]
     label = schema.encoding_label("rope")
-    assert resolution["rows"] == [
+    assert section["rows"] == [
         ["`{folder}`", "one-token answers", "128 or more", 3, 2, 1, f"0.960 (majority, encoder, {label}, seed 0)"],
         ["`{folder}`", "longer answers", "128 or more", 2, 1, 1, f"0.970 (copy, encoder, {label}, seed 1)"]]
-    assert fit.fit_resolution(pd.DataFrame([row("copy", 0, 0.5)]).drop(columns="fitted"))["rows"] == []
+    assert fit.fit_resolution(pd.DataFrame([row("copy", 0, 0.5)]).drop(columns="fitted"))["sections"] == []
     v3_criterion = {"fit_examples": 512, "fit_threshold": 0.99, "fit_every": 100, "fit_lengths": "all",
                     "fit_disjoint": True}  # the criterion the runs record
     # missing duplicate at length 8: 128 inputs, whose held-out part is a few dozen (the check repeats them)
     v3 = fit.fit_resolution(pd.DataFrame([*rows, row("missing_duplicate", 0, 0.86)]).assign(**v3_criterion))
+    [v3] = v3["sections"]
     assert "the 512 held-out examples are 512 tokens, so a check passes with at most 5 errors." in v3["lead"]
     assert "true accuracy at each training length can be" in v3["lead"]
     assert "from fewer distinct inputs (a small input space, or under protocol v3 its held-out part)" in v3["lead"]
@@ -533,14 +536,22 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
     few = heldout.check_inputs(tasks.get("missing_duplicate"), 8)
     assert v3["rows"] == [
         ["`{folder}`", "missing duplicate", str(few), 1, 1, 1, f"0.860 (missing duplicate, encoder, {label}, seed 0)"],
-        *([*r[:2], "512 or more", *r[3:]] for r in resolution["rows"])]
-    # a folder of both criteria: each run counted by its own (v2: 128 examples from all 128 inputs)
-    mixed = fit.fit_resolution(pd.DataFrame([{**row("missing_duplicate", 0, 0.86), **v3_criterion},
-                                             {**row("missing_duplicate", 1, 0.99), "fit_examples": 128}]))
-    assert mixed["rows"] == [
-        ["`{folder}`", "missing duplicate", str(few), 1, 1, 1, f"0.860 (missing duplicate, encoder, {label}, seed 0)"],
-        ["`{folder}`", "one-token answers", "128 or more", 1, 0, 0,
-         f"0.990 (missing duplicate, encoder, {label}, seed 1)"]]
+        *([*r[:2], "512 or more", *r[3:]] for r in section["rows"])]
+    # a folder of both criteria (a v2 replication and its v3 re-make): a section, and a lead, per criterion, each
+    # run counted by its own (v2: 128 examples from all 128 inputs, at the longest training length only)
+    mixed = fit.fit_resolution(pd.DataFrame([
+        {**row("missing_duplicate", 0, 0.86), **v3_criterion, "experiment": "remake_v3"},
+        {**row("missing_duplicate", 1, 0.99), "fit_examples": 128, "fit_every": 100, "experiment": "paper"},
+        {**row("copy", 2, 0.5, fitted=float("nan")), "experiment": "lm"}]))  # no criterion: no section
+    v2, v3 = mixed["sections"]
+    assert v2["lead"].startswith("**Resolution of the criterion of `paper`.** On a one-token answer the 128 ")
+    assert "true accuracy at the longest training length can be" in v2["lead"]
+    assert v3["lead"].startswith("**Resolution of the criterion of `remake_v3`.** On a one-token answer the 512 ")
+    assert "true accuracy at each training length can be" in v3["lead"]
+    assert v2["rows"] == [["`{folder}`", "one-token answers", "128 or more", 1, 0, 0,
+                           f"0.990 (missing duplicate, encoder, {label}, seed 1)"]]
+    assert v3["rows"] == [["`{folder}`", "missing duplicate", str(few), 1, 1, 1,
+                           f"0.860 (missing duplicate, encoder, {label}, seed 0)"]]
 
 
 def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():

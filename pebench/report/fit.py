@@ -75,12 +75,6 @@ def _fit_cells(cell: pd.DataFrame, stops: bool) -> list[str]:
     return cells
 
 
-def _recorded(data: pd.DataFrame, column: str, default: Any) -> Any:
-    """The one value ``data``'s rows record in ``column``, else ``default`` (none recorded, or several)."""
-    values = data[column].dropna().unique() if column in data.columns else []
-    return values[0] if len(values) == 1 else default
-
-
 def fit_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
     that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
@@ -183,26 +177,59 @@ def _floor_cells(row: Any, bound: bool) -> list[str]:
             for column, value in ((c, getattr(row, c)) for c in FLOOR_COLUMNS)]
 
 
-def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
-    """How finely the fit criterion resolves accuracy: the errors it allows on its held-out batch and the chance
-    that one check passes a model whose true token accuracy is below the threshold (binomial, one-token
-    answers), for the criterion ``data``'s runs record (examples per check, threshold, how often, at which
-    training lengths; :class:`~pebench.config.TrainConfig`'s and the standard suite's where they record none), and
-    how the fitted runs of ``data`` (a folder's raw rows) score at the longest training length on the evaluation
-    set (the rows of ``condition`` original, variant as trained): a row per task whose check there draws from
-    fewer distinct inputs than its examples (:func:`pebench.heldout.check_inputs`), then a row per answer length
-    (one token, longer) of the other tasks; empty when no run has a fit criterion."""
+#: the fit criterion a run records, in the order a resolution section is keyed by
+CRITERION = ("fit_examples", "fit_threshold", "fit_every", "fit_lengths")
+
+
+def _criteria(checked: pd.DataFrame) -> pd.DataFrame:
+    """Per row of ``checked`` (rows of runs with a fit criterion), the criterion it records (:data:`CRITERION`),
+    :class:`~pebench.config.TrainConfig`'s and the standard suite's check interval where a row records none."""
     config = TrainConfig()
-    n = int(_recorded(data, "fit_examples", config.fit_examples))
-    threshold = float(_recorded(data, "fit_threshold", config.fit_threshold))
-    every = int(_recorded(data, "fit_every", SCALES["standard"]["fit_every"]))
-    every_length = _recorded(data, "fit_lengths", config.fit_lengths) == "all"
+    defaults = {"fit_examples": config.fit_examples, "fit_threshold": config.fit_threshold,
+                "fit_every": SCALES["standard"]["fit_every"], "fit_lengths": config.fit_lengths}
+    columns = {column: (checked[column] if column in checked else pd.Series(np.nan, index=checked.index,
+                                                                              dtype=object)).fillna(default)
+               for column, default in defaults.items()}
+    return pd.DataFrame({"fit_examples": columns["fit_examples"].astype(int),
+                         "fit_threshold": columns["fit_threshold"].astype(float),
+                         "fit_every": columns["fit_every"].astype(int),
+                         "fit_lengths": columns["fit_lengths"].astype(str)}, index=checked.index)
+
+
+def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
+    """How finely the fit criterion resolves accuracy, a section per criterion the runs of ``data`` (a folder's raw
+    rows) record (:data:`CRITERION`; a folder may hold runs of v2's and v3's): the errors it allows on its held-out
+    batch and the chance that one check passes a model whose true token accuracy is below the threshold (binomial,
+    one-token answers), and how its fitted runs score at the longest training length on the evaluation set (the
+    rows of ``condition`` original, variant as trained): a row per task whose check there draws from fewer
+    distinct inputs than its examples (:func:`pebench.heldout.check_inputs`), then a row per answer length (one
+    token, longer) of the other tasks. No section where no run has a fit criterion."""
+    checked = data[data["fitted"].notna()] if "fitted" in data.columns else data.iloc[:0]
+    criteria = _criteria(checked)
+    keys = sorted(set(criteria.itertuples(index=False, name=None)))
+    sections = []
+    for key in keys:
+        part = checked[(criteria == pd.Series(key, index=CRITERION)).all(axis=1)]
+        experiments = list(dict.fromkeys(part["experiment"])) if len(keys) > 1 and "experiment" in part else []
+        sections.append(_resolution_section(part, *key, experiments=experiments))
+    closing = ("A fitted run is therefore one that learnt its training distribution to within a few points of the "
+               "threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured on "
+               "the evaluation set, never on the fit batch.")
+    return {"sections": sections, "closing": closing}
+
+
+def _resolution_section(checked: pd.DataFrame, n: int, threshold: float, every: int, lengths: str, *,
+                        experiments: list[str]) -> dict[str, Any]:
+    """:func:`fit_resolution`'s section of the runs ``checked`` by one criterion (``n`` examples, ``threshold``,
+    every ``every`` steps, at ``lengths``), named by its ``experiments`` where the folder holds several criteria."""
+    every_length = lengths == "all"
     where = "at each training length" if every_length else "at the longest training length"
     allowed = int(np.floor(n * (1 - threshold) + 1e-9))
     chances = ", ".join(f"{stats.binom.cdf(allowed, n, 1 - p):.2f} at a true accuracy of {p:g}"
                         for p in (0.95, 0.97, 0.98))
-    lead = (f"**Resolution.** On a one-token answer the {n} held-out examples are {n} tokens, so a check passes "
-            f"with at most {allowed} error{'s' if allowed != 1 else ''}. One check passes a model below the "
+    whose = f" of the criterion of {', '.join(f'`{name}`' for name in experiments)}" if experiments else ""
+    lead = (f"**Resolution{whose}.** On a one-token answer the {n} held-out examples are {n} tokens, so a check "
+            f"passes with at most {allowed} error{'s' if allowed != 1 else ''}. One check passes a model below the "
             f"threshold with a probability of {chances} (binomial), and a run is checked every {every} steps on the "
             f"same batch, so a fitted run's true accuracy {where} can be a few points below the threshold. Longer "
             f"answers give more tokens per check. Where a check draws its {n} examples from fewer distinct inputs "
@@ -212,21 +239,16 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
             "runs score "
             f"{'at the longest training length' if every_length else 'there'} on the evaluation set (other examples, "
             "the same length, drawn from all of its inputs):")
-    closing = ("A fitted run is therefore one that learnt its training distribution to within a few points of the "
-               "threshold, not one that is exact; the ID and OOD accuracies beside it in the tables are measured on "
-               "the evaluation set, never on the fit batch.")
     header = ["results", "runs", "distinct inputs per check", "fitted runs", f"below {threshold:g}", "below 0.98",
               "lowest"]
+    variant = checked["variant"].fillna(BASE_VARIANT) if "variant" in checked.columns else BASE_VARIANT
+    fitted = checked[(checked["fitted"] == True) & (checked["eval_len"] == checked["train_max_len"])  # noqa: E712
+                     & (checked["condition"] == "original") & (variant == BASE_VARIANT)]
     rows = []
-    if "fitted" in data.columns:
-        variant = data["variant"].fillna(BASE_VARIANT) if "variant" in data.columns else BASE_VARIANT
-        fitted = data[(data["fitted"] == True) & (data["eval_len"] == data["train_max_len"])  # noqa: E712
-                      & (data["condition"] == "original") & (variant == BASE_VARIANT)]
-        for label, inputs, part in _resolution_groups(fitted, config.fit_examples):
-            low = part.loc[part["token_acc"].idxmin()]
-            rows.append([f"`{FOLDER}`", label, inputs, len(part), int((part["token_acc"] < threshold).sum()),
-                         int((part["token_acc"] < 0.98).sum()),
-                         f"{low['token_acc']:.3f} ({task_label(low['task'])}, {low['arch']}, "
-                         f"{encoding_label(low['encoding'])}, "
-                         f"seed {int(low['seed'])})"])
-    return {"lead": lead, "header": header, "rows": rows, "closing": closing}
+    for label, inputs, part in _resolution_groups(fitted, n):
+        low = part.loc[part["token_acc"].idxmin()]
+        rows.append([f"`{FOLDER}`", label, inputs, len(part), int((part["token_acc"] < threshold).sum()),
+                     int((part["token_acc"] < 0.98).sum()),
+                     f"{low['token_acc']:.3f} ({task_label(low['task'])}, {low['arch']}, "
+                     f"{encoding_label(low['encoding'])}, seed {int(low['seed'])})"])
+    return {"lead": lead, "header": header, "rows": rows}

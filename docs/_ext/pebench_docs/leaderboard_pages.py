@@ -29,9 +29,9 @@ def report_tables(folder: Path, key: str) -> str:
 
 def fit_resolution(folders: Iterable[Path]) -> str:
     """How finely the fit criterion resolves accuracy, and the fitted runs' scores, as ``folders``' reports say:
-    the rows of the folders checked by one criterion under its lead (v2's and v3's differ)."""
-    parts = [(folder, report_index(folder)["fit_resolution"]) for folder in folders if has_results(folder)]
-    parts = [(folder, part) for folder, part in parts if part["rows"]]
+    the rows of the folders' sections of one criterion under its lead (v2's and v3's differ)."""
+    reports = [(folder, report_index(folder)["fit_resolution"]) for folder in folders if has_results(folder)]
+    parts = [(folder, part) for folder, report in reports for part in report.get("sections", []) if part["rows"]]
     if not parts:
         return results_text.not_in_results("Resolution of the fit criterion", "no committed run has a fit criterion")
     blocks = []
@@ -39,7 +39,7 @@ def fit_resolution(folders: Iterable[Path]) -> str:
         rows = [[fill(cell, folder) for cell in row] for folder, part in parts if part["lead"] == lead
                 for row in part["rows"]]
         blocks += [lead, "", common.markdown_table(list(header), rows), ""]
-    return "\n".join([*blocks, parts[0][1]["closing"]])
+    return "\n".join([*blocks, reports[0][1]["closing"]])
 
 
 def _copied(folder: Path, name: str, out: Path, srcdir: Path) -> str:
