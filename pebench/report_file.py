@@ -79,12 +79,35 @@ REPORT_FIELDS = {
     **dict.fromkeys(("findings", "skipped", "headline"), "texts"),
     **dict.fromkeys(("figures", "tables"), "artifacts"),
     "summaries": "paths",
-    **dict.fromkeys(("provenance", "fit_table", "floors_table", "fit_resolution", "interval_edges", "entries"), dict),
+    **dict.fromkeys(("provenance", "fit_table", "floors_table", "fit_resolution"), "tables"),
+    **dict.fromkeys(("interval_edges", "entries"), dict),
 }
 
 
 _KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)",
-          "paths": "an object of paths"}
+          "paths": "an object of paths", "tables": "a table (lead, header, rows) or sections of tables"}
+
+
+def _cells(row: object) -> bool:
+    """Whether ``row`` is a table row: a list of texts, numbers, booleans or nulls."""
+    return isinstance(row, list) and all(cell is None or isinstance(cell, (str, int, float)) for cell in row)
+
+
+def _table(value: object, sections: bool = True) -> bool:
+    """Whether ``value`` is a table of a report as the pages read it: an object whose ``lead``, ``closing`` and
+    ``missing`` are texts where it has them, and which has a ``missing`` text, or a text ``lead``, a ``header`` of
+    texts and ``rows`` of cells (:func:`_cells`), or (unless nested: ``sections`` False) ``sections``, a list of
+    such tables."""
+    if not isinstance(value, dict) or any(not isinstance(value[key], str)
+                                          for key in ("lead", "closing", "missing") if key in value):
+        return False
+    if "missing" in value:
+        return True
+    if sections and "sections" in value:
+        return isinstance(value["sections"], list) and all(_table(part, False) for part in value["sections"])
+    header, rows = value.get("header"), value.get("rows")
+    return ("lead" in value and isinstance(header, list) and all(isinstance(cell, str) for cell in header)
+            and isinstance(rows, list) and all(_cells(row) for row in rows))
 
 
 def _paths(value: object) -> bool:
@@ -94,7 +117,8 @@ def _paths(value: object) -> bool:
 
 def report_shape_problem(index: dict[str, Any]) -> str | None:
     """What in ``index`` (a ``report.json``) is not of the kind :data:`REPORT_FIELDS` gives, or ``None``: an artifact
-    is an object with a text ``name``, ``title`` and ``caption`` and an object of text ``paths``."""
+    is an object with a text ``name``, ``title`` and ``caption`` and an object of text ``paths``; a table is as
+    :func:`_table` reads it."""
     for key, kind in REPORT_FIELDS.items():
         if key not in index:
             continue
@@ -107,6 +131,8 @@ def report_shape_problem(index: dict[str, Any]) -> str | None:
                 and _paths(item.get("paths")) for item in value)
         elif kind == "paths":
             ok = _paths(value)
+        elif kind == "tables":
+            ok = _table(value)
         else:
             ok = isinstance(value, kind)
         if not ok:

@@ -213,8 +213,16 @@ def test_a_report_that_names_a_file_where_pebench_writes_none_is_refused(gen, tm
     ("protocol", ["x"], "its 'protocol' is not a text"),
     ("findings", "x", "its 'findings' is not a list of texts"),
     ("figures", [{"name": "x"}], "its 'figures' is not a list of artifacts"),
-    ("provenance", [], "its 'provenance' is not an object"),
+    ("provenance", [], "its 'provenance' is not a table"),
     ("summaries", {"runs": 5}, "its 'summaries' is not an object of paths"),
+    # tables: what the pages read of them (a lead, a header of texts, rows of cells; sections of such tables)
+    ("provenance", {"lead": "x", "header": ["field"], "rows": "x"}, "its 'provenance' is not a table"),
+    ("provenance", {"header": ["field"], "rows": [["x"]]}, "its 'provenance' is not a table"),
+    ("fit_table", {"sections": [{"lead": "x"}]}, "its 'fit_table' is not a table"),
+    ("floors_table", {"sections": "x"}, "its 'floors_table' is not a table"),
+    ("fit_resolution", {"sections": [{"lead": "x", "header": ["a"], "rows": [[{"a": 1}]]}], "closing": ""},
+     "its 'fit_resolution' is not a table"),
+    ("fit_resolution", {"sections": [], "closing": 5}, "its 'fit_resolution' is not a table"),
 ])
 def test_a_report_of_the_wrong_shape_stops_the_build_on_one_line(gen, tmp_path, field, value, said):
     folder = led_results(tmp_path / "results")

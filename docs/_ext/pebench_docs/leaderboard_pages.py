@@ -39,7 +39,7 @@ def fit_resolution(folders: Iterable[Path]) -> str:
         rows = [[fill(cell, folder) for cell in row] for folder, part in parts if part["lead"] == lead
                 for row in part["rows"]]
         blocks += [lead, "", common.markdown_table(list(header), rows), ""]
-    return "\n".join([*blocks, reports[0][1]["closing"]])
+    return "\n".join([*blocks, reports[0][1].get("closing", "")])
 
 
 def _copied(folder: Path, name: str, out: Path, srcdir: Path) -> str:
