@@ -80,12 +80,14 @@ REPORT_FIELDS = {
     **dict.fromkeys(("figures", "tables"), "artifacts"),
     "summaries": "paths",
     **dict.fromkeys(("provenance", "fit_table", "floors_table", "fit_resolution"), "tables"),
-    **dict.fromkeys(("interval_edges", "entries"), dict),
+    "interval_edges": "text_map",
+    "entries": "entries",
 }
 
 
 _KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)",
-          "paths": "an object of paths", "tables": "a table (lead, header, rows) or sections of tables"}
+          "paths": "an object of paths", "tables": "a table (lead, header, rows) or sections of tables",
+          "text_map": "an object of texts", "entries": "an object of entries (appearances, tables, figures)"}
 
 
 def _cells(row: object) -> bool:
@@ -115,6 +117,25 @@ def _paths(value: object) -> bool:
     return isinstance(value, dict) and all(isinstance(path, str) for path in value.values())
 
 
+def _entries(value: object) -> bool:
+    """Whether ``value`` is a report's ``entries`` as the encoding and task pages read them: per column, per name,
+    an object with ``appearances`` (pairs of texts), ``tables`` (by name: a ``header`` of texts and ``rows`` of
+    cells) and ``figures`` (by name: a text), where it appears."""
+    def entry(item: object) -> bool:
+        if not isinstance(item, dict):
+            return False
+        pairs, tables = item.get("appearances", []), item.get("tables", {})
+        pairs_ok = isinstance(pairs, list) and all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(text, str) for text in pair) for pair in pairs)
+        tables_ok = isinstance(tables, dict) and all(
+            isinstance(table, dict) and _table({**table, "lead": ""}, sections=False) for table in tables.values())
+        return (pairs_ok and tables_ok and _paths(item.get("figures", {}))
+                and (not pairs or {"tables", "figures"} <= item.keys()))
+
+    return isinstance(value, dict) and all(isinstance(names, dict) and all(map(entry, names.values()))
+                                           for names in value.values())
+
+
 def report_shape_problem(index: dict[str, Any]) -> str | None:
     """What in ``index`` (a ``report.json``) is not of the kind :data:`REPORT_FIELDS` gives, or ``None``: an artifact
     is an object with a text ``name``, ``title`` and ``caption`` and an object of text ``paths``; a table is as
@@ -133,6 +154,10 @@ def report_shape_problem(index: dict[str, Any]) -> str | None:
             ok = _paths(value)
         elif kind == "tables":
             ok = _table(value)
+        elif kind == "text_map":
+            ok = _paths(value)
+        elif kind == "entries":
+            ok = _entries(value)
         else:
             ok = isinstance(value, kind)
         if not ok:

@@ -223,6 +223,12 @@ def test_a_report_that_names_a_file_where_pebench_writes_none_is_refused(gen, tm
     ("fit_resolution", {"sections": [{"lead": "x", "header": ["a"], "rows": [[{"a": 1}]]}], "closing": ""},
      "its 'fit_resolution' is not a table"),
     ("fit_resolution", {"sections": [], "closing": 5}, "its 'fit_resolution' is not a table"),
+    ("interval_edges", {"leaderboard_length_extrapolation": 5}, "its 'interval_edges' is not an object of texts"),
+    ("entries", {"encoding": {"rope": {"appearances": [["length_extrapolation", "decoder"]]}}},
+     "its 'entries' is not an object of entries"),
+    ("entries", {"encoding": {"rope": {"appearances": [], "tables": {"main": {"header": ["a"], "rows": [[[]]]}}}}},
+     "its 'entries' is not an object of entries"),
+    ("entries", {"task": ["copy"]}, "its 'entries' is not an object of entries"),
 ])
 def test_a_report_of_the_wrong_shape_stops_the_build_on_one_line(gen, tmp_path, field, value, said):
     folder = led_results(tmp_path / "results")
