@@ -9,6 +9,7 @@ Importing this module loads neither pandas nor scipy (``tests/test_report_file.p
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,14 +43,22 @@ class StaleReport(Exception):
     """A results folder's report is missing, unreadable or older than its run files."""
 
 
-def current_report(folder: str | Path) -> dict[str, Any]:
+#: the fields of a ``report.json`` that the site's pages read by name (``pebench report`` always writes them)
+PAGE_FIELDS = ("figures", "tables", "findings", "skipped", "protocol", "summaries", "results_version", "citation",
+               "completeness", "provenance", "headline", "main_table", "interval_edges", "fit_table",
+               "floors_table", "fit_resolution")
+
+
+def current_report(folder: str | Path, required: Sequence[str] = ()) -> dict[str, Any]:
     """The ``report.json`` of ``folder`` (read through :func:`pebench.store.read_plain_file`, never through a
-    link), checked to be the report of the run files there now.
+    link), checked to be the report of the run files there now, with each field of ``required`` (the site's:
+    :data:`PAGE_FIELDS`).
 
     Raises:
         StaleReport: on one line, naming the folder and the command that writes its report: there is no
-            readable ``report.json`` (missing, a link, not JSON), its run files cannot be read, or it records no
-            digest or another one than :func:`raw_digest` gives.
+            readable ``report.json`` (missing, a link, not JSON), its run files cannot be read, a field is not
+            of its kind (:func:`report_shape_problem`) or a required one is missing, or it records no digest or
+            another one than :func:`raw_digest` gives.
     """
     folder = Path(folder)
     path = folder / "report.json"
@@ -65,7 +74,8 @@ def current_report(folder: str | Path) -> dict[str, Any]:
         digest = raw_digest(folder)
     except (OSError, store.ResultsError) as exc:
         raise StaleReport(f"the run files of {folder} cannot be read ({exc}): {remedy}") from None
-    if isinstance(index, dict) and (problem := report_shape_problem(index)):
+    if isinstance(index, dict) and (problem := report_shape_problem(index)
+                                    or _missing(index, required)):
         raise StaleReport(f"{path} is not a report pebench writes ({problem}; it may have been crafted): {remedy}")
     if not isinstance(index, dict) or index.get(DIGEST_KEY) != digest:
         raise StaleReport(f"{path} is older than the run files in {folder / 'raw'} (or predates their digest): "
@@ -134,6 +144,12 @@ def _entries(value: object) -> bool:
 
     return isinstance(value, dict) and all(isinstance(names, dict) and all(map(entry, names.values()))
                                            for names in value.values())
+
+
+def _missing(index: dict[str, Any], required: Sequence[str]) -> str | None:
+    """Which of the ``required`` fields ``index`` (a ``report.json``) lacks, in words, or ``None``."""
+    missing = [key for key in required if key not in index]
+    return f"it has no {', '.join(map(repr, missing))}" if missing else None
 
 
 def report_shape_problem(index: dict[str, Any]) -> str | None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_docs import page_fields
 
 from pebench.report_file import DIGEST_KEY, raw_digest
 
@@ -32,7 +33,7 @@ def reported(root: Path, **report) -> Path:
     folder = root / "standard"
     (folder / "raw").mkdir(parents=True)
     (folder / "raw" / "run0.csv.gz").write_bytes(gzip.compress(b"run_id,eval_len\nrun0,8\n", mtime=0))
-    index = {DIGEST_KEY: raw_digest(folder), "main_table": "main", "figures": [],
+    index = {**page_fields(), DIGEST_KEY: raw_digest(folder), "main_table": "main", "figures": [],
              "tables": [{"name": "main", "title": "Main results", "caption": "", "paths": {}}], **report}
     (folder / "report.json").write_text(json.dumps(index))
     return root

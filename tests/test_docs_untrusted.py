@@ -242,6 +242,20 @@ def test_a_report_of_the_wrong_shape_stops_the_build_on_one_line(gen, tmp_path, 
     assert said in str(error.value) and "\n" not in str(error.value)
 
 
+def test_a_report_without_a_field_the_pages_read_stops_the_build_on_one_line(gen, tmp_path):
+    """A report pebench writes has every field the pages read by name; one without (crafted, or from a pebench
+    before the field) stops the build on one line naming it, not on a KeyError."""
+    folder = led_results(tmp_path / "results")
+    index = json.loads((folder / "report.json").read_text())
+    del index["findings"], index["fit_resolution"]
+    (folder / "report.json").write_text(json.dumps(index))
+    srcdir = tmp_path / "docs"
+    with pytest.raises(RuntimeError, match="is not a report pebench writes") as error:
+        with gen.one_build():
+            gen.generate_results(tmp_path / "results", srcdir / "_generated" / "results", srcdir)
+    assert "it has no 'findings', 'fit_resolution'" in str(error.value) and "\n" not in str(error.value)
+
+
 def _linked_copy(source, target, tmp_path):
     """``target``, a symbolic link to a copy of ``source`` kept outside the results folder."""
     outside = tmp_path / "outside" / source.name

@@ -13,7 +13,7 @@ import matplotlib
 
 from pebench.blocks import markdown_lines
 from pebench.page_check import check_page
-from pebench.report_file import StaleReport, current_report, display_path, filled
+from pebench.report_file import PAGE_FIELDS, StaleReport, current_report, display_path, filled
 from pebench.tables import text_table, to_markdown
 
 DOCS = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def report_index(folder: Path) -> dict[str, Any]:
     if _BUILD is not None and str(folder) in _BUILD:
         return _BUILD[str(folder)]
     try:
-        index = current_report(folder)
+        index = current_report(folder, PAGE_FIELDS)
     except StaleReport as exc:
         raise RuntimeError(f"pebench_docs: {exc}") from None
     if _BUILD is not None:
