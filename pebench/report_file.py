@@ -92,12 +92,14 @@ REPORT_FIELDS = {
     **dict.fromkeys(("provenance", "fit_table", "floors_table", "fit_resolution"), "tables"),
     "interval_edges": "text_map",
     "entries": "entries",
+    "replications": "replications",
 }
 
 
 _KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)",
           "paths": "an object of paths", "tables": "a table (lead, header, rows) or sections of tables",
-          "text_map": "an object of texts", "entries": "an object of entries (appearances, tables, figures)"}
+          "text_map": "an object of texts", "entries": "an object of entries (appearances, tables, figures)",
+          "replications": "a list of replication sections (objects with a list of blocks)"}
 
 
 def _cells(row: object) -> bool:
@@ -174,6 +176,9 @@ def report_shape_problem(index: dict[str, Any]) -> str | None:
             ok = _paths(value)
         elif kind == "entries":
             ok = _entries(value)
+        elif kind == "replications":  # each block is checked as it is rendered (pebench.blocks.block_problem)
+            ok = isinstance(value, list) and all(isinstance(part, dict) and isinstance(part.get("blocks"), list)
+                                                 for part in value)
         else:
             ok = isinstance(value, kind)
         if not ok:
