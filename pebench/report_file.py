@@ -140,7 +140,8 @@ def _entries(value: object) -> bool:
         pairs_ok = isinstance(pairs, list) and all(
             isinstance(pair, list) and len(pair) == 2 and all(isinstance(text, str) for text in pair) for pair in pairs)
         tables_ok = isinstance(tables, dict) and all(
-            isinstance(table, dict) and _table({**table, "lead": ""}, sections=False) for table in tables.values())
+            isinstance(table, dict) and _table({**table, "lead": ""}, sections=False)  # a page gives its own lead
+            for table in tables.values())
         return (pairs_ok and tables_ok and _paths(item.get("figures", {}))
                 and (not pairs or {"tables", "figures"} <= item.keys()))
 
@@ -154,35 +155,37 @@ def _missing(index: dict[str, Any], required: Sequence[str]) -> str | None:
     return f"it has no {', '.join(map(repr, missing))}" if missing else None
 
 
+def _texts(value: object) -> bool:
+    """Whether ``value`` is a list of texts."""
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _artifacts(value: object) -> bool:
+    """Whether ``value`` is a list of artifacts: objects with a text ``name``, ``title`` and ``caption`` and an
+    object of text ``paths``."""
+    return isinstance(value, list) and all(
+        isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("name", "title", "caption"))
+        and _paths(item.get("paths")) for item in value)
+
+
+def _replications(value: object) -> bool:
+    """Whether ``value`` is a list of replication sections, objects with a list of blocks (each block is checked as
+    it is rendered: :func:`pebench.blocks.block_problem`)."""
+    return isinstance(value, list) and all(isinstance(part, dict) and isinstance(part.get("blocks"), list)
+                                           for part in value)
+
+
+#: the check of each kind of :data:`REPORT_FIELDS` that is not a Python type
+_CHECKS = {"texts": _texts, "artifacts": _artifacts, "paths": _paths, "tables": _table, "text_map": _paths,
+           "entries": _entries, "replications": _replications}
+
+
 def report_shape_problem(index: dict[str, Any]) -> str | None:
-    """What in ``index`` (a ``report.json``) is not of the kind :data:`REPORT_FIELDS` gives, or ``None``: an artifact
-    is an object with a text ``name``, ``title`` and ``caption`` and an object of text ``paths``; a table is as
-    :func:`_table` reads it."""
+    """What in ``index`` (a ``report.json``) is not of the kind :data:`REPORT_FIELDS` gives (:data:`_CHECKS`), or
+    ``None``."""
     for key, kind in REPORT_FIELDS.items():
-        if key not in index:
-            continue
-        value = index[key]
-        if kind == "texts":
-            ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
-        elif kind == "artifacts":
-            ok = isinstance(value, list) and all(
-                isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("name", "title", "caption"))
-                and _paths(item.get("paths")) for item in value)
-        elif kind == "paths":
-            ok = _paths(value)
-        elif kind == "tables":
-            ok = _table(value)
-        elif kind == "text_map":
-            ok = _paths(value)
-        elif kind == "entries":
-            ok = _entries(value)
-        elif kind == "replications":  # each block is checked as it is rendered (pebench.blocks.block_problem)
-            ok = isinstance(value, list) and all(isinstance(part, dict) and isinstance(part.get("blocks"), list)
-                                                 for part in value)
-        else:
-            ok = isinstance(value, kind)
-        if not ok:
-            return f"its {key!r} is not {_KINDS.get(kind, 'an object' if kind is dict else 'a text')}"
+        if key in index and not (_CHECKS[kind](index[key]) if kind in _CHECKS else isinstance(index[key], kind)):
+            return f"its {key!r} is not {_KINDS.get(kind, 'a text')}"
     return None
 
 
