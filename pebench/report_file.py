@@ -85,7 +85,7 @@ def current_report(folder: str | Path, required: Sequence[str] = ()) -> dict[str
 
 #: what each field of a ``report.json`` that a page reads holds, where it has it (a folder may come from anyone)
 REPORT_FIELDS = {
-    **dict.fromkeys(("protocol", "citation", "results_version", "main_table", "lead_figure", "completeness"), str),
+    **dict.fromkeys(("protocol", "citation", "results_version", "main_table", "lead_figure", "completeness"), "text"),
     **dict.fromkeys(("findings", "skipped", "headline"), "texts"),
     **dict.fromkeys(("figures", "tables"), "artifacts"),
     "summaries": "paths",
@@ -94,12 +94,6 @@ REPORT_FIELDS = {
     "entries": "entries",
     "replications": "replications",
 }
-
-
-_KINDS = {"texts": "a list of texts", "artifacts": "a list of artifacts (name, title, caption, paths)",
-          "paths": "an object of paths", "tables": "a table (lead, header, rows) or sections of tables",
-          "text_map": "an object of texts", "entries": "an object of entries (appearances, tables, figures)",
-          "replications": "a list of replication sections (objects with a list of blocks)"}
 
 
 def _cells(row: object) -> bool:
@@ -120,8 +114,7 @@ def _table(value: object, sections: bool = True) -> bool:
     if sections and "sections" in value:
         return isinstance(value["sections"], list) and all(_table(part, False) for part in value["sections"])
     header, rows = value.get("header"), value.get("rows")
-    return ("lead" in value and isinstance(header, list) and all(isinstance(cell, str) for cell in header)
-            and isinstance(rows, list) and all(_cells(row) for row in rows))
+    return "lead" in value and _texts(header) and isinstance(rows, list) and all(_cells(row) for row in rows)
 
 
 def _paths(value: object) -> bool:
@@ -137,8 +130,7 @@ def _entries(value: object) -> bool:
         if not isinstance(item, dict):
             return False
         pairs, tables = item.get("appearances", []), item.get("tables", {})
-        pairs_ok = isinstance(pairs, list) and all(
-            isinstance(pair, list) and len(pair) == 2 and all(isinstance(text, str) for text in pair) for pair in pairs)
+        pairs_ok = isinstance(pairs, list) and all(_texts(pair) and len(pair) == 2 for pair in pairs)
         tables_ok = isinstance(tables, dict) and all(
             isinstance(table, dict) and _table({**table, "lead": ""}, sections=False)  # a page gives its own lead
             for table in tables.values())
@@ -153,6 +145,11 @@ def _missing(index: dict[str, Any], required: Sequence[str]) -> str | None:
     """Which of the ``required`` fields ``index`` (a ``report.json``) lacks, in words, or ``None``."""
     missing = [key for key in required if key not in index]
     return f"it has no {', '.join(map(repr, missing))}" if missing else None
+
+
+def _text(value: object) -> bool:
+    """Whether ``value`` is a text."""
+    return isinstance(value, str)
 
 
 def _texts(value: object) -> bool:
@@ -175,17 +172,23 @@ def _replications(value: object) -> bool:
                                            for part in value)
 
 
-#: the check of each kind of :data:`REPORT_FIELDS` that is not a Python type
-_CHECKS = {"texts": _texts, "artifacts": _artifacts, "paths": _paths, "tables": _table, "text_map": _paths,
-           "entries": _entries, "replications": _replications}
+#: each kind of :data:`REPORT_FIELDS`: its check, and what it is in words
+_CHECKS = {"text": (_text, "a text"), "texts": (_texts, "a list of texts"),
+           "artifacts": (_artifacts, "a list of artifacts (name, title, caption, paths)"),
+           "paths": (_paths, "an object of paths"),
+           "tables": (_table, "a table (lead, header, rows) or sections of tables"),
+           "text_map": (_paths, "an object of texts"),
+           "entries": (_entries, "an object of entries (appearances, tables, figures)"),
+           "replications": (_replications, "a list of replication sections (objects with a list of blocks)")}
 
 
 def report_shape_problem(index: dict[str, Any]) -> str | None:
     """What in ``index`` (a ``report.json``) is not of the kind :data:`REPORT_FIELDS` gives (:data:`_CHECKS`), or
     ``None``."""
     for key, kind in REPORT_FIELDS.items():
-        if key in index and not (_CHECKS[kind](index[key]) if kind in _CHECKS else isinstance(index[key], kind)):
-            return f"its {key!r} is not {_KINDS.get(kind, 'a text')}"
+        check, words = _CHECKS[kind]
+        if key in index and not check(index[key]):
+            return f"its {key!r} is not {words}"
     return None
 
 

@@ -144,13 +144,12 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     return {"sections": sections}
 
 
-def _resolution_groups(fitted: pd.DataFrame, default_examples: int) -> list[tuple[str, str, pd.DataFrame]]:
-    """The rows of :func:`fit_resolution`'s table, as (runs, distinct inputs per check, their rows of ``fitted``):
-    per task and count, the runs whose check at the longest training length draws from fewer distinct inputs
-    than its examples (:func:`pebench.heldout.check_inputs`: the held-out part of the space where the run's check
-    is disjoint, else all of it); then the other runs by answer length. Empty groups are left out."""
-    examples = fitted["fit_examples"].fillna(default_examples).astype(int).to_numpy() if "fit_examples" in fitted \
-        else np.full(len(fitted), default_examples)
+def _resolution_groups(fitted: pd.DataFrame, examples: int) -> list[tuple[str, str, pd.DataFrame]]:
+    """The rows of :func:`fit_resolution`'s table of one criterion (``examples`` per check), as (runs, distinct
+    inputs per check, their rows of ``fitted``): per task and count, the runs whose check at the longest training
+    length draws from fewer distinct inputs than ``examples`` (:func:`pebench.heldout.check_inputs`: the held-out
+    part of the space where the run's check is disjoint, else all of it); then the other runs by answer length.
+    Empty groups are left out."""
     disjoint = np.zeros(len(fitted), dtype=bool)
     if "fit_disjoint" in fitted:  # an object column of a folder with and without the criterion: True, False or NaN
         disjoint = (fitted["fit_disjoint"] == True).to_numpy()  # noqa: E712
@@ -164,8 +163,7 @@ def _resolution_groups(fitted: pd.DataFrame, default_examples: int) -> list[tupl
     labels = fitted["task"].map(task_label).to_numpy()
     small = sorted({(label, int(count)) for label, count in zip(labels[few], inputs[few], strict=True)})
     groups = [(label, str(count), fitted[few & (inputs == count) & (labels == label)]) for label, count in small]
-    least = int(examples.min()) if len(examples) else default_examples
-    groups += [(label, f"{least} or more", fitted[~few & (one_token == answer)])
+    groups += [(label, f"{examples} or more", fitted[~few & (one_token == answer)])
                for label, answer in (("one-token answers", True), ("longer answers", False))]
     return [group for group in groups if not group[2].empty]
 
@@ -185,15 +183,12 @@ def _criteria(checked: pd.DataFrame) -> pd.DataFrame:
     """Per row of ``checked`` (rows of runs with a fit criterion), the criterion it records (:data:`CRITERION`),
     :class:`~pebench.config.TrainConfig`'s and the standard suite's check interval where a row records none."""
     config = TrainConfig()
-    defaults = {"fit_examples": config.fit_examples, "fit_threshold": config.fit_threshold,
-                "fit_every": SCALES["standard"]["fit_every"], "fit_lengths": config.fit_lengths}
-    columns = {column: (checked[column] if column in checked else pd.Series(np.nan, index=checked.index,
-                                                                              dtype=object)).fillna(default)
-               for column, default in defaults.items()}
-    return pd.DataFrame({"fit_examples": columns["fit_examples"].astype(int),
-                         "fit_threshold": columns["fit_threshold"].astype(float),
-                         "fit_every": columns["fit_every"].astype(int),
-                         "fit_lengths": columns["fit_lengths"].astype(str)}, index=checked.index)
+    defaults = {"fit_examples": (config.fit_examples, int), "fit_threshold": (config.fit_threshold, float),
+                "fit_every": (SCALES["standard"]["fit_every"], int), "fit_lengths": (config.fit_lengths, str)}
+    recorded = {column: checked[column] if column in checked else pd.Series(np.nan, index=checked.index, dtype=object)
+                for column in CRITERION}
+    return pd.DataFrame({column: recorded[column].fillna(default).astype(kind)
+                         for column, (default, kind) in defaults.items()}, index=checked.index)
 
 
 def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
