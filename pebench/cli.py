@@ -445,20 +445,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: a report's staging folder beside its outputs (:func:`report_staging`): ``.report-<machine>-<pid>-<random>``
-REPORT_STAGING = re.compile(r"\.report-(?P<machine>[0-9a-f]{8})-(?P<pid>[0-9]{1,7})-[a-z0-9_]{8}")
+#: a report's staging folder beside its outputs (:func:`report_staging`): ``.report-<machine>-<pid>-<random>-<tag>``
+REPORT_STAGING = re.compile(r"\.report-(?P<machine>[0-9a-f]{8})-(?P<pid>[0-9]{1,7})-[a-z0-9]{8}(-[0-9a-f]{16})?")
 
 
 def report_staging(out: Path) -> Path:
-    """A new staging folder for a report into ``out``, named by this machine and process
-    (:data:`REPORT_STAGING`), made after removing those that reports on this machine left behind when their
-    process died (``kill -9``); a folder of a process that still runs, or of another machine, is kept."""
+    """A new staging folder for a report into ``out``, named by this machine and process and tagged as this
+    user's (:data:`REPORT_STAGING`, :func:`pebench.own_files.make_folder`), made after removing those that this
+    user's reports on this machine left behind when their process died (``kill -9``). A folder of a process that
+    still runs, of another machine, or whose tag does not verify under this user's key (anyone can name a folder
+    so: a results folder may come from a stranger) is kept."""
+    from pebench import own_files
+
     machine = hashlib.sha256(platform.node().encode()).hexdigest()[:8]
     for folder in out.glob(".report-*"):
         match = REPORT_STAGING.fullmatch(folder.name)
-        if match and match["machine"] == machine and not _running(int(match["pid"])) and not folder.is_symlink():
+        if (match and match["machine"] == machine and not _running(int(match["pid"]))
+                and own_files.written_here(folder.name, f".report-{machine}-{match['pid']}-")
+                and not folder.is_symlink()):
             shutil.rmtree(folder, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f".report-{machine}-{os.getpid()}-", dir=out))
+    return own_files.make_folder(out, f".report-{machine}-{os.getpid()}-")
 
 
 def _running(pid: int) -> bool:

@@ -22,17 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pebench
-
-#: the environment variable naming the cache folder (tests point it at a temporary one)
-CACHE_ENV = "PEBENCH_CACHE_DIR"
-
-
-def cache_dir() -> Path:
-    """The folder of kept listings (see the module's docstring)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pebench"
+from pebench.own_files import CACHE_ENV, cache_dir  # noqa: F401  (the cache folder: the listings keep theirs there)
 
 
 def code_files() -> list[Path]:

@@ -34,7 +34,6 @@ import platform
 import re
 import shutil
 import stat
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import pebench
+from pebench import own_files
 from pebench.lazy_torch import torch  # only a manifest reads it: loading a folder does without torch
 from pebench.provenance import code_commit, git_state  # noqa: F401  (re-exported: part of the store's API)
 from pebench.registry import plugin_records
@@ -584,31 +584,45 @@ def raw_dir(out: Path) -> Path:
     return Path(out) / "raw"
 
 
-#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file: ``.<run file name>.<random>.tmp``
-RUN_TEMP_FILE = re.compile(r"\.[0-9a-f]{16}\.csv(\.gz)?\.[A-Za-z0-9_]+\.tmp")
+#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file:
+#: ``.<run file name>.<random>-<tag>.tmp`` (:func:`pebench.own_files.temporary_name`; no tag where no key is kept)
+RUN_TEMP_FILE = re.compile(r"\.(?P<target>[0-9a-f]{16}\.csv(\.gz)?)\.[a-z0-9]{8}(-[0-9a-f]{16})?\.tmp")
 
 
-#: the name of a temporary copy :func:`write_text_atomic` makes of a manifest (``tempfile.mkstemp``'s 8 random
-#: characters): ``.manifest.json.<random>.tmp``
-MANIFEST_TEMP_FILE = re.compile(r"\.manifest\.json\.[a-z0-9_]{8}\.tmp")
+#: the name of a temporary copy :func:`write_text_atomic` makes of a manifest: ``.manifest.json.<random>-<tag>.tmp``
+MANIFEST_TEMP_FILE = re.compile(r"\.manifest\.json\.[a-z0-9]{8}(-[0-9a-f]{16})?\.tmp")
+
+
+def temporary_prefix(name: str) -> str:
+    """The prefix of the temporary names :func:`write_bytes_atomic` makes for a file named ``name``."""
+    return f".{name}."
+
+
+def left_by_this_user(path: Path, target: str) -> bool:
+    """Whether ``path`` is a plain file that :func:`write_bytes_atomic` of this user left behind while writing a
+    file named ``target`` (its name's tag verifies: :func:`pebench.own_files.written_here`), and so may be removed;
+    a file of the same shape from anyone else is not."""
+    return (own_files.written_here(path.name, temporary_prefix(target), ".tmp")
+            and path.is_file() and not path.is_symlink())
 
 
 def remove_manifest_copies(out: Path) -> None:
-    """Remove the temporary copies of ``out/manifest.json`` that a sweep killed while writing it left behind
-    (named :data:`MANIFEST_TEMP_FILE`; call it only while holding :func:`lock_folder`: they may be another
+    """Remove the temporary copies of ``out/manifest.json`` that this user's sweep, killed while writing it, left
+    behind (:func:`left_by_this_user`; call it only while holding :func:`lock_folder`: they may be another
     sweep's copies in flight otherwise). Every other file is left untouched."""
     for tmp in Path(out).glob(".manifest.json.*.tmp"):
-        if MANIFEST_TEMP_FILE.fullmatch(tmp.name) and tmp.is_file() and not tmp.is_symlink():
+        if left_by_this_user(tmp, "manifest.json"):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder,
-    fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file gets the
-    mode any new file gets (``0o666`` less the umask), not the temporary file's private ``0o600``."""
+    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder, tagged as
+    this user's (:func:`pebench.own_files.make_file`, so that only this user's commands remove it if a kill
+    leaves it behind), fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file
+    gets the mode any new file gets (``0o666`` less the umask), not the temporary file's private ``0o600``."""
     path = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, tmp = own_files.make_file(path.parent, temporary_prefix(path.name), ".tmp")
     try:
         os.fchmod(handle, 0o666 & ~umask())
         with os.fdopen(handle, "wb") as stream:
@@ -656,10 +670,10 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     :func:`read_run_file`). A second file of one run (``<id>.csv`` beside ``<id>.csv.gz``) is bad: it would
     count the run twice (``doubled`` names both; :func:`pebench.runner.run_sweep` refuses the folder).
 
-    Leftover temporary files of a killed sweep (named as :func:`write_bytes_atomic` names those of run files,
-    :data:`RUN_TEMP_FILE`) are removed (call it only while holding :func:`lock_folder`, as
-    :func:`pebench.runner.run_sweep` does: they may be another sweep's files in flight otherwise); every other
-    file is left untouched.
+    Leftover temporary files that a killed sweep of this user left (named as :func:`write_bytes_atomic` names
+    those of run files, :data:`RUN_TEMP_FILE`, with a tag that verifies: :func:`left_by_this_user`) are removed
+    (call it only while holding :func:`lock_folder`, as :func:`pebench.runner.run_sweep` does: they may be
+    another sweep's files in flight otherwise); every other file is left untouched.
     """
     expected = set(expected)
     found = ExistingResults(complete=set(), retry=set(), bad={})
@@ -668,7 +682,8 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     if not folder.is_dir():
         return found
     for tmp in folder.glob(".*.tmp"):
-        if RUN_TEMP_FILE.fullmatch(tmp.name) and not tmp.is_symlink():
+        match = RUN_TEMP_FILE.fullmatch(tmp.name)
+        if match and left_by_this_user(tmp, match["target"]):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
     for path in sorted(folder.iterdir()):

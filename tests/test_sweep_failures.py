@@ -182,31 +182,41 @@ def dead_pid() -> int:
 
 
 def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path, capsys):
+    from pebench import own_files
+
     folder = small_results(tmp_path / "results")
     machine = hashlib.sha256(platform.node().encode()).hexdigest()[:8]
-    left = folder / f".report-{machine}-{dead_pid()}-k3j_x9ab"  # a report killed with kill -9
-    running = folder / f".report-{machine}-{os.getpid()}-k3j_x9ab"  # a report in progress
-    elsewhere = folder / f".report-{'0' if machine != '0' * 8 else '1'}{machine[1:]}-{dead_pid()}-k3j_x9ab"
+    dead = dead_pid()
+    left = folder / own_files.temporary_name(f".report-{machine}-{dead}-")  # a report killed with kill -9
+    running = folder / own_files.temporary_name(f".report-{machine}-{os.getpid()}-")  # a report in progress
+    other = f"{'0' if machine != '0' * 8 else '1'}{machine[1:]}"
+    elsewhere = folder / own_files.temporary_name(f".report-{other}-{dead}-")  # on a shared disk: its pid is not ours
+    forged = folder / f".report-{machine}-{dead}-k3j9xabc-{left.name[-16:]}"  # a stranger's, in the same shape
+    untagged = folder / f".report-{machine}-{dead}-k3j9xabc"  # a stranger's, or made where no key could be kept
     mine = folder / ".report-notes"
-    for staging in (left, running, elsewhere, mine):
+    for staging in (left, running, elsewhere, forged, untagged, mine):
         (staging / "tables").mkdir(parents=True)
         (staging / "tables" / "t.md").write_text("| a table |\n")
     assert main(["report", str(folder)]) == 0
     capsys.readouterr()
-    assert sorted(p.name for p in folder.glob(".report-*")) == sorted([running.name, elsewhere.name, mine.name])
-    assert (mine / "tables" / "t.md").read_text() == "| a table |\n"
+    kept = [running, elsewhere, forged, untagged, mine]
+    assert sorted(p.name for p in folder.glob(".report-*")) == sorted(p.name for p in kept)
+    assert all((staging / "tables" / "t.md").read_text() == "| a table |\n" for staging in kept)
 
 
 def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
+    from pebench import own_files
+
     out = tmp_path / "out"
     run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
-    left = out / ".manifest.json.k3j_x9ab.tmp"  # what write_text_atomic leaves when killed before its rename
-    mine = [out / ".manifest.json.draft.tmp", out / ".manifest.json.k3j_x9ab.tmp.orig"]
+    left = out / own_files.temporary_name(".manifest.json.", ".tmp")  # a copy write_text_atomic made, killed
+    mine = [out / ".manifest.json.draft.tmp", out / f"{left.name}.orig",
+            out / ".manifest.json.k3j9xabc.tmp",  # a stranger's copy in the untagged shape
+            out / f".manifest.json.k3j9xabc-{left.name[-20:-4]}.tmp"]  # a stranger's, with a tag copied from ours
     for path in [left, *mine]:
         path.write_text("{}\n")
     run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
     assert not left.exists() and all(path.read_text() == "{}\n" for path in mine)
-
 
 
 class _Future:

@@ -561,6 +561,7 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
 
     from test_runner import tiny_spec
 
+    from pebench import own_files
     from pebench.runner import run_sweep
     from pebench.store import RUN_TEMP_FILE
 
@@ -570,8 +571,13 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
     mine = [raw / ".draft.tmp", raw / ".notes.csv.tmp"]
     for path in mine:
         path.write_text("mine\n")
-    leftover = raw / f".{spec.run_id}.csv.gz.k3j_x9ab.tmp"  # what a sweep killed while writing leaves
+    leftover = raw / own_files.temporary_name(f".{spec.run_id}.csv.gz.", ".tmp")  # a sweep killed while writing
     leftover.write_bytes(b"")
+    mine += [raw / f".{spec.run_id}.csv.gz.k3j9xabc.tmp",  # a stranger's, in the shape of an untagged leftover
+             raw / f".{spec.run_id}.csv.gz.k3j9xabc-{leftover.name[-20:-4]}.tmp",  # with a tag copied from ours
+             raw / f".{'0' * 16}.csv.gz.{leftover.name.split('.')[-2]}.tmp"]  # our tag, another file's name
+    for path in mine[2:]:
+        path.write_text("mine\n")
     renamed, replace = [], os.replace
     monkeypatch.setattr(os, "replace", lambda source, target: renamed.append(Path(source).name) or replace(source,
                                                                                                           target))

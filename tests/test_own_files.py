@@ -1,0 +1,57 @@
+"""Temporary names tagged as this user's (pebench.own_files): only a leftover whose tag verifies under this user's
+key may be removed, so that a results folder from a stranger never loses a file pebench did not write."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from pebench import own_files
+
+
+def test_a_name_made_here_verifies_and_only_with_its_own_prefix_and_suffix():
+    name = own_files.temporary_name(".manifest.json.", ".tmp")
+    assert own_files.written_here(name, ".manifest.json.", ".tmp")
+    assert not own_files.written_here(name, ".other.json.", ".tmp")
+    assert not own_files.written_here(name + ".orig", ".manifest.json.", ".tmp")
+    stem = name[:-len("-0123456789abcdef.tmp")]
+    assert not own_files.written_here(f"{stem}-{'0' * 16}.tmp", ".manifest.json.", ".tmp")  # a forged tag
+    assert not own_files.written_here(f"{stem}.tmp", ".manifest.json.", ".tmp")  # no tag at all
+
+
+def test_the_key_is_the_users_alone_and_another_key_verifies_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(own_files.CACHE_ENV, str(tmp_path / "mine"))
+    name = own_files.temporary_name(".report-", "")
+    key = own_files.key_path()
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_bytes()) == own_files.KEY_BYTES
+    assert own_files.written_here(name, ".report-")
+    monkeypatch.setenv(own_files.CACHE_ENV, str(tmp_path / "theirs"))  # another user's key (another home)
+    assert not own_files.written_here(name, ".report-")
+
+
+def test_where_no_key_can_be_kept_names_are_untagged_and_nothing_verifies(tmp_path, monkeypatch):
+    (tmp_path / "a file").write_text("not a folder\n")
+    monkeypatch.setenv(own_files.CACHE_ENV, str(tmp_path / "a file" / "cache"))  # cannot be made, even by root
+    name = own_files.temporary_name(".x.", ".tmp")
+    assert "-" not in name and not own_files.written_here(name, ".x.", ".tmp")
+
+
+def test_a_linked_or_malformed_key_is_not_read(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"k" * own_files.KEY_BYTES)
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / own_files.KEY_FILE).symlink_to(elsewhere)
+    monkeypatch.setenv(own_files.CACHE_ENV, str(tmp_path / "linked"))
+    assert own_files.user_key() is None  # a link is never followed: its target could be anyone's file
+    (tmp_path / "short").mkdir()
+    (tmp_path / "short" / own_files.KEY_FILE).write_bytes(b"k" * 7)
+    monkeypatch.setenv(own_files.CACHE_ENV, str(tmp_path / "short"))
+    assert own_files.user_key() is None and "-" not in own_files.temporary_name(".x.")
+
+
+def test_made_files_and_folders_are_new_private_and_tagged(tmp_path):
+    handle, path = own_files.make_file(tmp_path, ".a.csv.", ".tmp")
+    os.close(handle)
+    folder = own_files.make_folder(tmp_path, ".report-")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert own_files.written_here(path.name, ".a.csv.", ".tmp") and own_files.written_here(folder.name, ".report-")
