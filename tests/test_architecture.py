@@ -28,8 +28,8 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pebench.report_file", "store"),  # reads a folder's report.json through the store, for the site
     ("pebench.run_file_check", "store"),  # what a run file may hold: the checks of every run file the store reads
     ("pebench.artifact_check", "store"),  # what each file of a report may hold before the site copies it
-    ("pebench.reference", "store"),
-    ("pebench.own_files", "store"),  # which leftover temporary files this user's pebench wrote (tagged names)  # the packaged reference results, archived and extracted by the store's rules
+    ("pebench.reference", "store"),  # the packaged reference results, archived and extracted by the store's rules
+    ("pebench.own_files", "store"),  # which leftover temporary files this user's pebench wrote (tagged names)
     ("pebench.provenance", "core"),
     ("pebench.runner", "run"),
     ("pebench.execute", "run"),  # one run: its model, training and rows

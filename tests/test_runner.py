@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -575,6 +576,18 @@ def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
     assert git_state(tmp_path)["git_dirty"] is False
     (tmp_path / "README.md").write_text("y\n")
     assert git_state(tmp_path)["git_dirty_files"] == ["README.md"]
+
+
+def test_the_expected_step_share_is_the_committed_references(tmp_path):
+    """The time estimate's share of the step cap is measured on the committed standard reference, not guessed: a
+    new reference must bring the constant with it."""
+    from pebench.sweep_time import EXPECTED_STEP_SHARE, measured_step_share
+
+    share, runs = measured_step_share(ROOT / "results" / "standard")
+    assert runs > 100 and EXPECTED_STEP_SHARE == round(share, 2), (share, runs)
+    (tmp_path / "raw").mkdir()
+    share, runs = measured_step_share(tmp_path)  # a folder without runs measures nothing
+    assert math.isnan(share) and runs == 0
 
 
 def test_the_time_estimate_comes_from_a_calibration_and_the_protocols_expected_steps():
