@@ -42,7 +42,14 @@ from pebench.store import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
+def env() -> dict[str, str]:
+    """A child process's environment: this test's (its own cache folder, so the leftovers a killed child makes are
+    tagged with the key this test's checks verify), one thread, this tree importable."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
 #: the smoke runs of one experiment: enough runs that a sweep is still going when the test signals it
 SWEEP = ["run", "--suite", "smoke", "--experiment", "order_sensitivity", "--workers", "2"]
 
@@ -82,7 +89,7 @@ def alive(pids: list[int]) -> list[int]:
 
 def start_sweep(out: Path, argv: list[str] = SWEEP, files: int = 2) -> tuple[subprocess.Popen, list[int]]:
     """Start ``pebench run`` into ``out`` and wait until ``files`` runs are saved; return it and its workers."""
-    process = subprocess.Popen([sys.executable, "-m", "pebench.cli", *argv, "--out", str(out)], cwd=ROOT, env=ENV,
+    process = subprocess.Popen([sys.executable, "-m", "pebench.cli", *argv, "--out", str(out)], cwd=ROOT, env=env(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and len(store.raw_files(out / "raw")) < files:
@@ -236,7 +243,7 @@ def test_8_a_dead_pool_worker_records_its_run_as_failed_and_the_sweep_goes_on(tm
     script = tmp_path / "sweep.py"
     script.write_text(SWEEP_WITH_PLUGIN.format(plugin=str(plugin), out=str(tmp_path / "out")))
     for _attempt in range(2):  # the second is a resume: the dead run is retried, fails again, and blocks nothing
-        done = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+        done = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env(), capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stderr
         assert "killed by SIGKILL" in done.stderr
@@ -388,7 +395,7 @@ def test_5_a_second_sweep_on_a_folder_is_refused_with_a_clear_message(tmp_path):
     with lock_folder(out):
         started = time.time()
         done = subprocess.run([sys.executable, "-m", "pebench.cli", "run", "--suite", "smoke", "--experiment",
-                               "rope_scaling", "--out", str(out)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                               "rope_scaling", "--out", str(out)], cwd=ROOT, env=env(), capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert f"{out} is in use by another pebench run (pid {os.getpid()}" in done.stderr
@@ -510,7 +517,7 @@ def test_10_a_folder_named_like_a_run_file_does_not_block_the_sweep(tmp_path, ca
 
 def test_10_show_into_a_closed_pipe_ends_quietly(tmp_path):
     folder = write_synthetic_results(tmp_path)
-    process = subprocess.Popen([sys.executable, "-m", "pebench", "show", str(folder)], cwd=ROOT, env=ENV,
+    process = subprocess.Popen([sys.executable, "-m", "pebench", "show", str(folder)], cwd=ROOT, env=env(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     process.stdout.close()  # like `| head` that has read what it wanted
     err = process.stderr.read()
@@ -644,7 +651,7 @@ def test_more_workers_than_cores_are_named(tmp_path, caplog, monkeypatch):
 def test_a_local_dask_cluster_is_quiet(tmp_path):
     pytest.importorskip("dask.distributed")
     done = subprocess.run([sys.executable, "-m", "pebench.cli", "run", "--suite", "smoke", "--experiment",
-                           "rope_scaling", "--dask", "local", "--out", str(tmp_path)], cwd=ROOT, env=ENV,
+                           "rope_scaling", "--dask", "local", "--out", str(tmp_path)], cwd=ROOT, env=env(),
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "INFO" not in done.stderr and "dashboard" not in done.stderr, done.stderr
