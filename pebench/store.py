@@ -589,10 +589,6 @@ def raw_dir(out: Path) -> Path:
 RUN_TEMP_FILE = re.compile(r"\.(?P<target>[0-9a-f]{16}\.csv(\.gz)?)\.[a-z0-9]{8}(-[0-9a-f]{16})?\.tmp")
 
 
-#: the name of a temporary copy :func:`write_text_atomic` makes of a manifest: ``.manifest.json.<random>-<tag>.tmp``
-MANIFEST_TEMP_FILE = re.compile(r"\.manifest\.json\.[a-z0-9]{8}(-[0-9a-f]{16})?\.tmp")
-
-
 def temporary_prefix(name: str) -> str:
     """The prefix of the temporary names :func:`write_bytes_atomic` makes for a file named ``name``."""
     return f".{name}."
@@ -607,9 +603,10 @@ def left_by_this_user(path: Path, target: str) -> bool:
 
 
 def remove_manifest_copies(out: Path) -> None:
-    """Remove the temporary copies of ``out/manifest.json`` that this user's sweep, killed while writing it, left
-    behind (:func:`left_by_this_user`; call it only while holding :func:`lock_folder`: they may be another
-    sweep's copies in flight otherwise). Every other file is left untouched."""
+    """Remove the temporary copies of ``out/manifest.json`` (``.manifest.json.<random>-<tag>.tmp``) that this
+    user's sweep, killed while writing it, left behind (:func:`left_by_this_user`; call it only while holding
+    :func:`lock_folder`: they may be another sweep's copies in flight otherwise). Every other file is left
+    untouched."""
     for tmp in Path(out).glob(".manifest.json.*.tmp"):
         if left_by_this_user(tmp, "manifest.json"):
             with contextlib.suppress(FileNotFoundError):
