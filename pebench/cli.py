@@ -427,11 +427,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         report = write_report(results_dir, staging, declared=declared_reports(),
                               suite_run_ids=suite_run_ids(results_dir))
-        removed = publish_report(staging, out)
+        published = publish_report(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    for path in removed:
-        print(f"removed {path}: written by the previous report, not by this one")
+    for path in published.removed:
+        print(f"removed {terminal_text(str(path))}: written by the previous report, not by this one")
+    for path in published.kept:
+        print(f"kept {terminal_text(str(path))}: written by the previous report, not by this one, but changed since "
+              "(remove it if it is not yours)")
     for kind, artifacts in (("figure", report.figures), ("table", report.tables)):
         for artifact in artifacts:
             paths = (out / path.relative_to(staging) for path in artifact.paths.values())

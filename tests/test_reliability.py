@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -29,6 +30,7 @@ from pebench import schema, store
 from pebench.cli import main
 from pebench.execute import failed_rows
 from pebench.experiment import suite_runs
+from pebench.report import OUTPUTS_KEY
 from pebench.runner import run_sweep
 from pebench.store import (
     FolderLockError,
@@ -557,6 +559,7 @@ def test_11_a_new_report_removes_what_the_previous_one_wrote_and_it_no_longer_do
     index = json.loads((folder / "report.json").read_text())
     index["tables"].append({"name": "old", "title": "old", "caption": "",
                             "paths": {"md": str(stale.relative_to(folder))}})
+    index[OUTPUTS_KEY][str(stale.relative_to(folder))] = hashlib.sha256(stale.read_bytes()).hexdigest()
     (folder / "report.json").write_text(json.dumps(index))
     kept = [folder / "notes.txt", folder / "raw" / "README"]
     for path in kept:

@@ -4,6 +4,7 @@ becomes a path unchecked, no link is followed out of it, and no command deletes 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from test_results import run_frame
 
 from pebench.cli import main
+from pebench.report import OUTPUTS_KEY
 
 
 def small_results(folder: Path, seeds: tuple[int, ...] = (0, 1), **extra) -> Path:
@@ -25,6 +27,10 @@ def small_results(folder: Path, seeds: tuple[int, ...] = (0, 1), **extra) -> Pat
             frame = run_frame("order_sensitivity", "reverse", encoding, "encoder", seed, 8, points, **extra)
             frame.to_csv(raw / f"{frame['run_id'].iloc[0]}.csv", index=False)
     return folder
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def report_files(folder: Path) -> dict[Path, bytes]:
@@ -45,16 +51,24 @@ def test_report_keeps_files_it_did_not_write_and_removes_what_the_previous_repor
     # a table an earlier report wrote and recorded, which this report no longer writes
     stale = folder / "tables" / "order_sensitivity_old_layout.md"
     stale.write_text("| an older table |\n")
+    # one it recorded and you edited since, and one listed as a table without a recorded digest
+    edited, undigested = folder / "tables" / "order_sensitivity_edited.md", folder / "tables" / "undigested.md"
+    edited.write_text("| an older table, with my note |\n")
+    undigested.write_text("| mine too |\n")
     index = json.loads((folder / "report.json").read_text())
     index["tables"].append({"name": "old", "title": "old", "caption": "",
-                            "paths": {"md": "tables/order_sensitivity_old_layout.md"}})
+                            "paths": {"md": "tables/order_sensitivity_old_layout.md", "x": "tables/undigested.md",
+                                      "y": "tables/order_sensitivity_edited.md"}})
+    index[OUTPUTS_KEY] |= {"tables/order_sensitivity_old_layout.md": sha256(b"| an older table |\n"),
+                           "tables/order_sensitivity_edited.md": sha256(b"| an older table |\n")}
     (folder / "report.json").write_text(json.dumps(index))
     capsys.readouterr()
     assert main(["report", str(folder)]) == 0
     out = capsys.readouterr().out
     assert all(path.read_text() == "mine\n" for path in mine)
     assert not stale.exists() and f"removed {stale}" in out
-    assert out.count("removed ") == 1
+    assert out.count("removed ") == 1 and out.count("kept ") == 1 and f"kept {edited}: " in out
+    assert edited.read_text() == "| an older table, with my note |\n" and undigested.read_text() == "| mine too |\n"
 
 
 def test_report_never_writes_or_deletes_through_a_linked_report_folder(tmp_path, capsys):
@@ -86,6 +100,9 @@ def test_a_crafted_report_json_removes_nothing_outside_the_report_folders(tmp_pa
         "a": "tables/../../main.tex", "b": str(outside), "c": "notes.txt", "d": "tables/linked/keep.md",
         "e": "raw"}})
     index["summaries"]["runs"] = "../main.tex"
+    index[OUTPUTS_KEY] |= {text: sha256(path.read_bytes()) for text, path in [
+        ("tables/../../main.tex", outside), (str(outside), outside), ("notes.txt", folder / "notes.txt"),
+        ("tables/linked/keep.md", linked / "keep.md"), ("../main.tex", outside)]}
     (folder / "report.json").write_text(json.dumps(index))
     raw = sorted(p.name for p in (folder / "raw").iterdir())
     assert main(["report", str(folder)]) == 0

@@ -16,8 +16,9 @@ Layout under ``out_dir`` (default: the results folder itself)::
     report.json               the artifacts, findings and protocol (for the docs build)
 
 ``pebench report`` writes into a staging folder and moves the files into place (:func:`publish_report`); of
-the files already there it removes only those the previous report recorded in its ``report.json`` and this
-one no longer writes, never a file of the user's nor one through a symbolic link.
+the files already there it removes only those the previous report recorded in its ``report.json``, with their
+SHA-256, and this one no longer writes, each only if it is unchanged since; never a file of the user's nor one
+through a symbolic link.
 
 Experiments missing from a results set are skipped. Tables show mean ± 95%
 CI over seeds, the best mean per task in bold and the encodings not
@@ -39,10 +40,13 @@ from __future__ import annotations
 
 from pebench.report.artifacts import (
     FIGURE_FORMATS,
+    OUTPUTS_KEY,
     REPORT_FOLDERS,
     TABLE_FORMATS,
     Artifact,
+    Publication,
     check_report_folders,
+    output_digests,
     publish_report,
     recorded_outputs,
 )
@@ -53,8 +57,8 @@ from pebench.report.protocol_text import citation_bibtex, experiment_protocol
 from pebench.report.write import Report, tables_for, write_report
 
 __all__ = [
-    "FIGURE_FORMATS", "LAYOUTS", "NOT_FITTED", "REPORT_FOLDERS", "TABLE_FORMATS", "Artifact", "Column", "FigureSpec",
-    "Layout", "Report", "board_artifacts", "check_report_folders", "citation_bibtex", "experiment_protocol",
-    "key_metrics", "layout_of", "metric_table", "publish_report", "ranking_artifacts", "recorded_outputs",
-    "registered_columns", "tables_for", "write_report",
+    "FIGURE_FORMATS", "LAYOUTS", "NOT_FITTED", "OUTPUTS_KEY", "REPORT_FOLDERS", "TABLE_FORMATS", "Artifact", "Column",
+    "FigureSpec", "Layout", "Publication", "Report", "board_artifacts", "check_report_folders", "citation_bibtex",
+    "experiment_protocol", "key_metrics", "layout_of", "metric_table", "output_digests", "publish_report",
+    "ranking_artifacts", "recorded_outputs", "registered_columns", "tables_for", "write_report",
 ]

@@ -5,7 +5,9 @@ and removes files in the report's own folders only (:func:`check_report_folders`
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,27 +62,36 @@ def save_table(table: Table, directory: Path, version: str = "") -> Artifact:
 REPORT_FOLDERS = ("summary", "figures", "tables")
 
 
-def recorded_outputs(out_dir: Path) -> set[Path]:
-    """The files the report in ``out_dir`` recorded writing in its ``report.json`` (its figures', tables' and
-    summaries' paths), relative to ``out_dir``. The folder may come from anyone: only relative paths inside
-    :data:`REPORT_FOLDERS` without ``..`` count; empty when there is no readable ``report.json``."""
+#: the field of ``report.json`` that records each file the report wrote: its path relative to the output folder ->
+#: the SHA-256 of its bytes (:func:`output_digests`), so that the next report removes a file only as it was written
+OUTPUTS_KEY = "outputs_sha256"
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def output_digests(out_dir: Path, paths: list[Path]) -> dict[str, str]:
+    """The SHA-256 of each of the files ``paths`` (under ``out_dir``), by its path relative to ``out_dir``, in
+    order: what ``report.json`` records in :data:`OUTPUTS_KEY`."""
+    return {str(Path(path).relative_to(out_dir)): hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            for path in sorted(paths)}
+
+
+def recorded_outputs(out_dir: Path) -> dict[Path, str]:
+    """The files the report in ``out_dir`` recorded writing in its ``report.json`` (:data:`OUTPUTS_KEY`), each with
+    the SHA-256 of the bytes it wrote, by path relative to ``out_dir``. The folder may come from anyone: only
+    relative paths inside :data:`REPORT_FOLDERS` without ``..`` with a SHA-256 count; empty when there is no
+    readable ``report.json`` (or it predates the record: its files are then never removed)."""
     try:
         index = store.read_json(Path(out_dir) / "report.json", "report")  # never through a link
     except (OSError, ValueError):  # ValueError: a ResultsError too
-        return set()
-    if not isinstance(index, dict):
-        return set()
-    listed = [*(index.get("summaries") or {}).values()] if isinstance(index.get("summaries"), dict) else []
-    for kind in ("figures", "tables"):
-        for item in index.get(kind) or []:
-            if isinstance(item, dict) and isinstance(item.get("paths"), dict):
-                listed += item["paths"].values()
-    recorded = set()
-    for text in listed:
-        path = Path(text) if isinstance(text, str) else None
-        if (path is not None and not path.is_absolute() and len(path.parts) > 1
+        return {}
+    listed = index.get(OUTPUTS_KEY) if isinstance(index, dict) else None
+    recorded = {}
+    for text, digest in (listed.items() if isinstance(listed, dict) else []):
+        path = Path(text)
+        if (isinstance(digest, str) and _SHA256.fullmatch(digest) and not path.is_absolute() and len(path.parts) > 1
                 and path.parts[0] in REPORT_FOLDERS and not {"..", "."} & set(path.parts)):
-            recorded.add(path)
+            recorded[path] = digest
     return recorded
 
 
@@ -102,15 +113,21 @@ def check_report_folders(out_dir: Path) -> None:
                                        "choose another --out")
 
 
-def publish_report(staging: Path, out_dir: Path) -> list[Path]:
+@dataclass
+class Publication:
+    """What :func:`publish_report` did to the previous report's files that the new one no longer writes."""
+
+    removed: list[Path]  # as the previous report wrote them: removed
+    kept: list[Path]  # changed since it wrote them (or replaced): left where they are
+
+
+def publish_report(staging: Path, out_dir: Path) -> Publication:
     """Move the report written into ``staging`` (by :func:`~pebench.report.write.write_report`) into ``out_dir``
     file by file (``os.replace``), then remove the files the previous report there recorded writing (its
     ``report.json``, :func:`recorded_outputs`) that this one did not write (a table of a layout since changed
-    would be read as current). Nothing else is ever removed: a user's own files in the report's folders stay,
-    and a symbolic link is neither followed nor removed.
-
-    Returns:
-        The files removed.
+    would be read as current), each only if its bytes are still those the previous report recorded. Nothing else
+    is ever removed: a user's own files in the report's folders stay, a recorded file changed since is kept (and
+    listed), and a symbolic link is neither followed nor removed.
 
     Raises:
         ResultsError: a report folder of ``out_dir`` is a symbolic link (:func:`check_report_folders`).
@@ -123,14 +140,17 @@ def publish_report(staging: Path, out_dir: Path) -> list[Path]:
         target = out_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / relative, target)
-    removed = []
-    for relative in sorted(previous - written):
+    done = Publication(removed=[], kept=[])
+    for relative in sorted(set(previous) - written):
         path = out_dir / relative
         folders = [out_dir / Path(*relative.parts[:k]) for k in range(1, len(relative.parts))]
         if any(folder.is_symlink() or not folder.is_dir() for folder in folders):
             continue  # a link or a file on the way: not where the previous report wrote
         if path.is_symlink() or not path.is_file():
             continue  # a report writes plain files only
+        if hashlib.sha256(path.read_bytes()).hexdigest() != previous[relative]:
+            done.kept.append(path)
+            continue
         path.unlink()
-        removed.append(path)
-    return removed
+        done.removed.append(path)
+    return done

@@ -14,7 +14,14 @@ import pandas as pd
 from pebench import declarations, results, schema, store
 from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
-from pebench.report.artifacts import Artifact, check_report_folders, save_figure, save_table
+from pebench.report.artifacts import (
+    OUTPUTS_KEY,
+    Artifact,
+    check_report_folders,
+    output_digests,
+    save_figure,
+    save_table,
+)
 from pebench.report.boards import ranking_artifacts
 from pebench.report.index import sections as index_sections
 from pebench.report.layout_findings import titled
@@ -174,12 +181,15 @@ def _write_index(report: Report, out_dir: Path) -> None:
         return {"name": item.name, "title": item.title, "caption": item.caption,
                 "paths": {ext: str(path.relative_to(out_dir)) for ext, path in item.paths.items()}}
 
+    written = [*(path for item in [*report.figures, *report.tables] for path in item.paths.values()),
+               *report.summaries.values()]
     index = {
         "figures": [artifact(f) for f in report.figures],
         "tables": [artifact(t) for t in report.tables],
         "findings": report.findings,
         "protocol": report.protocol,
         "summaries": {k: str(p.relative_to(out_dir)) for k, p in report.summaries.items()},
+        OUTPUTS_KEY: output_digests(out_dir, written),
         "skipped": report.skipped,
         "results_version": report.results_version,
         "citation": report.citation,
