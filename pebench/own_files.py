@@ -14,6 +14,7 @@ then the user's to delete, never a guess.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -60,26 +61,29 @@ def user_key() -> bytes | None:
 
 @functools.cache
 def _key(path: str) -> bytes | None:
-    """The key in ``path`` (read once per process and path: a concurrent first use keeps the first one made)."""
+    """The key in ``path`` (read once per process and path). A first use writes a new key whole into a file of its
+    own and links it into place, so that of concurrent first uses one key wins and none reads a part of it."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    else:
-        key = secrets.token_bytes(KEY_BYTES)
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(key)
-        return key
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        if not os.path.lexists(path):
+            new = f"{path}.{os.getpid()}-{secrets.token_hex(4)}.new"
+            descriptor = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
+            try:
+                with os.fdopen(descriptor, "wb") as stream:
+                    stream.write(secrets.token_bytes(KEY_BYTES))
+                    stream.flush()
+                    os.fsync(stream.fileno())
+                with contextlib.suppress(FileExistsError):
+                    os.link(new, path)
+            finally:
+                os.unlink(new)
+        descriptor = os.open(path, os.O_RDONLY | nofollow)
     except OSError:
         return None
     with os.fdopen(descriptor, "rb") as stream:
         key = stream.read(KEY_BYTES + 1)
-    return key if len(key) == KEY_BYTES else None  # a first use still writing it, or not a key: tag nothing
+    return key if len(key) == KEY_BYTES else None  # not a key (another size): tag nothing
 
 
 def tag(stem: str) -> str:

@@ -55,3 +55,16 @@ def test_made_files_and_folders_are_new_private_and_tagged(tmp_path):
     folder = own_files.make_folder(tmp_path, ".report-")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert own_files.written_here(path.name, ".a.csv.", ".tmp") and own_files.written_here(folder.name, ".report-")
+
+
+def test_concurrent_first_uses_agree_on_one_whole_key(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, own_files.CACHE_ENV: str(tmp_path / "cache")}
+    show = "from pebench import own_files; key = own_files.user_key(); print(key.hex() if key else None)"
+    children = [subprocess.Popen([sys.executable, "-c", show], env=env, stdout=subprocess.PIPE, text=True)
+                for _ in range(4)]
+    keys = {child.communicate(timeout=60)[0].strip() for child in children}
+    assert keys == {(tmp_path / "cache" / own_files.KEY_FILE).read_bytes().hex()}
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == [own_files.KEY_FILE]  # no half-made key left
