@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_results import run_frame
+from test_results import run_frame, write_synthetic_results
 
 from pebench.cli import main
 from pebench.report import OUTPUTS_KEY
@@ -69,6 +69,16 @@ def test_report_keeps_files_it_did_not_write_and_removes_what_the_previous_repor
     assert not stale.exists() and f"removed {stale}" in out
     assert out.count("removed ") == 1 and out.count("kept ") == 1 and f"kept {edited}: " in out
     assert edited.read_text() == "| an older table, with my note |\n" and undigested.read_text() == "| mine too |\n"
+
+
+def test_a_report_records_every_file_it_writes_with_its_digest(tmp_path):
+    """What the next report may remove is exactly what this one wrote, as it wrote it (report.json's record)."""
+    folder = write_synthetic_results(tmp_path / "results")  # with a leaderboard, so its per-task ranks too
+    assert main(["report", str(folder)]) == 0
+    written = {str(p.relative_to(folder)): sha256(p.read_bytes()) for name in ("summary", "figures", "tables")
+               for p in (folder / name).rglob("*") if p.is_file()}
+    assert any(name.startswith("tables/task_ranks_") for name in written)
+    assert json.loads((folder / "report.json").read_text())[OUTPUTS_KEY] == written
 
 
 def test_report_never_writes_or_deletes_through_a_linked_report_folder(tmp_path, capsys):

@@ -58,6 +58,7 @@ class Report:
     sections: dict = field(default_factory=dict)  # what the site shows beside the artifacts (report.index)
     main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
     lead_figure: str = ""  # the name of the figure a results page shows beside the main table (lead_figure)
+    other_outputs: list[Path] = field(default_factory=list)  # files written beside the artifacts (per-task ranks)
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
@@ -106,7 +107,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     specs, undeclared = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
     experiments = experiments_in_order(runs["experiment"], specs)
     protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
-    figures, tables, findings, skipped = [], [], [], list(undeclared)
+    figures, tables, findings, skipped, other_outputs = [], [], [], list(undeclared), []
     own_figures: dict[str, list[str]] = {}  # per experiment, the figures of its own layout (not of ``also``)
     for experiment, layout, spec in experiments:
         part_data = data[data["experiment"] == experiment]
@@ -134,6 +135,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
                                                      max(schema.recorded_protocols(part_data), default=2), part_data)
             tables.extend(artifacts)
             findings.extend(sentences)
+            if artifacts:  # a board was written, and beside it the per-task ranks the leaderboard page reads
+                other_outputs.append(folders["tables"] / f"task_ranks_{experiment}.csv")
     lead = lead_experiment(experiments)
     lead_spec = next((spec for name, _, spec in experiments if name == lead), None)
     main = main_table(runs[runs["experiment"] == lead], lead, titled(lead, lead_spec, "main results"), stamp) \
@@ -155,6 +158,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     report.main_table = main.name if main is not None else ""
     report.lead_figure = lead_figure(own_figures, lead, [name for name, _, _ in experiments])
     report.sections = index_sections(results_dir, out_dir, data, findings, specs, suite_run_ids)
+    report.other_outputs = other_outputs
     _write_index(report, out_dir)
     return report
 
@@ -182,7 +186,7 @@ def _write_index(report: Report, out_dir: Path) -> None:
                 "paths": {ext: str(path.relative_to(out_dir)) for ext, path in item.paths.items()}}
 
     written = [*(path for item in [*report.figures, *report.tables] for path in item.paths.values()),
-               *report.summaries.values()]
+               *report.summaries.values(), *report.other_outputs]
     index = {
         "figures": [artifact(f) for f in report.figures],
         "tables": [artifact(t) for t in report.tables],
