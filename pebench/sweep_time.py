@@ -19,11 +19,16 @@ from pebench.store import first_rows
 from pebench.train import train
 
 
+def step_cost(batch_size, train_max_len, d_model, n_layers):
+    """Relative cost of a training step: batch x (longest training input + its rendered outputs) x width^2 x depth
+    (numbers, or columns of run rows alike)."""
+    return batch_size * 2 * train_max_len * d_model**2 * n_layers
+
+
 def estimated_cost(spec: RunSpec) -> float:
-    """Relative training cost of a run, to start long runs first: steps x batch x (longest training
-    input + its rendered outputs) x width^2 x depth. Only the order of runs and the time estimates depend on it."""
-    return (spec.train.steps * spec.train.batch_size * 2 * spec.train.train_max_len * spec.d_model**2
-            * spec.n_layers)
+    """Relative training cost of a run, to start long runs first: steps x :func:`step_cost`. Only the order of runs
+    and the time estimates depend on it."""
+    return spec.train.steps * step_cost(spec.train.batch_size, spec.train.train_max_len, spec.d_model, spec.n_layers)
 
 
 #: the share of its step cap a run that stops at its fit trains for, weighted by its cost: that of the committed
@@ -50,8 +55,8 @@ def measured_step_share(folder: str | Path) -> tuple[float, int]:
     runs = runs[(runs["stop_at_fit"] == 1) & runs["steps_done"].notna() & (runs["steps"] > 0)]
     if runs.empty:
         return float("nan"), 0
-    step_cost = runs["batch_size"] * runs["train_max_len"] * runs["d_model"] ** 2 * runs["n_layers"]
-    return float((runs["steps_done"] * step_cost).sum() / (runs["steps"] * step_cost).sum()), len(runs)
+    cost = step_cost(runs["batch_size"], runs["train_max_len"], runs["d_model"], runs["n_layers"])
+    return float((runs["steps_done"] * cost).sum() / (runs["steps"] * cost).sum()), len(runs)
 
 
 def expected_cost(spec: RunSpec) -> float:
