@@ -36,11 +36,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
 import json
 import logging
 import os
-import platform
 import re
 import shutil
 import signal
@@ -411,8 +409,14 @@ def suite_run_ids(folder: Path) -> list[str]:
         return []
 
 
+#: the prefix of a report's staging folder beside its outputs (:func:`pebench.own_files.staging_folder`):
+#: ``.report-<machine>-<pid>-<random>-<tag>``
+REPORT_STAGING = ".report-"
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Write summary CSVs, figures and tables of a results folder."""
+    from pebench import own_files
     from pebench.report import check_report_folders, publish_report, write_report
 
     results_dir = _results_dir(args)
@@ -423,7 +427,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_report_folders(out)  # before the work, and again as the files are moved into place
     # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):
     # a report that fails half-way (a full disk) leaves the previous outputs as they were, never a cut file.
-    staging = report_staging(out)
+    staging = own_files.staging_folder(out, REPORT_STAGING)
     try:
         report = write_report(results_dir, staging, declared=declared_reports(),
                               suite_run_ids=suite_run_ids(results_dir))
@@ -446,39 +450,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"  {terminal_text(finding)}")
     print(f"{len(report.figures)} figures, {len(report.tables)} tables -> {out}")
     return EXIT_OK
-
-
-#: a report's staging folder beside its outputs (:func:`report_staging`): ``.report-<machine>-<pid>-<random>-<tag>``
-REPORT_STAGING = re.compile(r"\.report-(?P<machine>[0-9a-f]{8})-(?P<pid>[0-9]{1,7})-[a-z0-9]{8}(-[0-9a-f]{16})?")
-
-
-def report_staging(out: Path) -> Path:
-    """A new staging folder for a report into ``out``, named by this machine and process and tagged as this
-    user's (:data:`REPORT_STAGING`, :func:`pebench.own_files.make_folder`), made after removing those that this
-    user's reports on this machine left behind when their process died (``kill -9``). A folder of a process that
-    still runs, of another machine, or whose tag does not verify under this user's key (anyone can name a folder
-    so: a results folder may come from a stranger) is kept."""
-    from pebench import own_files
-
-    machine = hashlib.sha256(platform.node().encode()).hexdigest()[:8]
-    for folder in out.glob(".report-*"):
-        match = REPORT_STAGING.fullmatch(folder.name)
-        if (match and match["machine"] == machine and not _running(int(match["pid"]))
-                and own_files.written_here(folder.name, f".report-{machine}-{match['pid']}-")
-                and not folder.is_symlink()):
-            shutil.rmtree(folder, ignore_errors=True)
-    return own_files.make_folder(out, f".report-{machine}-{os.getpid()}-")
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs on this machine (another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import store
+from pebench import own_files, store
 from pebench.schema import CHECKSUM_COLUMN
 from pebench.store import ResultsError
 
@@ -150,9 +149,9 @@ def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
     into place: until then ``out`` does not exist (or stays empty), so an interrupted combine leaves no folder
     that ``show`` or ``report`` would take for a complete one."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.combine-", dir=out.parent))
+    staging = own_files.staging_folder(out.parent, f".{out.name}.combine-")  # a killed combine's removed
     try:
-        staging.chmod(0o777 & ~store.umask())  # a folder like any other, not mkdtemp's private 0700
+        staging.chmod(0o777 & ~store.umask())  # a folder like any other, not a staging folder's private 0700
         (staging / "raw").mkdir()
         for run_id, (path, _frame) in taken.items():
             # the bytes as they are, compressed or not

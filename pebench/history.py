@@ -22,12 +22,11 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pebench
-from pebench import store
+from pebench import own_files, store
 from pebench.entry_lead import BOARD_KINDS
 from pebench.report_file import DIGEST_KEY, StaleReport, current_report
 
@@ -115,12 +114,12 @@ def snapshot(folder: str | Path, history: str | Path) -> Path:
             return target
         raise store.ResultsError(f"{target} already holds another snapshot of {described['results_version']}; move "
                                  "it away to make it again")
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=history))
+    staging = own_files.staging_folder(history, f".{target.name}.")  # a killed snapshot's removed
     try:
         for name, data in files.items():
             store.write_bytes_atomic(staging / name, data)
         store.write_text_atomic(staging / SNAPSHOT_FILE, json.dumps(record, indent=2) + "\n")
-        os.chmod(staging, 0o777 & ~store.umask())  # mkdtemp's folder is private; a snapshot is committed data
+        os.chmod(staging, 0o777 & ~store.umask())  # a staging folder is private; a snapshot is committed data
         os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

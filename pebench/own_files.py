@@ -1,12 +1,13 @@
 """Which leftover temporary files this user's pebench wrote, so that cleaning up never deletes anyone else's.
 
 A command killed with ``kill -9`` (or by the kernel) can leave a temporary file or folder behind: a run file's or a
-manifest's copy written before its rename (:func:`pebench.store.write_bytes_atomic`), or a report's staging folder
-(``pebench report``). The next command into that folder removes them, but a results folder may come from a
-stranger, and a name alone proves nothing: anyone can name a file like one of pebench's. So each temporary name
-carries a tag, an HMAC of the name under a key kept in the user's cache folder (:func:`key_path`, readable by
-the user only), and a leftover is removed only when its tag verifies under this user's key
-(:func:`written_here`). A file of the same shape from anyone else, or from before the key existed, is kept.
+manifest's copy written before its rename (:func:`pebench.store.write_bytes_atomic`), or the staging folder of a
+report, a combine, an extracted reference or a history snapshot (:func:`staging_folder`). The next command into that
+folder removes them, but a results folder may come from a stranger, and a name alone proves nothing: anyone can name
+a file like one of pebench's. So each temporary name carries a tag, an HMAC of the name under a key kept in the
+user's cache folder (:func:`key_path`, readable by the user only), and a leftover is removed only when its tag
+verifies under this user's key (:func:`written_here`). A file of the same shape from anyone else, or from before the
+key existed, is kept.
 
 Where the key cannot be kept (a read-only home), names carry no tag and nothing is ever removed: leftovers are
 then the user's to delete, never a guess.
@@ -16,10 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
 import hmac
 import os
+import platform
+import re
 import secrets
+import shutil
 import string
 from pathlib import Path
 
@@ -135,3 +140,41 @@ def make_folder(parent: Path, prefix: str) -> Path:
             return path
         except FileExistsError:
             continue
+
+
+def machine_mark() -> str:
+    """This machine in a staging folder's name: the first 8 hexadecimal characters of the SHA-256 of its host
+    name (a process id says something only on the machine that gave it)."""
+    return hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def staging_folder(parent: Path, prefix: str) -> Path:
+    """A new staging folder in ``parent``, ``<prefix><machine>-<pid>-<random>-<tag>`` (:func:`machine_mark`,
+    this process, :func:`make_folder`), made after removing the staging folders of ``prefix`` that this user's
+    commands on this machine left when their process died (``kill -9``). A folder whose process still runs, of
+    another machine (a shared disk), or whose tag does not verify under this user's key (anyone can name a folder
+    so: a results folder may come from a stranger) is kept, and so is a link.
+
+    Raises:
+        OSError: the folder cannot be made (``parent`` missing or not writable).
+    """
+    parent = Path(parent)
+    machine = machine_mark()
+    shape = re.compile(re.escape(f"{prefix}{machine}-") + r"(?P<pid>[0-9]{1,10})-")
+    for folder in parent.glob(glob.escape(prefix) + "*"):
+        match = shape.match(folder.name)
+        if (match and not running(int(match["pid"])) and written_here(folder.name, match[0])
+                and not folder.is_symlink() and folder.is_dir()):
+            shutil.rmtree(folder, ignore_errors=True)
+    return make_folder(parent, f"{prefix}{machine}-{os.getpid()}-")

@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pebench import store
+from pebench import own_files, store
 from pebench.store import ResultsError
 
 #: the folder of the packaged reference archives, one ``<suite>.tar.gz`` each
@@ -222,9 +222,9 @@ def extract(archive: str | Path, out: str | Path) -> list[Path]:
     check_new_folder(out)
     members = read_archive(archive)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.reference-", dir=out.parent))
+    staging = own_files.staging_folder(out.parent, f".{out.name}.reference-")  # a killed one's removed
     try:
-        staging.chmod(0o777 & ~store.umask())  # a folder like any other, not mkdtemp's private 0700
+        staging.chmod(0o777 & ~store.umask())  # a folder like any other, not a staging folder's private 0700
         (staging / "raw").mkdir()
         for name, data in members:
             folder, _, file_name = name.rpartition("/")

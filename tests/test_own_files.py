@@ -68,3 +68,32 @@ def test_concurrent_first_uses_agree_on_one_whole_key(tmp_path):
     keys = {child.communicate(timeout=60)[0].strip() for child in children}
     assert keys == {(tmp_path / "cache" / own_files.KEY_FILE).read_bytes().hex()}
     assert [path.name for path in (tmp_path / "cache").iterdir()] == [own_files.KEY_FILE]  # no half-made key left
+
+
+def test_a_staging_folder_is_made_after_removing_only_this_users_dead_leftovers_of_its_prefix(tmp_path):
+    from test_sweep_failures import dead_pid
+
+    prefix, machine, dead = ".out.combine-", own_files.machine_mark(), dead_pid()
+    other = f"{'0' if machine != '0' * 8 else '1'}{machine[1:]}"
+    left = tmp_path / own_files.temporary_name(f"{prefix}{machine}-{dead}-")  # a combine killed with kill -9
+    kept = [tmp_path / own_files.temporary_name(f"{prefix}{machine}-{os.getpid()}-"),  # one in progress
+            tmp_path / own_files.temporary_name(f"{prefix}{other}-{dead}-"),  # on a shared disk: not our pid
+            tmp_path / own_files.temporary_name(f".other.combine-{machine}-{dead}-"),  # another command's
+            tmp_path / f"{prefix}{machine}-{dead}-k3j9xabc",  # untagged: a stranger's, or made without a key
+            tmp_path / f"{prefix}{machine}-{dead}-k3j9xabc-{left.name[-16:]}"]  # a tag copied onto another name
+    for folder in (left, *kept):
+        folder.mkdir()
+        (folder / "run.csv").write_text("run_id\n")
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "yours.csv").write_text("yours\n")
+    linked = tmp_path / own_files.temporary_name(f"{prefix}{machine}-{dead}-")
+    linked.symlink_to(target, target_is_directory=True)  # tagged and dead, but a link: never followed, kept
+    a_file = tmp_path / own_files.temporary_name(f"{prefix}{machine}-{dead}-")
+    a_file.write_text("a file, not a staging folder\n")
+
+    staging = own_files.staging_folder(tmp_path, prefix)
+    assert staging.name.startswith(f"{prefix}{machine}-{os.getpid()}-") and staging.is_dir()
+    assert own_files.written_here(staging.name, f"{prefix}{machine}-{os.getpid()}-")
+    assert not left.exists() and all((folder / "run.csv").read_text() == "run_id\n" for folder in kept)
+    assert linked.is_symlink() and (target / "yours.csv").read_text() == "yours\n" and a_file.is_file()

@@ -204,6 +204,39 @@ def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path,
     assert all((staging / "tables" / "t.md").read_text() == "| a table |\n" for staging in kept)
 
 
+@pytest.mark.parametrize("command", ["combine", "reference", "snapshot"])
+def test_combine_extract_and_snapshot_remove_the_staging_folders_that_killed_ones_left(tmp_path, command):
+    """Each builds its folder in a staging folder beside it (pebench.own_files.staging_folder): the one a kill -9
+    left is removed by the next one into the same place, a stranger's of the same shape is kept."""
+    from test_changes import results_folder
+
+    from pebench import history, own_files, reference
+    from pebench.combine import combine
+
+    folder = small_results(tmp_path / "results")
+    if command == "combine":
+        other = small_results(tmp_path / "other", seeds=(2,))
+        parent, prefix, make = tmp_path, ".both.combine-", lambda: combine([folder, other], tmp_path / "both")
+    elif command == "reference":
+        parent, prefix = tmp_path, ".ref.reference-"
+        make = lambda: reference.extract(reference.archive_path(), tmp_path / "ref")  # noqa: E731
+    else:
+        reported = results_folder(tmp_path / "standard")
+        parent, prefix = tmp_path / "history", ".standard-v2-aaa7cfcc."
+        make = lambda: history.snapshot(reported, parent)  # noqa: E731
+    parent.mkdir(exist_ok=True)
+    machine, dead = own_files.machine_mark(), dead_pid()
+    left = parent / own_files.temporary_name(f"{prefix}{machine}-{dead}-")
+    stranger = parent / f"{prefix}{machine}-{dead}-k3j9xabc"
+    for staging in (left, stranger):
+        staging.mkdir()
+        (staging / "manifest.json").write_text("{}\n")
+    made = make()
+    assert not left.exists() and (stranger / "manifest.json").read_text() == "{}\n"
+    assert [p.name for p in parent.iterdir() if p.name.startswith(".")] == [stranger.name]  # its own is gone too
+    assert made
+
+
 def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
     from pebench import own_files
 
