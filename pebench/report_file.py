@@ -24,6 +24,12 @@ REFERENCE = "{reference}"
 DIGEST_KEY = "raw_sha256"
 
 
+def task_ranks_name(experiment: str) -> str:
+    """The file name, in a report's ``tables/``, of the per-task ranks CSV written beside ``experiment``'s
+    leaderboard and read by the site's leaderboard page."""
+    return f"task_ranks_{experiment}.csv"
+
+
 def raw_digest(folder: str | Path) -> str:
     """SHA-256 (hex) of the names and contents of a results folder's run files (``raw/``): equal exactly when the
     folder holds the same run files byte for byte, on any machine and after any checkout (unlike

@@ -15,6 +15,7 @@ from pebench import metrics as metric_registry
 from pebench.experiment import ReportSpec
 from pebench.report.artifacts import Artifact, save_table
 from pebench.report.layout_findings import named, titled
+from pebench.report_file import task_ranks_name
 from pebench.schema import encoding_label
 from pebench.tables import Table
 
@@ -43,7 +44,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     artifacts = [save_table(dataclasses.replace(
         board_tables.leaderboard_table(board, caption, name),
         title=titled(experiment, spec, f"leaderboard ({label})")), directory, version)]
-    leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, f"task_ranks_{experiment}.csv"), index=False)
+    leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, task_ranks_name(experiment)), index=False)
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
         fit_name = f"fit_{experiment}"

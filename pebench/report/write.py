@@ -39,6 +39,7 @@ from pebench.report.protocol_text import (
     row_commits,
 )
 from pebench.report.replications import sections as replication_sections
+from pebench.report_file import task_ranks_name
 from pebench.tables import Table
 
 
@@ -136,7 +137,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
             tables.extend(artifacts)
             findings.extend(sentences)
             if artifacts:  # a board was written, and beside it the per-task ranks the leaderboard page reads
-                other_outputs.append(folders["tables"] / f"task_ranks_{experiment}.csv")
+                other_outputs.append(folders["tables"] / task_ranks_name(experiment))
     lead = lead_experiment(experiments)
     lead_spec = next((spec for name, _, spec in experiments if name == lead), None)
     main = main_table(runs[runs["experiment"] == lead], lead, titled(lead, lead_spec, "main results"), stamp) \

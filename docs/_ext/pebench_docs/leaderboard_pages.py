@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pebench import results_text
 from pebench.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
-from pebench.report_file import artifact_bytes, copy_artifact, has_results, suite_folders
+from pebench.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
 from pebench.schema import people_words
 
 from . import common
@@ -92,7 +92,7 @@ def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) 
     lines = []
     if edges := report_index(folder)["interval_edges"].get(board.stem):
         lines += [edges, ""]
-    ranks = board.with_name(f"task_ranks_{experiment}.csv")
+    ranks = board.with_name(task_ranks_name(experiment))
     if ranks.exists():
         link = _copied(folder, ranks.name, out / folder.name, srcdir)
         lines += [f"Every task's ranks: {{download}}`{ranks.name} <{link}>`.", ""]
