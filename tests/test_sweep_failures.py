@@ -4,9 +4,7 @@ when it cannot start (issue 37)."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -185,7 +183,7 @@ def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path,
     from pebench import own_files
 
     folder = small_results(tmp_path / "results")
-    machine = hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+    machine = own_files.machine_mark()
     dead = dead_pid()
     left = folder / own_files.temporary_name(f".report-{machine}-{dead}-")  # a report killed with kill -9
     running = folder / own_files.temporary_name(f".report-{machine}-{os.getpid()}-")  # a report in progress
