@@ -11,7 +11,7 @@ sys.path.insert(0, str(DOCS / "_ext"))  # pebench_docs: the build-time page gene
 from pebench_docs import excluded_sources  # noqa: E402
 
 import pebench  # noqa: E402
-from pebench.page_check import MYST_EXTENSIONS  # noqa: E402
+from pebench.render.page_check import MYST_EXTENSIONS  # noqa: E402
 
 project = "pebench"
 author = "pebench developers"

@@ -18,7 +18,8 @@ the newer encodings.
 
 
 from pebench import tasks
-from pebench.experiment import Experiment, ReportSpec, per_task_grids, register_experiment
+from pebench.plan.experiment import Experiment, per_task_grids, register_experiment
+from pebench.report_spec import ReportSpec
 
 #: the standard suite's core battery, declared before its results were made
 CORE = [

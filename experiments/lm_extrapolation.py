@@ -21,8 +21,9 @@ experiment's time for no gain in the comparison). The standard step count,
 in-distribution spread of perplexities across encodings.
 """
 
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.plan.experiment import Experiment, register_experiment
 from pebench.protocol import LM_STEPS, SCALES, SEEDS, SUITE_ENCODINGS
+from pebench.report_spec import ReportSpec
 from pebench.tasks.charlm import EVAL_SPAN
 
 #: tokens per evaluation forward pass at the longest length (bounds attention memory)

@@ -9,7 +9,8 @@ controls). The permutation-equivariance gap of the final hidden states is
 recorded at initialisation and after training: exactly 0 for a NoPE encoder.
 """
 
-from pebench.experiment import Experiment, ReportSpec, per_task_grids, register_experiment
+from pebench.plan.experiment import Experiment, per_task_grids, register_experiment
+from pebench.report_spec import ReportSpec
 
 ORDER_DEPENDENT = ["copy", "reverse"]
 CONTROLS = ["majority"]

@@ -20,7 +20,7 @@ Pre-registered (committed before any of its runs was made, and never changed aft
   token accuracy >= 0.99 at length 20, checked every 100 steps) with a step cap of :data:`MULTI_TOKEN_STEPS`
   (answers of several tokens) or :data:`ONE_TOKEN_STEPS` (one-token answers), the same for every encoding of
   a task; a run that does not fit counts as failing the task (it ranks last), as in the leaderboard.
-- **Agreement scores** (pebench.replication): Kendall's tau between pebench's MRR over :data:`TASKS` of the
+- **Agreement scores** (pebench.analysis.replication): Kendall's tau between pebench's MRR over :data:`TASKS` of the
   five shared encodings (ranked among themselves) and the paper's Figure 1 MRR (NoPE 0.69, T5 0.55, ALiBi
   0.50, Rotary 0.33, APE 0.22; pebench/data/published/kazemnejad2023.csv), with a 95% bootstrap interval over
   seeds; and the sign of each of the 10 pairwise orders that Figure 1 implies (:data:`CLAIMS`), each tested on
@@ -31,10 +31,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import published, replication, tasks
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench import tasks
+from pebench.analysis import published, replication
+from pebench.plan.experiment import Experiment, register_experiment
 from pebench.protocol import SCALES, SEEDS, SUITE_ENCODINGS
-from pebench.schema import fitted, task_labels
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import fitted, task_labels
 
 SUITE = "replication"
 NAME = "kazemnejad2023"

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import leaderboard, replication
-from pebench.experiment import Experiment, ReportSpec, register_experiment, suite_runs
-from pebench.schema import fitted
+from pebench.analysis import leaderboard, replication
+from pebench.plan.experiment import Experiment, register_experiment, suite_runs
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import fitted
 
 SUITE = "replication"
 #: the replication this check belongs to (the Replications page shows it in that section)
@@ -86,7 +87,7 @@ def scale_summary(folder: Path):
 
     ``cells``: one row per size and encoding (``size``, ``encoding``, ``fitted`` seeds, ``n`` seeds,
     ``id_seq``: mean greedy exact match in the training lengths, ``ood``: mean beyond them, an unfitted run
-    scoring 0); ``taus``: size -> :class:`pebench.replication.RankingAgreement` of the five on copy against
+    scoring 0); ``taus``: size -> :class:`pebench.analysis.replication.RankingAgreement` of the five on copy against
     Figure 1, for the sizes with every run in; ``missing``: the experiments of sizes with no run, and of
     those with some, ``"name (k of n runs)"``.
     """

@@ -26,9 +26,10 @@ import functools
 import sys
 from pathlib import Path
 
-from pebench import replication
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench.analysis import replication
+from pebench.plan.experiment import Experiment, register_experiment
 from pebench.protocol import FIT_V3, SCALES
+from pebench.report_spec import ReportSpec
 
 SUITE = "replication"
 #: the replication this re-makes
@@ -80,7 +81,7 @@ EXPERIMENT = register_experiment(Experiment(
 
 def _record() -> replication.Replication:
     """The replication's record with this experiment, its score and its script, read against the replication it
-    re-makes (:func:`pebench.replication.remake_comparison`)."""
+    re-makes (:func:`pebench.analysis.replication.remake_comparison`)."""
     import dataclasses
 
     module = _replication()

@@ -17,7 +17,7 @@ Pre-registered (committed before any of its runs was made, and never changed aft
 - **Encodings**: the paper's four (:data:`PAPER_ENCODINGS`: sinusoidal, rotary, T5 bias, ALiBi) and every other
   encoding pebench compares, as extra rows; :data:`N_SEEDS` = 10 seeds each, so that a pairwise order can be
   resolved by a paired test (with 3 seeds a sign-flip test never reaches p < 0.05).
-- **Agreement scores** (pebench.replication): the perplexity growth of a run is its perplexity at 16L over
+- **Agreement scores** (pebench.analysis.replication): the perplexity growth of a run is its perplexity at 16L over
   its perplexity at L. Kendall's tau between pebench's mean growth of the four and the paper's (Table 2,
   WikiText-103, L = 512: the perplexity at the longest length it reports up to 16L, 7512 tokens, over that at
   512; computed from pebench/data/published/press2022.csv by :func:`published_aggregate`), with a 95% bootstrap
@@ -31,10 +31,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import published, replication, store
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench import store
+from pebench.analysis import published, replication
+from pebench.plan.experiment import Experiment, register_experiment
 from pebench.protocol import SCALES, SUITE_ENCODINGS
-from pebench.schema import BASE_VARIANT
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import BASE_VARIANT
 from pebench.tasks.charlm import EVAL_SPAN
 
 SUITE = "replication"

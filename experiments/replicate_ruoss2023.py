@@ -17,7 +17,7 @@ Pre-registered (committed before any of its runs was made, and never changed aft
   relative (Transformer-XL), RoPE, ALiBi, learned) with and without ``randomized:``; :data:`N_SEEDS` = 5
   seeds each. pebench's standard model and optimiser (d_model 64, 2 layers, 4 heads, AdamW at 3e-3) and the
   step caps of the extended suite, trained to the fit criterion (an unfitted run scores 0).
-- **Agreement scores** (pebench.replication): the paper's tables could not be retrieved, so no ranking is
+- **Agreement scores** (pebench.analysis.replication): the paper's tables could not be retrieved, so no ranking is
   scored. Scored instead: the mean gain in OOD token accuracy of ``randomized:<base>`` over ``<base>``,
   paired by task and seed over every base, with a 95% bootstrap interval, against the paper's "+12.0% on
   average" (abstract); and, per base, the claim that randomizing it helps (:data:`CLAIMS`), each tested on
@@ -33,9 +33,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import published, replication, tasks
-from pebench.experiment import Experiment, ReportSpec, register_experiment
+from pebench import tasks
+from pebench.analysis import published, replication
+from pebench.plan.experiment import Experiment, register_experiment
 from pebench.protocol import SCALES, task_steps
+from pebench.report_spec import ReportSpec
 
 SUITE = "replication"
 NAME = "ruoss2023"
@@ -95,8 +97,8 @@ def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score |
     """The pre-registered scores from the results in ``folder`` (``summary/runs.csv``; ``data`` is not needed):
     ``(None, claims table, summary sentence)`` (no ranking is published to compare with), or None when it holds no
     run of this experiment. A claim is read as agreeing or contradicting only in the regime the paper tested, on
-    the task x seed pairs in which both encodings fitted (:func:`pebench.replication.regime_agreement`, rule 7 of
-    the protocol); elsewhere it is "not testable at this budget"."""
+    the task x seed pairs in which both encodings fitted (:func:`pebench.analysis.replication.regime_agreement`, rule 7
+    of the protocol); elsewhere it is "not testable at this budget"."""
     runs = replication.experiment_runs(folder, NAME)
     if runs is None:
         return None

@@ -36,9 +36,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import leaderboard, replication
-from pebench.experiment import Experiment, ReportSpec, register_experiment
-from pebench.schema import fitted
+from pebench.analysis import leaderboard, replication
+from pebench.plan.experiment import Experiment, register_experiment
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import fitted
 
 SUITE = "replication"
 #: the replication this check belongs to (the Replications page shows it in that section)

@@ -10,8 +10,9 @@ same state dict loads into every variant.
 import json
 
 from pebench import tasks
-from pebench.experiment import Experiment, ReportSpec, register_experiment, rendered_length
+from pebench.plan.experiment import Experiment, register_experiment, rendered_length
 from pebench.protocol import PROTOCOL, SCALES, SEEDS, task_steps
+from pebench.report_spec import ReportSpec
 
 FACTOR = 4.0  # the longest evaluated input is 4x the longest training input
 

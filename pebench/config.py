@@ -1,8 +1,8 @@
 """What a run is configured with, importable without torch: the architectures, the optimisation and fit
 criterion of training (:class:`TrainConfig`), the evaluation's conditions and decodings.
 
-:mod:`pebench.model`, :mod:`pebench.train` and :mod:`pebench.evaluate`, which need torch, import these from here
-(and give them under their own names too); run specs (:mod:`pebench.experiment`) read them from here, so that
+:mod:`pebench.model`, :mod:`pebench.learn.train` and :mod:`pebench.learn.evaluate`, which need torch, import these from
+here (and give them under their own names too); run specs (:mod:`pebench.plan.experiment`) read them from here, so that
 listing the suites and their runs (``pebench list``) does not import torch.
 """
 
@@ -34,7 +34,7 @@ def check_encoding_options(options: Mapping[str, Any]) -> None:
         )
 
 
-#: the input conditions a run is evaluated under (:func:`pebench.evaluate.evaluate`): as generated, and shuffled
+#: the input conditions a run is evaluated under (:func:`pebench.learn.evaluate.evaluate`): as generated, and shuffled
 CONDITIONS = ("original", "shuffled")
 #: how outputs are decoded in evaluation: teacher-forced, or greedily from the model's own tokens
 DECODINGS = ("teacher", "greedy")
@@ -44,7 +44,7 @@ STATUSES = ("ok", "diverged", "failed")
 #: where the fit criterion is checked: ``longest`` (protocol v2: the longest training length only) or ``all``
 #: (protocol v3: every training length, longest first)
 FIT_LENGTHS = ("longest", "all")
-#: largest seed: derived seeds (e.g. 104_729 * seed + ... in pebench.evaluate) stay in torch's 64-bit seed range
+#: largest seed: derived seeds (e.g. 104_729 * seed + ... in pebench.learn.evaluate) stay in torch's 64-bit seed range
 MAX_SEED = 2**32 - 1
 
 
@@ -76,13 +76,13 @@ class TrainConfig:
     train_max_len: int = 16  # longest training input length
     seed: int = 0  # data order (the model's init seed is set where it is built)
     # Seed of the per-step length stream; None = ``seed``. Runs that share it see the same length at
-    # every step, so they can be trained together by pebench.batched.train_batched.
+    # every step, so they can be trained together by pebench.learn.batched.train_batched.
     length_seed: int | None = None
     divergence_loss: float = 1e4  # a loss above this counts as divergence
     # Fit criterion (docs: protocol): every ``fit_every`` steps (0 = never) the model is scored,
     # teacher-forced, on ``fit_examples`` held-out examples at each length of ``fit_lengths``; it has
     # fitted once their token accuracy reaches ``fit_threshold`` at every one. ``stop_at_fit``: training
-    # ends there. ``fit_disjoint``: held-out inputs never occur in the training stream (pebench.heldout).
+    # ends there. ``fit_disjoint``: held-out inputs never occur in the training stream (pebench.learn.heldout).
     fit_every: int = 0
     fit_threshold: float = 0.99
     fit_examples: int = 128

@@ -23,9 +23,9 @@ from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from pebench import encodings, tasks
-from pebench.evaluate import evaluate
+from pebench.learn.evaluate import evaluate
+from pebench.learn.train import TrainConfig, train
 from pebench.model import ModelConfig, Transformer, build_model
-from pebench.train import TrainConfig, train
 
 
 def _subplots(nrows: int = 1, ncols: int = 1, **kwargs):

@@ -10,15 +10,15 @@ it::
     def extrapolation_ratio(runs):
         return runs["ood_token_acc"] / runs["id_token_acc"].where(runs["id_token_acc"] > 0)
 
-:mod:`pebench.results`, :mod:`pebench.report`, :mod:`pebench.compare` and
-:mod:`pebench.plots` take directions, labels and formats from here. Two
+:mod:`pebench.analysis.results`, :mod:`pebench.report`, :mod:`pebench.analysis.compare` and
+:mod:`pebench.report.plots` take directions, labels and formats from here. Two
 levels: ``run`` metrics are one number per run and evaluation variant
-(:func:`pebench.results.run_metrics`, then aggregated over seeds);
+(:func:`pebench.analysis.results.run_metrics`, then aggregated over seeds);
 ``length`` metrics are one number per run, evaluation length and condition
-(:func:`pebench.results.curves`, the lines of the figures).
+(:func:`pebench.analysis.results.curves`, the lines of the figures).
 
 A plugin (:mod:`pebench.registry`) can register a derived run metric: its
-function receives the per-run frame of :func:`pebench.results.run_metrics`
+function receives the per-run frame of :func:`pebench.analysis.results.run_metrics`
 (every metric registered before it is a column) and returns one value per row;
 it is then aggregated over seeds like the built-in ones.
 """
@@ -36,7 +36,7 @@ from pebench.registry import Registry
 if TYPE_CHECKING:  # the registry is read without pandas (the site's metrics table); computing takes frames
     import pandas as pd
 
-#: how a metric's numbers are printed (:func:`pebench.tables.format_number`)
+#: how a metric's numbers are printed (:func:`pebench.render.tables.format_number`)
 FORMATS = ("acc", "ratio", "length", "ppl", "gap", "int", "loss", "seconds")
 #: what a metric applies to: any result, synthetic sequence tasks, or language modelling
 APPLIES_TO = ("any", "sequence", "lm")
@@ -61,7 +61,7 @@ class Metric:
         level: ``run`` or ``length`` (see the module docstring).
         description: one sentence for the docs.
         compute: for a derived run metric, the function of the per-run frame computing it; None for a
-            metric measured from the raw rows by :mod:`pebench.results`.
+            metric measured from the raw rows by :mod:`pebench.analysis.results`.
         needs_fit: the metric judges a trained model (extrapolation, order use): a run that did not
             meet its fit criterion is no evidence for it (rule 1 of the protocol), so seed statistics
             use fitted runs only and a cell without one is reported as not fitted.
@@ -190,7 +190,7 @@ def derived() -> list[Metric]:
 
 
 # --------------------------------------------------------------------------- run metrics
-# Measured from the raw rows by pebench.results.run_metrics, in the order of the summaries' columns.
+# Measured from the raw rows by pebench.analysis.results.run_metrics, in the order of the summaries' columns.
 
 _ID, _OOD = "lengths <= train_max_len", "lengths > train_max_len (unweighted mean over lengths)"
 register_metric("id_token_acc", label="ID token acc", axis_label="ID token accuracy", higher_is_better=True,

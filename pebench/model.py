@@ -13,7 +13,7 @@ of every layer. The bias is computed once per forward pass and shared by all lay
 only then it is computed explicitly (:func:`attend`). The model never branches on the
 encoding's name.
 
-Public seam (used by :mod:`pebench.batched` and :mod:`pebench.explain`):
+Public seam (used by :mod:`pebench.learn.batched` and :mod:`pebench.explain`):
 :func:`attend` and :func:`attention_probabilities` (one attention computation, both paths),
 :meth:`Transformer.positions` (a batch's positions),
 :meth:`Transformer.attention_inputs` (the positions and masks every attention
@@ -396,7 +396,7 @@ class Transformer(nn.Module):
             outputs: only the last ``outputs`` positions' logits (and hidden states): (B, outputs, V).
                 The last block then attends from those queries only and skips its MLP and the
                 head elsewhere. The values equal the matching slice of the full output (the
-                tasks' loss sits on such a suffix; :func:`pebench.train.train` uses it).
+                tasks' loss sits on such a suffix; :func:`pebench.learn.train.train` uses it).
         """
         B, T = tokens.shape
         if pos is None:

@@ -1,7 +1,7 @@
 """The protocol as data: suites, scales, protocol versions, fit criteria, seeds, step caps and the compared
 encodings.
 
-Every experiment of a suite is expanded at the suite's scale (:mod:`pebench.experiment`), so that every
+Every experiment of a suite is expanded at the suite's scale (:mod:`pebench.plan.experiment`), so that every
 encoding and task is compared at the same width, depth and budget. Why each value is what it is (the pilots
 behind the caps, what was tried first) is written on the protocol page (``docs/protocol.md``), not here.
 """
@@ -22,6 +22,8 @@ POSITION_CAPACITY = {"smoke": 1024, "standard": 2048, "extended": 2048, "paper":
 PROTOCOL = 3
 #: the protocol versions a run spec may name
 PROTOCOLS = (2, 3)
+#: the kinds of protocol v3's boards, whose tables are named ``<kind>_<experiment>`` (:mod:`pebench.report.boards`)
+BOARD_KINDS = ("extrapolation", "capability", "harm")
 
 #: every encoding compared by the standard experiments (randomized around RoPE)
 COMPARED_ENCODINGS = (
@@ -42,13 +44,13 @@ SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
 #: protocol v3's goal for its scale (rule 6, capacity before judging; issue 36): the encodings that can represent
 #: every task of the core battery fit at least :data:`CAPABLE_FIT_GOAL` of their runs in each architecture, and
 #: a NoPE decoder fits copy on every seed (the causal mask gives it positions; Kazemnejad et al. 2023). The
-#: reference is checked against it once made (:func:`pebench.leaderboard.capacity_goal`); the depth pilot
+#: reference is checked against it once made (:func:`pebench.analysis.leaderboard.capacity_goal`); the depth pilot
 #: declared the same encodings
 CAPABLE_ENCODINGS = ("sinusoidal", "learned", "rope")
 CAPABLE_FIT_GOAL = 0.9
 
 #: the fit criterion of protocol v3 (:class:`pebench.config.TrainConfig`): every training length, 512 held-out
-#: examples at each, held-out inputs never in the training stream (:mod:`pebench.heldout`)
+#: examples at each, held-out inputs never in the training stream (:mod:`pebench.learn.heldout`)
 FIT_V3: dict[str, Any] = {"fit_lengths": "all", "fit_examples": 512, "fit_disjoint": True}
 #: model and training scale per suite, shared by the experiments so that every encoding and task is compared
 #: at the same width, depth and budget (``fit_*``, ``stop_at_fit``: the fit criterion; ``steps`` is then the cap)
@@ -70,7 +72,7 @@ SCALES: dict[str, dict[str, Any]] = {
                  **FIT_V3, "protocol": 3},
     "extended": dict(SCALE_V2),
     # length_seed: the seeds of a cell share one stream of training lengths, so that on a GPU
-    # they train as one seed-batched model (pebench run --seed-batch; pebench.batched)
+    # they train as one seed-batched model (pebench run --seed-batch; pebench.learn.batched)
     "paper": {"d_model": 256, "n_layers": 4, "n_heads": 8, "steps": 20000, "batch_size": 128, "warmup_steps": 1000,
               "lr": 5e-4, "eval_n_examples": 1024, "length_seed": 0},
 }

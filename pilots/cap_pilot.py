@@ -73,7 +73,7 @@ def specs(path: Path = REFERENCE_RUNS, suite: str = "standard") -> list:
     """The suite's specs of the reference's :func:`misses`, each with the reference's step cap times
     :data:`FACTOR` (the suite's spec with the reference's cap is checked to be the reference's run). The suite
     expands as protocol v2 declared it, under which the reference was made (:func:`pebench.protocol.as_declared`)."""
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
     from pebench.protocol import as_declared
 
     with as_declared(suite, 2):
@@ -101,7 +101,7 @@ def pilot(spec) -> dict:
 
 
 def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
-    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per missed fit of a
+    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.render.blocks`): per missed fit of a
     capable encoding in ``reference`` (the frozen reference runs the pilot was made against), how the reference
     run stopped and how the same run stopped with the longer cap; its declared reading (which misses are misses
     of steps), the bound on what the longer cap would cost the suite, and whether the standard suite has adopted
@@ -111,8 +111,8 @@ def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from task_pilots import made_by, reference_sha, shown
 
-    from pebench.blocks import table, text
-    from pebench.schema import encoding_label
+    from pebench.render.blocks import table, text
+    from pebench.store.schema import encoding_label
 
     for needed, how in ((path, f"python {shown(Path(__file__))}"),
                         (reference, "python pilots/task_pilots.py --freeze-reference")):
@@ -139,7 +139,7 @@ def reading(path: Path = OUT, reference: Path = REFERENCE_RUNS) -> list:
 
 def _named(part) -> str:
     """The runs of ``part`` in words (``decoder copy learned seed 1, ...``), or ``none``."""
-    from pebench.schema import encoding_label
+    from pebench.store.schema import encoding_label
 
     return ", ".join(f"{r.arch} {r.task} {encoding_label(r.encoding)} seed {int(r.seed)}"
                      for r in part.itertuples()) or "none"

@@ -80,7 +80,7 @@ def specs(depths=DEPTHS, which: str = "all") -> list:
     """The pilot's run specs at ``depths`` for ``which`` encodings: ``rule`` (:data:`RULE_ENCODINGS`),
     ``other`` (the rest) or ``all``; depth by depth, in the order of :data:`DEPTHS`."""
     from pebench import encodings, tasks
-    from pebench.experiment import make_spec
+    from pebench.plan.experiment import make_spec
     from pebench.protocol import FIT_V3, SUITE_ENCODINGS
 
     sys.path.insert(0, str(ROOT / "experiments"))
@@ -138,7 +138,7 @@ def fit_table(folder: Path = OUT):
 
 def meets_rule(runs, depth: int) -> tuple[bool | None, str]:
     """Whether ``depth`` meets the rule's depth condition (None: its rule runs are not all in yet), and why."""
-    from pebench.schema import encoding_label
+    from pebench.store.schema import encoding_label
 
     at = runs[runs["n_layers"] == depth]
     expected = len(specs([depth], "rule"))
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("read", help="write the fit table and print the rule's outcome")
     args = parser.parse_args(argv)
     if args.command == "run":
-        from pebench.runner import run_sweep
+        from pebench.plan.runner import run_sweep
 
         summary = run_sweep(specs([args.depth], args.encodings), depth_folder(args.depth), executor="processes",
                             workers=args.workers)

@@ -66,7 +66,7 @@ def specs(steps: int) -> list:
     Raises:
         RuntimeError: the standard suite's scale is not protocol v3's yet.
     """
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
     from pebench.protocol import SCALES
 
     if SCALES["standard"].get("protocol") != 3:
@@ -129,11 +129,11 @@ def choose(table, expected: dict[int, int]) -> dict:
 
 
 def reading(table, outcome: dict) -> list:
-    """The pilot's reading as page blocks (:mod:`pebench.blocks`): the seed-mean perplexity at the training context
-    per encoding and step count run, each count's spread (worst over best), and the chosen count."""
-    from pebench.blocks import bullet_list, text
-    from pebench.blocks import table as table_block
-    from pebench.schema import encoding_label, encoding_rank
+    """The pilot's reading as page blocks (:mod:`pebench.render.blocks`): the seed-mean perplexity at the training
+    context per encoding and step count run, each count's spread (worst over best), and the chosen count."""
+    from pebench.render.blocks import bullet_list, text
+    from pebench.render.blocks import table as table_block
+    from pebench.store.schema import encoding_label, encoding_rank
 
     counts = sorted(int(steps) for steps in table["steps"].unique())
     cells = {(int(row.steps), row.encoding): row for row in table.itertuples()}
@@ -173,14 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("read", help="apply the rule and write results/pilots/lm_step_pilot.json")
     args = parser.parse_args(argv)
     if args.command == "run":
-        from pebench.runner import run_sweep
+        from pebench.plan.runner import run_sweep
 
         print(run_sweep(specs(args.steps), folder(args.steps), executor="processes", workers=args.workers))
         return 0
     table = perplexities()
     cells = {steps: len({s.encoding for s in specs(steps)}) for steps in STEPS}
     outcome = choose(table, cells)
-    from pebench.blocks import write_blocks
+    from pebench.render.blocks import write_blocks
 
     write_blocks(OUTCOME, reading(table, outcome), table=table.to_dict(orient="records"),
                  spreads={str(k): v for k, v in outcome["spreads"].items()}, steps=outcome["steps"],

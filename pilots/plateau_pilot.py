@@ -191,13 +191,13 @@ def fit_table(merged=None):
 
 
 def reading(table, fields: dict) -> list:
-    """The pilot's reading as page blocks (:mod:`pebench.blocks`): per depth, architecture and rule
+    """The pilot's reading as page blocks (:mod:`pebench.render.blocks`): per depth, architecture and rule
     encoding, runs fitted with the plateau stop (the depth pilot) and without it (this pilot's union), each
     depth's verdict, the chosen depth, the v3 plateau stop and the step caps."""
-    from pebench.blocks import bullet_list, text
-    from pebench.blocks import table as table_block
-    from pebench.pilot_readings import chosen_depth_text
-    from pebench.schema import encoding_label
+    from pebench.render.blocks import bullet_list, text
+    from pebench.render.blocks import table as table_block
+    from pebench.render.pilot_readings import chosen_depth_text
+    from pebench.store.schema import encoding_label
 
     rows = []
     for (depth, arch), cells in table.groupby(["n_layers", "arch"], sort=True):
@@ -235,10 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", type=int, default=2)
     sub.add_parser("read", help="write the fit table and print the rule's outcome")
     args = parser.parse_args(argv)
-    from pebench.blocks import write_blocks
+    from pebench.render.blocks import write_blocks
 
     if args.command == "run":
-        from pebench.runner import run_sweep
+        from pebench.plan.runner import run_sweep
 
         for depth in sorted(args.depths):
             print(run_sweep(specs([depth]), depth_folder(depth), executor="processes", workers=args.workers))

@@ -3,7 +3,7 @@
 A pilot (never loaded as an experiment): ``python pilots/stop_rule_replay.py``
 reads the fit curves (the held-out accuracy at every check, the ``fit_curve`` column) of a results
 folder's runs, replays on each curve every candidate plateau stop of :data:`PATIENCES` x
-:data:`MIN_DROPS` with :func:`pebench.train.replay_stop` (the tracker train() itself uses), and writes
+:data:`MIN_DROPS` with :func:`pebench.learn.train.replay_stop` (the tracker train() itself uses), and writes
 one row per candidate to ``results/pilots/stop_rules.csv``; ``read`` writes its reading beside it
 (``stop_rules.json``), which the pilots page shows.
 
@@ -60,7 +60,7 @@ def run_curves(folder: Path):
     """One row per run of ``folder`` that has a fit criterion: identity, recorded stop and ``curve`` (a list
     of ``(steps, accuracy)``)."""
     from pebench import store
-    from pebench.schema import completed
+    from pebench.store.schema import completed
 
     rows = store.load(folder)
     if "fit_curve" not in rows.columns:
@@ -73,7 +73,7 @@ def run_curves(folder: Path):
 
 def replay(runs, patience: int, min_drop: float) -> dict:
     """The outcome of the plateau stop (``patience``, ``min_drop``) replayed on every run of ``runs``."""
-    from pebench.train import TrainConfig, replay_stop
+    from pebench.learn.train import TrainConfig, replay_stop
 
     false_stops, changed, beyond, seconds = [], 0, 0, 0.0
     for run in runs.itertuples():
@@ -112,13 +112,13 @@ SUITE_BUDGET_MINUTES = 60
 
 
 def reading(path: Path = OUT) -> list:
-    """The replay's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per candidate rule, the
+    """The replay's reading of its rows ``path`` (blocks of :mod:`pebench.render.blocks`): per candidate rule, the
     fitted runs it would stop before their fit, the same with its patience shortened by the margin, the runs it
     stops sooner and the estimated training time and suite wall time; the declared choice last, judged against
     :data:`SUITE_BUDGET_MINUTES`."""
     import pandas as pd
 
-    from pebench.blocks import table, text
+    from pebench.render.blocks import table, text
 
     if not Path(path).exists():
         raise SystemExit(f"{path} is missing: run `python {Path(__file__).parent.name}/{Path(__file__).name}` first")
@@ -171,7 +171,7 @@ def main(argv=None) -> None:
     its rows beside them."""
     import pandas as pd
 
-    from pebench.blocks import write_blocks
+    from pebench.render.blocks import write_blocks
     from pebench.store import read_manifest
 
     argv = sys.argv[1:] if argv is None else list(argv)

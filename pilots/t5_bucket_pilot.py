@@ -32,7 +32,7 @@ OUT = Path(__file__).resolve().parent.parent / "results" / "pilots" / "t5_bucket
 
 def specs(suite: str = "standard") -> list:
     """The suite's encoder T5 runs of :data:`TASKS`, each as published and with exact buckets."""
-    from pebench.experiment import canonical_options, suite_runs
+    from pebench.plan.experiment import canonical_options, suite_runs
     from pebench.protocol import as_declared
 
     with as_declared(suite, 2):  # the reference runs it repeats were made under protocol v2
@@ -52,7 +52,7 @@ def pilot(spec) -> dict:
 
 
 def reading(path: Path = OUT, reference: Path | None = None) -> list:
-    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per task, bucket count
+    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.render.blocks`): per task, bucket count
     and seed, whether the encoder fitted, its held-out token accuracy at the longest training length and how it
     stopped, beside the position-free floor; with the commit that made it, and (given the frozen reference runs,
     ``reference``, default ``task_pilots.REFERENCE_RUNS``) whether its runs with the published buckets repeat
@@ -62,7 +62,7 @@ def reading(path: Path = OUT, reference: Path | None = None) -> list:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from task_pilots import REFERENCE_RUNS, made_by, shown
 
-    from pebench.blocks import table, text
+    from pebench.render.blocks import table, text
 
     if not Path(path).exists():
         raise SystemExit(f"{path} is missing: run `python {shown(Path(__file__))}` first")

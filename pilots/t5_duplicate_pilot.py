@@ -46,7 +46,7 @@ OUT = Path(__file__).resolve().parent.parent / "results" / "pilots" / "t5_duplic
 
 def specs(suite: str = "standard") -> list[tuple[str, object]]:
     """``(variant, spec)``: the suite's encoder T5 runs of duplicate, once per variant of :data:`VARIANTS`."""
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
     from pebench.protocol import as_declared
 
     with as_declared(suite, 2):  # the reference runs it repeats were made under protocol v2
@@ -69,7 +69,7 @@ def pilot(item) -> dict:
 
 
 def reading(path: Path = OUT) -> list:
-    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.blocks`): per variant (learning
+    """The pilot's reading of its rows ``path`` (blocks of :mod:`pebench.render.blocks`): per variant (learning
     rate, warmup, no plateau stop), the seeds fitted and each seed's held-out token accuracy and stop; its declared
     reading (a variant that fits 2 of 3 seeds locates the miss; none fitting more than 1 leaves it unexplained by
     them), then how many seeds of each variant ended above the position-free floor."""
@@ -78,7 +78,7 @@ def reading(path: Path = OUT) -> list:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from task_pilots import made_by, shown
 
-    from pebench.blocks import table, text
+    from pebench.render.blocks import table, text
 
     if not Path(path).exists():
         raise SystemExit(f"{path} is missing: run `python {shown(Path(__file__))}` first")

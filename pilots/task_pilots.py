@@ -41,8 +41,9 @@ def pilot(spec) -> dict:
     """Train ``spec`` to its fit criterion (no evaluation); the fit columns of its row."""
     import torch
 
-    from pebench import runner, tasks
-    from pebench.train import train
+    from pebench import tasks
+    from pebench.learn.train import train
+    from pebench.plan import runner
 
     torch.set_num_threads(1)
     task = tasks.get(spec.task)
@@ -62,7 +63,7 @@ def pilot(spec) -> dict:
 def main(argv=None) -> None:
     """Run the pilots of ``--tasks`` (default :data:`NEW_TASKS`) and write ``--out``."""
 
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", nargs="*", default=["extended", "standard"],
@@ -144,8 +145,8 @@ def reading_path(out: Path) -> Path:
 
 
 def write_reading(blocks: list, out: Path) -> None:
-    """Write a pilot's reading (blocks of :mod:`pebench.blocks`) to ``out`` and say where."""
-    from pebench.blocks import write_blocks
+    """Write a pilot's reading (blocks of :mod:`pebench.render.blocks`) to ``out`` and say where."""
+    from pebench.render.blocks import write_blocks
 
     print(f"reading -> {write_blocks(out, blocks)}")
 

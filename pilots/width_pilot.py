@@ -169,11 +169,11 @@ def choose() -> dict:
 
 
 def reading(outcome: dict, wide) -> list:
-    """The pilot's reading as page blocks (:mod:`pebench.blocks`): width 128's fits per architecture and rule
+    """The pilot's reading as page blocks (:mod:`pebench.render.blocks`): width 128's fits per architecture and rule
     encoding at the closest depth, each candidate's shortfall, the chosen scale and its step caps."""
-    from pebench.blocks import bullet_list, text
-    from pebench.blocks import table as table_block
-    from pebench.schema import encoding_label
+    from pebench.render.blocks import bullet_list, text
+    from pebench.render.blocks import table as table_block
+    from pebench.store.schema import encoding_label
 
     per_cell = len(depth_pilot.SEEDS) * len({s.task for s in specs(outcome["depth"])})
     rows = []
@@ -218,11 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("read", help="apply the rule and write results/pilots/width_pilot.json")
     args = parser.parse_args(argv)
     if args.command == "run":
-        from pebench.runner import run_sweep
+        from pebench.plan.runner import run_sweep
 
         print(run_sweep(specs(), OUT, executor="processes", workers=args.workers))
         return 0
-    from pebench.blocks import write_blocks
+    from pebench.render.blocks import write_blocks
 
     outcome = choose()
     wide = width_runs(outcome["depth"])

@@ -31,7 +31,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 @pytest.fixture(autouse=True)
 def private_list_cache(tmp_path_factory, monkeypatch):
-    """Each test keeps ``pebench list``'s listings (pebench.list_cache) in a folder of its own: never in the
+    """Each test keeps ``pebench list``'s listings (pebench.cli.list_cache) in a folder of its own: never in the
     user's cache, and never one that another test filled."""
     monkeypatch.setenv("PEBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("list-cache")))
 

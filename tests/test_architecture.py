@@ -11,94 +11,44 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 
 import pebench
 
 PACKAGE = Path(pebench.__file__).resolve().parent
 
-#: every pebench module's layer, by pattern (first match wins); a new module must be placed here
-LAYERS: tuple[tuple[str, str], ...] = (
-    ("pebench", "protocol"),  # the package: its version is the protocol's
-    ("pebench.protocol", "protocol"),
-    ("pebench.schema", "schema"),
-    ("pebench.experiment", "plan"),
-    ("pebench.store", "store"),
-    ("pebench.report_file", "store"),  # reads a folder's report.json through the store, for the site
-    ("pebench.run_file_check", "store"),  # what a run file may hold: the checks of every run file the store reads
-    ("pebench.artifact_check", "store"),  # what each file of a report may hold before the site copies it
-    ("pebench.reference", "store"),  # the packaged reference results, archived and extracted by the store's rules
-    ("pebench.own_files", "store"),  # which leftover temporary files this user's pebench wrote (tagged names)
-    ("pebench.provenance", "core"),
-    ("pebench.runner", "run"),
-    ("pebench.execute", "run"),  # one run: its model, training and rows
-    ("pebench.sweep_time", "run"),  # how long a sweep will take here, said before it starts
-    ("pebench.executors", "run"),  # where a sweep's runs execute (a process pool, Dask) and its signal handling
-    ("pebench.throughput", "run"),
-    ("pebench.explain", "teaching"),
-    ("pebench.tables", "tables"),
-    ("pebench.table_width", "tables"),  # how wide a LaTeX table is set, and how it is fitted to a page
-    ("pebench.seed_text", "tables"),
-    ("pebench.entry_lead", "tables"),
-    ("pebench.blocks", "tables"),
-    ("pebench.performance_text", "tables"),  # the performance page's sentences, from the throughput CSVs
-    ("pebench.page_check", "tables"),  # what MyST a page of the site may hold
-    ("pebench.cli", "interface"),
-    ("pebench.show_tables", "interface"),  # what `pebench show` prints of a results folder
-    ("pebench.bench", "interface"),
-    ("pebench.list_cache", "interface"),  # what `pebench list suites` printed, kept per code and plugins
-    ("pebench.protocol_tables", "interface"),  # the protocol in tables and words, for the site and the CLI
-    ("pebench.results_text", "interface"),  # the words around a report's numbers, for the site and the CLI
-    ("pebench.registry_tables", "interface"),  # the registries in tables, for the site
-    ("pebench.pilot_readings", "interface"),  # pilot readings written as data, as blocks for the site
-    ("pebench.__main__", "interface"),
-    ("pebench.results", "analysis"),
-    ("pebench.leaderboard", "analysis"),
-    ("pebench.board_tables", "analysis"),  # the boards as tables
-    ("pebench.replication", "analysis"),
-    ("pebench.plots", "analysis"),
-    ("pebench.compare", "analysis"),
-    ("pebench.combine", "analysis"),
-    ("pebench.declarations", "analysis"),
-    ("pebench.fit_criterion", "analysis"),
-    ("pebench.history", "analysis"),  # a results folder's verdicts kept past its regeneration, read through the store
-    ("pebench.report", "analysis"),
-    ("pebench.report.*", "analysis"),
-    ("pebench.registry", "core"),
-    ("pebench.encodings", "core"),
-    ("pebench.encodings.*", "core"),
-    ("pebench.tasks", "core"),
-    ("pebench.tasks.*", "core"),
-    ("pebench.config", "core"),  # a run's configuration without torch: run specs and listings read it
-    ("pebench.lazy_torch", "core"),  # torch imported where first used (the tasks, the run specs, the store)
-    ("pebench.model", "core"),
-    ("pebench.heldout", "core"),
-    ("pebench.train", "core"),
-    ("pebench.batched", "core"),
-    ("pebench.evaluate", "core"),
-    ("pebench.metrics", "core"),
-    ("pebench.published", "core"),
+#: the whiteboard: pebench's floors, bottom-up, one line per folder (DESIGN.md's layout; the Extending page's
+#: "Where things live" table is checked against it). A module may import from its own floor and the floors below.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ground", ("pebench", "pebench.registry", "pebench.metrics", "pebench.config", "pebench.protocol",
+                "pebench.report_spec", "pebench.lazy_torch")),
+    ("leaves", ("pebench.encodings", "pebench.tasks")),
+    ("model", ("pebench.model",)),
+    ("learn", ("pebench.learn",)),
+    ("explain", ("pebench.explain",)),
+    ("store", ("pebench.store",)),
+    ("plan", ("pebench.plan",)),
+    ("analysis", ("pebench.analysis",)),
+    ("render", ("pebench.render",)),
+    ("report", ("pebench.report",)),
+    ("bench", ("pebench.bench",)),
+    ("cli", ("pebench.cli", "pebench.__main__")),
 )
+#: the most modules ``pebench/`` may hold at its top level (issue 62: ``ls pebench/`` says where things live)
+MAX_TOP_LEVEL = 12
 
-#: the layers each layer may import (its own included): DESIGN.md's layout, read bottom-up
-MAY_IMPORT: dict[str, set[str]] = {
-    "core": {"core"},
-    "protocol": {"core", "protocol"},
-    "schema": {"core", "protocol", "schema"},
-    "plan": {"core", "protocol", "schema", "plan"},
-    "store": {"core", "protocol", "schema", "store"},
-    "tables": {"tables"},
-    "run": {"core", "protocol", "schema", "plan", "store", "tables", "run"},
-    "analysis": {"core", "protocol", "schema", "plan", "store", "tables", "analysis"},
-    "teaching": {"core", "teaching"},
-    "interface": set(dict.fromkeys(layer for _, layer in LAYERS)),
-}
 
-#: what the analysis may take from the plan: the type of an experiment's report declaration and its reader,
-#: never the experiments themselves (loading them runs their scripts; a results folder records what they
-#: declared, so that a report needs no script)
-ANALYSIS_FROM_PLAN = {"ReportSpec", "report_spec_from_record"}
+def floor(module: str) -> int:
+    """The floor of ``module`` (its index in :data:`FLOORS`): that of the longest package or module it is in."""
+    places = [(len(prefix), index) for index, (_, prefixes) in enumerate(FLOORS) for prefix in prefixes
+              if module == prefix or (prefix != "pebench" and module.startswith(prefix + "."))]
+    return max(places)[1] if places else -1
+
+
+#: floors that never import another, though it is below them: a report needs no experiment script (a results
+#: folder records what its experiments declared, :mod:`pebench.report_spec`), and the statistics run none
+NEVER: tuple[tuple[str, str], ...] = (("analysis", "plan"), ("report", "plan"))
+
 
 #: function-level imports of pebench modules that stay, each with its reason ("*": any pebench module)
 LAZY_ALLOWED: dict[tuple[str, str], str] = {
@@ -185,11 +135,6 @@ def arrows() -> list[Arrow]:
     return found
 
 
-def layer(module: str) -> str:
-    """The layer of ``module`` (:data:`LAYERS`)."""
-    return next(name for pattern, name in LAYERS if fnmatch(module, pattern))
-
-
 def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted."""
     graph: dict[str, set[str]] = {}
@@ -235,8 +180,13 @@ def _registration(arrow: Arrow) -> bool:
 # --------------------------------------------------------------------------- the checks
 
 
-def test_every_module_has_a_layer():
-    assert [module for module in MODULES if not any(fnmatch(module, pattern) for pattern, _ in LAYERS)] == []
+def test_every_module_has_a_floor():
+    assert [module for module in MODULES if floor(module) < 0] == []
+
+
+def test_the_top_level_holds_at_most_twelve_modules():
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL, top
 
 
 def test_the_import_graph_has_no_cycle():
@@ -258,30 +208,38 @@ def test_lazy_imports_allowed_are_still_there():
     assert [pair for pair in LAZY_ALLOWED if pair not in lazy] == []
 
 
-def test_each_layer_imports_only_the_layers_below_it():
-    wrong = [f"{arrow.source} ({layer(arrow.source)}) imports {arrow.target} ({layer(arrow.target)})"
-             for arrow in arrows() if layer(arrow.target) not in MAY_IMPORT[layer(arrow.source)]]
+def test_each_floor_imports_only_its_own_and_the_floors_below():
+    name = {index: floor_name for index, (floor_name, _) in enumerate(FLOORS)}
+    wrong = [f"{arrow.source} ({name[floor(arrow.source)]}) imports {arrow.target} ({name[floor(arrow.target)]})"
+             for arrow in arrows() if floor(arrow.target) > floor(arrow.source)
+             and (arrow.source, arrow.target) not in LAZY_ALLOWED]
     assert wrong == []
 
 
-def test_the_analysis_takes_only_the_report_declaration_from_the_plan():
-    """Analysis never runs an experiment script: from :mod:`pebench.experiment` it takes the declaration's type."""
+def test_the_analysis_and_the_report_never_import_the_plan():
+    """Analysis never runs an experiment script: what an experiment declared comes from :mod:`pebench.report_spec`."""
+    name = {index: floor_name for index, (floor_name, _) in enumerate(FLOORS)}
     wrong = [f"{arrow.source}:{arrow.line} imports {', '.join(arrow.names) or 'the module'} from {arrow.target}"
-             for arrow in arrows() if layer(arrow.source) == "analysis" and layer(arrow.target) == "plan"
-             and not (arrow.names and set(arrow.names) <= ANALYSIS_FROM_PLAN)]
+             for arrow in arrows() if (name[floor(arrow.source)], name[floor(arrow.target)]) in NEVER]
     assert wrong == []
+
+
+def test_the_floors_keep_the_core_apart():
+    """The leaves never import the model, the model never imports learning: floors hold it, checked here by name."""
+    assert floor("pebench.encodings.rope") < floor("pebench.model") < floor("pebench.learn.train")
+    assert floor("pebench.tasks.copy") < floor("pebench.model")
 
 
 def test_the_graph_reader_sees_every_kind_of_import():
     """The reader itself: module-level, lazy, relative and ``from pebench import module`` imports."""
     source = ("from pebench import tasks\nfrom pebench.model import build_model\nfrom . import metrics\n"
               "from .tasks import base\n"
-              "def f():\n    import pebench.train\n    from pebench.experiment import RunSpec\n")
-    visitor = _Imports("pebench.results", is_package=False)
+              "def f():\n    import pebench.learn.train\n    from pebench.plan.experiment import RunSpec\n")
+    visitor = _Imports("pebench.protocol", is_package=False)
     visitor.visit(ast.parse(source))
     assert [(a.target, a.lazy) for a in visitor.arrows] == [
         ("pebench.tasks", False), ("pebench.model", False), ("pebench.metrics", False), ("pebench.tasks.base", False),
-        ("pebench.train", True), ("pebench.experiment", True)]
+        ("pebench.learn.train", True), ("pebench.plan.experiment", True)]
     assert cycles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [["a", "b", "c"]]
 
 
@@ -292,7 +250,8 @@ def test_what_listings_and_run_specs_read_imports_no_torch():
     import subprocess
     import sys
 
-    script = ("import sys; from pebench import config, encodings, experiment, metrics, store, tasks; "
+    script = ("import sys; from pebench import config, encodings, metrics, store, tasks; "
+              "from pebench.plan import experiment; "
               "registry = experiment.load_experiments(); "
               "[registry.get(name).run_configs('standard') for name in registry.names()]; "
               "tasks.get('copy').rendered_length(8, 'decoder'); encodings.meta('rope'); "

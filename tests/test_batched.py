@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from pebench import tasks
-from pebench.batched import BatchedTransformer, train_batched
+from pebench.learn.batched import BatchedTransformer, train_batched
+from pebench.learn.train import TrainConfig, first_labeled, train
 from pebench.model import ModelConfig, Transformer, build_model
 from pebench.tasks import IGNORE, render
-from pebench.train import TrainConfig, first_labeled, train
 
 D_MODEL, N_HEADS = 32, 4
 SEEDS = (0, 1, 2)

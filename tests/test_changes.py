@@ -1,5 +1,5 @@
 """What changed from an older protocol's verdicts (issue 36): snapshots of a results folder's main table and boards
-(:mod:`pebench.history`) and the verdicts that moved between two main tables (:mod:`pebench.report.changes`)."""
+(:mod:`pebench.store.history`) and the verdicts that moved between two main tables (:mod:`pebench.report.changes`)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pebench import blocks, history
+from pebench.analysis.compare import main_table_frame
 from pebench.cli import main
+from pebench.render import blocks
+from pebench.render.results_text import changes_file
+from pebench.render.tables import to_latex
 from pebench.report.changes import change_sentences as sentences
-from pebench.report.changes import changes, changes_table, main_table_frame, verdict_changes
-from pebench.report_file import DIGEST_KEY, raw_digest
-from pebench.results_text import changes_file
-from pebench.store import ResultsError
-from pebench.tables import to_latex
+from pebench.report.changes import changes, changes_table, verdict_changes
+from pebench.store import ResultsError, history
+from pebench.store.report_file import DIGEST_KEY, raw_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 V2 = {"suite": "standard", "protocol": 2, "results_version": "v2-aaa7cfcc", "commit": "a" * 40}

@@ -37,7 +37,7 @@ def test_seed_counts_are_not_read_as_zero_seeds():
 
 def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
     """The replication suite's experiments run 3, 5 or 10 seeds: the listing says so, not the suite default."""
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     assert describe_run_seeds(suite_runs("standard")) == "6 (seeds 0-5)"
     assert describe_run_seeds(suite_runs("replication")) == "3-10 per experiment (seeds 0-9)"
@@ -46,7 +46,7 @@ def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
 
 def test_list_protocol_prints_the_constants_the_protocol_page_quotes(capsys, monkeypatch):
     from pebench.protocol import SCALES
-    from pebench.protocol_tables import protocol_values
+    from pebench.render.protocol_tables import protocol_values
 
     monkeypatch.setenv("COLUMNS", "200")  # the terminal's width decides the layout (a CI run has none)
     assert main(["list", "protocol"]) == 0

@@ -17,8 +17,8 @@ import pytest
 from test_registry import cited_plugins  # noqa: F401  (a fixture: plugin encodings cited by DOI, text)
 
 from pebench import encodings, tasks
-from pebench.report_file import rerun_reference
-from pebench.results_text import rerun_summary
+from pebench.render.results_text import rerun_summary
+from pebench.store.report_file import rerun_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -146,11 +146,11 @@ def page_fields() -> dict:
 def fake_report(folder: Path, findings: list[str] = (), **fields) -> dict:
     """Write a ``report.json`` for ``folder`` as ``pebench report`` would from its summary, tables and manifest
     (no figures or tables listed; ``fields`` replace entries), current for its run files; returns it."""
-    from pebench.experiment import registered_report_specs
+    from pebench.plan.experiment import registered_report_specs
     from pebench.report import findings as findings_module
     from pebench.report import fit
-    from pebench.report_file import raw_digest
     from pebench.store import read_manifest
+    from pebench.store.report_file import raw_digest
 
     index = {"figures": [], "tables": [], "findings": list(findings), "protocol": "", "summaries": {}, "skipped": [],
              "results_version": "", "citation": "", "raw_sha256": raw_digest(folder), "completeness": "",
@@ -252,8 +252,9 @@ def test_headline_findings_are_the_reports(gen, tmp_path):
 
 
 def test_protocol_numbers_come_from_the_code(gen):
-    from pebench import experiment, protocol
-    from pebench.train import TrainConfig
+    from pebench import protocol
+    from pebench.learn.train import TrainConfig
+    from pebench.plan import experiment
 
     values = gen.protocol_tables.protocol_values()
     assert values["step_cap"] == str(protocol.SCALES["standard"]["steps"])
@@ -309,8 +310,8 @@ def test_manifest_section(gen, tmp_path):
 def test_api_modules_import(gen):
     modules = gen.api_modules()
     for required in ("pebench.registry", "pebench.encodings", "pebench.encodings.rope", "pebench.tasks",
-                     "pebench.model", "pebench.train", "pebench.evaluate", "pebench.experiment",
-                     "pebench.runner", "pebench.cli", "pebench.explain"):
+                     "pebench.model", "pebench.learn.train", "pebench.learn.evaluate", "pebench.plan.experiment",
+                     "pebench.plan.runner", "pebench.cli", "pebench.explain"):
         assert required in modules
 
 
@@ -476,7 +477,7 @@ def test_protocol_step_caps_are_grouped_by_cap():
     """The experiments table names each step cap once with its tasks, not one "task (arch): steps" per cell."""
     from types import SimpleNamespace
 
-    from pebench.protocol_tables import steps_text
+    from pebench.render.protocol_tables import steps_text
 
     def spec(task, arch, steps):
         return SimpleNamespace(task=task, arch=arch, train=SimpleNamespace(steps=steps))
@@ -574,10 +575,11 @@ def test_the_site_shows_the_committed_reports_and_copies_each_once_per_build(gen
     import pebench.report
 
     monkeypatch.setattr(pebench.report, "write_report", lambda *args, **kwargs: pytest.fail("the site reported"))
-    import pebench.report_file
+    import pebench.store.report_file
 
-    copied, read = [], pebench.report_file.artifact_bytes
-    monkeypatch.setattr(pebench.report_file, "artifact_bytes", lambda folder, relative: copied.append(folder / relative)
+    copied, read = [], pebench.store.report_file.artifact_bytes
+    monkeypatch.setattr(pebench.store.report_file, "artifact_bytes",
+                        lambda folder, relative: copied.append(folder / relative)
                         or read(folder, relative))
     reference, local = reported_rerun
     out, srcdir = tmp_path / "docs" / "_generated" / "results", tmp_path / "docs"
@@ -711,9 +713,9 @@ def test_a_replaced_reference_is_kept_whole_with_its_rerun_and_the_site_names_bo
     ``results/archive/<name>/`` as a results folder of their own: the rerun still compares with the reference it
     reran, the leaderboard's stability sentence quotes it as such, the protocol page names what is kept, and a
     link in the archive is refused, never followed."""
-    from pebench.protocol_tables import regeneration_text
-    from pebench.report_file import archived_roots
+    from pebench.render.protocol_tables import regeneration_text
     from pebench.store import ResultsError
+    from pebench.store.report_file import archived_roots
 
     results = tmp_path / "results"
     archive = results / "archive" / "v2"
@@ -744,7 +746,7 @@ def test_results_of_an_earlier_protocol_say_so_above_their_boards():
     """The leaderboard's lead of a suite made under an earlier protocol says what its boards measure; one of the
     current protocol, or a report that records no version, gets no such sentence."""
     from pebench import protocol
-    from pebench.results_text import earlier_protocol_text, report_protocol, tables_from_text
+    from pebench.render.results_text import earlier_protocol_text, report_protocol, tables_from_text
 
     assert report_protocol({"results_version": "v2-aaa7cfcc"}) == 2 and report_protocol({}) is None
     assert report_protocol({"results_version": "v2"}) is None  # no digest: not a results version
@@ -862,7 +864,7 @@ def test_two_builds_of_one_tree_take_turns_on_its_generated_sources(gen, tmp_pat
 
 
 def test_task_caps_name_each_cap_with_its_tasks():
-    from pebench.protocol_tables import task_caps_text
+    from pebench.render.protocol_tables import task_caps_text
 
     assert task_caps_text({}) == "none"
     caps = {("decoder", "copy"): 5000, ("encoder", "copy"): 5000, ("decoder", "reverse"): 5000,
@@ -888,10 +890,10 @@ def test_the_docs_give_each_suite_its_latest_measured_time(gen, tmp_path):
     # 606 runs: a measurement of protocol v2's suite, judged by v2's budget and battery (read from v2's runs)
     assert times["standard_budget"].startswith("over protocol v2's budget of 60 minutes by 15 min. It was not cut")
     assert times["standard_budget"].endswith("12 tasks, 3 seeds, every compared encoding")
-    from pebench.protocol_tables import standard_budget_text
+    from pebench.render.protocol_tables import standard_budget_text
 
     assert standard_budget_text(59.6) == "within its budget of 60 minutes"
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     rows.append(("standard", len(suite_runs("standard")), 40000.0, "2026-11-30"))  # the suite of protocol v3
     pd.DataFrame([dict(suite=suite, workers=2, runs=runs, wall_seconds=wall, wall_minutes=wall / 60, date=date)
@@ -934,7 +936,7 @@ def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, t
     blocks = [dict(kind="heading", level=2, text="Replication: a paper"), dict(kind="text", text="A **finding**."),
               dict(kind="table", header=["encoding", "tau"], rows=[["NoPE", "0.69"]]),
               dict(kind="list", items=["`arm`: what it changes"]), dict(kind="code", language="bash", lines=["run"])]
-    from pebench.report_file import DIGEST_KEY, raw_digest
+    from pebench.store.report_file import DIGEST_KEY, raw_digest
 
     (results / "replication" / "raw").mkdir(parents=True)
     report = {**page_fields(), "replications": [{"blocks": blocks}], DIGEST_KEY: "older"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_docs import page_fields
 
-from pebench.report_file import DIGEST_KEY, raw_digest
+from pebench.store.report_file import DIGEST_KEY, raw_digest
 
 EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
 

@@ -7,11 +7,11 @@ every ``import`` and ``from ... import`` in it, at module level or inside a func
 * ``pandas`` and ``scipy`` (and their submodules) are never imported: the extension reads ``report.json``,
   the registries and small files as they are, and computes no statistics.
 * The analysis modules are never imported: every module that ``tests/test_architecture.py`` places in the
-  analysis layer (``pebench.results``, ``pebench.leaderboard``, ``pebench.compare``, ``pebench.report`` with every
-  submodule, ...), so a number the site shows is one ``pebench report`` wrote.
+  analysis layer (``pebench.analysis.results``, ``pebench.analysis.leaderboard``, ``pebench.analysis.compare``,
+  ``pebench.report`` with every submodule, ...), so a number the site shows is one ``pebench report`` wrote.
 * No exception: what the site needs of a report lives outside the analysis, in modules that import neither
-  pandas nor scipy: :mod:`pebench.report_file` (reading a folder's report, its artifacts and a rerun's reference),
-  :mod:`pebench.results_text` (the words around the report's numbers) and :mod:`pebench.blocks`.
+  pandas nor scipy: :mod:`pebench.store.report_file` (reading a folder's report, its artifacts and a rerun's reference),
+  :mod:`pebench.render.results_text` (the words around the report's numbers) and :mod:`pebench.render.blocks`.
 * The extension stays small enough to read as a renderer: under :data:`MAX_LINES` lines in all.
 * Importing the extension in a fresh interpreter loads neither pandas nor scipy, through whatever library module
   it takes (matplotlib it may load: the teaching figures of :mod:`pebench.explain` draw with it).
@@ -27,12 +27,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_architecture import LAYERS
+from test_architecture import FLOORS
 
 EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
 FORBIDDEN_PACKAGES = ("pandas", "scipy")
 #: the analysis layer of DESIGN.md, as tests/test_architecture.py places pebench's modules in it
-ANALYSIS = tuple(dict.fromkeys(pattern.removesuffix(".*") for pattern, layer in LAYERS if layer == "analysis"))
+ANALYSIS = tuple(prefix for name, prefixes in FLOORS if name in ("analysis", "report") for prefix in prefixes)
 #: the most lines the extension's modules may have in all (issue 38: the library computes, the site renders)
 MAX_LINES = 800
 MODULES = sorted(EXT.rglob("*.py"))
@@ -64,7 +64,7 @@ def forbidden_imports(tree: ast.AST) -> list[str]:
 
 def test_the_extension_has_modules_to_check():
     assert EXT / "pebench_docs" / "__init__.py" in MODULES and len(MODULES) > 2
-    assert {"pebench.report", "pebench.leaderboard", "pebench.compare", "pebench.results"} <= set(ANALYSIS)
+    assert {"pebench.report", "pebench.analysis"} <= set(ANALYSIS)
 
 
 def test_the_extension_is_under_its_line_budget():
@@ -72,7 +72,8 @@ def test_the_extension_is_under_its_line_budget():
     lines = {path.name: len(path.read_text().splitlines()) for path in package}
     assert sum(lines.values()) < MAX_LINES, (f"docs/_ext/pebench_docs has {sum(lines.values())} lines ({lines}), "
                                              f"the limit is {MAX_LINES}: move what computes or words results into "
-                                             "the library (pebench.results_text, pebench.report_file) and render it")
+                                             "the library (pebench.render.results_text, pebench.store.report_file) and "
+                                             "render it")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: path.relative_to(EXT).as_posix())
@@ -84,11 +85,11 @@ def test_the_extension_imports_neither_pandas_scipy_nor_the_analysis(path):
 
 
 def test_the_rule_catches_each_kind_of_forbidden_import():
-    source = ("import pandas as pd\nfrom scipy import stats\nfrom pebench import leaderboard\n"
+    source = ("import pandas as pd\nfrom scipy import stats\nfrom pebench.analysis import leaderboard\n"
               "def f():\n    from pebench.report.findings import headline\n"
               "    from pebench.report.freshness import current_report, write_report\n"
               "from pebench.report.fit import FOLDER\nfrom pebench import tasks\nfrom .common import shown\n"
-              "from pebench.report_file import FOLDER\n")
+              "from pebench.store.report_file import FOLDER\n")
     assert sorted(int(line.split(":")[0]) for line in forbidden_imports(ast.parse(source))) == [1, 2, 3, 5, 6, 7]
 
 

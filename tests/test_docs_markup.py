@@ -1,6 +1,6 @@
 """Text of a results folder never becomes MyST markup on the site: the library escapes the values it puts in a
-sentence or a table cell (pebench.tables.markdown_text, markdown_code), and the site refuses a page holding markup
-no pebench page writes (pebench.page_check): a substitution, which MyST evaluates as Jinja2 on the
+sentence or a table cell (pebench.render.tables.markdown_text, markdown_code), and the site refuses a page holding
+markup no pebench page writes (pebench.render.page_check): a substitution, which MyST evaluates as Jinja2 on the
 building machine, raw HTML, a role or directive that reads a file, a link out of the web."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import string
 import pytest
 from test_docs import load_generators
 
-from pebench import page_check
-from pebench.page_check import UnsafePage, check_page, check_text
+from pebench.render import page_check
+from pebench.render.page_check import UnsafePage, check_page, check_text
+from pebench.render.tables import markdown_code, markdown_text
 from pebench.report import findings, protocol_text
-from pebench.tables import markdown_code, markdown_text
 
 #: what a crafted manifest or run file could hold, each a construct MyST acts on
 PAYLOADS = [

@@ -61,7 +61,7 @@ def test_a_report_path_that_is_a_folder_is_refused(gen, tmp_path):
     srcdir = tmp_path / "docs"
     with pytest.raises(ResultsError, match=r"names 'figures' as its figure 'heatmap' in 'svg', not where"):
         gen.shown_report(folder, srcdir / "_generated" / "results" / "standard", srcdir)
-    from pebench.report_file import copy_artifact  # as the leaderboard page copies a table by its name
+    from pebench.store.report_file import copy_artifact  # as the leaderboard page copies a table by its name
 
     with pytest.raises(ResultsError, match=r"figures: a folder"):
         copy_artifact(folder, "figures", srcdir / "copy")
@@ -102,7 +102,7 @@ def test_a_figure_that_could_run_script_in_a_readers_browser_is_refused(gen, tmp
 
 
 def test_every_file_pebench_reports_passes_the_check_of_its_format():
-    from pebench.artifact_check import artifact_problem
+    from pebench.store.artifact_check import artifact_problem
 
     files = [path for path in sorted(ROOT.glob("results/**/*")) if path.suffix in (".svg", ".pdf", ".tex", ".csv")
              and "raw" not in path.parts]
@@ -271,8 +271,8 @@ def test_the_sites_other_readings_of_a_results_folder_never_follow_a_link(tmp_pa
     """The pilots, the measured times and the reference's summary header are read as the report's files are:
     a file of the folder that is a symbolic link (to a file elsewhere on the building machine) is refused on one
     line, not read into a page."""
-    from pebench import performance_text, protocol_tables
-    from pebench.pilot_readings import depth_pilot_blocks
+    from pebench.render import performance_text, protocol_tables
+    from pebench.render.pilot_readings import depth_pilot_blocks
 
     results = tmp_path / "results"
     if read == "depth pilot":

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from pebench import encodings, tasks
-from pebench.execute import model_for
-from pebench.experiment import make_spec
-from pebench.train import train
+from pebench.learn.train import train
+from pebench.plan.execute import model_for
+from pebench.plan.experiment import make_spec
 
 SHORT_EVAL, LONG_EVAL = [4, 8], [4, 8, 64, 120]
 

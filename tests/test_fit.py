@@ -12,9 +12,10 @@ import pytest
 import torch
 from test_results import run_frame
 
-from pebench import metrics, report, results, tasks
+from pebench import metrics, report, tasks
+from pebench.analysis import results
+from pebench.learn.train import FitTracker, TrainConfig, train
 from pebench.model import ModelConfig, build_model
-from pebench.train import FitTracker, TrainConfig, train
 
 
 def tiny_model(task: str = "majority", encoding: str = "rope", arch: str = "decoder", dropout: float = 0.0):
@@ -91,7 +92,7 @@ def test_the_fit_curve_records_every_check_in_order():
 def test_a_replayed_stop_is_where_training_under_that_rule_stops(rule):
     """replay_stop on the curve of a run trained to its cap gives the step, reason and fit of training again
     under the rule: the curve is enough to judge a stopping rule."""
-    from pebench.train import replay_stop
+    from pebench.learn.train import replay_stop
 
     task, base = tasks.get("copy"), config(steps=150, lr=3e-3, fit_every=10, train_max_len=4)
     full = train(tiny_model("copy"), task, base)
@@ -104,7 +105,7 @@ def test_a_replayed_stop_is_where_training_under_that_rule_stops(rule):
 
 
 def test_a_rule_that_never_fires_says_so():
-    from pebench.train import ReplayedStop, replay_stop
+    from pebench.learn.train import ReplayedStop, replay_stop
 
     never = config(fit_every=10, fit_threshold=1.0, stop_at_fit=True, fit_patience=1000)
     assert replay_stop([(10, 0.2), (20, 0.5), (30, 0.7)], never).stop_reason == "curve"
@@ -115,8 +116,8 @@ def test_a_rule_that_never_fires_says_so():
 
 
 def test_fit_batch_is_held_out_from_training_and_evaluation():
-    from pebench.evaluate import eval_generator
-    from pebench.train import data_generator, fit_batch
+    from pebench.learn.evaluate import eval_generator
+    from pebench.learn.train import data_generator, fit_batch
 
     task, cfg = tasks.get("copy"), config(fit_every=10, train_max_len=8)
     (_, inputs, _), = fit_batch(task, cfg)  # protocol v2: the longest training length only
@@ -160,7 +161,7 @@ def test_tables_mark_cells_without_a_fitted_seed():
     cells = results.aggregate(runs)
     table = report.metric_table("t", "T", "caption", runs, cells, [("Encoding", "encoding")],
                                 [report.Column("id_token_acc"), report.Column("ood_token_acc")])
-    rows = {row[0].text: row for row in table.rows}  # a row is a list of cells (pebench.tables.Cell)
+    rows = {row[0].text: row for row in table.rows}  # a row is a list of cells (pebench.render.tables.Cell)
     none, rope = rows[next(k for k in rows if "NoPE" in k or "none" in k)], rows["RoPE"] if "RoPE" in rows else None
     assert none[2].text.endswith(report.NOT_FITTED) and not none[1].text.endswith(report.NOT_FITTED)
     assert rope is None or not rope[2].text.endswith(report.NOT_FITTED)
@@ -194,7 +195,7 @@ def test_the_plateau_stop_asks_for_a_relative_drop_in_held_out_error():
 
 @pytest.mark.parametrize("suite", ["standard", "extended"])
 def test_a_step_cap_is_shared_by_every_encoding_of_a_task(suite):
-    from pebench.experiment import load_experiments, suite_runs
+    from pebench.plan.experiment import load_experiments, suite_runs
 
     load_experiments()
     caps: dict[tuple[str, str, str], set[int]] = {}

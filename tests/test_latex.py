@@ -14,11 +14,11 @@ import pytest
 from test_results import write_synthetic_results
 
 import pebench
-from pebench import table_width
+from pebench.render import table_width
+from pebench.render.tables import Cell, Column, Table, latex_escape, to_latex
 from pebench.report import write_report
 from pebench.report.entries import markdown_rows
 from pebench.report.main_table import main_table
-from pebench.tables import Cell, Column, Table, latex_escape, to_latex
 
 ROOT = Path(pebench.__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Tests of pebench.leaderboard on synthetic run frames whose ranking is known."""
+"""Tests of pebench.analysis.leaderboard on synthetic run frames whose ranking is known."""
 
 import itertools
 import json
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pebench import board_tables
-from pebench import leaderboard as lb
-from pebench.tables import Cell, to_latex, to_markdown
+from pebench.analysis import leaderboard as lb
+from pebench.render import board_tables
+from pebench.render.tables import Cell, to_latex, to_markdown
 
 METRIC = "ood_token_acc"
 
@@ -136,7 +136,7 @@ def test_writers():
 
 
 def test_number_never_negative_zero():
-    from pebench.tables import number_text  # the boards' numbers (ASCII minus)
+    from pebench.render.tables import number_text  # the boards' numbers (ASCII minus)
 
     assert number_text(-0.0001, typographic=False) == "0.00" and number_text(-0.004, typographic=False) == "0.00"
     assert number_text(-0.006, typographic=False) == "-0.01"
@@ -192,7 +192,7 @@ def test_the_extrapolation_board_names_a_first_only_where_its_interval_is_above_
     assert board.loc["alibi", "tier"] == board.loc["t5", "tier"] == 2  # overlapping intervals share a tier
     assert not board.loc["none", "ranked"] and board.loc["none", "dependent_fit_rate"] == 0
     assert board.loc["rope", "score"] == pytest.approx(0.9, abs=0.05)  # the noise is at most 0.05
-    sentence = lb.tier_sentence(board.reset_index(), "decoder")
+    sentence = board_tables.tier_sentence(board.reset_index(), "decoder")
     assert sentence.startswith("RoPE 0.9") and "is first" in sentence
     assert "not ranked" in sentence and "NoPE" in sentence
 
@@ -201,7 +201,7 @@ def test_encodings_whose_intervals_overlap_share_the_top_tier_and_no_sentence_ra
     board = lb.extrapolation_board(v3_runs({"rope": 0.50, "alibi": 0.51, "t5": 0.2}), n_boot=500)
     top = board[board["tier"] == 1]
     assert set(top["encoding"]) == {"rope", "alibi"}
-    sentence = lb.tier_sentence(board, "decoder")
+    sentence = board_tables.tier_sentence(board, "decoder")
     assert "2 encodings share the top tier" in sentence and "first" not in sentence
 
 
@@ -213,12 +213,12 @@ def test_a_board_on_too_few_pairs_for_a_paired_test_ranks_nobody_apart():
     few = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=1, seeds=5, noise=0.0), n_boot=200)
     assert (few["tier"] == 1).all() and (few["n_pairs"] == 5).all()
     assert (few.set_index("encoding")["high"]["alibi"] < few.set_index("encoding")["low"]["rope"])  # apart, yet
-    sentence = lb.tier_sentence(few, "decoder")
+    sentence = board_tables.tier_sentence(few, "decoder")
     assert sentence.startswith("2 encodings share the top tier, too few jointly fitted pairs to tell any apart")
     assert "first" not in sentence and "cannot reach p < 0.05" in sentence
     enough = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=1, seeds=6, noise=0.0), n_boot=200)
     assert enough.set_index("encoding")["tier"].to_dict() == {"rope": 1, "alibi": 2}
-    assert "is first" in lb.tier_sentence(enough, "decoder")
+    assert "is first" in board_tables.tier_sentence(enough, "decoder")
 
 
 def test_the_board_scores_only_jointly_fitted_task_seed_pairs():
@@ -302,8 +302,8 @@ def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_d
 
 
 def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_report_does_not(tmp_path):
-    from pebench.experiment import ReportSpec
     from pebench.report.boards import ranking_artifacts
+    from pebench.report_spec import ReportSpec
 
     runs = v3_runs({"rope": 0.5, "alibi": 0.3}).assign(experiment="length_extrapolation")
     spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("rope", "alibi"),))
@@ -339,7 +339,7 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
 def test_the_unfitted_capable_runs_that_met_the_threshold_on_the_evaluation_set_are_counted():
     """An unfitted run whose evaluation rows (all inputs, most of them trained on) reach the threshold at every
     training length missed only on its check's held-out inputs: at a small input space, one input in a few dozen
-    (pebench.heldout.check_inputs). Counted from in-distribution rows only; an OOD row is never read."""
+    (pebench.learn.heldout.check_inputs). Counted from in-distribution rows only; an OOD row is never read."""
     def eval_rows(run_id, accuracies, ood=0.1):
         return [dict(run_id=run_id, eval_len=length, condition="original", variant="trained", token_acc=acc,
                      train_min_len=1, train_max_len=8, fit_threshold=0.99)
@@ -411,9 +411,9 @@ def test_the_capable_encodings_unfitted_runs_say_whether_they_were_still_improvi
 
 def test_the_protocol_page_quotes_the_smallest_p_the_exact_test_gives():
     """The protocol page's unit-of-inference paragraph computes the exact test's smallest p without pandas; it is
-    :func:`pebench.leaderboard.smallest_p`'s."""
+    :func:`pebench.analysis.leaderboard.smallest_p`'s."""
     from pebench import protocol
-    from pebench.protocol_tables import inference_values
+    from pebench.render.protocol_tables import inference_values
 
     values = inference_values()
     assert float(values["seed_unit_smallest_p"]) == pytest.approx(lb.smallest_p(len(protocol.SEEDS["standard"])),

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pebench import list_cache
-from pebench.cli import LISTS, main
+from pebench.cli import LISTS, list_cache, main
 
 ROOT = Path(__file__).resolve().parent.parent
 #: prints a listing and whether torch was imported to make it

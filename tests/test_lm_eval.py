@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from pebench import tasks
-from pebench.evaluate import eval_generator, evaluate, standard_error
-from pebench.experiment import load_experiments
+from pebench.learn.evaluate import eval_generator, evaluate, standard_error
 from pebench.model import ModelConfig, build_model
+from pebench.plan.experiment import load_experiments
 from pebench.tasks import Batch
 from pebench.tasks.charlm import EVAL_SPAN, corpus
 

@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 from test_results import write_synthetic_results
 
-from pebench import encodings, metrics, report, results, store, tasks
-from pebench.experiment import EXPERIMENTS, ReportSpec, load_experiments, report_spec, suite_runs
-from pebench.schema import BASE_VARIANT
+from pebench import encodings, metrics, report, store, tasks
+from pebench.analysis import results
+from pebench.plan.experiment import EXPERIMENTS, load_experiments, report_spec, suite_runs
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import BASE_VARIANT
 
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSIS = ("store.py", "results.py", "plots.py", "compare.py", "metrics.py")  # schema.py declares the variant

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from pebench import encodings, tasks
-from pebench.evaluate import equivariance_gap, evaluate
+from pebench.learn.evaluate import equivariance_gap, evaluate
+from pebench.learn.train import TrainConfig, learning_rate, train
 from pebench.model import ModelConfig, Transformer, build_model, causal_mask
-from pebench.train import TrainConfig, learning_rate, train
 
 D_MODEL, N_HEADS = 32, 4
 
@@ -420,7 +420,7 @@ def test_flat_adamw_equals_per_parameter_adamw(copy_task):
     rounding in near-zero gradients (see :func:`assert_adam_trained_close`). That the flat model's
     own backward pass fills its flat gradients is tested below.
     """
-    from pebench.train import decays, make_optimizer
+    from pebench.learn.train import decays, make_optimizer
 
     config = TrainConfig(steps=25, batch_size=8, train_max_len=8, lr=3e-3, weight_decay=0.1, warmup_steps=5)
     reference, flat_model = make_model("t5", "decoder", copy_task), make_model("t5", "decoder", copy_task)
@@ -459,7 +459,7 @@ def test_flat_adamw_equals_per_parameter_adamw(copy_task):
 
 
 def test_flat_parameters_are_views_of_the_flat_buffers(copy_task):
-    from pebench.train import FlatParameters, decays
+    from pebench.learn.train import FlatParameters, decays
 
     model = make_model("learned", "decoder", copy_task)
     named = dict(model.named_parameters())
@@ -482,7 +482,7 @@ def test_flat_parameters_are_views_of_the_flat_buffers(copy_task):
 
 
 def test_flat_parameters_reject_mixed_dtypes(copy_task):
-    from pebench.train import FlatParameters
+    from pebench.learn.train import FlatParameters
 
     model = make_model("none", "decoder", copy_task)
     model.head.double()

@@ -1,4 +1,4 @@
-"""Temporary names tagged as this user's (pebench.own_files): only a leftover whose tag verifies under this user's
+"""Temporary names tagged as this user's (pebench.store.own_files): only a leftover whose tag verifies under this user's
 key may be removed, so that a results folder from a stranger never loses a file pebench did not write."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from pebench import own_files
+from pebench.store import own_files
 
 
 def test_a_name_made_here_verifies_and_only_with_its_own_prefix_and_suffix():

@@ -1,4 +1,4 @@
-"""The performance page's sentences are generated from the throughput CSVs (pebench.performance_text)."""
+"""The performance page's sentences are generated from the throughput CSVs (pebench.render.performance_text)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench.performance_text import NOT_MEASURED, performance_values
+from pebench.render.performance_text import NOT_MEASURED, performance_values
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

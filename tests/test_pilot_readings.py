@@ -1,4 +1,4 @@
-"""Pilot readings the site renders (:mod:`pebench.pilot_readings`)."""
+"""Pilot readings the site renders (:mod:`pebench.render.pilot_readings`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from pebench.pilot_readings import depth_pilot_blocks
+from pebench.render.pilot_readings import depth_pilot_blocks
 
 
 def test_the_depth_pilots_reading_pivots_runs_fitted_per_depth_arch_and_encoding(tmp_path):

@@ -1,5 +1,5 @@
-"""The pilot readings the site shows (:data:`pebench.pilot_readings.PILOT_READINGS`) name scripts that exist and
-say which file they write, and each committed reading holds blocks (:mod:`pebench.blocks`)."""
+"""The pilot readings the site shows (:data:`pebench.render.pilot_readings.PILOT_READINGS`) name scripts that exist and
+say which file they write, and each committed reading holds blocks (:mod:`pebench.render.blocks`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pebench.blocks import KINDS
-from pebench.pilot_readings import PILOT_READINGS
+from pebench.render.blocks import KINDS
+from pebench.render.pilot_readings import PILOT_READINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 

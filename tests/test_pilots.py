@@ -43,7 +43,7 @@ def test_the_t5_bucket_pilot_repeats_the_reference_runs_and_changes_only_the_buc
 def test_the_cap_pilot_retrains_the_capable_misses_of_the_reference_with_only_the_cap_changed():
     import dataclasses
 
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     missed = cap_pilot.misses()
     assert len(missed) > 0 and set(missed["encoding"]) <= set(cap_pilot.CAPABLE)
@@ -305,8 +305,9 @@ def test_read_writes_each_pilots_reading_beside_its_rows(tmp_path, monkeypatch):
 
 
 def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
-    from pebench import heldout, tasks
-    from pebench.fit_criterion import fit_criterion_blocks
+    from pebench import tasks
+    from pebench.learn import heldout
+    from pebench.render.fit_criterion import fit_criterion_blocks
 
     listed, unsplit = fit_criterion_blocks(["parity_check", "missing_duplicate", "copy"])
     assert listed["kind"] == "list" and "**512 held-out examples** per length" in listed["items"][0]

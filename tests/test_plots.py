@@ -11,7 +11,10 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from test_results import run_frame, write_synthetic_results
 
-from pebench import plots, results, schema, store
+from pebench import store
+from pebench.analysis import results
+from pebench.report import plots
+from pebench.store import schema
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""What :mod:`pebench.protocol_tables` says for the site: the suites' measured times as it reads them from
+"""What :mod:`pebench.render.protocol_tables` says for the site: the suites' measured times as it reads them from
 ``results/performance`` (the latest measurement of each suite, the machine it ran on, and the budget; read with the
 standard library, so that the site, which renders them, loads no pandas), what the leaderboard's tables show
 and the history of the reference."""
@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pebench.entry_lead import BOARD_KINDS
-from pebench.protocol import SUITES
-from pebench.protocol_tables import (
+from pebench.protocol import BOARD_KINDS, SUITES
+from pebench.render.protocol_tables import (
     LEADERBOARD_TABLES,
     SUITE_BUDGET_MINUTES,
     BudgetOverrun,
@@ -27,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_importing_the_protocol_tables_loads_neither_pandas_nor_scipy():
-    code = "import sys, pebench.protocol_tables; print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))"
+    code = ("import sys, pebench.render.protocol_tables; "
+            "print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert loaded.stdout.strip() == "[]"
 

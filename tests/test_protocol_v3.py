@@ -7,11 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from pebench import encodings, heldout, tasks
-from pebench.execute import model_for
-from pebench.experiment import make_spec, rendered_length
+from pebench import encodings, tasks
+from pebench.learn import heldout
+from pebench.learn.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
+from pebench.plan.execute import model_for
+from pebench.plan.experiment import make_spec, rendered_length
 from pebench.protocol import FIT_V3
-from pebench.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
 
 
 def v3_config(**overrides) -> TrainConfig:
@@ -237,7 +238,7 @@ def test_the_standard_lm_trains_the_step_count_the_lm_step_pilot_chose():
     from pathlib import Path
 
     from pebench import protocol
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     outcome = json.loads((Path(__file__).resolve().parent.parent / "results/pilots/lm_step_pilot.json").read_text())
     assert outcome["steps"] == protocol.LM_STEPS["standard"]
@@ -252,7 +253,7 @@ def test_the_committed_v2_reference_expands_again_under_standard_v2_and_the_prot
 
     from pebench import protocol
     from pebench.cli import suite_run_ids
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
     from pebench.store import load
 
     before = [spec.run_id for spec in suite_runs("standard")]
@@ -273,7 +274,7 @@ def test_the_committed_v2_reference_expands_again_under_standard_v2_and_the_prot
 
 def test_as_declared_changes_only_the_standard_suite_under_v2():
     from pebench import protocol
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     smoke, standard = ([spec.run_id for spec in suite_runs(suite)] for suite in ("smoke", "standard"))
     with protocol.as_declared("smoke", 2):
@@ -289,8 +290,8 @@ def test_the_regeneration_sentence_counts_the_runs_of_the_next_reference(tmp_pat
     import shutil
     from pathlib import Path
 
-    from pebench.experiment import suite_runs
-    from pebench.protocol_tables import regeneration_text
+    from pebench.plan.experiment import suite_runs
+    from pebench.render.protocol_tables import regeneration_text
     from pebench.store import ResultsError, run_file_name
 
     results = tmp_path / "results"

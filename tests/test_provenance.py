@@ -1,11 +1,11 @@
-"""The history of a committed results manifest (:func:`pebench.provenance.manifest_history`)."""
+"""The history of a committed results manifest (:func:`pebench.store.provenance.manifest_history`)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 
-from pebench.provenance import manifest_history
+from pebench.store.provenance import manifest_history
 
 
 def test_manifest_history_names_each_commit_of_a_manifest_with_the_code_its_latest_run_recorded(tmp_path):

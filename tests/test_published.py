@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pebench import encodings, published
+from pebench import encodings
+from pebench.analysis import published
 
 
 @pytest.mark.parametrize("paper", published.PAPERS)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pebench import reference, store
+from pebench import store
 from pebench.cli import main
-from pebench.store import ResultsError
+from pebench.store import ResultsError, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "results" / reference.DEFAULT_SUITE

@@ -1,10 +1,10 @@
-"""The BibTeX the cite page shows (:mod:`pebench.registry_tables`): pebench's own from ``CITATION.cff`` and each
+"""The BibTeX the cite page shows (:mod:`pebench.render.registry_tables`): pebench's own from ``CITATION.cff`` and each
 paper the registries cite, once, under the first encoding or the tasks that cite it."""
 
 from __future__ import annotations
 
 from pebench import encodings, tasks
-from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
+from pebench.render.registry_tables import bib_entries, cited_papers, suite_bibtex
 
 
 def test_each_cited_paper_of_the_bibliography_is_listed_once_under_who_cites_it_first():

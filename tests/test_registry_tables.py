@@ -1,8 +1,9 @@
-"""The registries in tables (:mod:`pebench.registry_tables`), as the encoding and task pages show them."""
+"""The registries in tables (:mod:`pebench.render.registry_tables`), as the encoding and task pages show them."""
 
 from __future__ import annotations
 
-from pebench import encodings, registry_tables, tasks
+from pebench import encodings, tasks
+from pebench.render import registry_tables
 
 
 def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_links_names_as_asked():

@@ -24,14 +24,14 @@ import pytest
 from test_results import write_synthetic_results
 from test_runner import tiny_spec
 
-import pebench.executors as executors
-import pebench.runner as runner
-from pebench import schema, store
+import pebench.plan.executors as executors
+import pebench.plan.runner as runner
+from pebench import store
 from pebench.cli import main
-from pebench.execute import failed_rows
-from pebench.experiment import suite_runs
+from pebench.plan.execute import failed_rows
+from pebench.plan.experiment import suite_runs
+from pebench.plan.runner import run_sweep
 from pebench.report import OUTPUTS_KEY
-from pebench.runner import run_sweep
 from pebench.store import (
     FolderLockError,
     ResultsError,
@@ -39,6 +39,7 @@ from pebench.store import (
     lock_folder,
     read_run_file,
     scan,
+    schema,
     write_manifest,
     write_rows_atomic,
 )
@@ -224,9 +225,9 @@ class KilledWorker(PositionalEncoding):
 
 
 SWEEP_WITH_PLUGIN = '''
-from pebench.experiment import make_spec
+from pebench.plan.experiment import make_spec
 from pebench.registry import load_plugins
-from pebench.runner import run_sweep
+from pebench.plan.runner import run_sweep
 
 if __name__ == "__main__":
     load_plugins([{plugin!r}])

@@ -1,4 +1,4 @@
-"""Agreement scores of a replication (pebench.replication) on synthetic runs whose ranking is known, the
+"""Agreement scores of a replication (pebench.analysis.replication) on synthetic runs whose ranking is known, the
 pre-registered replications as registered records, and the sections a report writes for them
 (pebench.report.replications)."""
 
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pebench import published, replication
-from pebench.experiment import load_experiments, suite_runs
+from pebench.analysis import published, replication
+from pebench.plan.experiment import load_experiments, suite_runs
 
 METRIC = "ood_seq_acc"
 PAPER = pd.Series({"none": 0.69, "t5": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22})
@@ -289,7 +289,7 @@ def test_the_v3_remake_changes_only_the_model_and_fit_criterion_and_is_scored_al
     width, heads and fit criterion; tasks, lengths, encodings, seeds, caps and scores are the replication's."""
     import dataclasses
 
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
     from pebench.protocol import SCALES
 
     load_experiments()

@@ -12,15 +12,18 @@ import pandas as pd
 import pytest
 from test_results import curve_run, run_frame, write_synthetic_results
 
-from pebench import heldout, results, schema, tasks
+from pebench import tasks
+from pebench.analysis import results
+from pebench.analysis.compare import MARGINS, compare
 from pebench.cli import main
-from pebench.compare import MARGINS, compare
-from pebench.experiment import ReportSpec, registered_report_specs
+from pebench.learn import heldout
+from pebench.plan.experiment import registered_report_specs
+from pebench.render.tables import latex_escape
 from pebench.report import Artifact, Report, tables_for, write_report
 from pebench.report.layout_findings import ORDER_MARGIN, findings_length, findings_order, findings_perplexity
 from pebench.report.protocol_text import manifest_line
-from pebench.store import ResultsError
-from pebench.tables import latex_escape
+from pebench.report_spec import ReportSpec
+from pebench.store import ResultsError, schema
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +187,8 @@ def test_markdown_marks_best_and_ties(report):
 
 
 def test_report_from_real_runs(tmp_path):
-    from pebench.experiment import make_spec
-    from pebench.runner import run_sweep
+    from pebench.plan.experiment import make_spec
+    from pebench.plan.runner import run_sweep
 
     config = {"task": "copy", "arch": "decoder", "d_model": 16, "n_layers": 1, "n_heads": 2, "steps": 2,
               "batch_size": 4, "warmup_steps": 1, "train_max_len": 4, "eval_lengths": [2, 4, 8], "eval_n_examples": 8}
@@ -385,7 +388,7 @@ def test_show_fits_100_columns_and_keeps_every_column(synthetic, capsys):
 
 
 def test_numbers_that_round_to_zero_have_no_sign():
-    from pebench.tables import format_number
+    from pebench.render.tables import format_number
 
     assert format_number(-0.001) == "0.00" and format_number(-0.004, "ratio") == "0.00"
     assert format_number(-0.0004, "loss") == "0.000" and format_number(-0.2, "length") == "0"
@@ -475,8 +478,8 @@ def test_the_floors_table_marks_a_floor_computed_by_permutation_as_a_lower_bound
     """Issue 36, 3: a floor that is only a lower bound is printed as one (≥), and the section says what ≥ means."""
     import gzip
 
+    from pebench.render.tables import BOUND_LEGEND
     from pebench.report import fit
-    from pebench.tables import BOUND_LEGEND
 
     folder = fit_summary_folder(tmp_path)
     for run_id in pd.read_csv(folder / "summary" / "runs.csv")["run_id"]:
@@ -566,8 +569,8 @@ def test_interval_edges_name_the_mrr_rows_with_the_point_at_an_edge():
 
 
 def test_the_headline_is_the_ranking_findings_of_experiments_with_a_primary_metric():
-    from pebench.experiment import ReportSpec
     from pebench.report.findings import headline
+    from pebench.report_spec import ReportSpec
 
     findings = ["copy (decoder): best OOD token accuracy rope 0.9.",
                 "Length extrapolation, decoder: 2 encodings share the top tier, their intervals overlapping.",
@@ -657,7 +660,7 @@ def test_the_wall_time_of_a_folder_is_what_its_invocations_recorded():
         assert wall_time_text([{"wall_seconds": value, "outcome": "complete"}]) == "", value
 
 def test_report_json_holds_what_the_site_shows_and_the_digest_of_its_run_files(report, synthetic, tmp_path):
-    from pebench.report_file import StaleReport, current_report, raw_digest
+    from pebench.store.report_file import StaleReport, current_report, raw_digest
 
     out = Path(report.summaries["runs"]).parent.parent
     index = json.loads((out / "report.json").read_text())
@@ -682,7 +685,7 @@ def test_a_rerun_reports_its_agreement_with_the_reference_beside_it(synthetic, t
     """results/reruns/<name>/ and results/local/<suite>/ are reported with their reference results/<suite>:
     the device and wall time from the manifest, the cells that reproduce, the fit decisions and the
     leaderboards; ``pebench compare`` prints the same agreement."""
-    from pebench import compare as compare_module
+    from pebench.analysis import compare as compare_module
     from pebench.report import reruns
 
     results_root = tmp_path / "results"
@@ -764,7 +767,8 @@ def test_committed_csv_tables_are_compared_to_the_rounding_of_the_cpu_not_beyond
     assert not same_cell("1e-300", "2e-300")
 
 def test_a_folder_that_records_no_declaration_says_so_and_the_manifest_record_is_read(synthetic, tmp_path):
-    from pebench.experiment import ReportSpec, report_declarations
+    from pebench.plan.experiment import report_declarations
+    from pebench.report_spec import ReportSpec
 
     declared = report_declarations(["length_extrapolation", "order_sensitivity", "rope_scaling", "lm_extrapolation"])
     bare = write_report(copy_results(synthetic, tmp_path / "bare"))  # run files only

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pebench.report.entries import entries, figure_places, lead, markdown_rows, table_rows
-from pebench.tables import Cell, Column, Table, to_markdown
+from pebench.render.entry_lead import figure_places, lead
+from pebench.render.tables import Cell, Column, Table, to_markdown
+from pebench.report.entries import entries, markdown_rows, table_rows
 
 
 def _board() -> tuple[str, pd.DataFrame]:
@@ -78,8 +79,9 @@ def test_entries_give_each_encoding_and_task_its_rows_and_the_figures_of_its_exp
 
 def test_a_task_page_lists_only_the_part_of_a_battery_s_figures_that_draws_its_panel(tmp_path):
     """A battery of more tasks than one figure holds is drawn in parts (``<name>_part<k>``,
-    :func:`pebench.plots.split_tasks`): each task's entry names its own part, every encoding's names all."""
-    from pebench import plots, tasks
+    :func:`pebench.report.plots.split_tasks`): each task's entry names its own part, every encoding's names all."""
+    from pebench import tasks
+    from pebench.report import plots
 
     battery = tasks.names()[:12]
     (tmp_path / "figures").mkdir()

@@ -1,5 +1,5 @@
-"""What the site reads of a report (:mod:`pebench.report_file`, :mod:`pebench.blocks`,
-:mod:`pebench.fit_criterion`): importing it loads neither pandas nor scipy, and a results folder's files are read
+"""What the site reads of a report (:mod:`pebench.store.report_file`, :mod:`pebench.render.blocks`,
+:mod:`pebench.render.fit_criterion`): importing it loads neither pandas nor scipy, and a results folder's files are read
 through the store, never through a symbolic link (the folder may come from anyone)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from pebench import store
-from pebench.compare import fit_agreement
-from pebench.report_file import DIGEST_KEY, StaleReport, current_report, raw_digest
+from pebench.analysis.compare import fit_agreement
+from pebench.store.report_file import DIGEST_KEY, StaleReport, current_report, raw_digest
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE_HELPERS = ("pebench.report_file", "pebench.blocks", "pebench.fit_criterion", "pebench.store")
+SITE_HELPERS = ("pebench.store.report_file", "pebench.render.blocks", "pebench.render.fit_criterion", "pebench.store")
 
 
 def test_what_the_site_imports_of_a_report_loads_neither_pandas_nor_scipy():

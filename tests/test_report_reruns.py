@@ -43,7 +43,7 @@ def write_main(folder, rows) -> None:
     """A main table (``tables/main.csv``) with every column a comparison reads; only the tiers filled in."""
     import pandas as pd
 
-    from pebench.report.changes import VERDICT_COLUMNS
+    from pebench.analysis.compare import VERDICT_COLUMNS
 
     (folder / "tables").mkdir(parents=True)
     pd.DataFrame([{**dict.fromkeys(VERDICT_COLUMNS), "experiment": "length_extrapolation", "arch": arch,
@@ -54,7 +54,7 @@ def write_main(folder, rows) -> None:
 def test_a_rerun_says_how_its_main_table_tiers_agree_with_the_reference(tmp_path):
     """Protocol v3's main table, not only v2's MRR leaderboard: each side's top tier and the encodings whose tier
     (or being unranked) is the same on both."""
-    from pebench.compare import main_table_agreement
+    from pebench.analysis.compare import main_table_agreement
 
     write_main(tmp_path / "ref", [("decoder", "t5", 1), ("decoder", "rope", 1), ("decoder", "sinusoidal", 2),
                                   ("decoder", "none", None), ("encoder", "t5", 1), ("encoder", "learned", 1)])

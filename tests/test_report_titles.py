@@ -7,7 +7,7 @@ import pytest
 from test_results import write_synthetic_results
 
 from pebench import store
-from pebench.experiment import report_spec
+from pebench.plan.experiment import report_spec
 from pebench.report import write_report
 from pebench.report.layouts import LAYOUTS, views
 

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pebench import results, store
-from pebench.experiment import report_declarations
+from pebench import store
+from pebench.analysis import results
+from pebench.plan.experiment import report_declarations
 from pebench.store import ResultsError
 
 BASE = {
@@ -100,7 +101,7 @@ def write_synthetic_results(folder: Path, seeds: tuple[int, ...] = (0, 1, 2)) ->
     raw.mkdir(parents=True, exist_ok=True)
     for frame in frames:
         frame.to_csv(raw / f"{frame['run_id'].iloc[0]}.csv", index=False)
-    # as the runner records them: each experiment's report declaration (pebench.declarations)
+    # as the runner records them: each experiment's report declaration (pebench.analysis.declarations)
     experiments = sorted({str(frame["experiment"].iloc[0]) for frame in frames})
     (folder / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [],
                                                       "report_declarations": report_declarations(experiments)}))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pebench.experiment import suite_runs
+from pebench.plan.experiment import suite_runs
 from pebench.store import raw_files, read_run_file, run_file_id, run_file_name
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -52,8 +52,8 @@ CASES = [pytest.param(version, run, run_id, id=f"v{version}-" + "-".join(map(str
 def recorded_protocol(folder: Path) -> int:
     """The protocol of the runs of a results ``folder`` (run files without a ``protocol`` column predate protocol
     v3: v2)."""
-    from pebench.schema import recorded_protocols
     from pebench.store import first_rows
+    from pebench.store.schema import recorded_protocols
 
     (version,) = recorded_protocols(first_rows(folder, ["experiment", "protocol"]))  # a folder has one
     return version

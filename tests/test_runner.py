@@ -21,12 +21,12 @@ import pandas as pd
 import pytest
 import torch
 
-from pebench import execute, sweep_time
 from pebench.cli import main
-from pebench.execute import group_runs
-from pebench.experiment import make_spec, suite_runs
+from pebench.plan import execute, sweep_time
+from pebench.plan.execute import group_runs
+from pebench.plan.experiment import make_spec, suite_runs
+from pebench.plan.runner import run_sweep
 from pebench.protocol import COMPARED_ENCODINGS, PROTOCOL
-from pebench.runner import run_sweep
 from pebench.store import (
     ResultsError,
     load,
@@ -44,7 +44,7 @@ from pebench.store import (
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING_COLUMNS = ["train_seconds", "rows_sha256"]  # the checksum covers the timing
-# and the code's commit, read once per process (pebench.provenance.code_commit): two sweeps of the same code
+# and the code's commit, read once per process (pebench.store.provenance.code_commit): two sweeps of the same code
 # compute the same rows, but one that starts after a commit or an edit in this checkout records another commit
 NOT_COMPUTED = [*TIMING_COLUMNS, "commit"]
 
@@ -173,7 +173,7 @@ def test_sweep_starts_the_longest_runs_first(tmp_path):
     assert order == [6, 4, 2]
     assert set(load(tmp_path)["compiled"]) == {False}
     # each row names the machine it was made on, as the report's provenance names an invocation's
-    from pebench.execute import machine_name
+    from pebench.plan.execute import machine_name
     from pebench.store import cpu_model
 
     assert set(load(tmp_path)["machine"]) == {machine_name("cpu")}
@@ -264,7 +264,7 @@ def test_a_second_file_of_one_run_is_refused_and_never_rerun(tmp_path, caplog):
 
 
 def test_combine_copies_compressed_and_plain_run_files_as_they_are(tmp_path):
-    from pebench.combine import combine
+    from pebench.store.combine import combine
 
     specs = tiny_specs()[:2]
     run_sweep(specs[:1], tmp_path / "a", on_done=lambda s, r: None)
@@ -581,7 +581,7 @@ def test_git_state_counts_untracked_code_but_not_untracked_results(tmp_path):
 def test_the_expected_step_share_is_the_committed_references(tmp_path):
     """The time estimate's share of the step cap is measured on the committed standard reference, not guessed: a
     new reference must bring the constant with it."""
-    from pebench.sweep_time import EXPECTED_STEP_SHARE, measured_step_share
+    from pebench.plan.sweep_time import EXPECTED_STEP_SHARE, measured_step_share
 
     share, runs = measured_step_share(ROOT / "results" / "standard")
     assert runs > 100 and EXPECTED_STEP_SHARE == round(share, 2), (share, runs)
@@ -592,7 +592,7 @@ def test_the_expected_step_share_is_the_committed_references(tmp_path):
 
 def test_the_time_estimate_comes_from_a_calibration_and_the_protocols_expected_steps():
     """No timing is asserted: the estimate is calibration x expected cost / workers, and a sweep says it first."""
-    from pebench.sweep_time import (
+    from pebench.plan.sweep_time import (
         EXPECTED_STEP_SHARE,
         RUN_OVERHEAD,
         announce,
@@ -619,7 +619,7 @@ def test_each_experiment_is_estimated_at_its_own_calibrated_rate(monkeypatch, ca
     time left after a run weigh every run's expected cost by its experiment's rate (a language model's runs are
     cheaper per unit of cost than the length tasks': one rate would set the pace of the sweep by whichever runs
     finish first)."""
-    from pebench import runner
+    from pebench.plan import runner
 
     def spec(experiment: str, seed: int):
         return make_spec("smoke", experiment, {"task": "copy", "encoding": "rope", "arch": "decoder", "seed": seed,
@@ -711,7 +711,7 @@ def as_terminal(monkeypatch) -> Terminal:
 
 
 def test_the_bar_names_the_runs_being_made(monkeypatch):
-    from pebench import runner
+    from pebench.plan import runner
 
     terminal = as_terminal(monkeypatch)
     specs = [tiny_spec(seed=seed) for seed in range(5)]
@@ -769,7 +769,7 @@ def test_the_throttle_says_the_first_step_then_once_per_interval(monkeypatch):
 
 
 def test_the_bar_shows_where_each_running_run_is(monkeypatch):
-    from pebench import runner
+    from pebench.plan import runner
 
     terminal = as_terminal(monkeypatch)
     specs = [tiny_spec(seed=seed) for seed in range(2)]
@@ -801,7 +801,7 @@ def test_a_seed_batched_unit_says_where_it_is(tmp_path):
 
 
 def test_what_pebench_3_0_documented_in_the_runner_stays_importable_from_it():
-    """execute and model_for moved to pebench.execute; code written against pebench.runner keeps working."""
-    from pebench import runner
+    """execute and model_for moved to pebench.plan.execute; code written against pebench.plan.runner keeps working."""
+    from pebench.plan import runner
 
     assert runner.execute is execute.execute and runner.model_for is execute.model_for

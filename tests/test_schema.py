@@ -1,4 +1,4 @@
-"""The row contract (pebench.schema): the declared columns match what a run records, and the two readings
+"""The row contract (pebench.store.schema): the declared columns match what a run records, and the two readings
 every analysis shares (completed, fitted) are written once."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pebench import schema, store
-from pebench.experiment import make_spec
+from pebench import store
+from pebench.plan.experiment import make_spec
+from pebench.store import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,14 +73,14 @@ def test_a_run_counts_as_fitted_unless_its_fitted_value_says_it_did_not():
 
 def test_rule_one_and_the_completed_filter_are_written_only_in_the_schema():
     """Protocol rule 1 ("a run counts as fitted unless ...") and the completed-run filter were written out in six
-    places; each now calls pebench.schema, so no other module spells them out."""
+    places; each now calls pebench.store.schema, so no other module spells them out."""
     spelled = re.compile(r"""fillna\(1(\.0)?\)\s*>\s*0|\[["']status["']\]\s*[!=]=\s*["']failed["']|"""
                          r"""\[["']status["']\]\.(eq|ne)\(["']failed["']\)""")
     sources = [*sorted((ROOT / "pebench").rglob("*.py")), *sorted((ROOT / "docs" / "_ext").glob("*.py")),
                *sorted((ROOT / "experiments").glob("*.py"))]
     found = [f"{path.relative_to(ROOT)}:{number}" for path in sources if path.name != "schema.py"
              for number, line in enumerate(path.read_text().splitlines(), start=1) if spelled.search(line)]
-    assert not found, f"use pebench.schema.fitted / completed instead: {found}"
+    assert not found, f"use pebench.store.schema.fitted / completed instead: {found}"
 
 
 def test_encodings_sort_in_their_canonical_order_and_the_trained_model_first():
@@ -108,7 +109,7 @@ def test_tasks_are_shown_in_words_and_stored_by_their_names():
 
 
 def test_people_words_spell_experiments_as_a_reader_writes_them():
-    from pebench.schema import people_words
+    from pebench.store.schema import people_words
 
     assert people_words("length_extrapolation", "decoder") == "Length extrapolation, decoder"
     assert people_words("lm_extrapolation") == "LM extrapolation"  # not "Lm extrapolation"
@@ -116,8 +117,8 @@ def test_people_words_spell_experiments_as_a_reader_writes_them():
 
 
 def test_findings_name_an_experiment_by_its_declared_title_else_in_people_words():
-    from pebench.experiment import ReportSpec
     from pebench.report.layout_findings import named
+    from pebench.report_spec import ReportSpec
 
     assert named("kazemnejad2023", ReportSpec(title="Replication: Kazemnejad et al. 2023"), "decoder") == \
         "Replication: Kazemnejad et al. 2023, decoder"
@@ -128,7 +129,7 @@ def test_findings_name_an_experiment_by_its_declared_title_else_in_people_words(
 def test_recorded_protocols_read_a_row_without_the_field_as_v2():
     import pandas as pd
 
-    from pebench.schema import recorded_protocols
+    from pebench.store.schema import recorded_protocols
 
     assert recorded_protocols(pd.DataFrame({"experiment": ["a", "b"]})) == {2}  # the field predates v3
     assert recorded_protocols(pd.DataFrame({"experiment": ["a", "b"], "protocol": [3.0, None]})) == {2, 3}

@@ -13,15 +13,17 @@ from pathlib import Path
 import pytest
 
 from pebench import store
-from pebench.experiment import load_experiments, make_spec, report_declarations, suite_runs
-from pebench.runner import run_sweep
+from pebench.plan.experiment import load_experiments, make_spec, report_declarations, suite_runs
+from pebench.plan.runner import run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("module, never", [
-    ("pebench.store", ("pebench.results", "pebench.experiment", "pebench.runner", "pebench.report", "scipy")),
-    ("pebench.runner", ("pebench.results", "pebench.leaderboard", "pebench.report", "pebench.metrics", "scipy")),
+    ("pebench.store", ("pebench.analysis.results", "pebench.plan.experiment", "pebench.plan.runner", "pebench.report",
+                       "scipy")),
+    ("pebench.plan.runner", ("pebench.analysis.results", "pebench.analysis.leaderboard", "pebench.report",
+                             "pebench.metrics", "scipy")),
 ])
 def test_writing_and_reading_a_folder_needs_no_analysis(module, never):
     """The runner writes its files through the store, which imports neither the statistics nor the plan."""
@@ -75,7 +77,7 @@ def test_a_run_file_is_copied_as_it_is_under_its_run_id(tmp_path):
 def test_a_combined_folder_gets_its_manifest_through_the_store(tmp_path):
     from test_untrusted_folders import small_results
 
-    from pebench.combine import combine
+    from pebench.store.combine import combine
 
     first, second = small_results(tmp_path / "a", seeds=(0,)), small_results(tmp_path / "b", seeds=(1,))
     summary = combine([first, second], tmp_path / "both")

@@ -17,7 +17,7 @@ from test_untrusted_folders import small_results
 
 from pebench import encodings, registry
 from pebench.cli import main
-from pebench.runner import run_sweep
+from pebench.plan.runner import run_sweep
 from pebench.store import read_run_file, run_file_name
 
 #: an encoding whose every use kills the process that trains with it, as the kernel kills a worker out of memory
@@ -75,7 +75,7 @@ def test_a_local_dask_cluster_never_gives_up_on_a_worker_its_nanny_restarts():
     import dask
     from dask.utils import parse_timedelta
 
-    from pebench import executors
+    from pebench.plan import executors
 
     with executors.dask_client(None, 1):
         assert parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout")) >= 86400
@@ -83,7 +83,7 @@ def test_a_local_dask_cluster_never_gives_up_on_a_worker_its_nanny_restarts():
 
 def test_an_unreachable_dask_scheduler_leaves_the_folder_as_it_was(tmp_path, capsys, monkeypatch):
     pytest.importorskip("dask.distributed")
-    from pebench import executors
+    from pebench.plan import executors
 
     monkeypatch.setattr(executors, "DASK_CONNECT_SECONDS", 1)  # the refusal of a closed port is immediate anyway
     out = tmp_path / "out"
@@ -180,7 +180,7 @@ def dead_pid() -> int:
 
 
 def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path, capsys):
-    from pebench import own_files
+    from pebench.store import own_files
 
     folder = small_results(tmp_path / "results")
     machine = own_files.machine_mark()
@@ -204,12 +204,12 @@ def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path,
 
 @pytest.mark.parametrize("command", ["combine", "reference", "snapshot"])
 def test_combine_extract_and_snapshot_remove_the_staging_folders_that_killed_ones_left(tmp_path, command):
-    """Each builds its folder in a staging folder beside it (pebench.own_files.staging_folder): the one a kill -9
+    """Each builds its folder in a staging folder beside it (pebench.store.own_files.staging_folder): the one a kill -9
     left is removed by the next one into the same place, a stranger's of the same shape is kept."""
     from test_changes import results_folder
 
-    from pebench import history, own_files, reference
-    from pebench.combine import combine
+    from pebench.store import history, own_files, reference
+    from pebench.store.combine import combine
 
     folder = small_results(tmp_path / "results")
     if command == "combine":
@@ -236,7 +236,7 @@ def test_combine_extract_and_snapshot_remove_the_staging_folders_that_killed_one
 
 
 def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
-    from pebench import own_files
+    from pebench.store import own_files
 
     out = tmp_path / "out"
     run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
@@ -251,7 +251,7 @@ def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
 
 
 class _Future:
-    """A Dask future as :func:`pebench.executors._settled` sees it: done after ``after`` looks (None: never)."""
+    """A Dask future as :func:`pebench.plan.executors._settled` sees it: done after ``after`` looks (None: never)."""
 
     def __init__(self, key, after=0):
         self.key, self.after, self.looks = key, after, 0
@@ -275,7 +275,7 @@ def test_a_dask_cluster_left_without_workers_settles_its_pending_runs_as_stalled
     in the tests): after ``stall_seconds`` with no worker, each pending run comes back marked stalled, to be
     recorded as failed. A cluster that has a worker is waited for, and so is any cluster when there is no limit
     (None: a remote scheduler, whose workers others add)."""
-    from pebench import executors
+    from pebench.plan import executors
 
     monkeypatch.setattr(executors, "DASK_POLL_SECONDS", 0.001)  # only how often it looks; the waits scale with it
     settled = list(executors._settled(_Client({}), [_Future("a"), _Future("b", after=None)], stall_seconds=0.05))

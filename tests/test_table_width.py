@@ -1,11 +1,11 @@
-"""How wide a LaTeX table is set and how it is fitted to a page (pebench.table_width), without TeX; the widths
+"""How wide a LaTeX table is set and how it is fitted to a page (pebench.render.table_width), without TeX; the widths
 as pdfTeX sets them are checked in tests/test_latex.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from pebench.table_width import (
+from pebench.render.table_width import (
     BOLD,
     COLUMN_SEP,
     COLUMN_WIDTH,
@@ -19,7 +19,7 @@ from pebench.table_width import (
     pages,
     text_width,
 )
-from pebench.tables import Cell, Column, Style, Table, to_latex
+from pebench.render.tables import Cell, Column, Style, Table, to_latex
 
 
 def test_text_width_sums_computer_modern_glyphs():

@@ -1,4 +1,4 @@
-"""The table model and its renderers (pebench.tables), and every metric format reaching tables and compare."""
+"""The table model and its renderers (pebench.render.tables), and every metric format reaching tables and compare."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from test_results import write_synthetic_results
 
 from pebench import metrics as metric_registry
-from pebench.tables import (
+from pebench.render.tables import (
     BOARD_STYLE,
     RESULTS_STYLE,
     Cell,
@@ -108,7 +108,7 @@ def synthetic(tmp_path_factory):
 def test_compare_checks_a_key_metric_of_every_comparable_format(synthetic, monkeypatch, metric):
     """A key metric whose format is length, int or gap is compared (it raised KeyError: compare knew margins for
     accuracies, ratios, losses and perplexities only); a folder against itself reproduces."""
-    from pebench import compare as compare_module
+    from pebench.analysis import compare as compare_module
 
     monkeypatch.setattr(compare_module, "key_metrics",
                         lambda experiments, *args, **kwargs: {e: ["id_token_acc", metric] for e in experiments})
@@ -118,7 +118,7 @@ def test_compare_checks_a_key_metric_of_every_comparable_format(synthetic, monke
 
 
 def test_compare_refuses_a_machine_dependent_key_metric_by_name(synthetic, monkeypatch):
-    from pebench import compare as compare_module
+    from pebench.analysis import compare as compare_module
     from pebench.store import ResultsError
 
     monkeypatch.setattr(compare_module, "key_metrics",
@@ -156,7 +156,7 @@ write_report(write_synthetic_results(Path(sys.argv[1])), out_dir=Path(sys.argv[2
 def test_a_lower_bound_is_marked_in_every_format_with_its_legend():
     """Issue 36, 3: a value that is only a lower bound (a position-free floor by permutation) is printed after ≥,
     and the table says what ≥ means, in Markdown, LaTeX and terminal text; a table without one says nothing."""
-    from pebench.tables import BOUND_LEGEND
+    from pebench.render.tables import BOUND_LEGEND
 
     columns = [Column("Task", "l", key=True), Column("Floor", "r")]
     rows = [[Cell("reverse", "reverse"), Cell("0.35", 0.35, bound=True)], [Cell("copy", "copy"), Cell("0.10", 0.10)]]
@@ -173,9 +173,9 @@ def test_the_floor_column_marks_a_floor_computed_by_permutation_as_a_bound(tmp_p
     """The per-task tables print a floor whose method is only a lower bound (pebench.tasks.floors) after ≥."""
     import pandas as pd
 
-    from pebench import results
-    from pebench.experiment import ReportSpec
+    from pebench.analysis import results
     from pebench.report.layout_tables import extrapolation_tables, floor_bounds
+    from pebench.report_spec import ReportSpec
     from pebench.store import load
 
     data = load(write_synthetic_results(tmp_path / "results"))

@@ -13,7 +13,8 @@ from collections import Counter
 import pytest
 import torch
 
-from pebench import experiment, tasks
+from pebench import tasks
+from pebench.plan import experiment
 from pebench.registry import load_entry_point_plugins
 from pebench.tasks import ARCHS, IGNORE, Batch, Task, model_vocab_size, render, shuffle_inputs
 

@@ -13,8 +13,8 @@ import pytest
 from test_results import write_synthetic_results
 
 import pebench
+from pebench.analysis.compare import compare
 from pebench.cli import main
-from pebench.compare import compare
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,7 @@ def test_list_suites_counts_the_runs_and_seeds_the_suites_build(capsys):
     """The listing counts run configs without building them (the paper suite takes a minute to build): the
     same numbers as the built run specs."""
     from pebench.cli import describe_run_seeds
-    from pebench.experiment import suite_runs
+    from pebench.plan.experiment import suite_runs
 
     assert main(["list", "suites"]) == 0
     listed = {line.split()[0]: line.split(None, 2)[1:] for line in capsys.readouterr().out.splitlines()[1:]}

@@ -1,4 +1,4 @@
-"""The throughput benchmark (:mod:`pebench.throughput`): its own arithmetic (the FLOP count, the MFU
+"""The throughput benchmark (:mod:`pebench.bench.throughput`): its own arithmetic (the FLOP count, the MFU
 numerator), its points, its x-transformers baseline at equal configuration, its entry points and the docs
 tables it generates. Speed itself is measured by the benchmark, never here."""
 
@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from pebench import throughput
-from pebench.experiment import load_experiments, suite_runs
-from pebench.protocol_tables import measured_suite_times
+from pebench.bench import throughput
+from pebench.plan.experiment import load_experiments, suite_runs
+from pebench.render.protocol_tables import measured_suite_times
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,7 @@ def test_tables_regenerate_from_the_committed_csvs(tmp_path):
     assert text == (tmp_path / "tables.md").read_text() == committed.read_text()
 
 
-@pytest.mark.parametrize("command", [["-m", "pebench.throughput"], [str(ROOT / "experiments" / "throughput.py")]])
+@pytest.mark.parametrize("command", [["-m", "pebench.bench.throughput"], [str(ROOT / "experiments" / "throughput.py")]])
 def test_entry_points_regenerate_the_tables(tmp_path, command):
     tables = tmp_path / "tables.md"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # this tree
@@ -133,7 +133,7 @@ def test_an_estimate_check_times_its_sample_against_the_announced_model(tmp_path
     measured wall time, in a temporary folder that is removed; rows are appended and the page shows them."""
     import pandas as pd
 
-    import pebench.runner as runner
+    import pebench.plan.runner as runner
 
     folders, clock = [], iter([100.0, 175.0])
     monkeypatch.setattr(throughput, "calibrations", lambda sample: {s.experiment: 1e-9 for s in sample})

@@ -14,8 +14,8 @@ import pytest
 from test_untrusted_folders import small_results
 
 import pebench
-from pebench import experiment
 from pebench.cli import main
+from pebench.plan import experiment
 
 ROOT = Path(pebench.__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ def test_a_pilots_folder_inside_an_experiments_folder_is_never_loaded(tmp_path):
 
 # --------------------------------------------------------------------------- one experiment per name
 
-DUPLICATE = '''from pebench.experiment import Experiment, register_experiment
+DUPLICATE = '''from pebench.plan.experiment import Experiment, register_experiment
 
 register_experiment(Experiment(name="order_sensitivity", description="not the real one",
                                configs={"smoke": lambda: []}, script=__file__))
@@ -206,7 +206,7 @@ def test_a_resume_with_a_changed_plugin_is_refused_in_one_line(tmp_path, monkeyp
 def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_path, monkeypatch):
     """A long-lived Dask worker loads a plugin once: a later sweep with an edited file must not use its old code."""
     from pebench import registry
-    from pebench.executors import PluginRefused, _execute_in_worker
+    from pebench.plan.executors import PluginRefused, _execute_in_worker
 
     plugin = tmp_path / "worker_plugin.py"
     plugin.write_text("SCALE = 1.0\n")
@@ -223,7 +223,7 @@ def test_a_worker_that_loaded_another_version_of_a_plugin_refuses_its_runs(tmp_p
 def test_a_pool_worker_that_loads_another_version_of_a_plugin_stops_the_sweep(tmp_path, monkeypatch):
     """The file changed after this process loaded it: the workers it starts would run other code."""
     from pebench import registry
-    from pebench.runner import SweepError, run_sweep
+    from pebench.plan.runner import SweepError, run_sweep
 
     plugin = tmp_path / "pool_plugin.py"
     plugin.write_text("SCALE = 1.0\n")

@@ -165,9 +165,9 @@ def test_an_experiment_name_from_a_run_file_never_writes_outside_the_report(tmp_
 
 
 def test_a_crafted_report_name_is_refused_by_the_writer_itself(tmp_path):
+    from pebench.render.tables import Cell, Column, Table
     from pebench.report.artifacts import save_table
     from pebench.store import ResultsError
-    from pebench.tables import Cell, Column, Table
 
     table = Table("../escape", "t", "c", [Column("a")], [[Cell("1", 1)]], data=pd.DataFrame({"a": [1]}))
     with pytest.raises(ResultsError, match="not a plain file name"):
@@ -232,7 +232,7 @@ def test_evaluation_labels_pebench_writes_are_read():
 
 
 def test_an_evaluation_variant_is_declared_with_a_label_a_results_folder_accepts():
-    from pebench.experiment import EvalConfig
+    from pebench.plan.experiment import EvalConfig
 
     assert EvalConfig(variants=(("ntk", "{}"),)).variants == (("ntk", "{}"),)
     for label in ("n k", "1", "trained", "nan", "", "../x"):
@@ -259,7 +259,7 @@ def test_combine_never_names_a_copied_file_after_a_crafted_run_id(tmp_path, caps
 def test_a_linked_lock_file_is_refused_and_its_target_left_as_it_was(tmp_path):
     from test_runner import tiny_spec
 
-    from pebench.runner import run_sweep
+    from pebench.plan.runner import run_sweep
     from pebench.store import FolderLockError
 
     target = tmp_path / "precious.txt"
@@ -361,7 +361,7 @@ def test_show_prints_escape_sequences_of_run_files_escaped(tmp_path, capsys):
 
 
 def test_printable_text_is_shown_as_it_is():
-    from pebench.tables import terminal_text
+    from pebench.render.tables import terminal_text
 
     assert terminal_text("NoPE ± 0.01 — †\nnext") == "NoPE ± 0.01 — †\nnext"
     assert terminal_text("a\x1b[31mb\tc\x00") == "a\\x1b[31mb\\tc\\x00"
@@ -390,7 +390,7 @@ def test_compare_of_one_protocol_still_reproduces(tmp_path, capsys):
 
 
 def test_an_interrupted_combine_leaves_no_folder_that_show_or_report_accept(tmp_path, monkeypatch, capsys):
-    import pebench.combine as combine_module
+    import pebench.store.combine as combine_module
 
     class Interrupted:
         @staticmethod
@@ -495,7 +495,7 @@ def test_run_and_report_both_refuse_two_files_of_one_run(tmp_path, capsys):
     from test_runner import tiny_spec
 
     from pebench import store
-    from pebench.runner import run_sweep
+    from pebench.plan.runner import run_sweep
 
     spec = tiny_spec()
     run_sweep([spec], tmp_path, on_done=lambda s, r: None)
@@ -568,7 +568,7 @@ def test_run_files_and_manifests_follow_the_umask(tmp_path):
 
     from test_runner import tiny_spec
 
-    from pebench.runner import run_sweep
+    from pebench.plan.runner import run_sweep
 
     previous = os.umask(0o027)
     try:
@@ -588,9 +588,8 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
 
     from test_runner import tiny_spec
 
-    from pebench import own_files
-    from pebench.runner import run_sweep
-    from pebench.store import RUN_TEMP_FILE
+    from pebench.plan.runner import run_sweep
+    from pebench.store import RUN_TEMP_FILE, own_files
 
     spec = tiny_spec()
     raw = tmp_path / "raw"
@@ -645,7 +644,7 @@ def test_a_manifest_nested_beyond_the_parser_is_one_line(tmp_path, capsys, comma
 
 
 def test_a_report_nested_beyond_the_parser_is_stale_on_one_line(tmp_path):
-    from pebench.report_file import StaleReport, current_report
+    from pebench.store.report_file import StaleReport, current_report
 
     folder = small_results(tmp_path / "results")
     (folder / "report.json").write_text(DEEP)
@@ -661,7 +660,7 @@ def test_show_never_reads_a_linked_report(tmp_path, capsys):
     secret.write_text((folder / "report.json").read_text())
     (folder / "report.json").unlink()
     (folder / "report.json").symlink_to(secret)
-    from pebench.show_tables import main_table_text
+    from pebench.render.show_tables import main_table_text
 
     assert main_table_text(folder) is None  # as without a report: the link is not followed
 
@@ -671,7 +670,7 @@ def test_show_never_reads_a_linked_main_table(tmp_path, capsys):
     elsewhere (a key, say) is not printed; ``show`` says the report names no main table and goes on."""
     folder = small_results(tmp_path / "results")
     assert main(["report", str(folder)]) == 0
-    from pebench.show_tables import main_table_text
+    from pebench.render.show_tables import main_table_text
 
     index = json.loads((folder / "report.json").read_text())
     name = index["main_table"] = "runs"  # this folder's suite has no main table: name one it wrote

@@ -10,11 +10,11 @@ from pathlib import Path
 import torch
 
 from pebench import encodings, store, tasks
-from pebench.execute import execute
-from pebench.experiment import EvalConfig, RunSpec
+from pebench.plan.execute import execute
+from pebench.plan.experiment import EvalConfig, RunSpec
 from pebench.model import ModelConfig, build_model
-from pebench.results import aggregate, run_metrics
-from pebench.train import TrainConfig
+from pebench.analysis.results import aggregate, run_metrics
+from pebench.learn.train import TrainConfig
 
 # 1. A model with an encoding. The encoding is built by name; max_len is a protocol constant (the size of
 #    fixed position tables), never an evaluation length.

@@ -62,7 +62,7 @@ class T5RelativeBias(PositionalEncoding):
     a sharp attention pattern needs biases of several units, and Adam moves each
     table entry by about the learning rate per step; in logit units the bias took
     thousands of steps to grow (T5 fitted decoder reverse only after 4700 steps in
-    the pilot runs, where the absolute encodings fit within 2500; pebench.experiment).
+    the pilot runs, where the absolute encodings fit within 2500; pebench.plan.experiment).
     The factor is Adam's step for these few parameters times ``sqrt(Dh)``; it
     changes neither the function class nor the initial model. One module serves
     every layer, so — as in T5 — the bias is shared across layers.

@@ -6,7 +6,7 @@
 
 Layout under ``out_dir`` (default: the results folder itself)::
 
-    summary/runs.csv          one row per run and evaluation variant (pebench.results.run_metrics)
+    summary/runs.csv          one row per run and evaluation variant (pebench.analysis.results.run_metrics)
     summary/cells.csv         across seeds: mean, std, 95% CI, best-of-seeds, counts (aggregate)
     summary/curves.csv        the same per evaluation length (curves)
     summary/comparisons.csv   every encoding vs the best of its task (compare_to_best)
@@ -23,7 +23,7 @@ through a symbolic link.
 Experiments missing from a results set are skipped. Tables show mean ± 95%
 CI over seeds, the best mean per task in bold and the encodings not
 significantly worse than it underlined (LaTeX) or in italics (Markdown); see
-:mod:`pebench.results` for the statistics.
+:mod:`pebench.analysis.results` for the statistics.
 
 The package's modules: :mod:`~pebench.report.write` (the report and ``pebench show``'s tables),
 :mod:`~pebench.report.artifacts` (the files of a report and their publication),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pebench import store
-from pebench.tables import Table, to_latex, to_markdown
+from pebench.render.tables import Table, to_latex, to_markdown
 
 #: the formats each figure is written in: SVG (the site shows it; any browser opens it) and PDF (for papers).
 #: No PNG: a third drawing of every figure cost a third of a report's figure time, and the committed
@@ -49,7 +49,7 @@ def save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
 
 def save_table(table: Table, directory: Path, version: str = "") -> Artifact:
     """Write ``table`` as ``<name>.csv`` (its data), ``.md`` and ``.tex``, naming the results ``version``
-    (:func:`pebench.tables.version_line`) under it; returns the artifact."""
+    (:func:`pebench.render.tables.version_line`) under it; returns the artifact."""
     table = dataclasses.replace(table, version=version or table.version)
     paths = {ext: store.path_in(directory, f"{table.name}.{ext}") for ext in TABLE_FORMATS}
     table.data.to_csv(paths["csv"], index=False)

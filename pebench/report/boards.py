@@ -10,25 +10,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import board_tables, leaderboard, store
 from pebench import metrics as metric_registry
-from pebench.experiment import ReportSpec
+from pebench import store
+from pebench.analysis import leaderboard
+from pebench.render import board_tables
+from pebench.render.tables import Table
 from pebench.report.artifacts import Artifact, save_table
 from pebench.report.layout_findings import named, titled
-from pebench.report_file import task_ranks_name
-from pebench.schema import encoding_label
-from pebench.tables import Table
+from pebench.report_spec import ReportSpec
+from pebench.store.report_file import task_ranks_name
+from pebench.store.schema import encoding_label
 
 
 def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = "",
                       protocol: int = 2, rows: pd.DataFrame | None = None) -> tuple[list[Artifact], list[str]]:
     """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
-    comparisons of ``experiment`` on its primary metric (:mod:`pebench.leaderboard`), written as CSV,
+    comparisons of ``experiment`` on its primary metric (:mod:`pebench.analysis.leaderboard`), written as CSV,
     markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture.
-    Under ``protocol`` 3 the comparisons are scored as the extrapolation board is (:func:`pebench.leaderboard.pairwise`
-    with ``jointly_fitted``), under 2 on the primary metric with an unfitted run scoring the worst; under 3, the run
-    ``rows`` (their fit curves) say what the capable encodings' unfitted runs reached
-    (:func:`pebench.leaderboard.capacity_shortfall`)."""
+    Under ``protocol`` 3 the comparisons are scored as the extrapolation board is
+    (:func:`pebench.analysis.leaderboard.pairwise` with ``jointly_fitted``), under 2 on the primary metric with an
+    unfitted run scoring the worst; under 3, the run ``rows`` (their fit curves) say what the capable encodings'
+    unfitted runs reached (:func:`pebench.analysis.leaderboard.capacity_shortfall`)."""
     metric = spec.primary_metric
     label = metric_registry.get(metric).axis_label
     board = leaderboard.leaderboard(runs, metric)
@@ -111,8 +113,8 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
 def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
                       ) -> list[Artifact]:
     """The declared comparisons of ``experiment`` split by order-dependent task (protocol v3,
-    :func:`pebench.leaderboard.pairwise_by_task`), as CSV, markdown and LaTeX naming the results ``version``; no
-    finding: its p-values are unadjusted, so it shows which tasks carry a verdict and makes none."""
+    :func:`pebench.analysis.leaderboard.pairwise_by_task`), as CSV, markdown and LaTeX naming the results ``version``;
+    no finding: its p-values are unadjusted, so it shows which tasks carry a verdict and makes none."""
     table = leaderboard.pairwise_by_task(runs, spec.comparisons, leaderboard.PRIMARY_SCORE)
     if table.empty:
         return []
@@ -131,8 +133,8 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
 
 def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
                     ) -> tuple[list[Artifact], list[str]]:
-    """The boards of protocol v3 for ``experiment`` (:mod:`pebench.leaderboard`): extrapolation tiers on jointly
-    fitted runs, capability (fit rates) and harm on the controls, each as CSV, markdown and LaTeX naming the
+    """The boards of protocol v3 for ``experiment`` (:mod:`pebench.analysis.leaderboard`): extrapolation tiers on
+    jointly fitted runs, capability (fit rates) and harm on the controls, each as CSV, markdown and LaTeX naming the
     results ``version`` and titled as ``spec`` declares (:func:`~pebench.report.layout_findings.titled`); returns
     the artifacts and one finding per architecture that names a winner only where the tiers separate one."""
     label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
@@ -156,7 +158,7 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
               f"{leaderboard.ALPHA:g}); P(first) = share of bootstrap replicates in which it is best. Look at the "
               "tiers, not the order inside one.", "extrapolation tiers")
         for arch in tiers["arch"].unique():
-            findings.append(f"{named(experiment, spec, arch)}: {leaderboard.tier_sentence(tiers, arch)}")
+            findings.append(f"{named(experiment, spec, arch)}: {board_tables.tier_sentence(tiers, arch)}")
     capability = leaderboard.capability(runs)
     if not capability.empty:
         board("capability", capability, board_tables.capability_table,

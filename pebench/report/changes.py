@@ -1,4 +1,4 @@
-"""What changed between two results' verdicts: an older snapshot's main table (:mod:`pebench.history`) beside a
+"""What changed between two results' verdicts: an older snapshot's main table (:mod:`pebench.store.history`) beside a
 current one, per experiment, architecture and encoding.
 
 A verdict *moved* when an encoding's tier changed (ranked on both sides), it became ranked or unranked, or its
@@ -13,7 +13,6 @@ frames.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,51 +21,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pebench import blocks, encodings, history
+from pebench import encodings
+from pebench.analysis.compare import KEYS, VERDICT_COLUMNS, main_table_frame
+from pebench.render import blocks
+from pebench.render.tables import Cell, Column, Table, interval_text, markdown_code
 from pebench.report.findings import people_words
-from pebench.schema import encoding_label
-from pebench.store import ResultsError
-from pebench.tables import Cell, Column, Table, interval_text, markdown_code
+from pebench.store import history
+from pebench.store.schema import encoding_label
 
-#: what identifies a verdict
-KEYS = ("experiment", "arch", "encoding")
-#: the main table's columns a comparison reads (:func:`pebench.report.main_table.main_table`'s data)
-VERDICT_COLUMNS = ("ranked", "tier", "score", "score_low", "score_high", "dependent_fit_rate",
-                   "control_vs_baseline", "control_low", "control_high", "harms")
 #: what can move, as the table's Moved column names it
 MOVES = ("tier", "ranking", "harms")
 #: the Moved column of an encoding compared on one side only
 NEW, GONE = "new", "gone"
 SIDES = ("before", "after")
-
-
-def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.DataFrame:
-    """A main table's CSV (``tables/main.csv``) as a frame of :data:`KEYS` and :data:`VERDICT_COLUMNS`:
-    ``ranked`` a bool, ``tier`` a number (NaN when not ranked), ``harms`` True, False or None (None where there
-    is no control interval: the baseline itself, or no controls).
-
-    Raises:
-        ResultsError: not a CSV with those columns, naming ``source``.
-    """
-    try:
-        frame = pd.read_csv(io.BytesIO(data), dtype={key: str for key in KEYS})
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{source}: not a readable main table ({exc})") from None
-    missing = [c for c in (*KEYS, *VERDICT_COLUMNS) if c not in frame]
-    if missing:
-        raise ResultsError(f"{source}: not a main table of pebench, missing column(s) {', '.join(missing)}")
-    if frame.empty:
-        raise ResultsError(f"{source}: no rows; a main table has one row per architecture and encoding")
-    frame = frame[[*KEYS, *VERDICT_COLUMNS]].copy()
-    truth = {True: True, "True": True, "true": True, False: False, "False": False, "false": False}
-    frame["ranked"] = frame["ranked"].map(lambda v: truth.get(v, False)).astype(bool)
-    for column in VERDICT_COLUMNS:
-        if column not in ("ranked", "harms"):
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    frame.loc[~frame["ranked"], "tier"] = np.nan
-    controlled = frame["control_low"].notna() & frame["control_high"].notna()
-    frame["harms"] = [truth.get(v) if c else None for v, c in zip(frame["harms"], controlled, strict=True)]
-    return frame
 
 
 def changes(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
@@ -198,7 +165,7 @@ def _sentence(row: Mapping[str, Any], names: tuple[str, str], baseline: str) -> 
 
 def change_sentences(frame: pd.DataFrame, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """What moved, in words (a frame of :func:`changes`; ``before`` and ``after`` described as
-    :func:`pebench.history.describe` does): how many verdicts moved, then one sentence per encoding whose verdict
+    :func:`pebench.store.history.describe` does): how many verdicts moved, then one sentence per encoding whose verdict
     moved or that is compared on one side only; where none moved, a sentence that says so."""
     names = labels(before, after)
     baseline = encoding_label(encodings.baseline_name() or "") or "the baseline"
@@ -276,7 +243,7 @@ def changes_table(frame: pd.DataFrame, before: Mapping[str, Any], after: Mapping
 
 @dataclass
 class Changes:
-    """The verdicts of two results compared: the sides as :func:`pebench.history.describe` describes them, the
+    """The verdicts of two results compared: the sides as :func:`pebench.store.history.describe` describes them, the
     frame of :func:`changes`, its table (:func:`changes_table`) and its sentences (:func:`change_sentences`)."""
 
     before: dict[str, Any]
@@ -291,7 +258,7 @@ class Changes:
         return any(bool(m) for m in self.frame["moved"])
 
     def blocks(self) -> list[blocks.Block]:
-        """The comparison as blocks (:mod:`pebench.blocks`) a page renders as they are: which results are
+        """The comparison as blocks (:mod:`pebench.render.blocks`) a page renders as they are: which results are
         compared, the sentences (a list where something moved, else one paragraph), the table and its note."""
         sides = [f"{side['suite']} {side['results_version']} (protocol v{side['protocol']}, made at commit "
                  f"{markdown_code(str(side['commit'])[:12] or 'unknown')})" for side in (self.before, self.after)]
@@ -308,8 +275,8 @@ class Changes:
 
 def verdict_changes(before: str | Path, after: str | Path) -> Changes:
     """Compare the verdicts of ``before`` with those of ``after``: each a snapshot folder
-    (:func:`pebench.history.snapshot`, e.g. ``results/history/standard-v2-aaa7cfcc``) or a results folder with a
-    current report (e.g. ``results/standard``), read through :func:`pebench.history.verdicts`.
+    (:func:`pebench.store.history.snapshot`, e.g. ``results/history/standard-v2-aaa7cfcc``) or a results folder with a
+    current report (e.g. ``results/standard``), read through :func:`pebench.store.history.verdicts`.
 
     Raises:
         ResultsError: either side cannot be read (on one line, naming it).

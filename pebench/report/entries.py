@@ -17,12 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from pebench import plots
-from pebench.entry_lead import BOARD_KINDS, figure_places, lead  # noqa: F401  (re-exported)
+from pebench.render.entry_lead import figure_places
+from pebench.report import plots
 from pebench.report.findings import people_words
-from pebench.schema import shown_name
+from pebench.store.schema import shown_name
 
-#: the columns whose values get an entry; a table shows each value as :func:`pebench.schema.shown_name` says (the
+#: the columns whose values get an entry; a table shows each value as :func:`pebench.store.schema.shown_name` says (the
 #: CSVs keep the name)
 COLUMNS = ("encoding", "task")
 #: where a reader finds an encoding or a task in a figure
@@ -30,7 +30,7 @@ LOOK_FOR = {"encoding": "its colour in the legend, its row or its bars", "task":
 
 
 def markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of the first pipe table in ``text`` (as :func:`pebench.tables.to_markdown` writes
+    """The header and rows of the first pipe table in ``text`` (as :func:`pebench.render.tables.to_markdown` writes
     it: cells separated by ``|``, a literal ``|`` escaped as ``\\|``), each cell stripped."""
     lines = [line for line in text.splitlines() if line.startswith("|")]
     table = []
@@ -65,7 +65,7 @@ def _unbolded(text: str) -> str:
 def table_rows(markdown: str, data: pd.DataFrame, column: str) -> tuple[list[str], dict[str, list[list[str]]]]:
     """The header of the Markdown table ``markdown`` and, per value of ``data[column]`` (its CSV), the rows
     that show it, key cells filled in; ``([], {})`` when the table has no column showing ``column`` row by
-    row (as :func:`pebench.schema.shown_name` shows a value)."""
+    row (as :func:`pebench.store.schema.shown_name` shows a value)."""
     header, rows = markdown_rows(markdown)
     if column not in data.columns or not rows or len(rows) != len(data):
         return [], {}
@@ -123,7 +123,7 @@ def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 def part_tasks(figure: str, cells: pd.DataFrame, owner: tuple[str, str | None]) -> list[str] | None:
     """The tasks that ``figure``, a part ``<name>_part<k>`` of the figures of ``owner`` (experiment, architecture
-    or None), shows: the ``k``-th of :func:`pebench.plots.split_tasks` of its cells' tasks; None for a figure
+    or None), shows: the ``k``-th of :func:`pebench.report.plots.split_tasks` of its cells' tasks; None for a figure
     that is not a part."""
     match = re.search(r"_part(\d+)$", figure)
     if match is None:

@@ -2,7 +2,7 @@
 it was made, how to read the leaderboard's intervals, and which results include each encoding and task.
 
 Each function returns text or a JSON-ready section for ``report.json`` (texts are MyST Markdown in which
-:data:`pebench.report_file.FOLDER` stands for the folder's path as the reader sees it).
+:data:`pebench.store.report_file.FOLDER` stands for the folder's path as the reader sees it).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from pebench.experiment import ReportSpec
-from pebench.report_file import FOLDER
-from pebench.schema import encoding_label, people_words
+from pebench.render.tables import markdown_code, markdown_text
+from pebench.report_spec import ReportSpec
 from pebench.store import raw_files, run_file_id
-from pebench.tables import markdown_code, markdown_text
+from pebench.store.report_file import FOLDER
+from pebench.store.schema import encoding_label, people_words
 
 #: an MRR this close to an end of its interval is "at the edge"
 EDGE = 0.01
@@ -178,8 +178,8 @@ def machines_text(manifest: Mapping[str, Any], n_files: int | None = None) -> st
 
 
 def _shown(value: object) -> object:
-    """A manifest's value as a page shows it: a text escaped (:func:`pebench.tables.markdown_text`; a manifest may
-    come from anyone), a number or a flag as it is."""
+    """A manifest's value as a page shows it: a text escaped (:func:`pebench.render.tables.markdown_text`; a manifest
+    may come from anyone), a number or a flag as it is."""
     return markdown_text(value) if isinstance(value, str) else value
 
 

@@ -3,7 +3,7 @@
 Each function returns a JSON-ready section of ``report.json`` that the site renders as it is:
 ``{"missing": text}`` when the folder cannot give it (results made before the protocol recorded a column),
 else ``{"sections": [{"lead", "header", "rows"}, ...]}`` (cells are display text). Texts are MyST Markdown in
-which :data:`~pebench.report_file.FOLDER` stands for the results folder as the reader sees it (its path in the
+which :data:`~pebench.store.report_file.FOLDER` stands for the results folder as the reader sees it (its path in the
 repository), which the report cannot know: a copy of a folder elsewhere gives the same ``report.json``.
 """
 
@@ -17,13 +17,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pebench import heldout, metrics, tasks
+from pebench import metrics, tasks
 from pebench.config import TrainConfig
+from pebench.learn import heldout
 from pebench.protocol import SCALES
-from pebench.report_file import FOLDER
-from pebench.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key, task_label
+from pebench.render.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
 from pebench.store import first_rows
-from pebench.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
+from pebench.store.report_file import FOLDER
+from pebench.store.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key, task_label
 from pebench.tasks.floors import BOUND_METHODS
 
 #: held-out token accuracy from which an unfitted run counts as a near miss in the fit table
@@ -147,7 +148,7 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
 def _resolution_groups(fitted: pd.DataFrame, examples: int) -> list[tuple[str, str, pd.DataFrame]]:
     """The rows of :func:`fit_resolution`'s table of one criterion (``examples`` per check), as (runs, distinct
     inputs per check, their rows of ``fitted``): per task and count, the runs whose check at the longest training
-    length draws from fewer distinct inputs than ``examples`` (:func:`pebench.heldout.check_inputs`: the held-out
+    length draws from fewer distinct inputs than ``examples`` (:func:`pebench.learn.heldout.check_inputs`: the held-out
     part of the space where the run's check is disjoint, else all of it); then the other runs by answer length.
     Empty groups are left out."""
     disjoint = np.zeros(len(fitted), dtype=bool)
@@ -170,7 +171,7 @@ def _resolution_groups(fitted: pd.DataFrame, examples: int) -> list[tuple[str, s
 
 def _floor_cells(row: Any, bound: bool) -> list[str]:
     """The chance and floor cells of a floors-table row (:data:`FLOOR_COLUMNS`), each floor printed as a lower
-    bound (:class:`pebench.tables.Cell`) when ``bound``: its method gives only one."""
+    bound (:class:`pebench.render.tables.Cell`) when ``bound``: its method gives only one."""
     return [Cell(_two_decimals(value), value, bound=bound and metrics.get(column).floor and np.isfinite(value)).shown
             for column, value in ((c, getattr(row, c)) for c in FLOOR_COLUMNS)]
 
@@ -197,7 +198,7 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
     batch and the chance that one check passes a model whose true token accuracy is below the threshold (binomial,
     one-token answers), and how its fitted runs score at the longest training length on the evaluation set (the
     rows of ``condition`` original, variant as trained): a row per task whose check there draws from fewer
-    distinct inputs than its examples (:func:`pebench.heldout.check_inputs`), then a row per answer length (one
+    distinct inputs than its examples (:func:`pebench.learn.heldout.check_inputs`), then a row per answer length (one
     token, longer) of the other tasks. No section where no run has a fit criterion."""
     checked = data[data["fitted"].notna()] if "fitted" in data.columns else data.iloc[:0]
     criteria = _criteria(checked)

@@ -1,7 +1,7 @@
 """What ``report.json`` holds beside the artifacts: every number and sentence a results page shows
 (:mod:`pebench.report.findings`, :mod:`pebench.report.fit`, :mod:`pebench.report.reruns`), the report
-declarations the folder was reported with (:mod:`pebench.declarations`) and the digest of the run files
-(:mod:`pebench.report_file`)."""
+declarations the folder was reported with (:mod:`pebench.analysis.declarations`) and the digest of the run files
+(:mod:`pebench.store.report_file`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 
-from pebench.experiment import ReportSpec
 from pebench.report import findings as findings_module
 from pebench.report import fit, reruns
 from pebench.report.entries import entries
-from pebench.report_file import DIGEST_KEY, count_runs, raw_digest
+from pebench.report_spec import ReportSpec
 from pebench.store import read_manifest
+from pebench.store.report_file import DIGEST_KEY, count_runs, raw_digest
 
 
 def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Sequence[str],

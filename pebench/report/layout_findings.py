@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pebench import encodings, plots, results, schema
-from pebench.experiment import ReportSpec
-from pebench.schema import BASE_VARIANT, encoding_label, encoding_labels, people_words, task_label, task_labels
-from pebench.tables import format_mean_ci, format_number
+from pebench import encodings
+from pebench.analysis import results
+from pebench.render.tables import format_mean_ci, format_number
+from pebench.report import plots
+from pebench.report_spec import ReportSpec
+from pebench.store import schema
+from pebench.store.schema import BASE_VARIANT, encoding_label, encoding_labels, people_words, task_label, task_labels
 
 #: how far above the position-free floor an encoding's in-distribution token accuracy on order-dependent tasks
 #: must be for its order reliance to count as order use (:func:`findings_order`)
@@ -31,7 +34,7 @@ def _with_interval(runs: pd.DataFrame, encoding: str, metric: str) -> str:
 
 def named(experiment: str, spec: ReportSpec, arch: str | None = None) -> str:
     """An experiment as its findings name it: its declared title (``Replication: Kazemnejad et al. 2023``), else
-    its name in people's words (:func:`pebench.schema.people_words`), with the architecture when given."""
+    its name in people's words (:func:`pebench.store.schema.people_words`), with the architecture when given."""
     name = spec.title or people_words(experiment)
     return f"{name}, {arch}" if arch else name
 

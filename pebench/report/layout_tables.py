@@ -11,13 +11,15 @@ import numpy as np
 import pandas as pd
 
 from pebench import metrics as metric_registry
-from pebench import plots, results, schema
+from pebench.analysis import results
 from pebench.config import ARCHS
-from pebench.experiment import ReportSpec
+from pebench.render.tables import RESULTS_STYLE, Cell, Table, format_mean_ci
+from pebench.render.tables import Column as TableColumn  # this module's Column is a metric column
+from pebench.report import plots
 from pebench.report.findings import people_words
-from pebench.schema import CELL_COLUMNS, GROUP_COLUMNS
-from pebench.tables import RESULTS_STYLE, Cell, Table, format_mean_ci
-from pebench.tables import Column as TableColumn  # this module's Column is a metric column
+from pebench.report_spec import ReportSpec
+from pebench.store import schema
+from pebench.store.schema import CELL_COLUMNS, GROUP_COLUMNS
 from pebench.tasks.floors import BOUND_METHODS
 
 MARK_LEGEND = (
@@ -120,7 +122,7 @@ def metric_table(
     """A table with one row per cell: ``keys`` ((header, column) pairs) then ``metrics`` then the run count.
 
     Marks compare the contenders (encodings, variants) of each task
-    (:data:`pebench.schema.GROUP_COLUMNS`) with :func:`pebench.results.compare_to_best`.
+    (:data:`pebench.store.schema.GROUP_COLUMNS`) with :func:`pebench.analysis.results.compare_to_best`.
     """
     cells = cells.sort_values(list(CELL_COLUMNS), key=schema.sort_key).reset_index(drop=True)
     data = cells[list(CELL_COLUMNS) + ["order_dependent", "n_runs", "n_seeds", "n_diverged", "n_failed",

@@ -1,5 +1,5 @@
 """Report layouts: how an experiment is shown (its tables, figures and findings), registered by name in
-:data:`LAYOUTS`; an experiment names its layout in its :class:`~pebench.experiment.ReportSpec`."""
+:data:`LAYOUTS`; an experiment names its layout in its :class:`~pebench.report_spec.ReportSpec`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pebench import declarations, plots
 from pebench import metrics as metric_registry
-from pebench.experiment import ReportSpec
+from pebench.analysis import declarations
 from pebench.registry import Registry
+from pebench.render.tables import Table
+from pebench.report import plots
 from pebench.report.findings import people_words
 from pebench.report.layout_findings import (
     findings_length,
@@ -21,11 +22,11 @@ from pebench.report.layout_findings import (
     titled,
 )
 from pebench.report.layout_tables import extrapolation_tables, order_tables, perplexity_tables, variant_tables
-from pebench.schema import task_labels
-from pebench.tables import Table
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import task_labels
 
 #: what each key of an accuracy-vs-length figure shows, in the order its caption explains them
-#: (:func:`pebench.plots.reference_keys` says which keys a figure draws)
+#: (:func:`pebench.report.plots.reference_keys` says which keys a figure draws)
 KEY_WORDS = {
     "chance": "dashed black: chance",
     "floor": "dash-dotted grey: floor (no position), the best accuracy without position information, so only a "
@@ -55,7 +56,7 @@ FigureSpec = tuple[str, str, str, Callable[[], object]]
 class Layout:
     """How the report shows an experiment: its tables, figures and findings (the metrics ``pebench compare``
     checks are the layout's entry in :data:`pebench.metrics.LAYOUT_KEY_METRICS`). An experiment names its
-    layout in its :class:`~pebench.experiment.ReportSpec`; a plugin can register a new one in :data:`LAYOUTS`
+    layout in its :class:`~pebench.report_spec.ReportSpec`; a plugin can register a new one in :data:`LAYOUTS`
     (and its key metrics in :data:`pebench.metrics.LAYOUT_KEY_METRICS`).
 
     Attributes:
@@ -74,7 +75,7 @@ LAYOUTS: Registry[Layout] = Registry("report layout", base=Layout)
 
 def layout_of(experiment: str, spec: ReportSpec) -> tuple[Layout, ReportSpec]:
     """The layout ``experiment``'s report declaration ``spec`` names (the declaration a results folder records,
-    :mod:`pebench.declarations`; the analysis never loads an experiment script to learn it), with ``spec``."""
+    :mod:`pebench.analysis.declarations`; the analysis never loads an experiment script to learn it), with ``spec``."""
     return LAYOUTS.get(spec.layout), spec
 
 
@@ -86,7 +87,7 @@ def key_metrics(experiment: str, spec: ReportSpec) -> tuple[str, ...]:
 
 def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:
     """Token and sequence accuracy vs length per architecture (a battery of tasks in parts of at most
-    :data:`pebench.plots.MAX_PANELS` panels, :func:`pebench.plots.task_parts`), and the OOD heatmap."""
+    :data:`pebench.report.plots.MAX_PANELS` panels, :func:`pebench.report.plots.task_parts`), and the OOD heatmap."""
     figures = []
     for arch in sorted(data["arch"].unique()):
         parts = plots.task_parts(data, experiment, arch=arch)

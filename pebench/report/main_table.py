@@ -1,9 +1,10 @@
 """The main table of a suite, the one to cite: protocol v3's scores and tiers of its lead experiment on one
 paper-sized table (``tables/main.tex`` and ``.md``), its per-task tables staying as appendix tables.
 
-Per architecture and encoding it shows the extrapolation board (:func:`pebench.leaderboard.extrapolation_board`:
+Per architecture and encoding it shows the extrapolation board
+(:func:`pebench.analysis.leaderboard.extrapolation_board`:
 tier, floor-normalised OOD score with its 95% interval, share of order-dependent runs fitted) beside the harm
-on the order-free controls (:func:`pebench.leaderboard.harm`: the difference from the baseline with its
+on the order-free controls (:func:`pebench.analysis.leaderboard.harm`: the difference from the baseline with its
 interval, and whether it harms). The LaTeX is a ``table*`` that fits ``\\textwidth`` of a two-column paper
 (tests/test_latex.py compiles it in one); abbreviations are explained in its caption, which names the results
 version.
@@ -16,11 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from pebench import encodings, leaderboard
+from pebench import encodings
 from pebench import metrics as metric_registry
-from pebench.experiment import ReportSpec
-from pebench.schema import encoding_label
-from pebench.tables import Cell, Column, Style, Table, interval_text
+from pebench.analysis import leaderboard
+from pebench.render.tables import Cell, Column, Style, Table, interval_text
+from pebench.report_spec import ReportSpec
+from pebench.store.schema import encoding_label
 
 #: the file stem of a suite's main table (``tables/main.tex``)
 MAIN_TABLE = "main"
@@ -44,7 +46,7 @@ def main_table(runs: pd.DataFrame, experiment: str, title: str, version: str) ->
     board (no fit criterion or no order-dependent task).
 
     Args:
-        runs: the per-run frame of :func:`pebench.results.run_metrics` for the experiment.
+        runs: the per-run frame of :func:`pebench.analysis.results.run_metrics` for the experiment.
         experiment: its name (in the caption and the data).
         title: the table's title (``Length extrapolation: main results``, see
             :func:`~pebench.report.layout_findings.titled`).

@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pebench import encodings, plots, schema
-from pebench.schema import BASE_VARIANT, encoding_label
-from pebench.tables import RESULTS_STYLE, Cell, Table
-from pebench.tables import Column as TableColumn
+from pebench import encodings
+from pebench.render.tables import RESULTS_STYLE, Cell, Table
+from pebench.render.tables import Column as TableColumn
+from pebench.report import plots
+from pebench.store import schema
+from pebench.store.schema import BASE_VARIANT, encoding_label
 
 
 def parameter_table(runs: pd.DataFrame, protocol: str) -> Table:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 import pebench
-from pebench import schema, store
-from pebench.tables import markdown_text
+from pebench import store
+from pebench.render.tables import markdown_text
+from pebench.store import schema
 
 
 def joined_values(series: pd.Series) -> str:
@@ -62,7 +63,7 @@ def manifest_line(results_dir: Path) -> str:
 
 def _software(latest: dict | None) -> str:
     """One line of software, machine and date from a manifest's ``latest`` invocation, as MyST (each value escaped:
-    :func:`pebench.tables.markdown_text`; a manifest may come from anyone)."""
+    :func:`pebench.render.tables.markdown_text`; a manifest may come from anyone)."""
     latest = latest or {}
 
     def field(key: str) -> str:

@@ -1,8 +1,9 @@
 """The replication sections of a report: for every replication declared in a results folder's suite
-(:data:`pebench.replication.REPLICATIONS`), the setups side by side, the published aggregate, the pre-registered
-agreement scores, the per-task tables, what the runs cost, and the checks declared for it with their readings.
+(:data:`pebench.analysis.replication.REPLICATIONS`), the setups side by side, the published aggregate, the
+pre-registered agreement scores, the per-task tables, what the runs cost, and the checks declared for it with their
+readings.
 
-A section is a list of blocks (:mod:`pebench.blocks`); ``report.json`` holds them under ``replications``
+A section is a list of blocks (:mod:`pebench.render.blocks`); ``report.json`` holds them under ``replications``
 and the site renders them as they are.
 """
 
@@ -14,8 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pebench import encodings, metrics
-from pebench.blocks import Block, bullet_list, code, heading, table, text
-from pebench.replication import (
+from pebench.analysis.replication import (
     AGREES,
     CONTRADICTS,
     NOT_TESTABLE,
@@ -30,9 +30,10 @@ from pebench.replication import (
     remake_comparison,
     task_table,
 )
+from pebench.render.blocks import Block, bullet_list, code, heading, table, text
 from pebench.report.findings import training_time
-from pebench.schema import BASE_VARIANT, encoding_label, task_label, task_labels
 from pebench.store import load, raw_files, read_manifest, run_file_id
+from pebench.store.schema import BASE_VARIANT, encoding_label, task_label, task_labels
 from pebench.tasks.charlm import EVAL_SPAN
 
 #: how a scale check's declared verdict on a size (:meth:`ScaleCheck.size_verdicts`) reads against the standard size
@@ -287,7 +288,7 @@ def _agreement(agreement: RankingAgreement | None, claims: pd.DataFrame, sentenc
 
 
 def growth_blocks(folder: Path, name: str, published: pd.Series, data: pd.DataFrame | None = None) -> list[Block]:
-    """A language-model replication's every encoding (:func:`pebench.replication.growth_table`): perplexity at
+    """A language-model replication's every encoding (:func:`pebench.analysis.replication.growth_table`): perplexity at
     the training context and its growth at the longest context, mean ± 95% t-interval over seeds, beside the
     paper's growth where it has one (``data``: the folder's length-level rows when already loaded)."""
     rows = load(folder) if data is None else data

@@ -3,7 +3,8 @@
 A rerun is a folder ``<results>/local/<suite>`` (``tox -e bench``) or ``<results>/reruns/<name>`` (a committed
 rerun on other hardware) whose manifest names its suite; its reference is ``<results>/<suite>``
 (:func:`reference_of`). Its report records :func:`rerun_section` in ``report.json``: texts are MyST Markdown in
-which :data:`~pebench.report_file.FOLDER` and :data:`~pebench.report_file.REFERENCE` stand for the two folders' paths.
+which :data:`~pebench.store.report_file.FOLDER` and :data:`~pebench.store.report_file.REFERENCE` stand for the two
+folders' paths.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from pebench import compare as compare_module
-from pebench.experiment import ReportSpec
+from pebench.analysis import compare as compare_module
+from pebench.render.tables import markdown_text
 from pebench.report.findings import timed_invocations
-from pebench.report_file import FOLDER, REFERENCE, RERUN_PARENTS, raw_digest, rerun_reference
+from pebench.report_spec import ReportSpec
 from pebench.store import read_manifest
-from pebench.tables import markdown_text
+from pebench.store.report_file import FOLDER, REFERENCE, RERUN_PARENTS, raw_digest, rerun_reference
 
 
 def reference_of(folder: Path) -> Path | None:
     """The reference of a rerun folder (``<results>/local/<suite>`` or ``<results>/reruns/<name>``,
-    :data:`~pebench.report_file.RERUN_PARENTS`) when that folder exists (:func:`pebench.report_file.rerun_reference`,
+    :data:`~pebench.store.report_file.RERUN_PARENTS`) when that folder exists
+    (:func:`pebench.store.report_file.rerun_reference`,
     the one reader of a rerun's reference); ``None`` for another folder, a rerun without one or one behind a link."""
     folder = Path(folder).resolve()
     if folder.parent.name not in RERUN_PARENTS:
@@ -65,7 +67,7 @@ def comparison_section(comparison: compare_module.Comparison) -> dict[str, Any]:
         "method": "Seeds are compared paired (the same seed has the same data and initialisation on both sides): "
                   "a metric reproduces when the mean of the per-seed differences is within its margin, no single "
                   "seed differs by more than the per-seed margin, and every reference seed was rerun "
-                  "({mod}`pebench.compare`).",
+                  "({mod}`pebench.analysis.compare`).",
         "notes": list(comparison.notes),
         "header": ["cell", "metric", "rerun", "reference", "mean paired diff", "largest seed diff",
                    "seeds on one side", "reproduces"],
@@ -123,8 +125,8 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
                   ) -> list[str]:
     """What a rerun says about reproducing its reference, one sentence per point: where and how long it ran and
     what differs from the reference (the two manifests, :func:`manifest_differences`), how many cells reproduce
-    (``comparison``), and the agreement beyond the cells (:func:`pebench.compare.rerun_agreement`: fit decisions,
-    leaderboards; the rerun's report is in ``report``, default ``rerun``)."""
+    (``comparison``), and the agreement beyond the cells (:func:`pebench.analysis.compare.rerun_agreement`: fit
+    decisions, leaderboards; the rerun's report is in ``report``, default ``rerun``)."""
     manifest = read_manifest(rerun) or {}
     differences = manifest_differences(manifest, read_manifest(reference))
     invocations = manifest.get("invocations") or []
@@ -148,7 +150,7 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
 
 def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[str, ReportSpec]) -> dict[str, Any]:
     """The ``rerun`` section of a rerun's ``report.json`` (its report written into ``report``, its experiments
-    ``declared`` so): the digest of its reference's run files (:func:`pebench.report_file.raw_digest`; a
+    ``declared`` so): the digest of its reference's run files (:func:`pebench.store.report_file.raw_digest`; a
     page refuses a section older than its reference), :func:`rerun_summary` and :func:`comparison_section`."""
     try:
         comparison = compare_module.compare(rerun, reference, declared=declared)

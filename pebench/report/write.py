@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench import declarations, results, schema, store
 from pebench import metrics as metric_registry
-from pebench.experiment import ReportSpec
+from pebench import store
+from pebench.analysis import declarations, results
+from pebench.render.tables import Table
 from pebench.report.artifacts import (
     OUTPUTS_KEY,
     Artifact,
@@ -39,8 +40,9 @@ from pebench.report.protocol_text import (
     row_commits,
 )
 from pebench.report.replications import sections as replication_sections
-from pebench.report_file import task_ranks_name
-from pebench.tables import Table
+from pebench.report_spec import ReportSpec
+from pebench.store import schema
+from pebench.store.report_file import task_ranks_name
 
 
 @dataclass
@@ -53,7 +55,7 @@ class Report:
     protocol: str
     summaries: dict[str, Path] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # what could not be made, and why
-    results_version: str = ""  # pebench.results.results_version of the runs reported
+    results_version: str = ""  # pebench.analysis.results.results_version of the runs reported
     citation: str = ""  # BibTeX of these results (citation_bibtex)
     replications: list[dict] = field(default_factory=list)  # sections of pebench.report.replications
     sections: dict = field(default_factory=dict)  # what the site shows beside the artifacts (report.index)
@@ -67,7 +69,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
 
     Each experiment reports as ``declared`` (``pebench report`` passes the declarations of the experiments
-    registered in this installation), else as the folder records it (:mod:`pebench.declarations`).
+    registered in this installation), else as the folder records it (:mod:`pebench.analysis.declarations`).
     ``suite_run_ids``: the run ids of the folder's suite as this installation defines it, to say in
     ``report.json`` whether the folder holds them all (none: not said).
 

@@ -106,7 +106,7 @@ class Task:
         return Batch(inputs=inputs, targets=self.solve(inputs))
 
     def eval_batches(self, length: int, n_examples: int, batch_size: int, generator: torch.Generator) -> list[Batch]:
-        """The examples :func:`pebench.evaluate.evaluate` scores at ``length``, in batches.
+        """The examples :func:`pebench.learn.evaluate.evaluate` scores at ``length``, in batches.
 
         The default is ``n_examples`` fresh ``split="eval"`` examples drawn with
         ``generator``, in batches of at most ``batch_size``. A task with a fixed

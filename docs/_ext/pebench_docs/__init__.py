@@ -3,8 +3,8 @@
 When the builder starts, :func:`generate` writes everything under ``docs/_generated/`` (a page per encoding, task,
 ``pebench`` module and results folder, the teaching figures, the ``includes/`` of the hand-written pages) and
 returns the MyST substitutions. The page modules render the registries, the ``report.json`` that ``pebench report``
-wrote (a build stops with one line when it is stale) and the library's words (:mod:`pebench.results_text`,
-:mod:`pebench.protocol_tables`); they compute no results (``tests/test_docs_extension.py``).
+wrote (a build stops with one line when it is stale) and the library's words (:mod:`pebench.render.results_text`,
+:mod:`pebench.render.protocol_tables`); they compute no results (``tests/test_docs_extension.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from typing import Any
 from buildtree import hold_build_lock, regenerated
 
 import pebench
-from pebench import encodings, performance_text, protocol_tables, store, tasks
-from pebench.page_check import check_substitutions
-from pebench.pilot_readings import PILOT_READINGS
-from pebench.registry_tables import metrics_table
-from pebench.results_text import PERFORMANCE_FALLBACK
-from pebench.tables import is_number_text
+from pebench import encodings, store, tasks
+from pebench.render import page_check, performance_text, pilot_readings, protocol_tables, registry_tables, results_text
+from pebench.render.tables import is_number_text
 
 from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
 from .common import DOCS, REFERENCE_SUITE, ROOT, one_build, render_blocks, write
@@ -74,18 +71,18 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         for module in registry_pages.api_modules():
             write(out / "api" / f"{module}.md", registry_pages.api_page(module))
         if performance_docs(srcdir) != ["performance"]:
-            write(out / "performance.md", PERFORMANCE_FALLBACK)
+            write(out / "performance.md", results_text.PERFORMANCE_FALLBACK)
         else:  # the performance engineer's page is complete
             (out / "performance.md").unlink(missing_ok=True)
         reference, pilots = results / REFERENCE_SUITE, store.refuse_link(results / "pilots")
         performance = store.refuse_link(results / "performance")  # a results folder's: never through a link
         includes = {
             "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
-            "metrics_table": metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
+            "metrics_table": registry_tables.metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
             "experiments": "\n".join(render_blocks(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
             "v3_fit": "\n".join(render_blocks(protocol_tables.fit_criterion())),
             **{include: protocol_pages.pilot_reading(pilots / name, what, script)
-               for include, (name, what, script) in PILOT_READINGS.items()},
+               for include, (name, what, script) in pilot_readings.PILOT_READINGS.items()},
             "depth_pilot": protocol_pages.depth_pilot_include(pilots),
             **{f"battery_{name}": table for name, table in protocol_pages.battery_tables().items()},
             "replications": protocol_pages.replications_include(results),
@@ -106,7 +103,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         substitutions.update(performance_text.performance_values(performance))
         substitutions.update(protocol_tables.protocol_values())
         substitutions["standard_regeneration"] = protocol_tables.regeneration_text(results)
-        return check_substitutions(substitutions, srcdir)
+        return page_check.check_substitutions(substitutions, srcdir)
 
 
 def _on_config_inited(app, config) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 import matplotlib
 
-from pebench.blocks import markdown_lines
-from pebench.page_check import check_page
-from pebench.report_file import PAGE_FIELDS, StaleReport, current_report, display_path, filled
-from pebench.tables import text_table, to_markdown
+from pebench.render.blocks import markdown_lines
+from pebench.render.page_check import check_page
+from pebench.render.tables import text_table, to_markdown
+from pebench.store.report_file import PAGE_FIELDS, StaleReport, current_report, display_path, filled
 
 DOCS = Path(__file__).resolve().parents[2]
 ROOT = DOCS.parent
@@ -40,17 +40,17 @@ def source_path(path: Path, srcdir: Path = DOCS) -> str:
 
 
 def shown(path: Path) -> str:
-    """``path`` as a reader would type it (:func:`pebench.report_file.display_path` from the repository)."""
+    """``path`` as a reader would type it (:func:`pebench.store.report_file.display_path` from the repository)."""
     return display_path(path, ROOT)
 
 
 def fill(text: str, folder: Path, reference: Path | None = None) -> str:
-    """A text of a ``report.json``, its folders' paths as the reader sees them (:func:`pebench.report_file.filled`)."""
+    """A ``report.json``'s text, its folders' paths as a reader sees them (:func:`pebench.store.report_file.filled`)."""
     return filled(text, folder, ROOT, reference)
 
 
 def markdown_table(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
-    """A MyST (GitHub-style) table of ``str(value)`` cells (:func:`pebench.tables.text_table`), escaped for ``|``."""
+    """A MyST table of ``str(value)`` cells (:func:`pebench.render.tables.text_table`), escaped for ``|``."""
     return to_markdown(text_table(header, rows))
 
 
@@ -67,8 +67,8 @@ def save_figure(fig, stem: Path) -> None:
 
 
 def report_index(folder: Path) -> dict[str, Any]:
-    """The ``report.json`` of ``folder``, checked to be current (:func:`pebench.report_file.current_report`; else the
-    build stops with one line); read once per build (:func:`one_build`), which holds the tree's lock."""
+    """The ``report.json`` of ``folder``, checked to be current (:func:`pebench.store.report_file.current_report`; else
+    the build stops with one line); read once per build (:func:`one_build`), which holds the tree's lock."""
     if _BUILD is not None and str(folder) in _BUILD:
         return _BUILD[str(folder)]
     try:
@@ -109,5 +109,5 @@ def tables_text(part: Mapping[str, Any], folder: Path) -> str:
 
 
 def render_blocks(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of blocks (:func:`pebench.blocks.markdown_lines`)."""
+    """Markdown lines of blocks (:func:`pebench.render.blocks.markdown_lines`)."""
     return markdown_lines(blocks)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from pebench import results_text
-from pebench.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
-from pebench.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
-from pebench.schema import people_words
+from pebench.render import results_text
+from pebench.render.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
+from pebench.store.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
+from pebench.store.schema import people_words
 
 from . import common
 from .common import REFERENCE_SUITE, ROOT, fill, report_index, shown
@@ -58,7 +58,7 @@ def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -
 
 def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
     """The leaderboard page's body: per suite folder, each table of
-    :data:`pebench.protocol_tables.LEADERBOARD_TABLES` its report wrote, and the fit table."""
+    :data:`pebench.render.protocol_tables.LEADERBOARD_TABLES` its report wrote, and the fit table."""
     folders = suite_folders(results)
     if not folders:
         return results_text.not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")

@@ -1,16 +1,16 @@
 """The protocol, pilots and replications pages' pieces, rendered: the protocol as the code declares it
-(:mod:`pebench.protocol_tables`), the pilots' readings (:mod:`pebench.pilot_readings`) and the replications of the
-replication suite's ``report.json``."""
+(:mod:`pebench.render.protocol_tables`), the pilots' readings (:mod:`pebench.render.pilot_readings`) and the
+replications of the replication suite's ``report.json``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pebench import store
-from pebench.pilot_readings import depth_pilot_blocks
-from pebench.protocol_tables import battery_tables as battery
-from pebench.report_file import StaleReport
-from pebench.results_text import changes_list, not_in_results
+from pebench.render.pilot_readings import depth_pilot_blocks
+from pebench.render.protocol_tables import battery_tables as battery
+from pebench.render.results_text import changes_list, not_in_results
+from pebench.store.report_file import StaleReport
 
 from .common import REFERENCE_SUITE, ROOT, markdown_table, render_blocks, report_index, shown
 
@@ -23,7 +23,7 @@ def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, str]:
 
 
 def pilot_reading(path: Path, what: str, script: str) -> str:
-    """A pilot's reading as its script's ``read`` command wrote it (blocks, :mod:`pebench.blocks`),
+    """A pilot's reading as its script's ``read`` command wrote it (blocks, :mod:`pebench.render.blocks`),
     rendered; or the line that says how to write it."""
     if not path.exists():
         return not_in_results(what, f"`{shown(path)}` is missing; run `python {script} read`")
@@ -31,7 +31,7 @@ def pilot_reading(path: Path, what: str, script: str) -> str:
 
 
 def depth_pilot_include(pilots: Path) -> str:
-    """The depth pilot's fit table and the outcome of its rule (:func:`pebench.pilot_readings.depth_pilot_blocks`),
+    """The depth pilot's fit table and its rule's outcome (:func:`pebench.render.pilot_readings.depth_pilot_blocks`),
     rendered."""
     blocks = depth_pilot_blocks(pilots, shown(pilots))
     if blocks is None:
@@ -41,7 +41,7 @@ def depth_pilot_include(pilots: Path) -> str:
 
 
 def changes_include(results: Path = ROOT / "results") -> str:
-    """The protocol page's "What changed from v2" (:func:`pebench.results_text.changes_list`), rendered."""
+    """The protocol page's "What changed from v2" (:func:`pebench.render.results_text.changes_list`), rendered."""
     try:
         return "\n".join(render_blocks(changes_list(results, REFERENCE_SUITE)))
     except StaleReport as exc:

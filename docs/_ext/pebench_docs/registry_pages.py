@@ -9,10 +9,11 @@ import pkgutil
 from pathlib import Path
 
 import pebench
-from pebench import encodings, explain, registry_tables, results_text, tasks
-from pebench.registry_tables import bib_entries, cited_papers, suite_bibtex
-from pebench.report_file import suite_folders
-from pebench.schema import page_title, people_words, shown_name
+from pebench import encodings, explain, tasks
+from pebench.render import registry_tables, results_text
+from pebench.render.registry_tables import bib_entries, cited_papers, suite_bibtex
+from pebench.store.report_file import suite_folders
+from pebench.store.schema import page_title, people_words, shown_name
 
 from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
@@ -20,7 +21,7 @@ from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, s
 def results_sections(column: str, name: str, results: Path = ROOT / "results", every: bool = True) -> list[str]:
     """Where ``name`` (an encoding or a task) appears in the committed results, per suite from its report's
     ``entries``: the experiments, its table rows and the figures that draw it; ``every=False``: only what the
-    reference suite leads with (:func:`pebench.entry_lead.lead`)."""
+    reference suite leads with (:func:`pebench.render.entry_lead.lead`)."""
     found = []
     for folder in sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
         view = results_text.entry_view(report_index(folder), column, name, lead_only=not every)
@@ -88,12 +89,12 @@ def encoding_page(name: str, out: Path, srcdir: Path = DOCS, results: Path = ROO
 
 
 def encodings_table() -> str:
-    """Every registered encoding, linked to its page (:func:`pebench.registry_tables.encodings_table`)."""
+    """Every registered encoding, linked to its page (:func:`pebench.render.registry_tables.encodings_table`)."""
     return registry_tables.encodings_table(lambda t, n: f"{{doc}}`{t} </_generated/encodings/{n}>`").to_markdown()
 
 
 def task_page(name: str, results: Path = ROOT / "results") -> str:
-    """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.registry_tables`), and what
+    """The page of task ``name``: its facts, examples and renderings (:mod:`pebench.render.registry_tables`), and what
     ``results`` show of it."""
     task = tasks.get(name)
     examples, rendered = registry_tables.task_examples(name)
@@ -109,7 +110,7 @@ def task_page(name: str, results: Path = ROOT / "results") -> str:
 
 
 def tasks_table() -> str:
-    """Every registered task (:func:`pebench.registry_tables.tasks_table`), each linked to its page."""
+    """Every registered task (:func:`pebench.render.registry_tables.tasks_table`), each linked to its page."""
     return registry_tables.tasks_table(lambda text, name: f"{{doc}}`{text} </_generated/tasks/{name}>`").to_markdown()
 
 
@@ -140,7 +141,7 @@ def generate_figures(out: Path) -> dict[str, str]:
 
 
 def cite_include() -> str:
-    """The BibTeX of pebench and of the papers the registries cite (:func:`pebench.registry_tables.cited_papers`)."""
+    """The BibTeX of pebench and of the registries' papers (:func:`pebench.render.registry_tables.cited_papers`)."""
     entries = bib_entries()
     lines = []
     for heading, text in [("pebench", suite_bibtex()), *((h, entries[key]) for h, key in cited_papers(entries))]:

@@ -7,8 +7,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pebench import report_file, results_text
-from pebench.report_file import CopiedReport, ReportArtifact, lead_artifacts, rerun_folders, suite_folders
+from pebench.render import results_text
+from pebench.store import report_file
+from pebench.store.report_file import CopiedReport, ReportArtifact, lead_artifacts, rerun_folders, suite_folders
 
 from . import common
 from .common import DOCS, RERUNS, ROOT, fill, report_index, source_path
@@ -20,8 +21,8 @@ def manifest_section(folder: Path) -> str:
 
 
 def shown_report(folder: Path, out: Path, srcdir: Path = DOCS) -> CopiedReport:
-    """The report of ``folder`` copied into ``out`` (:func:`pebench.report_file.copy_report`), once per process and
-    tree while the report and the copies stay (the reference is beside every rerun)."""
+    """The report of ``folder`` copied into ``out`` (:func:`pebench.store.report_file.copy_report`), once per process
+    and tree while the report and the copies stay (the reference is beside every rerun)."""
     index = report_index(folder)
     key = (folder.resolve(), srcdir.resolve(), json.dumps(index, sort_keys=True))  # the report holds its digest
     earlier = _SHOWN.get(key)
@@ -151,7 +152,7 @@ def compare_section(local: Path, reference: Path) -> tuple[list[str], list[str]]
 
 def reruns_text(results: Path) -> str:
     """The ``reruns`` substitution, a list: per committed rerun, a link to its page and its report's summary; then the
-    reruns kept with replaced references (:func:`pebench.results_text.archived_rerun_summaries`)."""
+    reruns kept with replaced references (:func:`pebench.render.results_text.archived_rerun_summaries`)."""
     current = [f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: " + " ".join(
         results_text.rerun_summary(rerun, report_file.rerun_reference(rerun), ROOT, report_index(rerun)))
         for rerun in rerun_folders(results)] or [results_text.no_reruns_text(results, ROOT)]
@@ -161,8 +162,8 @@ def reruns_text(results: Path) -> str:
 
 def rerun_page(rerun: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> dict[str, str]:
     """A local (``results/local/<suite>``) or committed (``results/reruns/<name>``) rerun beside its reference: its
-    lead (:func:`pebench.results_text.rerun_lead`), verdict, main table and lead figure below the reference's, and
-    its detail pages (page name -> text; named as ``out``, the folder of its copies)."""
+    lead (:func:`pebench.render.results_text.rerun_lead`), verdict, main table and lead figure below the reference's,
+    and its detail pages (page name -> text; named as ``out``, the folder of its copies)."""
     committed = rerun.parent.name == RERUNS
     label = "Rerun" if committed else "Local rerun"
     verdict, cells = compare_section(rerun, reference) if reference.is_dir() else ([], [])

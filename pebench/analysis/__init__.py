@@ -1,0 +1,1 @@
+"""Aggregation and statistics of run rows: boards and tiers, replications, comparisons."""

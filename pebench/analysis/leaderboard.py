@@ -1,0 +1,768 @@
+"""Rank encodings across tasks, with bootstrap intervals, and test declared pairwise comparisons.
+
+Pure functions on the per-run frame of :func:`pebench.analysis.results.run_metrics`
+(one row per run; columns ``arch``, ``task``, ``encoding``, ``seed``, the
+metrics, and ``fitted`` when known):
+
+* :func:`run_scores` — the score a run is ranked by: its metric if it fitted
+  the task, else the worst score (an encoding that did not fit a task fails
+  it; its out-of-distribution numbers are never read as extrapolation);
+* :func:`task_ranks` — per arch and task, every encoding's mean score over
+  seeds and its rank (1 = best, ties share the average rank);
+* :func:`leaderboard` — per arch and encoding, the mean reciprocal rank over
+  tasks (MRR, the aggregate of Kazemnejad et al. 2023) and the mean rank,
+  each with a 95% percentile bootstrap interval over seeds;
+* :func:`pairwise` — comparisons declared in advance, paired by task and
+  seed, with a sign-flip permutation test Holm-corrected over the family;
+* :func:`capacity_goal`, :func:`capacity_shortfall` — whether the capable
+  encodings fit the battery (protocol v3's goal for its scale), and what their
+  unfitted runs reached in distribution, from their fit curves;
+* each board as a :class:`pebench.render.tables.Table`: :mod:`pebench.render.board_tables`.
+
+A "task" here is one group of :data:`pebench.store.schema.GROUP_COLUMNS` (an
+experiment's task at one training length, per arch); only the trained models
+(:data:`pebench.store.schema.BASE_VARIANT`) are ranked, and a task with fewer
+than two encodings is left out (nothing to rank). Failed runs have no numbers:
+they are counted (``runs_failed``), never scored. Metric directions come from
+:mod:`pebench.metrics`; a metric without a direction cannot be ranked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pebench import encodings
+from pebench import metrics as metric_registry
+from pebench.analysis.results import holm
+from pebench.protocol import CAPABLE_ENCODINGS, CAPABLE_FIT_GOAL
+from pebench.store.schema import (
+    BASE_VARIANT,
+    GROUP_COLUMNS,
+    completed,
+    encoding_label,
+    encoding_rank,
+    fitted,
+    task_label,
+)
+
+#: significance level of the pairwise verdicts (after Holm correction)
+ALPHA = 0.05
+#: the pairwise test enumerates all 2^n sign flips up to this many pairs, else samples :data:`N_PERMUTATIONS`
+EXACT_MAX_PAIRS = 16
+N_PERMUTATIONS = 20_000
+#: bootstrap replicates drawn at once (bounds memory)
+_CHUNK = 250
+
+
+def higher_is_better(metric: str) -> bool:
+    """The direction of ``metric`` from :mod:`pebench.metrics` (raises for a metric without one)."""
+    higher = metric_registry.get(metric).higher_is_better
+    if higher is None:
+        raise ValueError(f"metric {metric!r} has no direction (higher_is_better=None) and cannot be ranked")
+    return higher
+
+
+def run_scores(runs: pd.DataFrame, metric: str) -> pd.Series:
+    """The score each run is ranked by: ``metric`` if the run fitted, else the worst possible score.
+
+    The worst score is 0.0 for a higher-is-better metric (accuracies, ratios
+    and lengths are >= 0) and +inf for a lower-is-better one: an encoding that
+    did not fit a task fails it, whatever its out-of-distribution numbers say.
+    A run without a ``fitted`` value (NaN: no fit criterion, e.g. the
+    language model; or no such column) counts as fitted. Failed runs (and
+    runs whose metric is undefined) score NaN and are left out of the means.
+    """
+    values = runs[metric].astype(float)
+    worst = 0.0 if higher_is_better(metric) else np.inf
+    scores = values.where(fitted(runs) | values.isna(), worst)
+    return scores.where(completed(runs)).rename("score")
+
+
+def trained_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the trained models (the base variant), without their evaluation variants."""
+    return runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT] if "variant" in runs else runs
+
+
+def _scored(runs: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
+    """Scored base-variant runs (``score``, ``fitted``) of tasks with >= 2 encodings, and the task columns."""
+    runs = trained_runs(runs)
+    task = [c for c in GROUP_COLUMNS if c in runs]
+    frame = runs.assign(score=run_scores(runs, metric), fitted=fitted(runs))
+    frame = frame[frame["score"].notna()]
+    n_encodings = frame.groupby(task, sort=False, dropna=False)["encoding"].transform("nunique")
+    frame = frame[n_encodings >= 2]
+    return frame.sort_values([*task, "encoding", "seed"]).reset_index(drop=True), task
+
+
+def task_ranks(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per task (arch included) and encoding: mean score over seeds, rank and seeds fitted.
+
+    Returns:
+        One row per task and encoding: the task columns, ``encoding``,
+        ``score`` (mean of :func:`run_scores` over seeds), ``rank`` (1 = best,
+        ties share the average rank), ``n_seeds`` and ``seeds_fitted``.
+    """
+    frame, task = _scored(runs, metric)
+    cells = frame.groupby([*task, "encoding"], sort=False, dropna=False).agg(
+        score=("score", "mean"), n_seeds=("score", "size"), seeds_fitted=("fitted", "sum")).reset_index()
+    cells["rank"] = cells.groupby(task, sort=False, dropna=False)["score"].rank(
+        ascending=not higher_is_better(metric), method="average")
+    return cells[[*task, "encoding", "score", "rank", "n_seeds", "seeds_fitted"]]
+
+
+def average_ranks(means: np.ndarray, higher: bool) -> np.ndarray:
+    """Average ranks (1 = best) along the last axis; NaN entries are absent and get NaN."""
+    better = means[..., None, :] > means[..., :, None] if higher else means[..., None, :] < means[..., :, None]
+    ties = means[..., None, :] == means[..., :, None]  # includes self
+    ranks = 1.0 + better.sum(-1) + 0.5 * (ties.sum(-1) - 1)
+    return np.where(np.isnan(means), np.nan, ranks)
+
+
+def leaderboard(runs: pd.DataFrame, metric: str, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per arch and encoding: MRR and mean rank over tasks with 95% bootstrap intervals, and fit counts.
+
+    The ranks are those of :func:`task_ranks`. Each bootstrap replicate
+    resamples the seeds with replacement independently within every (arch,
+    task, encoding) cell, recomputes the cell means, the ranks, the MRR and
+    the mean rank; the intervals are the 2.5 and 97.5 percentiles of
+    ``n_boot`` replicates (deterministic for ``seed``). The point estimates
+    are those of the observed seeds.
+
+    Returns:
+        One row per arch and encoding, sorted by arch then MRR (best first):
+        ``mrr``, ``mrr_low``, ``mrr_high``, ``mean_rank``, ``rank_low``,
+        ``rank_high``, ``n_tasks``, ``tasks_fitted`` (tasks where every seed
+        fitted), ``runs_fitted`` (fraction of runs fitted), ``runs_failed``.
+    """
+    higher = higher_is_better(metric)
+    frame, task = _scored(runs, metric)
+    cell_keys = [*task, "encoding"]
+    cells = frame.groupby(cell_keys, sort=False, dropna=False)
+    cell = cells.ngroup().to_numpy()  # (runs,) cell index; frame is sorted, so cells are too
+    first = cells.head(1).index.to_numpy()  # (cells,) first run of every cell
+    block = frame.groupby(task, sort=False, dropna=False).ngroup().to_numpy()
+    block_of_cell = block[first]
+    encodings = sorted(frame["encoding"].unique(), key=encoding_rank)
+    enc_of_cell = pd.Index(encodings).get_indexer(frame["encoding"].to_numpy()[first])
+    n = np.bincount(cell)  # (cells,) seeds per cell
+    position = cells.cumcount().to_numpy()
+    padded = np.zeros((len(n), max(n.max(initial=0), 1)))  # (cells, max seeds)
+    padded[cell, position] = frame["score"].to_numpy(float)
+    grid = np.full((block_of_cell.max(initial=-1) + 1, len(encodings)), np.nan)  # (tasks, encodings)
+
+    def ranks_of(cell_means: np.ndarray) -> np.ndarray:  # (..., cells) -> (..., tasks, encodings)
+        means = np.broadcast_to(grid, (*cell_means.shape[:-1], *grid.shape)).copy()
+        means[..., block_of_cell, enc_of_cell] = cell_means
+        return average_ranks(means, higher)
+
+    observed = ranks_of(padded.sum(1) / n)
+    rng = np.random.default_rng(seed)
+    boot = []
+    for size in np.diff(np.r_[0:n_boot:_CHUNK, n_boot]):
+        draw = (rng.random((size, len(n), padded.shape[1])) * n[:, None]).astype(int)  # (B, cells, max seeds)
+        take = np.take_along_axis(np.broadcast_to(padded, draw.shape), draw, axis=-1)
+        valid = np.arange(padded.shape[1]) < n[:, None]
+        boot.append(ranks_of(np.where(valid, take, 0.0).sum(-1) / n))
+    boot = np.concatenate(boot) if boot else np.empty((0, *grid.shape))  # (B, tasks, encodings)
+
+    def summary(ranks: np.ndarray, transform) -> np.ndarray:  # mean over tasks -> (..., encodings)
+        with warnings.catch_warnings():  # an encoding absent from every task of an arch: NaN, skipped below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(transform(ranks), axis=-2)
+
+    arch_of_block = frame["arch"].to_numpy()[first][np.unique(block_of_cell, return_index=True)[1]]
+    fit = frame.groupby(["arch", "encoding"]).agg(runs=("fitted", "size"), fitted=("fitted", "mean"))
+    all_fitted = cells["fitted"].all().groupby(["arch", "encoding"]).sum()
+    trained = trained_runs(runs)
+    failed = trained[~completed(trained)]
+    n_failed = failed.groupby(["arch", "encoding"]).size() if not failed.empty else pd.Series(dtype=int)
+    records = []
+    for arch in sorted(set(arch_of_block)):
+        rows = arch_of_block == arch
+        stats = {}
+        for name, transform in (("mrr", np.reciprocal), ("mean_rank", lambda r: r)):
+            point = summary(observed[rows], transform)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                low, high = np.nanpercentile(summary(boot[:, rows], transform), [2.5, 97.5], axis=0)
+            stats[name] = (point, low, high)
+        present = ~np.isnan(observed[rows])
+        for j, encoding in enumerate(encodings):
+            if not present[:, j].any():
+                continue
+            (mrr, mrr_low, mrr_high), (rank, rank_low, rank_high) = stats["mrr"], stats["mean_rank"]
+            records.append(dict(
+                arch=arch, encoding=encoding, mrr=mrr[j], mrr_low=mrr_low[j], mrr_high=mrr_high[j],
+                mean_rank=rank[j], rank_low=rank_low[j], rank_high=rank_high[j],
+                n_tasks=int(present[:, j].sum()), tasks_fitted=int(all_fitted.get((arch, encoding), 0)),
+                runs_fitted=float(fit.loc[(arch, encoding), "fitted"]),
+                runs_failed=int(n_failed.get((arch, encoding), 0))))
+    board = pd.DataFrame.from_records(records, columns=_BOARD_COLUMNS)
+    board = board.sort_values(["arch", "mrr", "encoding"], ascending=[True, False, True],
+                              key=lambda c: c.map(encoding_rank) if c.name == "encoding" else c)
+    board.attrs["metric"] = metric
+    return board.reset_index(drop=True)
+
+
+_BOARD_COLUMNS = ["arch", "encoding", "mrr", "mrr_low", "mrr_high", "mean_rank", "rank_low", "rank_high",
+                  "n_tasks", "tasks_fitted", "runs_fitted", "runs_failed"]
+
+
+# --------------------------------------------------------------------------- protocol v3 boards
+
+#: the primary score of protocol v3: floor-normalised OOD token accuracy (:mod:`pebench.metrics`)
+PRIMARY_SCORE = "ood_normalised_acc"
+#: an encoding is ranked on an architecture's extrapolation board only if it fitted at least this share of its
+#: runs on the order-dependent tasks there (declared with protocol v3): below it, it has too few jointly fitted
+#: pairs to compare, and its capability row says so
+BOARD_MIN_FIT = 0.5
+#: replicates of the two-level bootstrap (tasks, then seeds within each task)
+N_BOOT = 2000
+
+
+def capability(runs: pd.DataFrame) -> pd.DataFrame:
+    """The capability board: per arch and encoding, how many runs met the fit criterion, on the
+    order-dependent tasks and on the order-free controls (runs with a fit criterion, trained models only).
+
+    Returns one row per (arch, encoding), encodings in their canonical order: ``runs``, ``fitted``,
+    ``fit_rate``, and the same for ``dependent_*`` (order-dependent tasks) and ``control_*`` (controls);
+    ``tasks_all_fitted``: tasks on which every seed fitted, of ``n_tasks``.
+    """
+    columns = ["arch", "encoding", "runs", "fitted", "fit_rate", "dependent_runs", "dependent_fitted",
+               "dependent_fit_rate", "control_runs", "control_fitted", "control_fit_rate", "tasks_all_fitted",
+               "n_tasks"]
+    runs = _fit_checked(runs)
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    runs = runs.assign(dependent=lambda r: r["order_dependent"] == True)  # noqa: E712
+    records = []
+    for (arch, encoding), part in runs.groupby(["arch", "encoding"], sort=False):
+        dependent, control = part[part["dependent"]], part[~part["dependent"]]
+        per_task = part.groupby("task")["fit"].all()
+        records.append(dict(
+            arch=arch, encoding=encoding, runs=len(part), fitted=int(part["fit"].sum()),
+            fit_rate=float(part["fit"].mean()), dependent_runs=len(dependent),
+            dependent_fitted=int(dependent["fit"].sum()),
+            dependent_fit_rate=float(dependent["fit"].mean()) if len(dependent) else np.nan,
+            control_runs=len(control), control_fitted=int(control["fit"].sum()),
+            control_fit_rate=float(control["fit"].mean()) if len(control) else np.nan,
+            tasks_all_fitted=int(per_task.sum()), n_tasks=len(per_task)))
+    table = pd.DataFrame.from_records(records, columns=columns)
+    return (table.assign(_e=table["encoding"].map(encoding_rank)).sort_values(["arch", "_e"], kind="stable")
+            .drop(columns="_e").reset_index(drop=True))
+
+
+def _fit_checked(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs whose fit criterion was checked, with their verdict as a boolean column ``fit`` (no rows
+    where no run has a fit criterion)."""
+    runs = trained_runs(runs)
+    if "fitted" not in runs:
+        return runs.iloc[:0].assign(fit=pd.Series(dtype=bool))
+    return runs[runs["fitted"].notna()].assign(fit=fitted)
+
+
+def capacity_goal(runs: pd.DataFrame, shortfall: pd.DataFrame | None = None) -> dict[str, str]:
+    """Whether ``runs`` reach protocol v3's goal for its scale (:data:`pebench.protocol.CAPABLE_ENCODINGS`), a
+    sentence per architecture (by name): the share of the capable encodings' runs that fitted against
+    :data:`~pebench.protocol.CAPABLE_FIT_GOAL`, with the tasks they missed most and, given their
+    :func:`capacity_shortfall` table, what their unfitted runs reached (:func:`shortfall_text`), and for the decoder
+    how many seeds of a NoPE model fitted copy, of all. Empty where the runs hold no fit criterion or not every
+    capable encoding."""
+    runs = _fit_checked(runs)
+    if not set(CAPABLE_ENCODINGS) <= set(runs["encoding"]):  # none, too, where no run has a fit criterion
+        return {}
+    names = ", ".join(encoding_label(name) for name in CAPABLE_ENCODINGS[:-1])
+    capable_words = f"{names} and {encoding_label(CAPABLE_ENCODINGS[-1])}"
+    sentences = {}
+    for arch in sorted(runs["arch"].unique()):
+        here = runs[runs["arch"] == arch]
+        capable = here[here["encoding"].isin(CAPABLE_ENCODINGS)]
+        share = capable["fit"].mean()
+        met = share >= CAPABLE_FIT_GOAL
+        sentence = (f"the capable encodings ({capable_words}) fitted "
+                    f"{int(capable['fit'].sum())} of {len(capable)} runs ({100 * share:.0f}%; protocol v3's goal: "
+                    f"{100 * CAPABLE_FIT_GOAL:.0f}%): {'met' if met else 'not met'}")
+        missed = capable[~capable["fit"]].groupby("task", sort=False).size().sort_values(ascending=False, kind="stable")
+        if len(missed):
+            per_task = capable.groupby("task", sort=False).size()
+            sentence += "; runs not fitted: " + ", ".join(
+                f"{task_label(task)} {count} of {per_task[task]}" for task, count in missed.head(3).items())
+            if len(missed) > 3:
+                sentence += f" and {len(missed) - 3} more task{'s' if len(missed) > 4 else ''}"
+            if shortfall is not None and (clause := shortfall_text(shortfall, arch)):
+                sentence += f"; {clause}"
+        nope = here[(here["encoding"] == encodings.baseline_name()) & (here["task"] == "copy")]
+        if arch == "decoder" and len(nope):
+            every = bool(nope["fit"].all())
+            sentence += (f". A NoPE decoder fitted copy on {int(nope['fit'].sum())} of {len(nope)} seeds (goal: "
+                         f"every seed): {'met' if every else 'not met'}")
+        sentences[arch] = sentence + "."
+    return sentences
+
+
+#: a run still improving at its cap: its best fit check in the last quarter of its steps beat every earlier one
+#: by at least this much (5 of 512 held-out examples at one length: more than a check's rounding)
+STILL_RISING = 0.01
+#: a run that fell back: its last fit check this far below its best one (training lost what it had learnt)
+FELL_BACK = 0.05
+
+
+def _curve_reading(curve: object, steps: float) -> tuple[float, float, float]:
+    """What one run's ``fit_curve`` JSON (``[[steps, accuracy], ...]``, :func:`pebench.plan.execute.fit_curve_json`)
+    says:
+    its best check, the gain of the best check in the last quarter of its ``steps`` over the best before (NaN
+    without checks on both sides) and its last check; NaNs for a missing or malformed curve (the rows may come
+    from anyone)."""
+    nan = float("nan")
+    try:
+        points = [(float(step), float(accuracy)) for step, accuracy in json.loads(str(curve))]
+    except (ValueError, TypeError):
+        return nan, nan, nan
+    if not points or not steps == steps:
+        return nan, nan, nan
+    late = [accuracy for step, accuracy in points if step > 0.75 * steps]
+    early = [accuracy for step, accuracy in points if step <= 0.75 * steps]
+    gain = max(late) - max(early) if late and early else nan
+    return max(accuracy for _, accuracy in points), gain, points[-1][1]
+
+
+def capacity_shortfall(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """What the capable encodings' (:data:`pebench.protocol.CAPABLE_ENCODINGS`) runs that did not fit reached in
+    distribution, per arch and task, read from their fit curves (the held-out accuracy of every fit check, in the
+    run ``rows``' ``fit_curve``; no out-of-distribution number is read): whether more steps look like what they
+    lacked (still improving at the cap, :data:`STILL_RISING`) or not (:data:`FELL_BACK`).
+
+    Returns one row per (arch, task) with an unfitted capable run, in the runs' order: ``unfitted``, ``runs``
+    (the capable encodings' runs of the task), ``best_median`` / ``best_low`` / ``best_high`` (their best fit
+    check), ``rising`` (unfitted runs whose best check in the last quarter of their steps beat every earlier one by
+    :data:`STILL_RISING`), ``fell_back`` (whose last check was :data:`FELL_BACK` or more below their best) and
+    ``eval_met`` (whose evaluation rows reach their fit threshold at every training length,
+    :func:`_met_in_distribution`: what their checks missed were held-out inputs; NaN where the rows do not say).
+    Empty where no capable run went unfitted, or the rows record no fit curve.
+    """
+    columns = ["arch", "task", "unfitted", "runs", "best_median", "best_low", "best_high", "rising", "fell_back",
+               "eval_met"]
+    runs = _fit_checked(runs)
+    capable = runs[runs["encoding"].isin(CAPABLE_ENCODINGS)]
+    missed = capable[~capable["fit"]]
+    if missed.empty or "fit_curve" not in rows:
+        return pd.DataFrame(columns=columns)
+    curves = rows.drop_duplicates("run_id").set_index("run_id")
+    steps = missed["steps_done"] if "steps_done" in missed else pd.Series(float("nan"), index=missed.index)
+    readings = pd.DataFrame([_curve_reading(curves["fit_curve"].get(run_id), float(done))
+                             for run_id, done in zip(missed["run_id"], steps, strict=True)],
+                            columns=["best", "gain", "last"], index=missed.index)
+    missed = missed.join(readings)
+    met = _met_in_distribution(rows, set(missed["run_id"]))
+    table = []
+    for (arch, task), part in missed.groupby(["arch", "task"], sort=False):
+        best = part["best"].dropna()
+        table.append({"arch": arch, "task": task, "unfitted": len(part),
+                      "runs": int(((capable["arch"] == arch) & (capable["task"] == task)).sum()),
+                      "best_median": best.median(), "best_low": best.min(), "best_high": best.max(),
+                      "rising": int((part["gain"] >= STILL_RISING).sum()),
+                      "fell_back": int((part["best"] - part["last"] >= FELL_BACK).sum()),
+                      "eval_met": _count_met(part["run_id"], met)})
+    return pd.DataFrame(table, columns=columns)
+
+
+def _met_in_distribution(rows: pd.DataFrame, run_ids: set[str]) -> pd.Series | None:
+    """Per run of ``run_ids`` (by id), whether its evaluation rows as trained (condition original) reach its fit
+    threshold at every training length (``train_min_len`` to ``train_max_len``). The evaluation draws from all of
+    a length's inputs, most of which the run trained on, so a run that meets it but not its fit check missed on
+    held-out inputs. Only in-distribution rows are read; NaN for a run with a row that records no threshold, ``None``
+    where the rows lack the columns to tell."""
+    needed = {"run_id", "eval_len", "condition", "token_acc", "train_max_len", "fit_threshold"}
+    if not needed <= set(rows.columns):
+        return None
+    part = rows[rows["run_id"].isin(run_ids) & (rows["condition"] == "original")]
+    if "variant" in part:
+        part = part[part["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
+    length = pd.to_numeric(part["eval_len"], errors="coerce")
+    shortest = pd.to_numeric(part["train_min_len"], errors="coerce").fillna(1) if "train_min_len" in part else 1
+    part = part[(length <= pd.to_numeric(part["train_max_len"], errors="coerce")) & (length >= shortest)]
+    threshold = pd.to_numeric(part["fit_threshold"], errors="coerce")
+    reached = pd.to_numeric(part["token_acc"], errors="coerce") >= threshold
+    known = threshold.notna().groupby(part["run_id"]).all()  # a row without a threshold cannot tell
+    return reached.groupby(part["run_id"]).all().where(known)
+
+
+def _count_met(run_ids: pd.Series, met: pd.Series | None) -> float:
+    """How many of ``run_ids`` met the threshold on the evaluation set (:func:`_met_in_distribution`'s ``met``);
+    NaN where that is unknown for one of them (no such rows, or none that records its threshold)."""
+    known = run_ids.map(met) if met is not None else pd.Series(float("nan"), index=run_ids.index)
+    return float("nan") if known.isna().any() else int(known.astype(bool).sum())
+
+
+def shortfall_text(table: pd.DataFrame, arch: str) -> str:
+    """A clause on ``arch``'s rows of a :func:`capacity_shortfall` table: how many of the capable encodings' unfitted
+    runs were still improving at their cap and how many fell back; ``""`` without such runs."""
+    part = table[table["arch"] == arch]
+    if part.empty:
+        return ""
+    unfitted, rising, fell = (int(part[c].sum()) for c in ("unfitted", "rising", "fell_back"))
+    text = (f"of their {unfitted} runs not fitted, {rising} {'was' if rising == 1 else 'were'} still improving in "
+            "the last quarter of their steps "
+            f"(by {STILL_RISING} or more: a larger step cap might fit them) and {fell} ended {FELL_BACK} or more "
+            "below their best fit check (training lost accuracy it had reached)")
+    if "eval_met" in part and part["eval_met"].notna().all():
+        met = int(part["eval_met"].sum())
+        text += (f"; {met} reached the threshold at every training length on the evaluation set, whose inputs the "
+                 "runs mostly trained on: what their fit checks missed were held-out inputs")
+    return text
+
+
+def two_level_bootstrap(scores: list[np.ndarray], n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
+    """Bootstrap replicates of the mean over tasks of the mean over seeds, for several contenders at once.
+
+    Args:
+        scores: one array per task, (seeds of that task, contenders): the paired scores of every contender.
+        n_boot: replicates; each resamples the tasks with replacement, then the seeds within every drawn task.
+        seed: seed of the draws (the replicates are deterministic for it).
+
+    Returns:
+        (n_boot, contenders) replicated means; every task weighs the same whatever its number of seeds.
+    """
+    rng = np.random.default_rng(seed)
+    n_tasks = len(scores)
+    task_means = np.empty((n_boot, n_tasks, scores[0].shape[1]))  # (B, tasks, contenders)
+    for t, table in enumerate(scores):
+        draw = rng.integers(0, len(table), size=(n_boot, len(table)))  # (B, seeds)
+        task_means[:, t] = table[draw].mean(axis=1)
+    tasks = rng.integers(0, n_tasks, size=(n_boot, n_tasks))  # (B, tasks)
+    return np.take_along_axis(task_means, tasks[..., None], axis=1).mean(axis=1)
+
+
+def tiers(points: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Tier of every contender (1 = top), higher scores better: in order of the point estimates, a contender
+    joins the current tier while its interval overlaps that of the tier's first (best) member, and opens
+    the next tier otherwise. Contenders whose intervals overlap the leader's are never ranked apart."""
+    order = np.argsort(-points, kind="stable")
+    result = np.zeros(len(points), dtype=int)
+    tier, leader = 0, None
+    for index in order:
+        if leader is None or high[index] < low[leader]:
+            tier, leader = tier + 1, index
+        result[index] = tier
+    return result
+
+
+def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_boot: int = N_BOOT,
+                        seed: int = 0) -> pd.DataFrame:
+    """The extrapolation board of protocol v3: per arch, the encodings that fitted at least
+    :data:`BOARD_MIN_FIT` of their order-dependent runs, scored by ``metric`` on the (task, seed) pairs in
+    which every one of them fitted (jointly fitted: nobody's score is an unfitted run's), as tiers of a
+    two-level bootstrap over tasks and seeds (:func:`two_level_bootstrap`, :func:`tiers`); on too few pairs to
+    tell encodings apart (:func:`separable`), every ranked one is in tier 1.
+
+    Returns one row per (arch, encoding): ``ranked`` (on the board), ``dependent_fit_rate``, and for ranked
+    ones ``score`` (mean over tasks of the mean over seeds), ``low`` / ``high`` (95% percentile interval),
+    ``tier`` and ``p_first`` (share of replicates in which it has the best mean: the board's stability);
+    ``n_tasks`` and ``n_pairs`` (jointly fitted tasks and task-seed pairs of its arch). Sorted by arch, then
+    ranked encodings by score, then the unranked ones.
+    """
+    columns = ["arch", "encoding", "ranked", "dependent_fit_rate", "score", "low", "high", "tier", "p_first",
+               "n_tasks", "n_pairs"]
+    runs = trained_runs(runs)
+    if "fitted" not in runs or metric not in runs:
+        return pd.DataFrame(columns=columns)
+    higher = higher_is_better(metric)
+    dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
+    dependent = dependent[completed(dependent)]
+    dependent = dependent.assign(fit=fitted)
+    records = []
+    for arch, part in dependent.groupby("arch", sort=True):
+        rates = part.groupby("encoding")["fit"].mean()
+        ranked = sorted((e for e in rates.index if rates[e] >= BOARD_MIN_FIT), key=encoding_rank)
+        unranked = sorted((e for e in rates.index if rates[e] < BOARD_MIN_FIT), key=encoding_rank)
+        scores, n_pairs = [], 0
+        if len(ranked) >= 2:
+            wide = part[part["encoding"].isin(ranked)].pivot_table(
+                index=["task", "seed"], columns="encoding", values=[metric, "fit"], aggfunc="first")
+            joint = wide["fit"].reindex(columns=ranked).fillna(False).astype(bool).all(axis=1)
+            values = wide[metric].reindex(columns=ranked)[joint].dropna()
+            sign = 1.0 if higher else -1.0
+            scores = [sign * group.to_numpy(float) for _, group in values.groupby(level="task", sort=True)]
+            n_pairs = sum(len(table) for table in scores)
+        if scores:
+            boot = two_level_bootstrap(scores, n_boot, seed)  # (B, ranked)
+            point = np.mean([table.mean(axis=0) for table in scores], axis=0)
+            low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+            best = boot == boot.max(axis=1, keepdims=True)
+            p_first = (best / best.sum(axis=1, keepdims=True)).mean(axis=0)
+            # too few pairs for any paired test to reach the level: the intervals cannot tell encodings apart
+            tier = tiers(point, low, high) if separable(n_pairs) else np.ones(len(ranked), dtype=int)
+            if not higher:  # back to the metric's own scale
+                point, low, high = -point, -high, -low
+            for j, encoding in enumerate(ranked):
+                records.append(dict(arch=arch, encoding=encoding, ranked=True, dependent_fit_rate=rates[encoding],
+                                    score=point[j], low=low[j], high=high[j], tier=int(tier[j]),
+                                    p_first=p_first[j], n_tasks=len(scores), n_pairs=n_pairs))
+        else:
+            unranked = sorted(rates.index, key=encoding_rank)
+        for encoding in unranked:
+            records.append(dict(arch=arch, encoding=encoding, ranked=False, dependent_fit_rate=rates[encoding],
+                                score=np.nan, low=np.nan, high=np.nan, tier=0, p_first=np.nan,
+                                n_tasks=len(scores), n_pairs=n_pairs))
+    board = pd.DataFrame.from_records(records, columns=columns)
+    if board.empty:
+        return board
+    board = board.assign(_order=np.where(board["ranked"], -board["score"].fillna(0) * (1 if higher else -1), np.inf),
+                         _e=board["encoding"].map(encoding_rank))
+    board = board.sort_values(["arch", "_order", "_e"], kind="stable").drop(columns=["_order", "_e"])
+    board.attrs["metric"] = metric
+    return board.reset_index(drop=True)
+
+
+def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """The harm table: on the order-free controls, does an encoding do worse than the baseline (the encoding
+    whose registry metadata says ``baseline``, NoPE), which needs no position to answer them?
+
+    Per arch and encoding: ``control_fit_rate``; ``ood_token_acc`` (mean over tasks of the mean over seeds,
+    every control run, fitted or not: harm is what the encoding costs) with a 95% interval of the two-level
+    bootstrap; ``vs_baseline``: the mean difference from the baseline on the same (task, seed) pairs, with
+    its interval (``diff_low``, ``diff_high``); ``harms``: True where that interval lies below 0.
+    """
+    columns = ["arch", "encoding", "control_runs", "control_fit_rate", "ood_token_acc", "low", "high",
+               "vs_baseline", "diff_low", "diff_high", "harms"]
+    runs = trained_runs(runs)
+    if "order_dependent" not in runs:
+        return pd.DataFrame(columns=columns)
+    controls = runs[(runs["order_dependent"] == False) & runs["ood_token_acc"].notna()]  # noqa: E712
+    baseline = encodings.baseline_name()
+    records = []
+    for arch, part in controls.groupby("arch", sort=True):
+        wide = part.pivot_table(index=["task", "seed"], columns="encoding", values="ood_token_acc", aggfunc="first")
+        fit = part.assign(fit=fitted).groupby("encoding")["fit"].mean() if "fitted" in part else None
+        for encoding in sorted(wide.columns, key=encoding_rank):
+            own = wide[encoding].dropna()
+            tables = [group.to_numpy(float)[:, None] for _, group in own.groupby(level="task", sort=True)]
+            boot = two_level_bootstrap(tables, n_boot, seed)[:, 0]
+            point = float(np.mean([t.mean() for t in tables]))
+            low, high = np.percentile(boot, [2.5, 97.5])
+            diff = diff_low = diff_high = np.nan
+            if baseline in wide and encoding != baseline:
+                paired = wide[[encoding, baseline]].dropna()
+                differences = paired[encoding] - paired[baseline]
+                tables = [g.to_numpy(float)[:, None] for _, g in differences.groupby(level="task", sort=True)]
+                if tables:
+                    diff = float(np.mean([t.mean() for t in tables]))
+                    diff_low, diff_high = np.percentile(two_level_bootstrap(tables, n_boot, seed)[:, 0], [2.5, 97.5])
+            records.append(dict(arch=arch, encoding=encoding, control_runs=len(own),
+                                control_fit_rate=float(fit[encoding]) if fit is not None else np.nan,
+                                ood_token_acc=point, low=low, high=high, vs_baseline=diff, diff_low=diff_low,
+                                diff_high=diff_high, harms=bool(diff_high < 0)))
+    table = pd.DataFrame.from_records(records, columns=columns)
+    table.attrs["baseline"] = baseline
+    return table
+
+
+def separable(n_pairs: int) -> bool:
+    """Whether a board on ``n_pairs`` jointly fitted task-seed pairs can rank encodings apart: only when a paired
+    test on that many pairs could reach :data:`ALPHA` (:func:`smallest_p`: at least 6 pairs). On fewer, a bootstrap
+    interval is as narrow as the few values it resamples (a single pair gives a point), so every ranked encoding
+    shares the top tier, as a declared comparison on so few pairs is "cannot resolve"."""
+    return bool(smallest_p(n_pairs) < ALPHA)
+
+
+def min_separable_pairs() -> int:
+    """The fewest jointly fitted pairs on which a board can rank encodings apart (:func:`separable`): 6."""
+    return next(n for n in itertools.count(1) if separable(n))
+
+
+# --------------------------------------------------------------------------- pairwise comparisons
+
+
+def sign_flip_p(differences: np.ndarray, *, seed: int = 0) -> float:
+    """Two-sided paired sign-flip permutation p-value of mean(differences) = 0.
+
+    Every sign pattern is enumerated for up to :data:`EXACT_MAX_PAIRS` pairs
+    (p = share of patterns whose ``|mean|`` reaches the observed one, the observed
+    pattern included); beyond, :data:`N_PERMUTATIONS` random patterns drawn
+    with ``seed`` give ``(1 + hits) / (1 + N_PERMUTATIONS)``. NaN without pairs.
+    """
+    d = np.asarray(differences, dtype=float)
+    if len(d) == 0:
+        return float("nan")
+    observed = abs(d.mean()) - 1e-12 * max(1.0, np.abs(d).max())  # float noise must not break ties
+    if len(d) <= EXACT_MAX_PAIRS:
+        bits = (np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1  # (2^n, n)
+        return float((np.abs((1 - 2 * bits) @ d) / len(d) >= observed).mean())
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(N_PERMUTATIONS, len(d)))
+    return float((1 + (np.abs(signs @ d) / len(d) >= observed).sum()) / (1 + N_PERMUTATIONS))
+
+
+def smallest_p(n_pairs: int) -> float:
+    """The smallest p-value :func:`sign_flip_p` can give with ``n_pairs`` pairs (every difference of one sign):
+    ``2 / 2**n`` when enumerated, ``1 / (1 + N_PERMUTATIONS)`` when sampled; NaN without pairs. A comparison
+    whose smallest p (Holm-multiplied where a family asks it) is not below the level cannot be resolved by
+    these runs, whatever they hold."""
+    if n_pairs < 1:
+        return float("nan")
+    if n_pairs <= EXACT_MAX_PAIRS:
+        return min(1.0, 2.0 / 2**n_pairs)
+    return 1.0 / (1 + N_PERMUTATIONS)
+
+
+def pairwise(
+    runs: pd.DataFrame,
+    comparisons: Sequence[tuple[str, str]],
+    metric: str,
+    *,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    alpha: float = ALPHA,
+    jointly_fitted: bool = False,
+) -> pd.DataFrame:
+    """Test comparisons of two encodings declared in advance, per arch, on paired runs.
+
+    For every ``(a, b)`` and arch, the runs of ``a`` and ``b`` are paired by
+    task and seed (pairs where both have a score, :func:`run_scores`), and the
+    differences ``a - b`` give: their mean with a 95% percentile bootstrap
+    interval (pairs resampled, ``n_boot`` replicates), a two-sided sign-flip
+    permutation p-value (:func:`sign_flip_p`) and its Holm-adjusted value. The
+    Holm family is every declared comparison x every arch that was tested.
+    The verdict, at ``alpha`` after correction and in the metric's direction,
+    is ``"a better"``, ``"b better"`` or ``"no significant difference"``; a
+    comparison whose encoding is absent from an arch, or without pairs, is
+    ``"not tested"`` with the reason in ``note``; one with too few pairs to ever
+    reach ``alpha`` (its :func:`smallest_p`, or the family's smallest times the
+    family's size, the first Holm step, is not below it) is ``"cannot resolve"``,
+    with the bound in ``note``. Deterministic for ``seed``.
+
+    ``jointly_fitted`` (protocol v3, as the extrapolation board): only the order-dependent tasks, and only the
+    task-seed pairs in which both encodings fitted, so that no unfitted run's score enters a difference.
+    """
+    higher = higher_is_better(metric)
+    frame, task = _scored(runs, metric)
+    if jointly_fitted:
+        frame = _fitted_order_dependent(frame)
+    pair_keys = [c for c in task if c != "arch"] + ["seed"]
+    rng = np.random.default_rng(seed)
+    records = []
+    for arch in sorted(frame["arch"].unique()):
+        here = frame[frame["arch"] == arch]
+        for a, b in comparisons:
+            record = dict(arch=arch, a=a, b=b, metric=metric, n_pairs=0, mean_diff=np.nan, ci_low=np.nan,
+                          ci_high=np.nan, p_value=np.nan, note="")
+            missing = [name for name in (a, b) if name not in set(here["encoding"])]
+            if missing:
+                record["note"] = f"no {' or '.join(missing)} runs for {arch}"
+                records.append(record)
+                continue
+            both = _pairs(here, a, b, pair_keys)
+            d = np.where(both["a"] == both["b"], 0.0, both["a"] - both["b"])  # two unfitted (inf) runs tie
+            record["n_pairs"] = len(d)
+            if len(d) == 0:
+                record["note"] = "no runs paired by task and seed"
+                records.append(record)
+                continue
+            boot = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(1)
+            with warnings.catch_warnings():  # infinite differences (unfitted, lower-is-better metric)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                record.update(mean_diff=d.mean(), ci_low=np.percentile(boot, 2.5),
+                              ci_high=np.percentile(boot, 97.5), p_value=sign_flip_p(d, seed=seed))
+            records.append(record)
+    table = pd.DataFrame.from_records(records, columns=_PAIR_COLUMNS[:-2] + ["note"])
+    table.insert(len(table.columns) - 1, "p_holm", holm(table["p_value"]))
+    table.insert(len(table.columns) - 1, "verdict", [_verdict(r, higher, alpha) for r in table.itertuples()])
+    tested = table["p_value"].notna()
+    bounds = table["n_pairs"].map(smallest_p)
+    first_step = bounds[tested].min() * tested.sum() if tested.any() else np.nan
+    for index in table.index[tested]:
+        bound = max(bounds[index], first_step)
+        if not bound < alpha:
+            table.loc[index, "verdict"] = "cannot resolve"
+            table.loc[index, "note"] = (f"{table.loc[index, 'n_pairs']} pairs: the smallest attainable p is "
+                                        f"{bounds[index]:.3g}, {bound:.3g} after Holm over {int(tested.sum())}")
+    return table
+
+
+def _fitted_order_dependent(frame: pd.DataFrame) -> pd.DataFrame:
+    """The fitted runs of order-dependent tasks of a :func:`_scored` frame (protocol v3's declared comparisons)."""
+    return frame[frame["fitted"] & (frame["order_dependent"] == True)]  # noqa: E712
+
+
+def _pairs(frame: pd.DataFrame, a: str, b: str, keys: list[str]) -> pd.DataFrame:
+    """The scores of encodings ``a`` and ``b`` (columns ``a`` and ``b``) paired on ``keys``: where both have one."""
+    left, right = (frame[frame["encoding"] == name].set_index(keys)["score"] for name in (a, b))
+    return left.to_frame("a").join(right.rename("b"), how="inner")
+
+
+_PAIR_COLUMNS = ["arch", "a", "b", "metric", "n_pairs", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm",
+                 "verdict"]
+
+
+def pairwise_by_task(runs: pd.DataFrame, comparisons: Sequence[tuple[str, str]], metric: str) -> pd.DataFrame:
+    """The declared comparisons of :func:`pairwise` with ``jointly_fitted`` (protocol v3), split by task: per arch,
+    comparison and order-dependent task, the seeds in which both encodings fitted, their mean difference
+    ``a - b``, how many favour ``a``, ``b`` or neither (in the metric's direction) and the exact two-sided
+    sign-flip p over those seeds (:func:`sign_flip_p`), with the smallest p they could give
+    (:func:`smallest_p`: six seeds can reach 0.031).
+
+    These p-values are not adjusted for the number of rows: they show which tasks carry a pooled verdict, and are
+    no verdict of their own (the declared verdict is :func:`pairwise`'s, on every task's pairs, Holm-corrected)."""
+    higher = higher_is_better(metric)
+    frame, task = _scored(runs, metric)
+    frame = _fitted_order_dependent(frame)
+    task_keys = [c for c in task if c != "arch"]
+    records = []
+    for arch in sorted(frame["arch"].unique()):
+        here = frame[frame["arch"] == arch]
+        for a, b in comparisons:
+            both = _pairs(here, a, b, [*task_keys, "seed"]).reset_index()
+            for _, part in both.groupby(task_keys, sort=False):
+                d = (part["a"] - part["b"]).to_numpy(dtype=float)
+                better = np.sign(d) if higher else -np.sign(d)
+                records.append(dict(arch=arch, a=a, b=b, task=part["task"].iloc[0],
+                                    metric=metric, n_pairs=len(d), mean_diff=d.mean(), a_better=int((better > 0).sum()),
+                                    b_better=int((better < 0).sum()), ties=int((better == 0).sum()),
+                                    p_value=sign_flip_p(d), smallest_p=smallest_p(len(d))))
+    columns = ["arch", "a", "b", "task", "metric", "n_pairs", "mean_diff", "a_better", "b_better", "ties", "p_value",
+               "smallest_p"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _verdict(row, higher: bool, alpha: float) -> str:
+    """The verdict of one pairwise row."""
+    if not np.isfinite(row.p_holm):
+        return "not tested"
+    if row.p_holm >= alpha or row.mean_diff == 0:
+        return "no significant difference"
+    return "a better" if (row.mean_diff > 0) == higher else "b better"
+
+
+def verdict_text(row) -> str:
+    """A pairwise row's verdict for a reader: ``"a better"`` / ``"b better"`` name the encoding (its display label)."""
+    side = {"a better": row.a, "b better": row.b}  # a table row (itertuples) or a Series (iterrows)
+    return f"{encoding_label(side[row.verdict])} better" if row.verdict in side else row.verdict
+
+
+# --------------------------------------------------------------------------- writers
+
+
+def fit_fractions(runs: pd.DataFrame) -> pd.DataFrame:
+    """How many seeds met the fit criterion, per architecture, encoding and task (runs with a fit criterion).
+
+    Returns one row per (arch, encoding, task): ``fitted`` (seeds that fitted), ``seeds``, ``fraction``;
+    encodings in their canonical order, tasks in the order of the runs. Empty without a ``fitted`` column.
+    """
+    if "fitted" not in runs:
+        return pd.DataFrame(columns=["arch", "encoding", "task", "fitted", "seeds", "fraction"])
+    runs = trained_runs(runs)
+    runs = runs[runs["fitted"].notna()].assign(fit=fitted)
+    table = (runs.groupby(["arch", "encoding", "task"], sort=False)["fit"].agg(fitted="sum", seeds="size")
+             .reset_index())
+    table["fitted"] = table["fitted"].astype(int)
+    table["fraction"] = table["fitted"] / table["seeds"]
+    order = {name: i for i, name in enumerate(dict.fromkeys(runs["task"]))}
+    return (table.assign(_e=table["encoding"].map(encoding_rank), _t=table["task"].map(order))
+            .sort_values(["arch", "_e", "_t"], kind="stable").drop(columns=["_e", "_t"]).reset_index(drop=True))
+
+

@@ -1,0 +1,1 @@
+"""One run, no files: training to a fit criterion, seed-batched training, evaluation, held-out data."""

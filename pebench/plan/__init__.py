@@ -1,0 +1,1 @@
+"""What runs and where: run specs and experiments, one run executed, the resumable runner, executors."""

@@ -1,0 +1,204 @@
+"""The boards of :mod:`pebench.analysis.leaderboard` as tables (:class:`pebench.render.tables.Table`), which every
+format renders:
+capability, extrapolation tiers, harm, fit, capacity shortfall, protocol v2's leaderboard and the declared pairwise
+comparisons. A cell carries its value and its display text; an architecture is each board's key column."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pebench import metrics as metric_registry
+from pebench.analysis import leaderboard
+from pebench.analysis.leaderboard import FELL_BACK, verdict_text
+from pebench.render.tables import Cell, Column, Table, column_kinds, interval_text
+from pebench.store.schema import encoding_label, task_label
+
+
+def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
+           label: str | None, keys: int = 1) -> Table:
+    """A board as a :class:`pebench.render.tables.Table` (its numbers ``frame``; ``caption`` plain text; ``label``
+    default :func:`pebench.render.tables.latex_label`'s): a column of numbers aligned right (an undefined one, ``—``,
+    among them), one of words left. Its first ``keys`` columns name the rows (the architecture on every board): a
+    name is printed where it changes, not repeated below, and each architecture begins a group (a rule above it)."""
+    kinds = column_kinds(rows) if rows else [""] * len(headers)
+    columns = [Column(h, "r" if kind == "numbers" else "l", key=i < keys)
+               for i, (h, kind) in enumerate(zip(headers, kinds, strict=True))]
+    starts = [i for i in range(1, len(rows)) if rows[i][0].text != rows[i - 1][0].text]
+    return Table(name, "", caption, columns, rows, starts, data=frame, label=label or "")
+
+
+def _text(value: object) -> Cell:
+    """A cell showing ``value`` as it is (a name, an architecture)."""
+    return Cell(str(value), value)
+
+
+def _encoding(name: str) -> Cell:
+    """A cell showing an encoding by its display label; its value is the registered name."""
+    return Cell(encoding_label(name), name)
+
+
+def _share_cell(part: int, whole: int) -> Cell:
+    """``part/whole (pct%)``, or ``—`` when ``whole`` is 0; its value is the fraction."""
+    return Cell("—" if not whole else f"{part}/{whole} ({100 * part / whole:.0f}%)", part / whole if whole else None)
+
+
+def _percent(value: float) -> Cell:
+    """A fraction as a whole percentage, ``—`` when undefined."""
+    return Cell("—" if not np.isfinite(value) else f"{100 * value:.0f}%", value)
+
+
+def _interval_cell(point: float, low: float, high: float, digits: int = 2) -> Cell:
+    """``point [low, high]``; its value is the triple."""
+    return Cell(interval_text(point, low, high, digits, typographic=False), (point, low, high))
+
+
+def _p(value: float) -> str:
+    """A p-value: three decimals, ``<0.001`` below."""
+    return "—" if not np.isfinite(value) else "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _caption(frame: pd.DataFrame, what: str) -> str:
+    """A default caption naming the metric of ``frame``."""
+    metric = frame.attrs.get("metric") or (frame["metric"].iloc[0] if "metric" in frame and len(frame) else "")
+    label = metric_registry.get(metric).axis_label if metric else "the metric"
+    return f"{what} by {label}."
+
+
+def capability_table(table: pd.DataFrame, caption: str = "", name: str = "capability",
+                     label: str | None = None) -> Table:
+    """A :func:`capability` board as a table: fitted runs on the order-dependent tasks, the controls and all."""
+    headers = ["Arch", "Encoding", "Order-dependent fitted", "Controls fitted", "All fitted", "Tasks (all seeds)"]
+    rows = [[_text(r.arch), _encoding(r.encoding), _share_cell(r.dependent_fitted, r.dependent_runs),
+             _share_cell(r.control_fitted, r.control_runs), _share_cell(r.fitted, r.runs),
+             Cell(f"{r.tasks_all_fitted}/{r.n_tasks}", (r.tasks_all_fitted, r.n_tasks))] for r in table.itertuples()]
+    return _board(name, table, headers, rows, caption, label)
+
+
+def extrapolation_table(board: pd.DataFrame, caption: str = "", name: str = "extrapolation",
+                        label: str | None = None) -> Table:
+    """An :func:`extrapolation_board` as a table: tier, score with its interval, P(first), fit rate, pairs."""
+    headers = ["Arch", "Tier", "Encoding", "Score [95% CI]", "P(first)", "Order-dependent fitted", "Pairs"]
+    rows = []
+    for r in board.itertuples():
+        if r.ranked:
+            rows.append([_text(r.arch), Cell(str(r.tier), r.tier), _encoding(r.encoding),
+                         _interval_cell(r.score, r.low, r.high), Cell(f"{r.p_first:.2f}", r.p_first),
+                         _percent(r.dependent_fit_rate), Cell(f"{r.n_pairs} ({r.n_tasks} tasks)", r.n_pairs)])
+        else:
+            rows.append([_text(r.arch), Cell("not ranked"), _encoding(r.encoding), Cell("—"), Cell("—"),
+                         _percent(r.dependent_fit_rate), Cell("—")])
+    return _board(name, board, headers, rows, caption, label)
+
+
+def harm_table(table: pd.DataFrame, caption: str = "", name: str = "harm", label: str | None = None) -> Table:
+    """A :func:`harm` table as a table: control fit rate, OOD token accuracy and the difference from the
+    baseline, with intervals, and whether it harms."""
+    baseline = table.attrs.get("baseline")
+    versus = f"vs {encoding_label(baseline)} [95% CI]" if baseline else "vs baseline [95% CI]"
+    headers = ["Arch", "Encoding", "Controls fitted", "OOD token acc [95% CI]", versus, "Harms"]
+    rows = [[_text(r.arch), _encoding(r.encoding), _percent(r.control_fit_rate),
+             _interval_cell(r.ood_token_acc, r.low, r.high),
+             Cell("—") if not np.isfinite(r.vs_baseline) else _interval_cell(r.vs_baseline, r.diff_low, r.diff_high, 3),
+             Cell("yes" if r.harms else "no", bool(r.harms))] for r in table.itertuples()]
+    return _board(name, table, headers, rows, caption, label)
+
+
+def fit_table(table: pd.DataFrame, caption: str = "", name: str = "fit", label: str | None = None) -> Table:
+    """A :func:`fit_fractions` table, wide: one row per architecture and encoding, ``k/n`` seeds fitted per
+    task and the share over every task."""
+    tasks = list(dict.fromkeys(table["task"]))
+    rows = []
+    for (arch, encoding), part in table.groupby(["arch", "encoding"], sort=False):
+        cells = {row.task: Cell(f"{row.fitted}/{row.seeds}", (row.fitted, row.seeds)) for row in part.itertuples()}
+        total = part["fitted"].sum() / part["seeds"].sum()
+        rows.append([_text(arch), _encoding(encoding), *(cells.get(task, Cell("—")) for task in tasks),
+                     Cell(f"{100 * total:.0f}%", total)])
+    return _board(name, table, ["Arch", "Encoding", *map(task_label, tasks), "All"], rows, caption, label)
+
+
+def shortfall_table(table: pd.DataFrame, caption: str = "", name: str = "capacity",
+                    label: str | None = None) -> Table:
+    """A :func:`capacity_shortfall` table: per arch and task, the runs not fitted, their best fit check (median
+    and range), how many were still improving at the cap or fell back, and how many met the threshold on the
+    evaluation set ("—" where the rows do not say)."""
+    rows = [[_text(row.arch), _text(task_label(row.task)), _share_cell(row.unfitted, row.runs),
+             # 4 decimals: at 3, a best check of 0.98968 would show as 0.990, the threshold it missed
+             Cell(interval_text(row.best_median, row.best_low, row.best_high, digits=4), (row.best_median,
+                  row.best_low, row.best_high)) if row.best_median == row.best_median else Cell("—"),
+             Cell(str(row.rising), row.rising), Cell(str(row.fell_back), row.fell_back),
+             Cell(str(int(row.eval_met)), row.eval_met) if row.eval_met == row.eval_met else Cell("—")]
+            for row in table.itertuples()]
+    headers = ["Arch", "Task", "Not fitted", "Best fit check (median [range])", "Still improving at the cap",
+               f"Fell back by ≥ {FELL_BACK}", "Met on the evaluation set"]
+    return _board(name, table, headers, rows, caption, label)
+
+
+def leaderboard_table(board: pd.DataFrame, caption: str | None = None, name: str = "leaderboard",
+                      label: str | None = None) -> Table:
+    """A :func:`leaderboard` as a table: ``MRR [low, high]``, mean rank likewise, tasks fitted ``k/n``, runs
+    fitted (default caption: the metric it ranks by)."""
+    headers = ["Arch", "Encoding", "MRR [95% CI]", "Mean rank [95% CI]", "Tasks fitted", "Runs fitted"]
+    rows = [[_text(r.arch), _encoding(r.encoding), _interval_cell(r.mrr, r.mrr_low, r.mrr_high),
+             _interval_cell(r.mean_rank, r.rank_low, r.rank_high),
+             Cell(f"{r.tasks_fitted}/{r.n_tasks}", (r.tasks_fitted, r.n_tasks)), _percent(r.runs_fitted)]
+            for r in board.itertuples()]
+    return _board(name, board, headers, rows, _caption(board, "Mean reciprocal rank over tasks")
+                  if caption is None else caption, label)
+
+
+def pairwise_table(table: pd.DataFrame, caption: str | None = None, name: str = "pairwise",
+                   label: str | None = None) -> Table:
+    """A :func:`pairwise` table as a table: the pair, pairs, mean difference with its interval, p, Holm p and
+    the verdict (default caption: the metric compared)."""
+    headers = ["Arch", "A", "B", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Verdict"]
+    rows = [[_text(r.arch), _encoding(r.a), _encoding(r.b), Cell(str(r.n_pairs), r.n_pairs),
+             _interval_cell(r.mean_diff, r.ci_low, r.ci_high), Cell(_p(r.p_value), r.p_value),
+             Cell(_p(r.p_holm), r.p_holm), Cell(verdict_text(r) + (f" ({r.note})" if r.note else ""), r.verdict)]
+            for r in table.itertuples()]
+    return _board(name, table, headers, rows, _caption(table, "Paired comparisons") if caption is None else caption,
+                  label)
+
+
+def pairwise_by_task_table(table: pd.DataFrame, caption: str, name: str = "pairwise_tasks",
+                           label: str | None = None) -> Table:
+    """A :func:`pairwise_by_task` table as a table: the pair, the task, seeds paired, mean difference, the seeds
+    favouring each side, the unadjusted p and the smallest p those seeds could give."""
+    headers = ["Arch", "A", "B", "Task", "Seeds", "Mean A − B", "A / B / tie", "p (unadjusted)", "Smallest p"]
+    rows = [[_text(r.arch), _encoding(r.a), _encoding(r.b), Cell(task_label(r.task), r.task),
+             Cell(str(r.n_pairs), r.n_pairs), Cell(f"{r.mean_diff:+.3f}", r.mean_diff),
+             Cell(f"{r.a_better} / {r.b_better} / {r.ties}", (r.a_better, r.b_better, r.ties)),
+             Cell(_p(r.p_value), r.p_value), Cell(_p(r.smallest_p), r.smallest_p)] for r in table.itertuples()]
+    return _board(name, table, headers, rows, caption, label, keys=3)  # a pair's tasks under its name
+
+
+def tier_sentence(board: pd.DataFrame, arch: str) -> str:
+    """What an :func:`extrapolation_board` says about ``arch``, claiming only what its tiers separate: the
+    encoding first when the top tier holds it alone, else the encodings that share the top tier."""
+    part = board[(board["arch"] == arch) & board["ranked"]]
+    unranked = board[(board["arch"] == arch) & ~board["ranked"]]
+    least = f"{100 * leaderboard.BOARD_MIN_FIT:.0f}%"
+    if part.empty:
+        return f"no encoding fitted at least {least} of its order-dependent runs alongside another, so nothing is " \
+            "ranked."
+    top = part[part["tier"] == 1]
+    described = ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"
+                          for r in top.itertuples())
+    n_pairs, n_tasks = int(part["n_pairs"].iloc[0]), int(part["n_tasks"].iloc[0])
+    basis = f"on {n_pairs} jointly fitted task-seed pairs of {n_tasks} order-dependent tasks"
+    if len(part) > 1 and not leaderboard.separable(n_pairs):
+        lead = (f"{len(top)} encodings share the top tier, too few jointly fitted pairs to tell any apart (a paired "
+                f"test on fewer than {leaderboard.min_separable_pairs()} cannot reach p < {leaderboard.ALPHA:g}): "
+                f"{described} ({basis})")
+    elif len(top) == 1 and len(part) > 1:
+        lead = f"{described} is first, its interval above every other's ({basis})"
+    elif len(top) == 1:
+        lead = f"only {described} is ranked ({basis})"
+    else:
+        lead = f"{len(top)} encodings share the top tier, their intervals overlapping: {described} ({basis})"
+    if not unranked.empty:
+        lead += (f"; not ranked (fitted under {least} of their order-dependent runs): "
+                 + ", ".join(encoding_label(e) for e in unranked["encoding"]))
+    return lead + "."

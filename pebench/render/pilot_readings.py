@@ -1,0 +1,73 @@
+"""The pilot readings the protocol and pilots pages show: those their scripts' ``read`` commands write as blocks
+(:data:`PILOT_READINGS`), and the depth pilot's, which its script writes as data: its fit table per depth,
+architecture and encoding, the outcome of its rule per depth, the chosen depth and its step caps, from what
+``pilots/depth_pilot.py read`` wrote (``depth_pilot.csv``, ``depth_pilot.json``), as blocks
+(:mod:`pebench.render.blocks`;
+the site renders them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pebench import store
+from pebench.render.blocks import Block, bullet_list, table, text
+from pebench.store.schema import encoding_label, encoding_rank, task_label
+
+#: each pilot reading written as blocks (:func:`pebench.render.blocks.write_blocks`) that the protocol and pilots pages
+#: show, by the name of its include: its file under ``results/pilots``, what it is, and the script whose ``read``
+#: writes it
+PILOT_READINGS = {
+    "t5_bucket_pilot": ("t5_buckets.json", "T5 bucket pilot", "pilots/t5_bucket_pilot.py"),
+    "cap_pilot": ("cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py"),
+    "t5_duplicate_pilot": ("t5_duplicate.json", "T5 duplicate pilot", "pilots/t5_duplicate_pilot.py"),
+    "stop_rule_replay": ("stop_rules.json", "Plateau-stop replay", "pilots/stop_rule_replay.py"),
+    "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
+    "width_pilot": ("width_pilot.json", "Width pilot", "pilots/width_pilot.py"),
+    "lm_step_pilot": ("lm_step_pilot.json", "LM step pilot", "pilots/lm_step_pilot.py"),
+}
+
+
+def chosen_depth_text(chosen: int | None, depths: dict, condition: str = "") -> str:
+    """What a reading of the depth rule chose (``depths``: per depth, whether it ``meets`` the rule;
+    ``condition``: words after "met the rule", e.g. the plateau pilot's "without the plateau stop either"): the
+    depth that met it, or, when none did, the depth pilot's fallback, said to be one (the width pilot then
+    decided protocol v3's scale)."""
+    if not chosen:
+        return "**No depth chosen yet**: the rule decides once the depths it needs are complete."
+    if any(state["meets"] for state in depths.values()):
+        return f"**Chosen depth: {chosen}.**"
+    return (f"**No depth met the rule{condition}; the depth pilot's fallback is depth {chosen}** (the depth with "
+            "the most capable fits). It is not protocol v3's scale: the width pilot, declared for this case, decided "
+            "that.")
+
+
+def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
+    """The depth pilot's reading from the folder ``pilots`` (``shown``: that folder as the reader sees it, for the
+    lead), or None when the pilot has not been read there."""
+    table_path, outcome_path = Path(pilots) / "depth_pilot.csv", Path(pilots) / "depth_pilot.json"
+    if not table_path.exists() or not outcome_path.exists():
+        return None
+    rows = store.read_plain_csv(table_path, "pilot table")
+    outcome = store.read_json(outcome_path, "pilot outcome")  # neither read through a link
+    pivot: dict[tuple[int, str], dict[str, str]] = {}
+    for row in rows:
+        cell = f"{int(float(row['fitted']))}/{int(float(row['runs']))}"
+        pivot.setdefault((int(float(row["n_layers"])), row["arch"]), {})[row["encoding"]] = cell
+    seen = sorted({e for cells in pivot.values() for e in cells}, key=encoding_rank)
+    verdicts = []
+    for depth, state in outcome["depths"].items():
+        verdict = "meets the rule" if state["meets"] else "fails the rule" if state["decided"] else "undecided"
+        verdicts.append(f"depth {depth}: {verdict} ({state['why']})")
+    chosen = outcome["chosen_depth"]
+    blocks = [text(f"From `{shown or pilots}/depth_pilot.csv` ({outcome['runs']} runs so far), read by `python "
+                   "pilots/depth_pilot.py read`: runs fitted of runs made, per depth, architecture and encoding "
+                   "(in-distribution only)."),
+              table(["depth", "arch", *(encoding_label(e) for e in seen)],
+                    [[str(depth), arch, *(cells.get(e, "—") for e in seen)]
+                     for (depth, arch), cells in sorted(pivot.items())]),
+              bullet_list(verdicts),
+              text(chosen_depth_text(chosen, outcome["depths"]))]
+    if outcome["caps"]:
+        blocks.append(table(["arch", "task", "step cap"], [[c["arch"], task_label(c["task"]), str(c["cap"])]
+                                                           for c in outcome["caps"]]))
+    return blocks

@@ -1,0 +1,217 @@
+"""The sentences the site says around what ``pebench report`` wrote: how to read its tables, what a missing piece of
+the results means, how a rerun is introduced beside its reference, how to cite a results version. The numbers and
+findings are the report's (``report.json``); these are the words around them, here so that the CLI can say them
+too and a test pins them once. Texts are MyST Markdown; importing this module loads neither pandas nor scipy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pebench import protocol, store
+from pebench.render import blocks
+from pebench.render.entry_lead import lead
+from pebench.store.report_file import (
+    StaleReport,
+    archived_roots,
+    count_runs,
+    current_report,
+    current_rerun,
+    display_path,
+    filled,
+    rerun_folders,
+    rerun_reference,
+)
+
+#: read once above the tables of a tables page (each caption repeats it for a table copied on its own)
+HOW_TO_READ_TABLES = (
+    "How to read the tables: a number is the **mean ± the half-width of its 95% confidence interval** (Student "
+    "t over the seeds of the cell; no interval with one seed). *Seeds* says how many seeds a cell has and how "
+    "many met the fit criterion; extrapolation and order numbers count fitted seeds only, and † marks a cell in "
+    "which no seed fitted (its number describes a model that did not learn the task, never a finding). "
+    "**Bold**: the best mean of its task; *italics*: not significantly worse than the best. *Chance* is the "
+    "accuracy of the best input-independent guess, *Floor* the best accuracy without position information. The "
+    "standard deviation and the best of seeds of every column are in each table's CSV.")
+
+#: the lead of the fit table below each suite's boards on the leaderboard page
+LEADERBOARD_FIT_LEAD = ("The share of seeds that met the fit criterion (see {doc}`protocol`) per encoding and "
+                        "architecture, over every task; look for encodings that rank high only because others did "
+                        "not fit.")
+
+#: what leads a committed rerun's page, above the points of its report's summary
+RERUN_LEAD = ("Runs made on other hardware are not bit-identical to the reference's ({doc}`/performance`, "
+              "Reproducibility): this page shows how far the results move with the machine and the software listed "
+              "below, the uncertainty a reader's own rerun carries.")
+
+# the performance page of a build whose throughput benchmark has not been run (or its tables not generated)
+PERFORMANCE_FALLBACK = """# Performance
+
+This build of the site includes no performance measurements: the throughput benchmark
+(`python -m pebench.bench.throughput`) has not been run for it, or its tables (`docs/performance_tables.md`)
+were not generated. Running the benchmark writes `results/performance/*.csv` and those tables, which
+report training throughput against x-transformers, the fraction of the matmul peak reached, and the
+effect of worker processes and seed batching.
+"""
+
+#: what an encoding's or task's page says above its rows and figures in the reference suite
+ENTRY_LEAD = ("From the standard results: its rows of the main table and the boards, where it has any, and its "
+              "main figures (the whole tables, their captions and downloads are on the results pages).")
+#: what the link to the page of all results of an encoding or task says it holds
+ALL_RESULTS = "every suite, every table row and every figure that draws it."
+
+
+def not_in_reference_text(column: str, name: str) -> str:
+    """What the page of ``name`` (an encoding or a task, ``column``) says when the reference results lack it."""
+    return (f"Not part of the committed reference results; run it with `pebench run --suite standard --{column} "
+            f"{name}`.")
+
+
+def entry_view(index: dict[str, Any], column: str, name: str, lead_only: bool = False
+               ) -> tuple[list, list[tuple[str, dict]], list[tuple[str, str, str]]] | None:
+    """What the report ``index`` shows of ``name`` (an encoding or a task: ``column``), from its ``entries``: the
+    (experiment, architecture) pairs it appears in, its rows of each table (title, ``{"header", "rows"}``) and the
+    figures that draw it (title, SVG path in the folder, what to look at); ``lead_only``: only what its page leads
+    with (:func:`pebench.render.entry_lead.lead`). ``None`` when it appears nowhere."""
+    entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
+    pairs = entry.get("appearances")
+    if not pairs:
+        return None
+    tables, figures = [t["name"] for t in index["tables"]], [f["name"] for f in index["figures"]]
+    if lead_only:
+        tables, figures = lead(entry, tables, index.get("main_table"), figures, pairs)
+    rows = [(table["title"], entry["tables"][table["name"]]) for table in index["tables"]
+            if table["name"] in tables and entry["tables"].get(table["name"])]
+    drawn = [(figure["title"], figure["paths"]["svg"], entry["figures"][figure["name"]]) for figure in index["figures"]
+             if figure["name"] in entry["figures"] and figure["name"] in figures and "svg" in figure["paths"]]
+    return pairs, rows, drawn
+
+
+def not_in_results(what: str, why: str) -> str:
+    """The line shown instead of numbers the committed results do not have: ``what`` is missing, because ``why``."""
+    return f"*{what}: not in these results ({why}).*\n"
+
+
+def no_leaderboard_text(folder: Path, root: Path) -> str:
+    """The line in place of the leaderboard of a folder reported before the leaderboard existed."""
+    return not_in_results("Leaderboard", f"`{display_path(folder, root)}/tables/` has no `leaderboard_*.md`: the "
+                          "folder was reported before the leaderboard existed")
+
+
+def no_results_text(suite: str) -> str:
+    """What a suite without committed results shows instead of its figures and tables: how to make them."""
+    return (f"There are no results in `results/{suite}` yet, so no figures or tables are shown. They appear here once "
+            f"the reference run is committed:\n\n```bash\npebench run --suite {suite} --out results/{suite} "
+            f"--workers 2\npebench report --results results/{suite}\n```\n")
+
+
+def generated_from_text(folder: Path, root: Path, completeness: str) -> str:
+    """The first paragraph of a suite's results page: its report's ``completeness`` and the run files it shows."""
+    return (f"{completeness} This page was generated when the site was built, from the {count_runs(folder)} run "
+            f"files in `{display_path(folder, root)}/raw/`.")
+
+
+def rerun_summary(rerun: Path, reference: Path, root: Path, report: dict[str, Any]) -> list[str]:
+    """What a rerun's ``report`` says about reproducing ``reference``, one sentence a point, its folders' paths
+    filled in (:func:`pebench.store.report_file.current_rerun`: a report older than the reference's run files is
+    refused)."""
+    return [filled(sentence, rerun, root, reference) for sentence in current_rerun(rerun, reference, report)["summary"]]
+
+
+def rerun_lead(rerun: Path, reference: Path, root: Path, report: dict[str, Any]) -> str:
+    """What leads a rerun's page: a local rerun (``<results>/local/<suite>``) as ``tox -e bench``'s output beside the
+    reference, a committed one (``<results>/reruns/<name>``) with :data:`RERUN_LEAD` and :func:`rerun_summary`."""
+    if Path(rerun).parent.name == "local":
+        return (f"`{display_path(rerun, root)}` ({count_runs(rerun)} run files), written by `tox -e bench` on this "
+                f"machine, beside the committed reference `{display_path(reference, root)}` ({count_runs(reference)} "
+                "run files).")
+    return "\n".join([RERUN_LEAD, "", *(f"- {line}" for line in rerun_summary(rerun, reference, root, report))])
+
+
+def no_reruns_text(results: Path, root: Path) -> str:
+    """The sentence that says no rerun on other hardware is committed in ``results/reruns``."""
+    return f"No rerun of a suite on other hardware is committed (`{display_path(results / 'reruns', root)}/`)."
+
+
+def archived_rerun_summaries(results: Path, root: Path, index: Callable[[Path], dict[str, Any]]) -> list[str]:
+    """Per rerun kept with a replaced reference under ``results/archive/``
+    (:func:`pebench.store.report_file.archived_roots`),
+    one paragraph: which reference it reran, and what its report (``index(rerun)``, the ``report.json``) says about
+    reproducing it (:func:`rerun_summary`)."""
+    texts = []
+    for archive in archived_roots(results):
+        for rerun in rerun_folders(archive):
+            reference = rerun_reference(rerun)
+            version = current_report(reference).get("results_version", "")
+            texts.append(f"Kept with the {reference.name} reference it reran ({reference.name} {version}, "
+                         f"`{display_path(reference, root)}`): " + " ".join(rerun_summary(rerun, reference, root,
+                                                                                           index(rerun))))
+    return texts
+
+
+def report_protocol(report: dict[str, Any]) -> int | None:
+    """The protocol version of the runs a ``report.json`` reports, from its results version (``v<protocol>-...``,
+    :func:`pebench.analysis.results.results_version`); ``None`` when it records none."""
+    version, _, digest = str(report.get("results_version", "")).partition("-")
+    return int(version[1:]) if version[:1] == "v" and version[1:].isdigit() and digest else None
+
+
+def earlier_protocol_text(report: dict[str, Any]) -> str:
+    """For a folder made under an earlier protocol than :data:`pebench.protocol.PROTOCOL`: what its boards measure
+    (the audit on the protocol page); ``""`` for one of the current protocol or a report that records none."""
+    version = report_protocol(report)
+    if version is None or version >= protocol.PROTOCOL:
+        return ""
+    return (f"These results ({report['results_version']}) were made under protocol v{version}'s model and budget, "
+            f"whose aggregate tables mostly measure which encodings fit within that budget (the audit that led to "
+            f"protocol v{protocol.PROTOCOL}, on the {{doc}}`protocol` page): read the capability board beside the "
+            "tiers, and every interval.")
+
+
+def results_version_text(suite: str, version: str) -> str:
+    """What a results version is, for the "Cite these results" box of ``suite``'s page."""
+    return (f"Results version **{suite} {version}** (a hash of every run file: the same runs always give it, any "
+            "change of a run changes it).")
+
+
+def tables_from_text(folder: Path, root: Path, page: str, report: dict[str, Any] | None = None) -> str:
+    """The lead of a suite's boards on the leaderboard page: where its tables come from (``page``: its results page),
+    and, for results of an earlier protocol (its ``report``), :func:`earlier_protocol_text`."""
+    return " ".join(filter(None, [
+        f"From `{display_path(folder, root)}/tables/`, written by `pebench report` from the {count_runs(folder)} "
+        f"run files of {{doc}}`the {folder.name} results <{page}>`.", earlier_protocol_text(report or {})]))
+
+
+def headline_source_text(report: Path, root: Path, page: str) -> str:
+    """Below the reference's headline findings: the ``report.json`` they come from and ``page``, where all are."""
+    return (f"From `{display_path(report, root)}`, written by `pebench report`; every finding with its tables and "
+            f"figures is on {{doc}}`the {report.parent.name} results page <{page}>`.")
+
+
+def changes_file(results: str | Path, suite: str) -> Path:
+    """Where ``pebench changes <snapshot> <results>/<suite> --blocks FILE`` writes the verdicts that moved for the
+    site: ``<results>/history/<suite>-changes.json`` (the protocol page's "What changed from v2")."""
+    return Path(results) / "history" / f"{suite}-changes.json"
+
+
+def changes_list(results: str | Path, suite: str) -> list[blocks.Block]:
+    """The blocks of the verdicts that moved to ``<results>/<suite>`` (:meth:`pebench.report.changes.Changes.blocks`,
+    as :func:`changes_file` holds them), or one paragraph saying there is nothing to compare yet where that file
+    is absent.
+
+    Raises:
+        StaleReport: the list compares other results than the suite's current ones (its report's results
+            version), e.g. a list made before the reference was regenerated; the message names the command.
+    """
+    path, folder = changes_file(results, suite), Path(results) / suite
+    if not path.exists():
+        shown = Path(Path(results).name)  # as a reader runs it, from the repository
+        return [blocks.text("Until the new reference is reported and its changes are listed, there is nothing to "
+                            f"compare: `pebench changes <snapshot> {shown / suite} --blocks "
+                            f"{shown / 'history' / path.name}` writes the list.")]
+    written = store.read_json(path, "changes list")
+    current = current_report(folder).get("results_version")
+    if written.get("after") != current:
+        raise StaleReport(f"{path} lists the changes to {written.get('after')}, not to {folder} as it is now "
+                          f"({current}): run pebench changes <snapshot> {folder} --blocks {path}")
+    return list(written["blocks"])
