@@ -150,3 +150,29 @@ def test_every_task_has_a_bounded_floor():
                     assert 0.0 <= value <= 1.0, (name, length, arch, floor)
                 if arch == "decoder" and floor.method != "permutation":
                     assert floor.token_acc >= task.chance_accuracy(length) - 4 * floor.token_se - 0.01, (name, floor)
+
+
+@pytest.mark.parametrize(("name", "order", "classes"), [("s5_word_problem", 120, 7), ("a5_word_problem", 60, 5)])
+def test_word_problem_floors_match_their_formulas(name, order, classes):
+    """One element: the bag is the answer. Two: the product is ab or ba, the same iff they commute (classes / |G|
+    of pairs), so the floor is 1/2 + classes / (2 |G|). Inputs are iid: the estimate is unbiased (monte_carlo)."""
+    for arch in ("encoder", "decoder"):
+        assert position_free_floor(name, 1, arch) == Floor(1.0, 1.0, 0.0, 0.0, "monte_carlo")
+        floor = position_free_floor(name, 2, arch, n_examples=2000)
+        assert floor.method == "monte_carlo"
+        assert_close(floor, 1 / 2 + classes / (2 * order), 1 / 2 + classes / (2 * order))
+        assert position_free_floor(name, 8, arch).token_acc < 0.04  # near 1/60 by length 8
+
+
+def test_mqar_floor_is_a_bound_below_the_enumerated_floor():
+    """MQAR's inputs are structured, so its floor is the permutation bound. At length 4 (one pair, one query, one
+    filler value) enumeration gives the exact floor 9/16: the bag shows the key twice and two values, one of them
+    the answer, the same one (certain) when the filler repeats it (1/8)."""
+    task = tasks.get("mqar")
+    inputs = [(key, value, key, filler) for key in range(8) for value in range(8, 16) for filler in range(8, 16)]
+    for arch in ("encoder", "decoder"):
+        exact = enumerated_floor(task, 4, arch, inputs)
+        assert exact == pytest.approx((9 / 16, 9 / 16), abs=1e-12)  # sums of 512 rationals in floats
+        floor = position_free_floor(task, 4, arch)
+        assert floor.method == "permutation" and floor.method in floors.BOUND_METHODS
+        assert floor.token_acc <= exact[0] + 4 * floor.token_se

@@ -113,7 +113,7 @@ def task_archs(name: str) -> list[str]:
 
 def task_facts(name: str) -> Table:
     """Task ``name``'s version, order dependence, symbols, lengths, chance at :func:`example_length`,
-    architectures, source and Chomsky class."""
+    architectures, source, Chomsky class and complexity note (each where the task declares one)."""
     task, meta = tasks.get(name), tasks.TASKS.meta(name)
     length = example_length(task)
     return text_table(["", ""], [
@@ -126,6 +126,7 @@ def task_facts(name: str) -> Table:
         ["source", f"{{cite:t}}`{meta['paper']}`" if meta.get("paper") else "pebench"],
         *([["Chomsky class", f"{meta['chomsky'].replace('_', '-')} ({{cite:t}}`deletang2023chomsky`)"]]
           if meta.get("chomsky") else []),
+        *([["complexity", meta["complexity"]]] if meta.get("complexity") else []),
     ])
 
 
