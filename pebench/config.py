@@ -8,6 +8,8 @@ listing the suites and their runs (``pebench list``) does not import torch.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
 from collections.abc import Mapping
@@ -155,3 +157,44 @@ class TrainConfig:
         if not flat["fit_patience"]:
             del flat["fit_patience"], flat["fit_min_drop"]
         return flat
+
+
+# --------------------------------------------------------------------------- run ids
+
+
+def run_id_of(resolved: Mapping[str, Any]) -> str:
+    """A run's id: the first 16 hex digits of the SHA-256 of its resolved configuration as sorted JSON
+    (:meth:`pebench.plan.experiment.RunSpec.resolved`, or the configuration columns of its run file read back), so
+    that the same run has the same id on every machine and a run file's id can be recomputed from its rows."""
+    payload = json.dumps(dict(resolved), sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+#: sizes of a run that must be positive ints (the model's, the evaluation's, the suite's capacity)
+POSITIVE_INTS = ("d_model", "n_layers", "n_heads", "mlp_ratio", "eval_n_examples", "eval_batch_size",
+                 "position_capacity")
+
+
+def check_configuration(resolved: Mapping[str, Any]) -> None:
+    """Raise ValueError unless the values of a resolved configuration (as a run file records it; fields it lacks
+    are not checked) have the types and ranges a run can have: its training fields as :class:`TrainConfig` checks
+    them, positive sizes, seeds in ``[0, 2**32 - 1]``, a dropout in ``[0, 1)``, a task version >= 0."""
+    train = {f.name: resolved[f.name] for f in fields(TrainConfig) if f.name in resolved}
+    TrainConfig(**train)  # the run's seed is the configuration's seed
+    for key in POSITIVE_INTS:
+        if key in resolved:
+            check_int(key, resolved[key])
+            if resolved[key] < 1:
+                raise ValueError(f"{key} must be >= 1, got {resolved[key]}")
+    for key in ("seed", "eval_seed"):
+        if key in resolved:
+            check_seed(key, resolved[key])
+    for key in ("task_version", "protocol"):
+        if key in resolved:
+            check_int(key, resolved[key])
+            if resolved[key] < 0:
+                raise ValueError(f"{key} must be >= 0, got {resolved[key]}")
+    if "dropout" in resolved:
+        dropout = resolved["dropout"]
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")

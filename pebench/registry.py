@@ -34,6 +34,33 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+#: what a registered name may be, the one rule every reader of a results folder applies too (run files, manifests,
+#: the paths built from names): letters, digits, ``_``, ``-`` and ``.``, not first, at most 100 characters; and not a
+#: word that reads as a number or a missing value (:func:`reads_as_number`). A folder may come from anyone, and
+#: names become file names, table cells and terminal text
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+NAME = re.compile(NAME_PATTERN)
+#: the words of a name's form that pandas reads as a missing value (its default ``na_values``, which tell case:
+#: ``none``, NoPE's name, is a word), besides what :func:`float` parses (``nan``, ``inf``)
+MISSING_WORDS = frozenset({"NA", "NULL", "None", "null"})
+#: the name rule in words, for messages
+NAME_RULE = "letters, digits, '_', '-' and '.' (not first), at most 100 characters, not a number"
+
+
+def reads_as_number(text: str) -> bool:
+    """Whether pandas would read ``text`` as a number or a missing value, not as a word."""
+    try:
+        float(text)
+    except ValueError:
+        return text in MISSING_WORDS
+    return True
+
+
+def is_name(name: object) -> bool:
+    """Whether ``name`` follows the name rule (:data:`NAME_PATTERN`, not :func:`reads_as_number`)."""
+    return isinstance(name, str) and NAME.fullmatch(name) is not None and not reads_as_number(name)
+
+
 class UnknownNameError(KeyError):
     """Raised for a name that is not registered; the message lists close matches."""
 
@@ -87,14 +114,15 @@ class Registry(Generic[T]):
         """Decorator registering ``obj`` under ``name`` with metadata ``meta``.
 
         Raises:
-            ValueError: ``name`` is empty or already registered (the message names the
+            ValueError: ``name`` breaks the name rule (:func:`is_name`) or is already registered (the message names the
                 module that registered it first), or ``obj`` is not a ``base``.
         """
 
         def decorator(obj: T) -> T:
             self._load()
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"a {self.kind} needs a non-empty name, got {name!r}")
+            if not is_name(name):
+                raise ValueError(f"a {self.kind} name must be {NAME_RULE} (what a results folder's reader "
+                                 f"accepts), got {name!r}")
             if name in self._entries:
                 first = getattr(self._entries[name], "__module__", "?")
                 raise ValueError(f"{self.kind} {name!r} is registered twice (first by {first}); "

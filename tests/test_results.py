@@ -6,7 +6,6 @@ schema-valid results folder of every standard experiment with planted effects.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -18,8 +17,10 @@ from scipy import stats
 
 from pebench import store
 from pebench.analysis import results
+from pebench.config import run_id_of
 from pebench.plan.experiment import report_declarations
 from pebench.store import ResultsError
+from pebench.store.schema import RUN_ID_COLUMNS
 
 BASE = {
     "suite": "standard", "task_version": 1, "encoding_options": "{}", "d_model": 16, "n_layers": 1, "n_heads": 2,
@@ -35,7 +36,7 @@ def run_frame(experiment: str, task: str, encoding: str, arch: str, seed: int, t
     """Rows of one run: ``points`` are dicts with eval_len, token_acc, ... (condition/variant default)."""
     identity = {**BASE, "experiment": experiment, "task": task, "encoding": encoding, "arch": arch, "seed": seed,
                 "train_max_len": train_max_len, "status": status, **extra}
-    identity["run_id"] = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    identity["run_id"] = run_id_of({k: v for k, v in identity.items() if k in RUN_ID_COLUMNS})
     if status == "failed":
         return pd.DataFrame([{**identity, "error": "RuntimeError: boom"}])
     rows = []
@@ -280,13 +281,14 @@ def test_empty_folder_is_an_error(tmp_path):
 
 
 def test_numeric_looking_run_ids_stay_text(tmp_path):
-    frame = curve_run(0, {8: 1.0})
-    frame["run_id"] = "3e69517866536022"  # pandas would read this as inf
+    frame = curve_run(273, {8: 1.0})  # a run id is its configuration's hash: this seed's is all digits
+    run_id = "7541708833150119"  # pandas would read this as a number (and "3e69517866536022" as inf)
+    assert frame["run_id"].iloc[0] == run_id
     (tmp_path / "raw").mkdir()
-    frame.to_csv(tmp_path / "raw" / "3e69517866536022.csv", index=False)
+    frame.to_csv(tmp_path / "raw" / f"{run_id}.csv", index=False)
     data = store.load(tmp_path)
-    assert data["run_id"].tolist() == ["3e69517866536022"]
-    assert store.read_run_csv(tmp_path / "raw" / "3e69517866536022.csv")["run_id"].iloc[0] == "3e69517866536022"
+    assert data["run_id"].tolist() == [run_id]
+    assert store.read_run_csv(tmp_path / "raw" / f"{run_id}.csv")["run_id"].iloc[0] == run_id
 
 
 def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, monkeypatch):

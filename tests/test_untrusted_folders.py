@@ -291,7 +291,7 @@ def test_a_linked_run_file_or_raw_folder_is_never_read(tmp_path, capsys):
     from pebench.store import ResultsError, load
 
     secret = small_results(tmp_path / "private")
-    folder = small_results(tmp_path / "shared", seeds=(0,))
+    folder = small_results(tmp_path / "shared", seeds=(2,))  # other runs: the linked file's name is free
     source = sorted((secret / "raw").iterdir())[-1]
     (folder / "raw" / source.name).symlink_to(source)
     with pytest.raises(ResultsError, match=f"{source.name}: a symbolic link, not a run file"):

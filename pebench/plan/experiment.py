@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib.util
 import itertools
 import json
@@ -39,6 +38,7 @@ from pebench.config import (
     check_int,
     check_seed,
     is_causal,
+    run_id_of,
 )
 from pebench.lazy_torch import torch
 from pebench.protocol import (
@@ -192,8 +192,7 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """Stable 16-hex-digit hash of :meth:`resolved` (independent of field order)."""
-        payload = json.dumps(self.resolved(), sort_keys=True, default=str)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return run_id_of(self.resolved())
 
 
 def rendered_length(task: tasks.Task, length: int, arch: str) -> int:

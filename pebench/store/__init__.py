@@ -718,32 +718,52 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
 
 
 def check_same_plugins(out: Path) -> None:
-    """Refuse to add runs to ``out`` with a plugin whose file differs from the one an earlier sweep there loaded
-    (by the SHA-256 its manifest recorded): the folder's runs would be made by two versions of that code.
+    """Refuse to add runs to ``out`` with plugin code other than an earlier sweep there loaded: a plugin is its
+    content (the SHA-256 of its file the manifest records), wherever it lies, so an edited copy at another path is
+    another version, as is an edited file at the same path. The folder's runs would be made by two versions of that
+    code when a plugin an earlier sweep loaded is not loaded now, as it was, while a plugin is loaded now that no
+    earlier sweep loaded (or the same plugin key is loaded with other content). Resuming without the plugins at all
+    (only built-in entries) stays allowed.
 
     Raises:
         ResultsError: one line naming the plugin and what to do.
     """
     manifest = read_manifest(out) or {}
-    now = {record["plugin"]: record["sha256"] for record in plugin_records() if record["sha256"]}
+    now = {record["sha256"]: record["plugin"] for record in plugin_records() if record["sha256"]}
+    then: dict[str, str] = {}  # SHA-256 -> plugin key, of every plugin an earlier sweep here loaded
     for invocation in manifest.get("invocations", []):
         records = invocation.get("plugins") if isinstance(invocation, dict) else None
         for record in records if isinstance(records, list) else []:
-            key, then = (record.get("plugin"), record.get("sha256")) if isinstance(record, dict) else (None, None)
-            if isinstance(key, str) and key in now and isinstance(then, str) and then != now[key]:
-                raise ResultsError(f"plugin {key} changed since an earlier sweep in {out} loaded it (SHA-256 "
-                                   f"{then[:12]} then, {now[key][:12]} now): restore that version to "
-                                   "resume, or choose another --out")
+            key, sha = (record.get("plugin"), record.get("sha256")) if isinstance(record, dict) else (None, None)
+            if isinstance(key, str) and isinstance(sha, str) and sha:
+                then.setdefault(sha, key)
+    missing = {sha: key for sha, key in then.items() if sha not in now}
+    added = {sha: key for sha, key in now.items() if sha not in then}
+    if missing and added:
+        sha, key = next(iter(missing.items()))
+        new_sha, new_key = next(((s, k) for s, k in added.items() if k == key), next(iter(added.items())))
+        what = "changed since" if new_key == key else f"(SHA-256 {new_sha[:12]}) is not the code"
+        raise ResultsError(f"plugin {_shown(new_key)} {what} an earlier sweep in {out} loaded it (SHA-256 "
+                           f"{sha[:12]} then, {new_sha[:12]} now{'' if new_key == key else f', at {_shown(key)}'}): "
+                           "a plugin is its content, wherever it lies; restore that version to resume, or choose "
+                           "another --out")
+
+
+def _shown(text: str) -> str:
+    """A plugin key from a manifest, as terminal text (escaped, shortened)."""
+    return ascii(text[:200])[1:-1]
 
 
 @contextlib.contextmanager
 def lock_folder(out: Path) -> Iterator[None]:
     """Hold an exclusive OS lock (``flock``) on ``<out>/.lock`` for the duration: one sweep at a time per
     results folder. The lock is released when the process ends, however it ends. The lock file is opened
-    without following a symbolic link (``O_NOFOLLOW``): a link there would make the sweep truncate its target.
+    without following a symbolic link (``O_NOFOLLOW``) and refused when it is a hard link (more than one name):
+    a link there would make the sweep truncate its target.
 
     Raises:
-        FolderLockError: another process holds it (the message names it), or ``.lock`` is a link or not a file.
+        FolderLockError: another process holds it (the message names it), or ``.lock`` is a link (symbolic or
+            hard) or not a file.
     """
     import fcntl
 
@@ -755,9 +775,14 @@ def lock_folder(out: Path) -> Iterator[None]:
             raise FolderLockError(f"{path} is a symbolic link; pebench never follows a link in a results folder: "
                                   "remove it and run again") from None
         raise
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
         os.close(descriptor)
         raise FolderLockError(f"{path} is not a plain file; move it away and run again")
+    if status.st_nlink != 1:  # a hard link: truncating the lock would empty the file it shares its data with
+        os.close(descriptor)
+        raise FolderLockError(f"{path} is a hard link to another file ({status.st_nlink} names); pebench never "
+                              "writes through a link in a results folder: remove it and run again")
     with open(descriptor, "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

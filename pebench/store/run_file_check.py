@@ -14,24 +14,30 @@ import csv
 import hashlib
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pebench.config import CONDITIONS, DECODINGS, FIT_LENGTHS
+from pebench.config import CONDITIONS, DECODINGS, FIT_LENGTHS, check_configuration, run_id_of
 from pebench.store.artifact_check import formula_field
 from pebench.store.schema import (
     BASE_VARIANT,
     CHECKSUM_COLUMN,
     CONFIG_COLUMNS,
+    FLAG_CONFIG_COLUMNS,
     IDENTITY_COLUMNS,
     METRIC_COLUMNS,
     NAME_COLUMNS,
+    NAME_RULE,
     NUMBER_COLUMNS,
+    RUN_ID,
+    RUN_ID_COLUMNS,
     STATUSES,
-    TEXT_COLUMNS,
+    TEXT_CONFIG_COLUMNS,
     VARIANT_LABEL,
     completed,
+    is_column_name,
     reads_as_number,
     variant_labels,
 )
@@ -140,6 +146,7 @@ def verified_frame(frame: pd.DataFrame, records: Sequence[Sequence[str]], path: 
         raise ResultsError(f"{path}: its rows differ in {', '.join(varying)} (one file holds one run)")
     _check_names(dict(zip(header, records[1], strict=True)), path)  # as written: pandas may read "1" as a number
     _check_declared(records, path)
+    _check_run_id(dict(zip(header, records[1], strict=True)), path)
     _check_formulas(records, path)
     _check_rows(frame, path)
     return frame
@@ -161,12 +168,57 @@ def _check_names(first: Mapping[str, str], path: Path) -> None:
     the form pebench writes: they become file names and terminal text, and a folder may come from anyone. A name
     that pandas would read as a number or a missing value (``1``, ``nan``, ``null``; a run id is read as text) is
     none either."""
-    for column, pattern in NAME_COLUMNS.items():
+    for column in (*NAME_COLUMNS, "run_id"):
         value = first[column]
-        if not pattern.fullmatch(value) or (column not in TEXT_COLUMNS and reads_as_number(value)):
-            what = "16 lowercase hex digits" if column == "run_id" else "letters, digits, '_', '-' and '.'"
-            raise ResultsError(f"{path}: its {column} {value!r} is not a name pebench writes ({what}); move the "
-                               "file away (it may have been crafted)")
+        if not (RUN_ID.fullmatch(value) if column == "run_id" else is_column_name(column, value)):
+            what = "16 lowercase hex digits" if column == "run_id" else NAME_RULE
+            raise ResultsError(f"{path}: its {column} {value[:120]!r} is not a name pebench writes ({what}); move "
+                               "the file away (it may have been crafted)")
+
+
+INTEGER = re.compile(r"-?[0-9]+")
+
+
+def configuration(first: Mapping[str, str]) -> dict[str, object]:
+    """The resolved configuration a run file records (its :data:`pebench.store.schema.RUN_ID_COLUMNS`, as written in
+    its first row, each read back as the value it was written from: text, a flag or a number; an empty or absent
+    field is one the run did not record).
+
+    Raises:
+        ValueError: a number column holds no number or a flag column no flag.
+    """
+    resolved: dict[str, object] = {}
+    for column in RUN_ID_COLUMNS:
+        text = first.get(column, "")
+        if text == "":
+            continue
+        if column in TEXT_CONFIG_COLUMNS:
+            resolved[column] = text
+        elif column in FLAG_CONFIG_COLUMNS and text in ("True", "False"):
+            resolved[column] = text == "True"
+        elif INTEGER.fullmatch(text):
+            resolved[column] = int(text)
+        else:
+            try:
+                resolved[column] = float(text)
+            except ValueError:
+                raise ValueError(f"its {column} {text[:40]!r} is not a number") from None
+    return resolved
+
+
+def _check_run_id(first: Mapping[str, str], path: Path) -> None:
+    """Refuse a run file whose configuration values are not ones a run can have
+    (:func:`pebench.config.check_configuration`), or whose run id is not the hash of its configuration
+    (:func:`pebench.config.run_id_of`): such a file says it is a run it is not, and is damaged, never a result."""
+    try:
+        resolved = configuration(first)
+        check_configuration(resolved)
+    except (ValueError, TypeError) as exc:
+        raise ResultsError(f"{path}: its configuration is not one a run can have ({str(exc).splitlines()[0]}); "
+                           "move the file away (it may have been edited)") from None
+    if run_id_of(resolved) != first["run_id"]:
+        raise ResultsError(f"{path}: damaged or edited (its run_id {first['run_id']} is not the id of the "
+                           f"configuration it records, {run_id_of(resolved)}); move the file away")
 
 
 #: the JSON columns of a run file: the shape pebench writes in each, in words, and a test of a parsed value

@@ -25,6 +25,13 @@ from typing import TYPE_CHECKING
 
 from pebench import encodings, tasks
 from pebench.protocol import COMPARED_ENCODINGS
+from pebench.registry import (  # noqa: F401 (the name rule, written once in the registry, read from here too)
+    MISSING_WORDS,
+    NAME_PATTERN,
+    NAME_RULE,
+    is_name,
+    reads_as_number,
+)
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: reading a folder's files needs none
     import pandas as pd
@@ -65,6 +72,13 @@ OPTIONAL_CONFIG_COLUMNS = (
 )
 #: configuration columns computed from the others (the suite's position capacity): recorded, never compared
 DERIVED_CONFIG_COLUMNS = ("position_capacity",)
+#: the columns a run's id is the hash of (:func:`pebench.config.run_id_of`): its configuration, its seed and what is
+#: derived from them; a run file's id is recomputed from these on read
+RUN_ID_COLUMNS = (*CONFIG_COLUMNS, "seed", *DERIVED_CONFIG_COLUMNS)
+#: the columns of :data:`RUN_ID_COLUMNS` that hold text (names, words and JSON) and flags; the others are numbers
+TEXT_CONFIG_COLUMNS = ("arch", "encoding", "encoding_options", "eval_conditions", "eval_decoding", "eval_lengths",
+                       "eval_variants", "experiment", "fit_lengths", "suite", "task")
+FLAG_CONFIG_COLUMNS = ("eval_equivariance", "fit_disjoint", "stop_at_fit")
 #: columns that can look numeric but are text (run id "3e69517866536022" would parse as inf)
 TEXT_COLUMNS = ("run_id", "pebench_version", "commit", "error", "rows_sha256")
 #: columns pebench writes as numbers (flags as True/False), empty where a run has none: a run file with anything
@@ -90,31 +104,18 @@ CELL_COLUMNS = (
 #: cells compared with each other (encodings, and RoPE-scaling variants) share these
 GROUP_COLUMNS = ("experiment", "task", "task_version", "arch", "train_max_len")
 
-#: what a name in a run file (suite, experiment, task, arch, each part of an encoding) may be: letters, digits,
-#: ``_``, ``-`` and ``.``, not first; a folder may come from anyone, and names become file names in reports
-NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
-#: the pattern each name column of a run file must match in full; a run id is 16 lowercase hex digits
-#: (:attr:`pebench.plan.experiment.RunSpec.run_id`)
-NAME_COLUMNS = {
-    "suite": re.compile(NAME_PATTERN), "experiment": re.compile(NAME_PATTERN), "task": re.compile(NAME_PATTERN),
-    "arch": re.compile(NAME_PATTERN), "encoding": re.compile(rf"{NAME_PATTERN}(:{NAME_PATTERN})*"),
-    "run_id": re.compile(r"[0-9a-f]{16}"),
-}
+#: the name columns of a run file: each holds a name (:func:`pebench.registry.is_name`, the rule a registered name
+#: follows), the encoding one or more joined by ``:`` (a wrapped encoding, ``randomized:rope``)
+NAME_COLUMNS = ("suite", "experiment", "task", "arch", "encoding")
+#: what a run id is: 16 lowercase hex digits (:func:`pebench.config.run_id_of`)
+RUN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def is_column_name(column: str, value: str) -> bool:
+    """Whether ``value`` is what the name column ``column`` of a run file may hold (:data:`NAME_COLUMNS`)."""
+    return all(is_name(part) for part in value.split(":")) if column == "encoding" else is_name(value)
 #: the pattern an evaluation variant's label must match in full (:attr:`pebench.plan.experiment.EvalConfig.variants`)
 VARIANT_LABEL = re.compile(NAME_PATTERN)
-
-#: the words of a name's form that pandas reads as a missing value (its default ``na_values``, which tell case:
-#: ``none``, NoPE's name, is a word), besides what :func:`float` parses (``nan``, ``inf``)
-MISSING_WORDS = frozenset({"NA", "NULL", "None", "null"})
-
-
-def reads_as_number(text: str) -> bool:
-    """Whether pandas would read ``text`` as a number or a missing value, not as a word."""
-    try:
-        float(text)
-    except ValueError:
-        return text in MISSING_WORDS
-    return True
 
 
 # --------------------------------------------------------------------------- which rows count

@@ -1,0 +1,161 @@
+"""Results folders from anyone, round two (issue 63): a results folder, a plugin's names and a manifest are
+untrusted input. Each defect of the issue has a test here that fails on the code before its fix (R1-R11), and
+property tests (Hypothesis) feed the readers arbitrary and adversarial input: one clear error or a result that is
+what the file says, never a traceback or a write outside the folder."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pebench import registry, store
+from pebench.config import run_id_of
+from pebench.store import FolderLockError, ResultsError, lock_folder
+from pebench.store.schema import RUN_ID_COLUMNS
+
+
+def tiny_run(folder: Path) -> Path:
+    """One tiny run made by the runner in ``folder`` (a few seconds on a CPU); returns its run file."""
+    from test_runner import tiny_spec
+
+    from pebench.plan.runner import run_sweep
+
+    spec = tiny_spec()
+    run_sweep([spec], folder, on_done=lambda spec, rows: None)
+    return folder / "raw" / store.run_file_name(spec.run_id)
+
+
+def rewrite(path: Path, **changes) -> None:
+    """Rewrite a run file with ``changes`` to its columns, its checksum recomputed (an edit that hides itself)."""
+    frame = store.read_run_csv(io.StringIO(store.read_run_text(path))).drop(columns=["rows_sha256"])
+    for column, value in changes.items():
+        frame[column] = value
+    path.write_bytes(store.run_file_bytes(frame.to_dict("records"), path.name))
+
+
+@pytest.fixture(scope="module")
+def made_run(tmp_path_factory) -> Path:
+    return tiny_run(tmp_path_factory.mktemp("made") / "out")
+
+
+def copy_of(run: Path, folder: Path) -> Path:
+    (folder / "raw").mkdir(parents=True)
+    path = folder / "raw" / run.name
+    path.write_bytes(run.read_bytes())
+    return path
+
+
+# --------------------------------------------------------------------------- R1: a hard-linked lock file
+
+
+def test_r1_a_hard_linked_lock_file_is_refused_and_its_target_left_as_it_was(tmp_path):
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.link(target, out / ".lock")
+    with pytest.raises(FolderLockError, match=r"\.lock is a hard link"):
+        with lock_folder(out):
+            pass
+    assert target.read_text() == "keep me\n"
+
+
+# --------------------------------------------------------------------------- R2: one name rule
+
+
+@pytest.mark.parametrize("name", ["ünï_enc", "x%_&#{y}", "", "_x", "a/b", "1e5", "nan", "None", "x" * 101, 3])
+def test_r2_a_name_no_reader_accepts_is_refused_at_registration_on_one_line(name):
+    names = registry.Registry("encoding")
+    with pytest.raises(ValueError, match="name must be letters, digits") as caught:
+        names.register(name)(object)
+    assert "\n" not in str(caught.value)
+    assert not registry.is_name(name)
+
+
+def test_r2_a_plugin_registering_such_a_name_fails_to_load_naming_it(tmp_path):
+    plugin = tmp_path / "bad_names.py"
+    plugin.write_text("from pebench import tasks\n"
+                      "@tasks.TASKS.register('x%_&#{y}', order_dependent=False)\n"
+                      "class Mine(tasks.Task):\n    pass\n")
+    with pytest.raises(registry.PluginError, match=r"name must be .*'x%_&#\{y\}'"):
+        registry.load_plugin(str(plugin))
+
+
+@pytest.mark.parametrize("name", ["rope", "none", "t5", "length_extrapolation", "x.y-z", "A" * 100])
+def test_r2_every_name_the_registry_takes_a_run_file_takes(name):
+    from pebench.store.schema import is_column_name
+
+    registry.Registry("encoding").register(name)(object)
+    assert all(is_column_name(column, name) for column in ("suite", "experiment", "task", "arch", "encoding"))
+
+
+# --------------------------------------------------------------------------- R4: a run file proves what it is
+
+
+def test_r4_a_run_id_is_its_configurations_hash(made_run):
+    first = store.read_run_file(made_run).iloc[0]
+    from pebench.store.run_file_check import configuration
+
+    text = {column: str(first[column]) for column in RUN_ID_COLUMNS if column in first and pd.notna(first[column])}
+    assert run_id_of(configuration(text)) == first["run_id"]
+
+
+def test_r4_an_edited_configuration_with_its_checksum_recomputed_is_damaged_not_complete(made_run, tmp_path):
+    path = copy_of(made_run, tmp_path / "out")
+    rewrite(path, lr=0.5)
+    with pytest.raises(ResultsError, match="is not the id of the configuration it records"):
+        store.read_run_file(path)
+    found = store.scan(tmp_path / "out", [store.run_file_id(path)])
+    assert not found.complete and "not the id of the configuration" in found.bad[path.name]
+    with pytest.raises(ResultsError, match="1 bad result file"):
+        store.load(tmp_path / "out")
+
+
+@pytest.mark.parametrize("column, value", [("seed", "1e20"), ("seed", 10**20), ("d_model", -5), ("steps", "nan"),
+                                           ("lr", "inf"), ("dropout", 2.0), ("eval_seed", -1), ("n_heads", 0.5)])
+def test_r4_a_configuration_no_run_can_have_is_refused(made_run, tmp_path, column, value):
+    path = copy_of(made_run, tmp_path / "out")
+    rewrite(path, **{column: value})
+    with pytest.raises(ResultsError, match=f"configuration is not one a run can have .*{column}"):
+        store.read_run_file(path)
+
+
+def test_r4_the_committed_run_files_verify():
+    data = store.load(Path(__file__).parents[1] / "results" / "standard")
+    assert len(data) and data["run_id"].nunique() > 2000
+
+
+def gz(text: str) -> bytes:
+    return gzip.compress(text.encode(), mtime=0)
+
+
+# --------------------------------------------------------------------------- R3: a plugin is its content
+
+
+def test_r3_an_edited_copy_of_a_plugin_at_another_path_is_refused_on_resume(tmp_path, monkeypatch, capsys):
+    from test_untrusted_code import ONE_CELL, forget_plugins
+
+    from pebench.cli import main
+
+    plugin, out = tmp_path / "my_plugin.py", tmp_path / "out"
+    plugin.write_text("SCALE = 1.0\n")
+    forget_plugins(monkeypatch)
+    assert main(["--plugin", str(plugin), *ONE_CELL, "--filter", "encoding=none", "--out", str(out)]) == 0
+    made = sorted((out / "raw").iterdir())
+    copy = tmp_path / "elsewhere" / "my_plugin.py"
+    copy.parent.mkdir()
+    copy.write_text("SCALE = 2.0\n")
+    forget_plugins(monkeypatch)
+    capsys.readouterr()
+    assert main(["--plugin", str(copy), *ONE_CELL, "--filter", "encoding=none,alibi", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"plugin {copy} (SHA-256 " in err and f"at {plugin}" in err, err
+    assert sorted((out / "raw").iterdir()) == made
+    copy.write_text("SCALE = 1.0\n")  # the same content at another path is the same plugin: resumed
+    forget_plugins(monkeypatch)
+    assert main(["--plugin", str(copy), *ONE_CELL, "--filter", "encoding=none,alibi", "--out", str(out)]) == 0
