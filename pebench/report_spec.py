@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pebench.registry import NAME_RULE, is_name
+
 
 def as_tuple(value: Any) -> Any:
     """``value`` with every list, at any depth, a tuple (JSON has lists; a frozen declaration holds tuples)."""
@@ -60,7 +62,9 @@ def report_spec_from_record(record: Mapping[str, Any]) -> ReportSpec:
     become tuples).
 
     Raises:
-        ValueError: the record is not an object, or names a field :class:`ReportSpec` does not have.
+        ValueError: the record is not an object, names a field :class:`ReportSpec` does not have, or holds a value
+            of another type or form than the field's (:data:`FIELD_SHAPES`: a list where a list is, never a text
+            split into letters; names of the name rule).
     """
     if not isinstance(record, Mapping):
         raise ValueError(f"a report declaration must be a JSON object, not {type(record).__name__}")
@@ -68,4 +72,39 @@ def report_spec_from_record(record: Mapping[str, Any]) -> ReportSpec:
     unknown = sorted(set(record) - known)
     if unknown:
         raise ValueError(f"unknown report declaration field(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    for key, value in record.items():
+        problem = _field_problem(key, value)
+        if problem:
+            raise ValueError(f"its {key} must be {problem}, got {ascii(value)[:80]}")
     return ReportSpec(**{key: as_tuple(value) for key, value in record.items()})
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(is_name(name) for name in value)
+
+
+def _pair(value: Any) -> bool:
+    """Two encoding names, each one name or names joined by ``:`` (a wrapped encoding, ``randomized:rope``)."""
+    return (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(isinstance(name, str) and all(is_name(part) for part in name.split(":")) for name in value))
+
+
+#: what each field of a recorded declaration must be, in words, and its test (a folder's manifest may come from anyone)
+FIELD_SHAPES = {
+    "layout": (f"a name ({NAME_RULE})", is_name),
+    "position": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**31),
+    "title": ("text", lambda v: isinstance(v, str)),
+    "caption": ("text", lambda v: isinstance(v, str)),
+    "figure_caption": ("text", lambda v: isinstance(v, str)),
+    "key_metrics": ("a list of metric names", _names),
+    "also": ("a list of layout names", _names),
+    "primary_metric": ("a metric name or empty", lambda v: v == "" or is_name(v)),
+    "comparisons": ("a list of [encoding, encoding] pairs",
+                    lambda v: isinstance(v, (list, tuple)) and all(_pair(pair) for pair in v)),
+}
+
+
+def _field_problem(key: str, value: Any) -> str:
+    """What ``value`` of the declaration field ``key`` must be, in words, when it is not that; else ``""``."""
+    shape, test = FIELD_SHAPES[key]
+    return "" if test(value) else shape

@@ -159,3 +159,77 @@ def test_r3_an_edited_copy_of_a_plugin_at_another_path_is_refused_on_resume(tmp_
     copy.write_text("SCALE = 1.0\n")  # the same content at another path is the same plugin: resumed
     forget_plugins(monkeypatch)
     assert main(["--plugin", str(copy), *ONE_CELL, "--filter", "encoding=none,alibi", "--out", str(out)]) == 0
+
+
+# --------------------------------------------------------------------------- R5: report declarations are checked
+
+
+def folder_of_an_unregistered_experiment(folder: Path, declaration: dict) -> Path:
+    """A results folder of an experiment this installation does not register, whose manifest declares its report
+    as ``declaration`` (so that the folder's own declaration is the one read)."""
+    import json
+
+    from test_results import run_frame
+
+    raw = folder / "raw"
+    raw.mkdir(parents=True)
+    for encoding in ("none", "rope"):
+        for seed in (0, 1):
+            frame = run_frame("mine", "copy", encoding, "decoder", seed, 8,
+                              [{"eval_len": length, "token_acc": 0.5 + 0.01 * seed} for length in (4, 8, 16)])
+            frame.to_csv(raw / f"{frame['run_id'].iloc[0]}.csv", index=False)
+    (folder / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [],
+                                                      "report_declarations": {"mine": declaration}}))
+    return folder
+
+
+@pytest.mark.parametrize("declaration, said", [
+    ({"title": 5}, "its title must be text"), ({"title": ["a"]}, "its title must be text"),
+    ({"also": "order"}, "its also must be a list of layout names"),
+    ({"key_metrics": "token_acc"}, "its key_metrics must be a list of metric names"),
+    ({"position": "first"}, "its position must be an integer"), ({"layout": {"a": 1}}, "its layout must be a name"),
+    ({"comparisons": [["rope"]]}, "its comparisons must be a list of"),
+])
+@pytest.mark.parametrize("command", ["report", "show", "compare"])
+def test_r5_a_malformed_recorded_declaration_is_one_line(tmp_path, capsys, declaration, said, command):
+    from pebench.cli import main
+
+    folder = folder_of_an_unregistered_experiment(tmp_path / "results", declaration)
+    args = [command, str(folder)] + ([str(folder)] if command == "compare" else [])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+
+
+def test_r5_an_unknown_key_metric_ends_compare_on_one_line(tmp_path, capsys):
+    from pebench.cli import main
+
+    folder = folder_of_an_unregistered_experiment(tmp_path / "results", {"key_metrics": ["no_such_metric"]})
+    assert main(["compare", str(folder), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown run metric 'no_such_metric'" in err, err
+
+
+def test_r5_the_declarations_pebench_records_read_back_as_declared():
+    from pebench.plan.experiment import load_experiments, report_declarations
+    from pebench.report_spec import report_spec_from_record
+
+    names = load_experiments().names()
+    for name, record in report_declarations(names).items():
+        assert report_spec_from_record(record) == load_experiments().get(name).report
+
+
+# --------------------------------------------------------------------------- R6: nothing imported from the cwd
+
+
+@pytest.mark.parametrize("module", ["pandas", "numpy", "typing", "json"])
+def test_r6_python_m_pebench_imports_nothing_from_the_working_directory(tmp_path, module):
+    import subprocess
+    import sys
+
+    mark = tmp_path / "ran"
+    (tmp_path / f"{module}.py").write_text(f"open({str(mark)!r}, 'w').write('ran')\n")
+    done = subprocess.run([sys.executable, "-m", "pebench", "list"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not mark.exists()

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pebench import store
-from pebench.metrics import LAYOUT_KEY_METRICS
+from pebench.metrics import LAYOUT_KEY_METRICS, RUN_METRICS
+from pebench.registry import NAME_RULE, is_name
 from pebench.report_spec import ReportSpec, report_spec_from_record
 
 #: the manifest key the runner records the declarations under (:func:`pebench.plan.experiment.report_declarations`)
@@ -33,6 +34,10 @@ def _records(source: Path, records: object) -> dict[str, ReportSpec]:
                                    "report again with the experiment scripts installed (pip install -e .)")
     specs = {}
     for name, record in records.items():
+        if not is_name(name):
+            raise store.ResultsError(f"{source}: its report declarations name an experiment {ascii(name)[:80]}, not a "
+                                     f"name ({NAME_RULE}); write the folder's report again with the experiment "
+                                     "scripts installed")
         try:
             specs[str(name)] = report_spec_from_record(record)
         except (TypeError, ValueError) as exc:
@@ -92,6 +97,10 @@ def key_metrics(spec: ReportSpec) -> tuple[str, ...]:
         ResultsError: the layout has no key metrics registered (a plugin's layout must add its entry).
     """
     if spec.key_metrics:
+        unknown = [name for name in spec.key_metrics if name not in RUN_METRICS]
+        if unknown:
+            raise store.ResultsError(f"the experiment's report declaration names a key metric that is not here: "
+                                     f"{RUN_METRICS.unknown_message(unknown[0])}")
         return tuple(spec.key_metrics)
     if spec.layout not in LAYOUT_KEY_METRICS:
         raise store.ResultsError(f"report layout {spec.layout!r} has no key metrics: add them to "
