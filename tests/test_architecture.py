@@ -257,3 +257,16 @@ def test_what_listings_and_run_specs_read_imports_no_torch():
               "tasks.get('copy').rendered_length(8, 'decoder'); encodings.meta('rope'); "
               "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_the_extending_page_shows_the_floors_of_this_table():
+    """The site's "Where things live" table is this whiteboard: the same floors, in the same order, and each
+    row's folders or modules those :data:`FLOORS` holds."""
+    page = (PACKAGE.parent / "docs" / "extending.md").read_text()
+    rows = [line.split("|")[1:3] for line in page.split("### Where things live", 1)[1].split("\n## ", 1)[0].splitlines()
+            if line.startswith("| ") and not line.startswith("| floor")]
+    shown = [(name.strip(), sorted(part.strip("`/").removesuffix(".py") for part in where.split()))
+             for name, where in rows]
+    expected = [(name, sorted(prefix.removeprefix("pebench.") for prefix in prefixes
+                              if prefix not in ("pebench", "pebench.__main__"))) for name, prefixes in FLOORS]
+    assert shown == expected

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 
-#: the papers with published numbers, by file stem
-PAPERS = ("kazemnejad2023", "press2022", "ruoss2023")
 #: columns every value file has
 VALUE_COLUMNS = ("source", "task", "encoding", "paper_label", "train_length", "eval_length", "metric",
                  "statistic", "value", "unit", "note")
@@ -26,9 +24,14 @@ def folder() -> Path:
     return Path(__file__).resolve().parents[1] / "data" / "published"
 
 
+def papers() -> tuple[str, ...]:
+    """The papers with published numbers, by file stem: each values file of :func:`folder` (its claims beside it)."""
+    return tuple(sorted(path.stem for path in folder().glob("*.csv") if not path.stem.endswith("_claims")))
+
+
 def _read(paper: str, suffix: str, columns: tuple[str, ...]) -> pd.DataFrame:
-    if paper not in PAPERS:
-        raise ValueError(f"no published numbers for {paper!r}; valid: {', '.join(PAPERS)}")
+    if paper not in papers():
+        raise ValueError(f"no published numbers for {paper!r}; valid: {', '.join(papers())}")
     frame = pd.read_csv(folder() / f"{paper}{suffix}.csv", dtype=str, keep_default_na=False)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -41,7 +44,7 @@ def values(paper: str) -> pd.DataFrame:
     plus ``number``: the value as a float (NaN where it is not a number).
 
     Raises:
-        ValueError: ``paper`` is not one of :data:`PAPERS`.
+        ValueError: ``paper`` is not one of :func:`papers`.
     """
     frame = _read(paper, "", VALUE_COLUMNS)
     frame["number"] = pd.to_numeric(frame["value"], errors="coerce")
@@ -53,6 +56,6 @@ def claims(paper: str) -> pd.DataFrame:
     encodings better and worse are ``;``-separated pebench names.
 
     Raises:
-        ValueError: ``paper`` is not one of :data:`PAPERS`.
+        ValueError: ``paper`` is not one of :func:`papers`.
     """
     return _read(paper, "_claims", CLAIM_COLUMNS)

@@ -25,6 +25,7 @@ from pebench.learn.train import TrainResult, train
 from pebench.model import ModelConfig, Transformer, build_model, default_device
 from pebench.plan.experiment import RunSpec
 from pebench.store import code_commit, cpu_model
+from pebench.store.schema import BASE_VARIANT
 
 log = logging.getLogger("pebench")
 
@@ -60,7 +61,7 @@ def _rows(
     whether it was trained under ``torch.compile``."""
     task = tasks.get(spec.task)
     gap_trained = _gap(spec, model, task, device)
-    variants = [("trained", None)] + [(label, json.loads(opts)) for label, opts in spec.eval.variants]
+    variants = [(BASE_VARIANT, None)] + [(label, json.loads(opts)) for label, opts in spec.eval.variants]
     rows = []
     for label, options in variants:
         evaluated = model

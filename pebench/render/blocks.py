@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pebench.render.tables import text_table, to_markdown
 
-Block = dict
+#: a piece of a page (a dict with a ``kind``); named apart from :class:`pebench.model.Block`, a transformer layer
+PagePiece = dict
 #: the kinds of block there are (the site renders each)
 KINDS = ("heading", "text", "table", "list", "code")
 #: each kind's fields and what each holds (:func:`block_problem`)
@@ -21,32 +22,32 @@ FIELDS = {"heading": {"level": "level", "text": "text"}, "text": {"text": "text"
 _HOLDS = {"text": "a text", "texts": "a list of texts", "level": "a level (1-6)", "rows": "rows of cells"}
 
 
-def heading(level: int, text: str) -> Block:
+def heading(level: int, text: str) -> PagePiece:
     """A heading block."""
     return {"kind": "heading", "level": level, "text": text}
 
 
-def text(paragraph: str) -> Block:
+def text(paragraph: str) -> PagePiece:
     """A paragraph block (Markdown)."""
     return {"kind": "text", "text": paragraph}
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> Block:
+def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> PagePiece:
     """A table block: its header and rows as display text."""
     return {"kind": "table", "header": list(header), "rows": [[str(cell) for cell in row] for row in rows]}
 
 
-def bullet_list(items: Iterable[str]) -> Block:
+def bullet_list(items: Iterable[str]) -> PagePiece:
     """A bulleted list block (each item Markdown)."""
     return {"kind": "list", "items": list(items)}
 
 
-def code(language: str, lines: Iterable[str]) -> Block:
+def code(language: str, lines: Iterable[str]) -> PagePiece:
     """A code block."""
     return {"kind": "code", "language": language, "lines": list(lines)}
 
 
-def write_blocks(path: Path, blocks: Sequence[Block], **fields: object) -> Path:
+def write_blocks(path: Path, blocks: Sequence[PagePiece], **fields: object) -> Path:
     """Write ``{"blocks": blocks, **fields}`` to ``path`` as JSON (a pilot's reading, which the site renders)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +83,7 @@ def block_problem(block: object) -> str | None:
     return None
 
 
-def markdown_lines(blocks: Iterable[Block]) -> list[str]:
+def markdown_lines(blocks: Iterable[PagePiece]) -> list[str]:
     """Blocks as Markdown (MyST) lines, as the site shows them: headings, paragraphs, tables
     (:func:`pebench.render.tables.to_markdown`), bulleted lists and code.
 

@@ -10,11 +10,11 @@ from pebench import tasks
 from pebench.config import TrainConfig
 from pebench.learn import heldout
 from pebench.protocol import FIT_V3, SCALES
-from pebench.render.blocks import Block, bullet_list, table
+from pebench.render.blocks import PagePiece, bullet_list, table
 from pebench.store.schema import page_title
 
 
-def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = "standard") -> list[Block]:
+def fit_criterion_blocks(battery: Sequence[str], longest: int = 8, suite: str = "standard") -> list[PagePiece]:
     """How the fit is checked under protocol v3 (``suite``'s check interval), and, per task of ``battery``, its
     training lengths up to ``longest`` whose held-out part is too small to split
     (:func:`pebench.learn.heldout.unsplit_lengths`) and, where a split length's held-out part holds fewer distinct

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pebench import store
-from pebench.render.blocks import Block, bullet_list, table, text
+from pebench.render.blocks import PagePiece, bullet_list, table, text
 from pebench.store.schema import encoding_label, encoding_rank, task_label
 
 #: each pilot reading written as blocks (:func:`pebench.render.blocks.write_blocks`) that the protocol and pilots pages
@@ -41,7 +41,7 @@ def chosen_depth_text(chosen: int | None, depths: dict, condition: str = "") -> 
             "that.")
 
 
-def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[Block] | None:
+def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[PagePiece] | None:
     """The depth pilot's reading from the folder ``pilots`` (``shown``: that folder as the reader sees it, for the
     lead), or None when the pilot has not been read there."""
     table_path, outcome_path = Path(pilots) / "depth_pilot.csv", Path(pilots) / "depth_pilot.json"

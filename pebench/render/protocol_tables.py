@@ -23,7 +23,7 @@ from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.plan.experiment import RunSpec, load_experiments, registered_report_specs, suite_runs
 from pebench.render import table_width
-from pebench.render.blocks import Block
+from pebench.render.blocks import PagePiece
 from pebench.render.fit_criterion import fit_criterion_blocks
 from pebench.render.results_text import not_in_results
 from pebench.render.seed_text import describe_run_seeds
@@ -330,7 +330,7 @@ def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:
     return list(dict.fromkeys(spec.task for spec in specs))
 
 
-def fit_criterion(suite: str = REFERENCE_SUITE) -> list[Block]:
+def fit_criterion(suite: str = REFERENCE_SUITE) -> list[PagePiece]:
     """Protocol v3's fit criterion with the training lengths of ``suite``'s ranked battery that are too small to
     split (:func:`pebench.render.fit_criterion.fit_criterion_blocks`)."""
     return fit_criterion_blocks(ranked_battery(suite))

@@ -194,7 +194,7 @@ def changes_file(results: str | Path, suite: str) -> Path:
     return Path(results) / "history" / f"{suite}-changes.json"
 
 
-def changes_list(results: str | Path, suite: str) -> list[blocks.Block]:
+def changes_list(results: str | Path, suite: str) -> list[blocks.PagePiece]:
     """The blocks of the verdicts that moved to ``<results>/<suite>`` (:meth:`pebench.report.changes.Changes.blocks`,
     as :func:`changes_file` holds them), or one paragraph saying there is nothing to compare yet where that file
     is absent.

@@ -257,7 +257,7 @@ class Changes:
         """Whether any verdict moved or an encoding is compared on one side only."""
         return any(bool(m) for m in self.frame["moved"])
 
-    def blocks(self) -> list[blocks.Block]:
+    def blocks(self) -> list[blocks.PagePiece]:
         """The comparison as blocks (:mod:`pebench.render.blocks`) a page renders as they are: which results are
         compared, the sentences (a list where something moved, else one paragraph), the table and its note."""
         sides = [f"{side['suite']} {side['results_version']} (protocol v{side['protocol']}, made at commit "
@@ -290,7 +290,7 @@ def verdict_changes(before: str | Path, after: str | Path) -> Changes:
     return Changes(b, a, frame, changes_table(frame, b, a), change_sentences(frame, b, a))
 
 
-def changes_blocks(before: str | Path, after: str | Path) -> list[blocks.Block]:
+def changes_blocks(before: str | Path, after: str | Path) -> list[blocks.PagePiece]:
     """The blocks of :func:`verdict_changes` (:meth:`Changes.blocks`), for a page: ``before`` a snapshot,
     ``after`` a results folder or another snapshot."""
     return verdict_changes(before, after).blocks()

@@ -30,7 +30,7 @@ from pebench.analysis.replication import (
     remake_comparison,
     task_table,
 )
-from pebench.render.blocks import Block, bullet_list, code, heading, table, text
+from pebench.render.blocks import PagePiece, bullet_list, code, heading, table, text
 from pebench.report.findings import training_time
 from pebench.store import load, raw_files, read_manifest, run_file_id
 from pebench.store.schema import BASE_VARIANT, encoding_label, task_label, task_labels
@@ -40,7 +40,7 @@ from pebench.tasks.charlm import EVAL_SPAN
 VERDICT_WORDS = {"higher": "higher than", "lower": "lower than", "unresolved": "not resolved from"}
 
 
-def commands(suite: str, experiments: Iterable[str]) -> Block:
+def commands(suite: str, experiments: Iterable[str]) -> PagePiece:
     """The commands that make ``experiments``' runs in ``results/<suite>`` and report them, as a bash block."""
     names = " ".join(f"--experiment {name}" for name in experiments)
     return code("bash", [f"pebench run --suite {suite} {names} --out results/{suite} --workers 2",
@@ -120,7 +120,7 @@ def fit_criterion(train) -> str:
             + plateau)
 
 
-def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[Block]:
+def compute(name: str, folder: Path, results_dir: Path | None = None) -> list[PagePiece]:
     """What ``name``'s runs in ``folder`` cost and where they ran: the training time summed over its runs
     (``train_seconds``; evaluation not included), the machines every sweep into the folder recorded in its
     manifest (that of ``results_dir``, default ``folder``), and the wall time of each sweep that recorded it
@@ -185,7 +185,7 @@ def _declared(commit: str) -> str:
 
 
 def section(record: Replication, folder: Path, suite: str, data: pd.DataFrame | None = None,
-            results_dir: Path | None = None) -> list[Block]:
+            results_dir: Path | None = None) -> list[PagePiece]:
     """One replication: the setups side by side, the published aggregate, and the pre-registered agreement
     scores when ``folder`` holds its runs; then its checks (arguments as :func:`sections`)."""
     results_dir = Path(results_dir or folder)
@@ -237,7 +237,7 @@ def section(record: Replication, folder: Path, suite: str, data: pd.DataFrame | 
     return blocks
 
 
-def _incomplete(name: str, specs: Sequence, folder: Path) -> list[Block]:
+def _incomplete(name: str, specs: Sequence, folder: Path) -> list[PagePiece]:
     """A paragraph saying which runs of ``name`` are not in ``folder`` yet, or nothing when all are."""
     held = {run_file_id(path) for path in raw_files(folder / "raw")}
     ids = {spec.run_id for spec in specs}
@@ -251,7 +251,7 @@ def _incomplete(name: str, specs: Sequence, folder: Path) -> list[Block]:
 
 
 def _agreement(agreement: RankingAgreement | None, claims: pd.DataFrame, sentence: str, comparison: str = ""
-               ) -> list[Block]:
+               ) -> list[PagePiece]:
     """The ranking agreement, its ``comparison`` with the replication it re-makes (where it re-makes one), the
     sentence read beside it and the verdict on every claim."""
     blocks = []
@@ -287,7 +287,7 @@ def _agreement(agreement: RankingAgreement | None, claims: pd.DataFrame, sentenc
     return blocks
 
 
-def growth_blocks(folder: Path, name: str, published: pd.Series, data: pd.DataFrame | None = None) -> list[Block]:
+def growth_blocks(folder: Path, name: str, published: pd.Series, data: pd.DataFrame | None = None) -> list[PagePiece]:
     """A language-model replication's every encoding (:func:`pebench.analysis.replication.growth_table`): perplexity at
     the training context and its growth at the longest context, mean ± 95% t-interval over seeds, beside the
     paper's growth where it has one (``data``: the folder's length-level rows when already loaded)."""
@@ -312,13 +312,13 @@ def growth_blocks(folder: Path, name: str, published: pd.Series, data: pd.DataFr
                    for e, r in growth.iterrows()])]
 
 
-def check_section(check: ScaleCheck | ArmCheck, folder: Path, suite: str) -> list[Block]:
+def check_section(check: ScaleCheck | ArmCheck, folder: Path, suite: str) -> list[PagePiece]:
     """A check declared for a replication: a scale check or a check in arms."""
     return scale_check_section(check, folder, suite) if isinstance(check, ScaleCheck) else \
         arm_check_section(check, folder, suite)
 
 
-def arm_check_section(check: ArmCheck, folder: Path, suite: str) -> list[Block]:
+def arm_check_section(check: ArmCheck, folder: Path, suite: str) -> list[PagePiece]:
     """A replication's check in arms: per arm and encoding, seeds fitted, held-out accuracy when training stopped
     and OOD accuracy scored and raw, and per arm the mean gain of randomized over base; or how to run it."""
     blocks = [heading(3, f"Check: {task_label(check.task)}, {' / '.join(check.arms.values())}"), text(check.question),
@@ -366,7 +366,7 @@ def arm_check_section(check: ArmCheck, folder: Path, suite: str) -> list[Block]:
     return blocks
 
 
-def scale_check_section(check: ScaleCheck, folder: Path, suite: str) -> list[Block]:
+def scale_check_section(check: ScaleCheck, folder: Path, suite: str) -> list[PagePiece]:
     """A replication's scale check: per size, each encoding's fitted seeds and exact match, the tau of its order
     against the paper's and its declared reading, read across the sizes; or how to run it."""
     blocks = [heading(3, f"Scale check: {task_label(check.task)} at {len(check.sizes)} model sizes"),
@@ -424,7 +424,7 @@ def _depth_verdict(rows: list) -> str | None:
 
 
 def scale_by_depth(check: ScaleCheck, cells: pd.DataFrame, taus: Mapping[str, RankingAgreement],
-                   verdicts: Mapping[str, str]) -> list[Block]:
+                   verdicts: Mapping[str, str]) -> list[PagePiece]:
     """The scale check read across its sizes, once every size has a tau: per depth, the seeds the baseline (NoPE)
     fitted and the declared verdicts of its sizes against the standard one. Where each depth is uniform (the
     baseline fits every seed or none at every width, and its sizes share one verdict) and the depths differ, the
@@ -461,7 +461,7 @@ def scale_by_depth(check: ScaleCheck, cells: pd.DataFrame, taus: Mapping[str, Ra
                  f"separates them. {highest} {scope}")]
 
 
-def scale_confound(check: ScaleCheck, cells: pd.DataFrame, suite: str) -> list[Block]:
+def scale_confound(check: ScaleCheck, cells: pd.DataFrame, suite: str) -> list[PagePiece]:
     """What a scale check holds fixed that a larger model may need changed: the optimiser of every size (read
     from its run specs), and the runs fitted per size, so that a width whose fits drop is read with its
     learning rate, which the check does not re-tune."""
