@@ -47,6 +47,11 @@ How the conditionals are obtained (:attr:`Floor.method`):
   are exact: the encoder predicts the mode of ``bag(x)`` and the decoder the
   mode of what remains of ``bag(x)`` in the current block. Only the average
   over inputs is sampled; the standard errors are over inputs.
+* a task that defines ``position_free_scores(inputs, targets, arch)`` gives the
+  exact conditionals itself, as scores whose argmax set is that of
+  ``P(y_j | bag(x)[, bag(y_<j)])`` ((n, L_out, V) for the decoder, (n, 1, V) for
+  the encoder): the floor is then sampled over inputs only (``"monte_carlo"``),
+  as for block permutations (``mqar``).
 * ``"permutation"`` (approximate): inputs are structured (digits and
   operators, instruction streams, markers), so ``P(y | bag)`` is NOT the law
   of ``solve(pi x)``. The same estimator is used, with predictors built from
@@ -141,11 +146,16 @@ def _cached_floor(
     out_len = task.output_length(length)
     if not task.order_dependent and (arch == "decoder" or out_len == 1):
         return Floor(1.0, 1.0, 0.0, 0.0, "exact")
+    generator = torch.Generator().manual_seed(seed)
+    if hasattr(task, "position_free_scores"):  # the task knows its exact conditionals: no permuted copies
+        inputs = task.generate_inputs(n_examples, length, generator)  # (n, L)
+        targets = task.solve(inputs).unsqueeze(1)  # (n, 1, L_out)
+        scores = task.position_free_scores(inputs, targets[:, 0], arch).unsqueeze(1)  # (n, 1, L_out or 1, V)
+        return _score(targets, scores, arch, "monte_carlo")
     exchangeable = task.exchangeable_inputs
     # copies scored per example: about 256 scored tokens per example keeps the cost flat in L_out
     scored = min(permutations, -(-_SCORED_TOKENS // out_len)) if exchangeable else 1
     blocks = _block_map(task, length) if exchangeable else None
-    generator = torch.Generator().manual_seed(seed)
     inputs = task.generate_inputs(n_examples, length, generator)  # (n, L)
     # voters: short outputs get more copies (up to 256, and 2**22 input tokens in all, for speed),
     # so a near-tied vote rarely picks the wrong symbol
@@ -159,6 +169,12 @@ def _cached_floor(
     else:
         scores = _vote_scores(task.vocab_size, targets, arch, scored, exchangeable, generator)  # (n, S, L_out, V)
     targets = targets[:, :scored]  # copy 0 is the original: scored alone when copies are not draws of the task
+    return _score(targets, scores, arch, "monte_carlo" if exchangeable else "permutation")
+
+
+def _score(targets: Tensor, scores: Tensor, arch: str, method: str) -> Floor:
+    """The floor of the predictor that takes the argmax of ``scores`` (n, S, L_out or 1, V), ties broken uniformly,
+    scored on ``targets`` (n, S, L_out): token and sequence accuracy and their standard errors over the n inputs."""
     scores = scores.expand(*targets.shape, -1)  # the encoder's one prediction, at every position
     best = scores == scores.max(-1, keepdim=True).values  # (n, S, L_out, V): the argmax set, ties broken uniformly
     hit = best.gather(-1, targets.unsqueeze(-1)).squeeze(-1) / best.sum(-1)  # (n, S, L_out) P(prediction correct)
@@ -168,11 +184,10 @@ def _cached_floor(
     else:  # independent tie-breaks per teacher-forced step
         seq = hit.prod(-1)
     token, seq = token.mean(1), seq.mean(1)  # (n,) per example
-    se = 1 / math.sqrt(n)
+    se = 1 / math.sqrt(targets.shape[0])
     return Floor(
         token_acc=float(token.mean()), seq_acc=float(seq.mean()),
-        token_se=float(token.std() * se), seq_se=float(seq.std() * se),
-        method="monte_carlo" if exchangeable else "permutation",
+        token_se=float(token.std() * se), seq_se=float(seq.std() * se), method=method,
     )
 
 

@@ -56,8 +56,10 @@ class MultiQueryAssociativeRecall(Task):
     Order-dependent: a value belongs to the key just before it. Chance token
     accuracy is exactly ``1/8``: relabelling the values by a permutation maps
     the input distribution to itself and each answer to its image, so each
-    answer is uniform over the 8 values. The position-free floor is a lower
-    bound (structured inputs, see :mod:`pebench.tasks.floors`).
+    answer is uniform over the 8 values. The position-free floor is exact in
+    its conditionals (:meth:`position_free_scores`) and sampled over inputs:
+    ``9/16`` at ``L = 4`` (the bag shows two values, the answer one of them,
+    certain when the filler repeats it).
     """
 
     version = 1
@@ -97,3 +99,24 @@ class MultiQueryAssociativeRecall(Task):
 
     def chance_accuracy(self, length: int) -> float:
         return 1.0 / KEYS
+
+    def position_free_scores(self, inputs: Tensor, targets: Tensor, arch: str) -> Tensor:
+        """Exact position-free conditionals, up to their argmax set (:mod:`pebench.tasks.floors`).
+
+        A value's count ``c_v`` in the input is 1 if it is paired, plus its fillers (``L - 3k`` uniform draws),
+        so the posterior of the paired set ``S`` is proportional to the product of ``c_v`` over ``S``; the
+        answers are ``S`` in a uniform order (independent of the fillers). Hence ``P(y_j = v | bags)`` is
+        ``c_v * e_{r-1}(c without v and y_<j) / e_r(...)`` for a value ``v`` not yet answered (``r`` answers
+        left, ``e`` the elementary symmetric polynomials), which grows with ``c_v``: the argmax set is the
+        unanswered values of largest count, and the counts serve as scores.
+
+        Returns:
+            (n, 1, V) for the encoder (no answer seen), (n, L_out, V) for the decoder.
+        """
+        counts = torch.nn.functional.one_hot(inputs, self.vocab_size).sum(1).float()  # (n, V)
+        counts[:, :KEYS] = 0  # answers are values
+        if arch == "encoder":
+            return counts.unsqueeze(1)
+        answered = torch.nn.functional.one_hot(targets, self.vocab_size).cumsum(1) - \
+            torch.nn.functional.one_hot(targets, self.vocab_size)  # (n, L_out, V): y_<j
+        return counts.unsqueeze(1) * (answered == 0)
