@@ -233,3 +233,50 @@ def test_r6_python_m_pebench_imports_nothing_from_the_working_directory(tmp_path
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert not mark.exists()
+
+
+# --------------------------------------------------------------------------- R7-R11: rough edges
+
+
+def test_r7_ctrl_c_while_the_command_starts_is_one_line(tmp_path):
+    """Ctrl-C in the first few tenths of a second lands in the CLI's imports: simulated by an import that is
+    interrupted, deterministically."""
+    import subprocess
+    import sys
+
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def interrupted(name, *args, **kwargs):\n"
+            "    if name == 'pebench.render.tables':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = interrupted\n"
+            "from pebench.cli import main\n"
+            "sys.exit(main(['list', 'suites']))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130 and done.stderr == "pebench: interrupted\n", done.stderr
+
+
+def test_r8_combine_of_a_folder_and_its_raw_is_given_twice(tmp_path, capsys):
+    from test_untrusted_folders import small_results
+
+    from pebench.cli import main
+
+    folder = small_results(tmp_path / "a")
+    assert main(["combine", str(folder), str(folder / "raw"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{folder / 'raw'} is given twice (also as {folder})" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_r9_an_unreachable_dask_scheduler_leaves_no_out_folder(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("dask.distributed")
+    from pebench.cli import main
+    from pebench.plan import executors
+
+    monkeypatch.setattr(executors, "DASK_CONNECT_SECONDS", 2)
+    out = tmp_path / "new" / "out"
+    assert main(["run", "--suite", "smoke", "--experiment", "rope_scaling", "--dask", "127.0.0.1:1",
+                 "--out", str(out)]) == 2
+    assert "cannot reach the Dask scheduler" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -35,6 +35,7 @@ own (a full disk) exits 2 (docs: distributed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import logging
@@ -49,11 +50,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pebench
-from pebench.protocol import SUITES
-from pebench.registry import UnknownNameError, load_plugins
-from pebench.render.seed_text import describe_experiment_seeds, describe_run_seeds, describe_seeds  # noqa: F401  (used and re-exported)
-from pebench.render.tables import terminal_text
+try:  # Ctrl-C while the command starts (these imports take a few tenths of a second) ends it as main's handler does
+    import pebench
+    from pebench.protocol import SUITES
+    from pebench.registry import UnknownNameError, load_plugins
+    from pebench.render.seed_text import describe_experiment_seeds, describe_run_seeds, describe_seeds  # noqa: F401  (used and re-exported)
+    from pebench.render.tables import terminal_text
+except KeyboardInterrupt:
+    print("pebench: interrupted", file=sys.stderr)
+    sys.exit(128 + signal.SIGINT)
 
 if TYPE_CHECKING:
     from pebench.plan.experiment import RunSpec
@@ -165,9 +170,10 @@ def _output_folder(out: str | None, default: Path) -> Path:
     return Path(out)
 
 
-def _check_writable(out: Path) -> None:
+def _check_writable(out: Path, keep: bool = True) -> None:
     """Create ``out`` (with its parents) and a file in it, or fail with one line; permissions are not enough
-    to know (``/sys``, read-only mounts, a file on the way)."""
+    to know (``/sys``, read-only mounts, a file on the way). Unless ``keep``, the folders made for the check are
+    removed again: a sweep makes them once its scheduler is reached, and one that stops first leaves none."""
     probe = out
     while not probe.exists():
         probe = probe.parent
@@ -179,12 +185,17 @@ def _check_writable(out: Path) -> None:
         raise UsageError(f"output folder {out} is not writable (checked {probe}); choose another --out")
     if out.exists() and not os.access(out, os.W_OK):
         raise UsageError(f"output folder {out} is not writable; choose another --out")
+    made = [] if keep else [folder for folder in (out, *out.parents) if folder not in (probe, *probe.parents)]
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
     except OSError as exc:
         raise UsageError(f"output folder {out} is not writable ({exc.strerror or exc}); choose another --out") from None
+    finally:
+        for folder in made:  # innermost first; empty as made (another process may have written meanwhile: kept)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _check_device(device: str | None, local: bool) -> None:
@@ -354,7 +365,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} seed={spec.seed}")
         print(f"{len(specs)} runs -> {out}")
         return EXIT_OK
-    _check_writable(out)
+    _check_writable(out, keep=False)
     executor = "dask" if args.dask else ("processes" if args.workers > 1 else "serial")
     # the command that resumes: this one, unless a driver (python -m pebench.bench, tox -e bench) names itself
     resume = f"run {os.environ.get('PEBENCH_RESUME_COMMAND') or 'the same command'} again to resume"
@@ -651,6 +662,15 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("what", nargs="?", choices=LISTS, help="what to list (without it: the choices)")
     p.set_defaults(func=cmd_list)
 
+    _add_run(sub)
+    _add_folder_commands(sub)
+    _add_history_commands(sub)
+    _add_show(sub)
+    return parser
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    """``pebench run``."""
     p = sub.add_parser("run", help="run or resume a suite")
     p.add_argument("--suite", required=True, choices=SUITES,
                    help="scale and grid: smoke (about a minute, CI), standard (the reference results), "
@@ -683,6 +703,9 @@ def make_parser() -> argparse.ArgumentParser:
                         "measured slower on CPUs, compile time included (docs: performance)")
     p.set_defaults(func=cmd_run)
 
+
+def _add_folder_commands(sub: argparse._SubParsersAction) -> None:
+    """``pebench report``, ``compare``, ``reference`` and ``combine``: commands on results folders."""
     p = sub.add_parser("report", help="write summary CSVs, figures and tables of a results folder")
     _add_results_argument(p)
     p.add_argument("--out", help="output folder (default: the results folder)")
@@ -709,6 +732,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the new folder (new, or empty; renamed into place when complete)")
     p.set_defaults(func=cmd_combine)
 
+
+def _add_history_commands(sub: argparse._SubParsersAction) -> None:
+    """``pebench snapshot`` and ``changes``: verdicts kept past a regeneration, and what moved."""
     p = sub.add_parser("snapshot", help="keep a results folder's verdicts (main table, boards) in a snapshot folder, "
                                         "to compare a later protocol's with (pebench changes)")
     _add_results_argument(p)
@@ -726,6 +752,9 @@ def make_parser() -> argparse.ArgumentParser:
                                                     "results/history/standard-changes.json)")
     p.set_defaults(func=cmd_changes)
 
+
+def _add_show(sub: argparse._SubParsersAction) -> None:
+    """``pebench show``."""
     p = sub.add_parser("show", help="print a results folder's main table, then its tables (--task, --encoding, "
                                     "--metric narrow them)")
     _add_results_argument(p)
@@ -741,7 +770,6 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"widest line (default {SHOW_WIDTH}); wider tables are printed in blocks of columns that "
                         "repeat the task and encoding; 0: no limit")
     p.set_defaults(func=cmd_show)
-    return parser
 
 
 def _reader_left() -> None:

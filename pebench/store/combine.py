@@ -65,6 +65,13 @@ def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     return a[columns].reset_index(drop=True).equals(b[columns].reset_index(drop=True))
 
 
+def _runs_folder(folder: Path) -> Path:
+    """The folder whose run files a source gives (:func:`pebench.store.run_files`: its ``raw/``, else itself),
+    resolved."""
+    raw = folder / "raw"
+    return (raw if raw.is_dir() and not raw.is_symlink() else folder).resolve()
+
+
 def _check_folders(folders: list[Path], out: Path) -> None:
     """Refuse fewer than two sources, one given twice, an ``out`` inside a source, or an ``out`` that exists
     and is not an empty folder (combine never writes into a results folder, nor over its manifest)."""
@@ -72,10 +79,10 @@ def _check_folders(folders: list[Path], out: Path) -> None:
         raise ResultsError("combine needs at least two results folders, e.g. yours and results/standard")
     seen: dict[Path, Path] = {}
     for folder in folders:
-        if folder.resolve() in seen:
-            raise ResultsError(f"{folder} is given twice (also as {seen[folder.resolve()]}); give each results "
-                               "folder once")
-        seen[folder.resolve()] = folder
+        runs = _runs_folder(folder)  # `A` and `A/raw` are the same runs
+        if runs in seen:
+            raise ResultsError(f"{folder} is given twice (also as {seen[runs]}); give each results folder once")
+        seen[runs] = folder
         if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
             raise ResultsError(f"--out {out} is (inside) the source folder {folder}; give a new folder")
     if out.is_symlink() or out.exists() and not out.is_dir():
