@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pilots"))
 
 import cap_pilot  # noqa: E402
+import probe_pilot  # noqa: E402
 import stop_rule_replay  # noqa: E402
 import t5_bucket_pilot  # noqa: E402
 import t5_duplicate_pilot  # noqa: E402
@@ -323,3 +324,18 @@ def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     assert rows["Parity check (`parity_check`)"][1] == f"{fewest[0]} (length {fewest[1]})" and fewest[0] < 512
     assert rows["Copy (`copy`)"][1] == f"{heldout.check_inputs(tasks.get('copy'), 3)} (length 3)"  # 1,000 inputs
     assert fit_criterion_blocks(["copy"], longest=1)[1]["rows"][0][2] == "no split length"
+
+
+def test_the_probe_pilot_trains_the_capable_encodings_at_the_standard_scale_and_caps_in_distribution_only():
+    from pebench.protocol import CAPABLE_ENCODINGS, SCALES, task_steps
+
+    specs = probe_pilot.specs()
+    assert len(specs) == len(probe_pilot.TASKS) * 2 * len(CAPABLE_ENCODINGS) * len(probe_pilot.SEEDS)
+    assert {s.encoding for s in specs} == set(CAPABLE_ENCODINGS) and {s.task for s in specs} == set(probe_pilot.TASKS)
+    for spec in specs:
+        assert spec.train.steps == task_steps("standard", spec.arch, spec.task)
+        assert (spec.d_model, spec.n_layers) == (SCALES["standard"]["d_model"],
+                                                 SCALES["standard"]["n_layers"])
+        assert spec.train.train_max_len == 8 and max(spec.eval.lengths) <= 8, "in distribution only"
+    reduced = probe_pilot.specs(["mqar"], ["rope"], [0])
+    assert [(s.task, s.arch, s.encoding) for s in reduced] == [("mqar", "decoder", "rope"), ("mqar", "encoder", "rope")]
