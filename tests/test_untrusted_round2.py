@@ -280,3 +280,70 @@ def test_r9_an_unreachable_dask_scheduler_leaves_no_out_folder(tmp_path, capsys,
                  "--out", str(out)]) == 2
     assert "cannot reach the Dask scheduler" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+COMMITTED_SNAPSHOT = Path(__file__).parents[1] / "results" / "history" / "standard-v2-aaa7cfcc"
+
+
+def snapshot_copy(folder: Path, main_csv: bytes | None = None, **fields) -> Path:
+    """A copy of the committed snapshot with ``fields`` of its description and its main table replaced (the
+    digests it records made to match: an edit that hides itself)."""
+    import hashlib
+    import json
+    import shutil
+
+    shutil.copytree(COMMITTED_SNAPSHOT, folder)
+    record = json.loads((folder / "snapshot.json").read_text())
+    if main_csv is not None:
+        (folder / "main.csv").write_bytes(main_csv)
+        record["files"]["main.csv"] = hashlib.sha256(main_csv).hexdigest()
+    record.update(fields)
+    (folder / "snapshot.json").write_text(json.dumps(record))
+    return folder
+
+
+def with_tier(value: str) -> bytes:
+    frame = pd.read_csv(COMMITTED_SNAPSHOT / "main.csv", dtype=str)
+    ranked = frame.index[frame["ranked"] == "True"][0]
+    frame.loc[ranked, "tier"] = value
+    return frame.to_csv(index=False).encode()
+
+
+@pytest.mark.parametrize("fields, main_csv, said", [
+    ({"protocol": "x"}, None, "is not a snapshot description"),
+    ({"protocol": 3}, None, "is not a snapshot description"),  # its results version says v2
+    ({"protocol": True}, None, "is not a snapshot description"),
+    ({"commits": "abc"}, None, "is not a snapshot description"),
+    ({"files": {"../main.csv": "0" * 64, "main.csv": "0" * 64}}, None, "is not a snapshot description"),
+    ({}, with_tier("inf"), "not a main table pebench writes"),
+    ({}, with_tier("-1"), "not a main table pebench writes"),
+    ({}, with_tier("1.5"), "not a main table pebench writes"),
+    ({}, with_tier("many"), "not a main table pebench writes"),
+])
+def test_r10_changes_refuses_a_snapshot_of_values_pebench_never_writes(tmp_path, capsys, fields, main_csv, said):
+    from pebench.cli import main
+
+    snapshot = snapshot_copy(tmp_path / "snapshot", main_csv, **fields)
+    assert main(["changes", str(snapshot), str(COMMITTED_SNAPSHOT)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+
+
+def test_r10_the_committed_snapshot_reads():
+    from pebench.store.history import read_snapshot
+
+    assert read_snapshot(COMMITTED_SNAPSHOT)["protocol"] == 2
+
+
+@pytest.mark.parametrize("inside", ["raw", "raw/report"])
+def test_r11_a_report_is_never_written_into_the_run_files_folder(tmp_path, capsys, inside):
+    from test_untrusted_folders import small_results
+
+    from pebench.cli import main
+
+    folder = small_results(tmp_path / "results")
+    before = sorted(p.name for p in (folder / "raw").rglob("*"))
+    assert main(["report", str(folder), "--out", str(folder / inside)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is (inside) the run files' folder" in err, err
+    assert sorted(p.name for p in (folder / "raw").rglob("*")) == before

@@ -205,7 +205,16 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
     frame["ranked"] = frame["ranked"].map(lambda v: truth.get(v, False)).astype(bool)
     for column in VERDICT_COLUMNS:
         if column not in ("ranked", "harms"):
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+            written = frame[column]
+            frame[column] = pd.to_numeric(written, errors="coerce")
+            bad = (frame[column].isna() & written.notna()) | np.isinf(frame[column])
+            if bad.any():
+                raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
+                                   "not a main table pebench writes")
+    tiers = frame.loc[frame["ranked"], "tier"]
+    if not (tiers.notna() & (tiers >= 1) & (tiers == tiers.round())).all():
+        raise ResultsError(f"{source}: a ranked encoding's tier is not a whole number >= 1; not a main table pebench "
+                           "writes")
     frame.loc[~frame["ranked"], "tier"] = np.nan
     controlled = frame["control_low"].notna() & frame["control_high"].notna()
     frame["harms"] = [truth.get(v) if c else None for v, c in zip(frame["harms"], controlled, strict=True)]

@@ -434,6 +434,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not results_dir.is_dir():  # checked before the output folder, which defaults to it
         raise UsageError(f"{results_dir}: no such results folder")
     out = _output_folder(args.out, results_dir)
+    raw = (results_dir / "raw").resolve()
+    if out.resolve() == raw or raw in out.resolve().parents:  # a report's files among the run files it reads
+        raise UsageError(f"--out {out} is (inside) the run files' folder {results_dir / 'raw'}; give the results "
+                         "folder itself or another folder")
     _check_writable(out)
     check_report_folders(out)  # before the work, and again as the files are moved into place
     # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):

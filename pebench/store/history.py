@@ -28,6 +28,7 @@ from typing import Any
 import pebench
 from pebench import store
 from pebench.protocol import BOARD_KINDS
+from pebench.registry import is_name
 from pebench.store import own_files
 from pebench.store.report_file import DIGEST_KEY, StaleReport, current_report
 
@@ -142,11 +143,7 @@ def read_snapshot(path: str | Path) -> dict[str, Any]:
                                  "one)") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise store.ResultsError(f"{path / SNAPSHOT_FILE} is not valid JSON ({exc})") from None
-    shaped = (isinstance(record, dict) and all(key in record for key in FIELDS)
-              and isinstance(record.get("files"), dict) and isinstance(record["results_version"], str)
-              and RESULTS_VERSION.fullmatch(record["results_version"]) and isinstance(record["main_table"], str)
-              and f"{record['main_table']}.csv" in record["files"])
-    if not shaped:
+    if not _shaped(record):
         raise store.ResultsError(f"{path / SNAPSHOT_FILE} is not a snapshot description (fields "
                                  f"{', '.join(FIELDS)}, files); make the snapshot again with pebench snapshot")
     for name, digest in record["files"].items():
@@ -158,6 +155,28 @@ def read_snapshot(path: str | Path) -> dict[str, Any]:
             raise store.ResultsError(f"{path}: {name} differs from the file the snapshot was made with (SHA-256); "
                                      "restore it from git")
     return record
+
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _shaped(record: object) -> bool:
+    """Whether a ``snapshot.json`` holds what :func:`snapshot` writes: each of :data:`FIELDS` of its type and form
+    (the protocol an integer, the one its results version names), and files named as plain file names with their
+    SHA-256 (a snapshot may come from anyone, and :mod:`pebench.report.changes` words its verdicts from these)."""
+    if not isinstance(record, dict) or not all(key in record for key in FIELDS):
+        return False
+    version, files, protocol = record["results_version"], record.get("files"), record["protocol"]
+    match = RESULTS_VERSION.fullmatch(version) if isinstance(version, str) else None
+    return bool(
+        match and type(protocol) is int and protocol == int(match["protocol"])
+        and is_name(record["suite"]) and isinstance(record["commit"], str)
+        and isinstance(record["commits"], list) and all(isinstance(commit, str) for commit in record["commits"])
+        and isinstance(record["raw_sha256"], str) and isinstance(record["main_table"], str)
+        and isinstance(files, dict) and f"{record['main_table']}.csv" in files
+        and all(store.FILE_NAME.fullmatch(name) and isinstance(digest, str) and SHA256.fullmatch(digest)
+                for name, digest in files.items())
+    )
 
 
 def is_snapshot(path: str | Path) -> bool:
