@@ -9,9 +9,16 @@ additive float mask given to :func:`torch.nn.functional.scaled_dot_product_atten
 and ``content_score``, an additive term computed from the queries, keys and logits
 of every layer. The bias is computed once per forward pass and shared by all layers
 (as in T5 and ALiBi). Attention takes the fused SDPA kernel unless the encoding uses
-``content_score`` (:attr:`~pebench.encodings.base.PositionalEncoding.uses_content_score`);
-only then it is computed explicitly (:func:`attend`). The model never branches on the
-encoding's name.
+``content_score`` (:attr:`~pebench.encodings.base.PositionalEncoding.uses_content_score`)
+or replaces the softmax (``attention_weights``); only then it is computed explicitly
+(:func:`attend`). The model never branches on the encoding's name.
+
+Block ``i`` consults the encoding's per-layer view ``encoding.for_layer(i)`` (the encoding
+itself unless it has per-layer parts) for ``rotate``, ``content_score``, ``attention_weights``
+and ``mix``, the last a transform of the block's normalised input before attention (Canon
+layers); ``embed``, ``bias`` and ``positions`` are asked of the encoding itself. Every hook
+is the identity (or unused) by default, so encodings that leave them alone keep the fused
+path and their outputs.
 
 Public seam (used by :mod:`pebench.learn.batched` and :mod:`pebench.explain`):
 :func:`attend` and :func:`attention_probabilities` (one attention computation, both paths),
@@ -122,14 +129,20 @@ class AttentionInputs:
         return self.mask
 
 
-def attention_probabilities(q: Tensor, k: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
+def attention_probabilities(
+    q: Tensor, k: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs, x: Tensor | None = None
+) -> Tensor:
     """Attention probabilities (B, H, Tq, T): ``softmax(q k^T / sqrt(Dh) + mask + content score)``.
 
     Args:
-        q: (B, H, Tq, Dh) rotated queries; k: (B, H, T, Dh) rotated keys.
+        q: (B, H, Tq, Dh) rotated queries; k: (B, H, T, Dh) rotated keys (or both of another width E,
+            which then scales the logits by ``1 / sqrt(E)``).
         encoding: its :meth:`~pebench.encodings.base.PositionalEncoding.content_score` gets the
-            logits with the mask (bias and causal mask) added, and its term is added to them.
+            logits with the mask (bias and causal mask) added, and its term is added to them; where it
+            replaces the softmax (:meth:`~pebench.encodings.base.PositionalEncoding.attention_weights`),
+            its weights are returned instead of the softmax.
         inputs: the positions and mask of the layer.
+        x: (B, T, D) the block's input to attention, for ``attention_weights`` (gates).
     """
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, Tq, T)
     mask = inputs.float_mask(q.device)
@@ -138,23 +151,28 @@ def attention_probabilities(q: Tensor, k: Tensor, encoding: PositionalEncoding, 
     term = encoding.content_score(q, k, scores, inputs.q_pos, inputs.k_pos)
     if term is not None:
         scores = scores + term
+    if encoding.uses_attention_weights:
+        return encoding.attention_weights(scores, x, inputs.q_pos, inputs.k_pos)
     return scores.softmax(-1)
 
 
 def attend(
-    q: Tensor, k: Tensor, v: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs, dropout_p: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs, dropout_p: float = 0.0,
+    x: Tensor | None = None,
 ) -> Tensor:
     """Attention output (B, H, Tq, Dh) of rotated queries (B, H, Tq, Dh), keys and values (B, H, T, Dh).
 
     The fused :func:`~torch.nn.functional.scaled_dot_product_attention` for every encoding that leaves
-    :meth:`~pebench.encodings.base.PositionalEncoding.content_score` unused; for one that uses it,
-    :func:`attention_probabilities` (dropout on them, as SDPA does) times the values.
+    :meth:`~pebench.encodings.base.PositionalEncoding.content_score` and
+    :meth:`~pebench.encodings.base.PositionalEncoding.attention_weights` unused; for one that uses
+    either, :func:`attention_probabilities` (dropout on them, as SDPA does) times the values. ``x``
+    (B, T, D), the block's input to attention, is what ``attention_weights`` gets.
     """
-    if not encoding.uses_content_score:
+    if not encoding.explicit_attention:
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=inputs.mask, is_causal=inputs.is_causal, dropout_p=dropout_p
         )
-    weights = attention_probabilities(q, k, encoding, inputs)  # (B, H, Tq, T)
+    weights = attention_probabilities(q, k, encoding, inputs, x)  # (B, H, Tq, T)
     if dropout_p:
         weights = F.dropout(weights, dropout_p)
     return weights @ v
@@ -186,7 +204,7 @@ class Attention(nn.Module):
         """Attention output (B, Tq, D) of ``x`` (B, T, D): queries at the positions ``inputs.q_pos``."""
         B, T, D = x.shape
         q, k, v = self.queries_keys_values(x, encoding, inputs)
-        y = attend(q, k, v, encoding, inputs, dropout_p=self.dropout if self.training else 0.0)  # (B, H, Tq, Dh)
+        y = attend(q, k, v, encoding, inputs, dropout_p=self.dropout if self.training else 0.0, x=x)  # (B, H, Tq, Dh)
         return self.proj(y.transpose(1, 2).reshape(B, q.shape[2], D))
 
     def weights(self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
@@ -197,11 +215,14 @@ class Attention(nn.Module):
         SDPA gets written out; ``forward`` equals these weights times the values (tested).
         """
         q, k, _ = self.queries_keys_values(x, encoding, inputs)
-        return attention_probabilities(q, k, encoding, inputs)
+        return attention_probabilities(q, k, encoding, inputs, x)
 
 
 class Block(nn.Module):
-    """Pre-LN transformer block: x + attn(ln(x)); x + mlp(ln(x))."""
+    """Pre-LN transformer block: x + attn(mix(ln(x))); x + mlp(ln(x)), ``mix`` the encoding's (identity by default).
+
+    ``encoding`` is the block's view of the encoding (:meth:`~pebench.encodings.base.PositionalEncoding.for_layer`).
+    """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -217,7 +238,7 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, encoding: PositionalEncoding, inputs: AttentionInputs) -> Tensor:
         """(B, T, D) -> (B, Tq, D): the block's output at the query positions ``inputs.q_pos`` (the last Tq)."""
-        attended = self.attn(self.ln_attn(x), encoding, inputs)
+        attended = self.attn(encoding.mix(self.ln_attn(x)), encoding, inputs)
         if inputs.first_query:
             x = x[:, inputs.first_query :]
         x = x + self.drop(attended)
@@ -249,6 +270,11 @@ class Transformer(nn.Module):
             raise ValueError(
                 f"encoding built for d_model={encoding.d_model}, n_heads={encoding.n_heads} "
                 f"but the model has d_model={config.d_model}, n_heads={config.n_heads}"
+            )
+        if getattr(encoding, "n_layers", None) not in (None, config.n_layers):
+            raise ValueError(
+                f"encoding built for n_layers={encoding.n_layers} but the model has n_layers={config.n_layers}; "
+                f"build both with pebench.model.build_model"
             )
         if encoding.causal != config.causal:
             raise ValueError(
@@ -404,7 +430,8 @@ class Transformer(nn.Module):
         x = self.encoding.embed(self.token_embedding(tokens), pos)  # (B, T, D)
         every, last = self.attention_inputs(pos, outputs)
         for index, block in enumerate(self.blocks):
-            x = block(x, self.encoding, last if index == len(self.blocks) - 1 else every)  # (B, T or outputs, D)
+            inputs = last if index == len(self.blocks) - 1 else every
+            x = block(x, self.encoding.for_layer(index), inputs)  # (B, T or outputs, D)
         hidden = self.ln_final(x)
         logits = self.head(hidden)  # (B, T or outputs, V)
         return (logits, hidden) if return_hidden else logits
@@ -423,10 +450,10 @@ class Transformer(nn.Module):
             pos = self.positions(B, T, tokens.device)
         x = self.encoding.embed(self.token_embedding(tokens), pos)  # (B, T, D)
         every, _ = self.attention_inputs(pos)
-        for block in self.blocks[:layer]:
-            x = block(x, self.encoding, every)
-        block = self.blocks[layer]
-        return block.attn.weights(block.ln_attn(x), self.encoding, every)
+        for index, block in enumerate(self.blocks[:layer]):
+            x = block(x, self.encoding.for_layer(index), every)
+        block, view = self.blocks[layer], self.encoding.for_layer(layer)
+        return block.attn.weights(view.mix(block.ln_attn(x)), view, every)
 
     def num_parameters(self) -> int:
         """Number of trainable parameters, the encoding's included."""
@@ -483,7 +510,7 @@ def build_model(
     def build_encoding() -> PositionalEncoding:
         return encodings.build(
             encoding, d_model=config.d_model, n_heads=config.n_heads, max_len=max_len, causal=config.causal,
-            train_len=train_len, **options,
+            train_len=train_len, n_layers=config.n_layers, **options,
         )
 
     if seed is None:

@@ -24,7 +24,13 @@ from pebench.registry import Registry, citation
 if TYPE_CHECKING:
     from pebench.encodings.base import PositionalEncoding
 
-KINDS = ("none", "input", "rotary", "bias", "content", "wrapper")
+KINDS = ("none", "input", "rotary", "bias", "content", "gate", "softmax", "architectural", "wrapper")
+
+#: the family of the field each kind belongs to, for grouping encodings on the site
+KIND_FAMILIES = {
+    "none": "none", "input": "absolute", "rotary": "rotary", "bias": "additive bias", "content": "data-dependent",
+    "gate": "data-dependent", "softmax": "softmax-level", "architectural": "architectural", "wrapper": "wrapper",
+}
 
 #: the modules of this package that register no encoding
 SHARED_MODULES = ("base", "_rotary")
@@ -74,8 +80,10 @@ def register(
     Args:
         name: the name users pass to :func:`build`.
         kind: which slot it uses: ``none``, ``input``, ``rotary``, ``bias``, ``content``
-            (a score term computed from queries and keys: ``content_score``) or ``wrapper``
-            (changes the positions given to another encoding).
+            (a score term computed from queries and keys: ``content_score``), ``gate`` (a gate computed
+            from the layer input: ``attention_weights``), ``softmax`` (replaces or rescales the softmax),
+            ``architectural`` (a per-layer choice or a change to the block: ``for_layer``, ``mix``) or
+            ``wrapper`` (changes the positions given to another encoding). :data:`KIND_FAMILIES` groups them.
         paper: what to cite for it: the BibTeX key of its paper in ``docs/references.bib``, or, for a paper
             that pebench's bibliography does not hold (a plugin's), its DOI or the citation written out
             (:func:`pebench.registry.citation`); its metadata keeps it as ``paper`` and, read, as ``citation``.
@@ -208,8 +216,13 @@ def options(name: str) -> dict[str, Any]:
     """
     cls = ENCODINGS.get(name.partition(":")[0])
     params = inspect.signature(cls.__init__).parameters
-    not_options = ("self", "d_model", "n_heads", "max_len", "base", "causal", "train_len")
+    not_options = ("self", "d_model", "n_heads", "max_len", "base", "causal", "train_len", "n_layers")
     return {key: p.default for key, p in params.items() if key not in not_options and p.kind is p.KEYWORD_ONLY}
+
+
+def wraps(name: str) -> bool:
+    """Whether encoding ``name`` wraps another one (is built as ``name:<base>``, e.g. ``randomized:rope``)."""
+    return "base" in inspect.signature(ENCODINGS.get(name.partition(":")[0]).__init__).parameters
 
 
 def build(
@@ -220,6 +233,7 @@ def build(
     max_len: int,
     causal: bool = False,
     train_len: int | None = None,
+    n_layers: int | None = None,
     **opts: Any,
 ) -> PositionalEncoding:
     """Build the encoding registered as ``name``.
@@ -241,6 +255,9 @@ def build(
             An encoding whose constructor does not accept ``train_len`` (an
             older plugin) is built without it, and its :attr:`train_len` is
             set afterwards.
+        n_layers: the model's number of blocks, for encodings with per-layer parts
+            (:meth:`~pebench.encodings.base.PositionalEncoding.for_layer`); passed to constructors
+            that name it, set as :attr:`n_layers` on the others. ``None``: built without a model.
         **opts: encoding-specific options (see :func:`options`).
 
     Raises:
@@ -275,7 +292,11 @@ def build(
     takes_train_len = "train_len" in params or takes_any_keyword
     if takes_train_len:
         arguments["train_len"] = train_len
+    if "n_layers" in params:
+        arguments["n_layers"] = n_layers
     encoding = cls(**arguments, **opts)
+    if "n_layers" not in params:
+        encoding.n_layers = n_layers
     if not takes_train_len:  # a plugin written before train_len: it records it, without using it
         encoding.train_len = max_len if train_len is None else train_len
     encoding.given_options = dict(opts)
@@ -283,6 +304,6 @@ def build(
 
 
 __all__ = [
-    "ENCODINGS", "PositionalEncoding", "baseline_name", "build", "declared", "in_order", "known", "label", "meta",
-    "names", "options", "register", "relative_distance",
+    "ENCODINGS", "KIND_FAMILIES", "KINDS", "PositionalEncoding", "baseline_name", "build", "declared", "in_order",
+    "known", "label", "meta", "names", "options", "register", "relative_distance", "wraps",
 ]

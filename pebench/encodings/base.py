@@ -19,6 +19,28 @@ information enters a transformer (the "slots" of x-transformers):
   is False); the model then attends with the fused SDPA kernel, and with an
   explicit ``softmax(logits + term) v`` only for encodings that use it.
 
+Three further hooks serve mechanisms that act outside the slots (the field of
+2025-26); each is optional, and an encoding that leaves them alone keeps the
+fused SDPA path and its outputs unchanged:
+
+* :meth:`PositionalEncoding.for_layer` — the encoding block ``i`` uses
+  (``self`` by default): a per-layer choice (NoPE/RoPE interleaves) or
+  per-layer parameters (forget gates, softmax scales, convolutions). The
+  model asks the encoding it holds for ``embed``, ``bias`` and ``positions``,
+  and the per-layer view for everything else.
+* :meth:`PositionalEncoding.mix` — a transform of the block's normalised input
+  before attention (Canon layers' causal convolution).
+* :meth:`PositionalEncoding.attention_weights` — replaces the softmax: it gets
+  the logits and the block's (mixed) input and returns the weights the values
+  are averaged with (forgetting attention's gate, stick-breaking attention).
+  Unused by default (:attr:`PositionalEncoding.uses_attention_weights`).
+
+A logit scale (scalable softmax, Llama 4's attention temperature) needs no
+hook of its own: :meth:`PositionalEncoding.rotate` multiplies the queries.
+:meth:`PositionalEncoding.rotate` may also return queries and keys of a common
+width other than ``Dh`` (PoPE's polar features); the logits stay scaled by
+``1 / sqrt(width)`` of what it returns and the values keep ``Dh``.
+
 Positions are always explicit integer tensors, so wrappers (randomized
 positions, RoPE scaling) change positions or frequencies without touching the
 model. :meth:`PositionalEncoding.positions` is what the model calls to get the
@@ -85,6 +107,11 @@ class PositionalEncoding(nn.Module):
             as a keyword and pass it on; for a plugin whose constructor does
             not, :func:`pebench.encodings.build` sets :attr:`train_len` after
             construction (the plugin then cannot use it while building).
+        n_layers: the number of transformer blocks, from the model's
+            configuration, for encodings that hold per-layer parameters (see
+            :meth:`for_layer`); ``None`` when built without a model.
+            :func:`pebench.encodings.build` passes it to constructors that name
+            it and sets :attr:`n_layers` on the others.
 
     Subclasses that cache tables derived from positions keep them in
     :class:`PositionCache` attributes; :meth:`clear_caches` empties them, and
@@ -96,7 +123,8 @@ class PositionalEncoding(nn.Module):
     name: str = "base"
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
+        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None,
+        n_layers: int | None = None,
     ) -> None:
         super().__init__()
         train_len = max_len if train_len is None else train_len
@@ -115,6 +143,7 @@ class PositionalEncoding(nn.Module):
         self.max_len = max_len
         self.train_len = train_len
         self.causal = causal
+        self.n_layers = n_layers
         #: options given to :func:`pebench.encodings.build`, the fallback of :meth:`resolved_options`
         self.given_options: dict[str, Any] = {}
         #: incremented by :meth:`clear_caches`; the model keys what it caches from this encoding by it
@@ -140,7 +169,7 @@ class PositionalEncoding(nn.Module):
             TypeError: an option whose value is not JSON-serialisable (override this method).
         """
         resolved: dict[str, Any] = {"max_len": self.max_len, "train_len": self.train_len}
-        skip = {"self", "d_model", "n_heads", "causal", "max_len", "train_len"}
+        skip = {"self", "d_model", "n_heads", "causal", "max_len", "train_len", "n_layers"}
         for key, parameter in inspect.signature(type(self).__init__).parameters.items():
             if key in skip or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
                 continue
@@ -183,7 +212,8 @@ class PositionalEncoding(nn.Module):
         return x
 
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
-        """Query/key slot. ``q`` (B, H, Tq, Dh), ``k`` (B, H, Tk, Dh) -> same shapes."""
+        """Query/key slot. ``q`` (B, H, Tq, Dh), ``k`` (B, H, Tk, Dh) -> same shapes, or both of one other width
+        ``E`` (B, H, Tq, E), (B, H, Tk, E) (the logits are then scaled by ``1 / sqrt(E)``)."""
         return q, k
 
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
@@ -216,6 +246,51 @@ class PositionalEncoding(nn.Module):
         Wrappers answer for the encoding they wrap.
         """
         return type(self).content_score is not PositionalEncoding.content_score
+
+    def for_layer(self, index: int) -> PositionalEncoding:
+        """The encoding block ``index`` (0-based) uses for :meth:`rotate`, :meth:`content_score`, :meth:`mix`
+        and :meth:`attention_weights`; ``self`` by default.
+
+        A view is built once (a child module), so its parameters are this encoding's; the model's own
+        :meth:`embed`, :meth:`bias` and :meth:`positions` are this encoding's, asked once per forward pass.
+        """
+        return self
+
+    def mix(self, x: Tensor) -> Tensor:
+        """Block slot: the block's normalised input (B, T, D) before attention -> (B, T, D); identity by default.
+
+        Every position's new value may depend on every other's (the queries of the last block are taken
+        from its result).
+        """
+        return x
+
+    def attention_weights(self, logits: Tensor, x: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """Softmax slot: the weights (B, H, Tq, Tk) the values are averaged with, in place of ``softmax(logits)``.
+
+        Args:
+            logits: (B, H, Tq, Tk) ``q k^T / sqrt(E)`` plus the bias, the mask (``-inf`` on masked keys)
+                and the content score.
+            x: (B, Tk, D) the block's input to attention (after :meth:`mix`): the source of gates.
+            q_pos, k_pos: positions, as for :meth:`content_score`; the queries are the last Tq keys.
+
+        Only called when overridden (:attr:`uses_attention_weights`); the weights need not sum to 1.
+        """
+        raise NotImplementedError(f"encoding {self.name!r} does not replace the softmax")
+
+    @property
+    def uses_attention_weights(self) -> bool:
+        """Whether :meth:`attention_weights` is overridden: the model then attends explicitly."""
+        return type(self).attention_weights is not PositionalEncoding.attention_weights
+
+    @property
+    def explicit_attention(self) -> bool:
+        """Whether attention is computed explicitly (a content score or a replaced softmax), not by SDPA."""
+        return self.uses_content_score or self.uses_attention_weights
+
+    @property
+    def uses_mix(self) -> bool:
+        """Whether :meth:`mix` is overridden."""
+        return type(self).mix is not PositionalEncoding.mix
 
     def extra_repr(self) -> str:
         return (f"d_model={self.d_model}, n_heads={self.n_heads}, max_len={self.max_len}, "

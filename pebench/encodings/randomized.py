@@ -55,6 +55,7 @@ class Randomized(PositionalEncoding):
             ``max_position``).
         base: registered name of the wrapped encoding.
         causal: passed on to the wrapped encoding (e.g. T5's causal buckets in a decoder).
+        n_layers: passed on to the wrapped encoding; its per-layer views are the blocks' (:meth:`for_layer`).
         max_position: L; positions are drawn from ``[0, L)``.
         eval_positions: ``"random"`` or ``"arange"``, positions in eval mode.
         per_example: one subset per batch row (True) or per batch (False).
@@ -73,13 +74,13 @@ class Randomized(PositionalEncoding):
         max_len: int,
         base: str,
         *,
-        causal: bool = False, train_len: int | None = None,
+        causal: bool = False, train_len: int | None = None, n_layers: int | None = None,
         max_position: int | None = None,
         eval_positions: str = "random",
         per_example: bool = True,
         base_options: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len, n_layers=n_layers)
         max_position = max_len if max_position is None else max_position
         if max_position <= 0:
             raise ValueError(f"randomized max_position must be positive, got {max_position}")
@@ -96,7 +97,7 @@ class Randomized(PositionalEncoding):
         self.eval_positions = eval_positions
         self.per_example = per_example
         self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_position, causal=causal,
-                           train_len=self.train_len, **(base_options or {}))
+                           train_len=self.train_len, n_layers=n_layers, **(base_options or {}))
         self.generator: torch.Generator | None = None
 
     def positions(self, batch_size: int, length: int, device: torch.device | str) -> Tensor:
@@ -127,6 +128,12 @@ class Randomized(PositionalEncoding):
             "per_example": self.per_example,
             "base_options": inner,
         }
+
+    def for_layer(self, index: int) -> PositionalEncoding:
+        """The base encoding's view of block ``index`` where it has per-layer parts, else this wrapper (whose
+        hooks are the base encoding's)."""
+        view = self.inner.for_layer(index)
+        return self if view is self.inner else view
 
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:
         return self.inner.embed(x, pos)

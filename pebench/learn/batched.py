@@ -24,7 +24,10 @@ alibi and RoPE variants) are applied once to the whole (S * B) batch; encodings 
 model's own encoding module, whose parameters are trained in place. Encodings with a content
 score (:meth:`~pebench.encodings.base.PositionalEncoding.content_score`: transformer_xl, cope)
 also attend model by model, each through :func:`pebench.model.attend` with its own encoding and
-inputs (the explicit attention of the model); every other encoding attends in one SDPA call.
+inputs (the explicit attention of the model); so do encodings that replace the softmax
+(``attention_weights``: fox, stick_breaking). Every other encoding attends in one SDPA call. Block
+``i`` uses each encoding's per-layer view (``for_layer(i)``) for ``mix``, ``rotate`` and attention,
+as the model does.
 
 Only the models' public seam is used: :meth:`~pebench.model.Transformer.positions`,
 :meth:`~pebench.model.Transformer.attention_inputs` (positions and masks of every layer) and the
@@ -180,7 +183,12 @@ class BatchedTransformer(nn.Module):
         for layer in range(self.config.n_layers):
             is_last = layer == self.config.n_layers - 1
             prefix = f"blocks.{layer}"
+            views = [enc.for_layer(layer) for enc in self.encodings]
             h = self._layer_norm(x, f"{prefix}.ln_attn")
+            if views[0].uses_mix and self.shared_encoding:
+                h = views[0].mix(h.view(S * B, T, D)).view(S, B * T, D)
+            elif views[0].uses_mix:
+                h = torch.stack([view.mix(h[s].view(B, T, D)).view(B * T, D) for s, view in enumerate(views)])
             qkv = self._linear(h, f"{prefix}.attn.qkv").view(S * B, T, 3, H, D // H)
             q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (S * B, H, T, Dh)
             if is_last and first:
@@ -188,20 +196,20 @@ class BatchedTransformer(nn.Module):
             Tq = q.shape[2]
             if self.shared_encoding:
                 inputs = model_inputs[0][is_last]
-                q, k = self.encodings[0].rotate(q, k, inputs.q_pos, inputs.k_pos)
+                q, k = views[0].rotate(q, k, inputs.q_pos, inputs.k_pos)
             else:
                 rotated = [
                     enc.rotate(q.view(S, B, H, Tq, -1)[s], k.view(S, B, H, T, -1)[s],
                                model_inputs[s][is_last].q_pos, model_inputs[s][is_last].k_pos)
-                    for s, enc in enumerate(self.encodings)
+                    for s, enc in enumerate(views)
                 ]
                 q = torch.stack([r[0] for r in rotated]).view(S * B, H, Tq, -1)
                 k = torch.stack([r[1] for r in rotated]).view(S * B, H, T, -1)
-            if self.encodings[0].uses_content_score:  # explicit attention, model by model
+            if views[0].explicit_attention:  # explicit attention, model by model
                 y = torch.cat([
                     attend(q.view(S, B, H, Tq, -1)[s], k.view(S, B, H, T, -1)[s], v.view(S, B, H, T, -1)[s],
-                           enc, model_inputs[0 if self.shared_encoding else s][is_last])
-                    for s, enc in enumerate(self.encodings)
+                           view, model_inputs[0 if self.shared_encoding else s][is_last], x=h[s].view(B, T, D))
+                    for s, view in enumerate(views)
                 ])  # (S * B, H, Tq, Dh)
             else:
                 mask, is_causal = masks[is_last]

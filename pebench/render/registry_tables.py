@@ -33,6 +33,9 @@ KIND_SLOTS = {
     "rotary": "rotary: transforms queries and keys (`rotate`)",
     "bias": "bias: added to the attention scores (`bias`)",
     "content": "content: a score term computed from the queries, keys and logits (`content_score`)",
+    "gate": "gate: a gate computed from the layer input decays the logits (`attention_weights`)",
+    "softmax": "softmax: replaces or rescales the softmax (`attention_weights`, or a scale in `rotate`)",
+    "architectural": "architectural: a per-layer choice or a change to the block (`for_layer`, `mix`)",
     "wrapper": "wrapper: changes the positions given to another encoding (`positions`)",
 }
 
@@ -56,6 +59,7 @@ def encoding_facts(name: str) -> Table:
     meta, cls = encodings.meta(name), encodings.ENCODINGS.get(name)
     papers = [cited(meta["citation"]), *(f"{{cite:t}}`{key}`" for key in meta["cites"])]
     return text_table(["", ""], [["slot", KIND_SLOTS.get(meta["kind"], meta["kind"])],
+                                 ["family", encodings.KIND_FAMILIES.get(meta["kind"], meta["kind"])],
                                  ["trainable parameters", _yes(meta["has_parameters"])],
                                  ["causal (decoder) only", _yes(meta["causal_only"])],
                                  ["paper", ", ".join(papers)], ["class", f"`{cls.__module__}.{cls.__qualname__}`"]])
@@ -70,7 +74,7 @@ def encoding_options(name: str) -> Table | None:
 def build_call(name: str) -> tuple[str, str]:
     """The name to build encoding ``name`` by (a wrapper around RoPE) and its ``encodings.build`` call with every
     option that has a default."""
-    call_name = f"{name}:rope" if encodings.meta(name)["kind"] == "wrapper" else name
+    call_name = f"{name}:rope" if encodings.wraps(name) else name
     opts = "".join(f", {k}={v!r}" for k, v in encodings.options(name).items() if v is not None)
     return call_name, f'pe = encodings.build("{call_name}", d_model=64, n_heads=4, max_len=128{opts})'
 
