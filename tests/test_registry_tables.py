@@ -10,7 +10,8 @@ def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_l
     table = registry_tables.encodings_table(lambda text, name: f"<{text}|{name}>")
     rows = {row[0].text: [cell.text for cell in row] for row in table.rows}
     # the label papers use, linked, then the name to type where it differs
-    assert list(rows)[:2] == ["<ALiBi|alibi> (`alibi`)", "<CoPE|cope> (`cope`)"] and len(rows) == len(encodings.names())
+    assert list(rows)[:3] == ["<ALiBi|alibi> (`alibi`)", "<Canon|canon> (`canon`)", "<CoPE|cope> (`cope`)"]
+    assert len(rows) == len(encodings.names())
     randomized = rows["<Randomized|randomized> (`randomized`)"]
     assert randomized[4] == "standard, extended, paper, replication"  # randomized:rope is compared
     assert rows["<CoPE|cope> (`cope`)"][4] == "standard, extended, paper, replication"  # protocol v3: the whole field
