@@ -347,3 +347,29 @@ def test_r11_a_report_is_never_written_into_the_run_files_folder(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is (inside) the run files' folder" in err, err
     assert sorted(p.name for p in (folder / "raw").rglob("*")) == before
+
+
+# --------------------------------------------------------------------------- 6: {eval-rst} imports nothing new
+
+
+def test_6_an_eval_rst_block_never_makes_autodoc_import_a_file_of_a_users_folder(tmp_path, monkeypatch):
+    """A namespace package's path spans every folder on the import path (the working directory too, under
+    ``python -m sphinx`` in a downloaded folder): autodoc of ``<namespace>.<module>`` would import a file there."""
+    import importlib
+    import sys
+
+    from pebench.render.page_check import UnsafePage, check_page
+
+    package = tmp_path / "users_folder" / "ns_round2"
+    package.mkdir(parents=True)
+    (package / "evil.py").write_text("raise SystemExit('ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "users_folder"))
+    monkeypatch.setitem(sys.modules, "ns_round2", importlib.import_module("ns_round2"))  # a namespace package
+    page = tmp_path / "site" / "_generated" / "results" / "page.md"
+    for line in (".. automodule:: ns_round2.evil", ".. autoclass:: ns_round2.evil.X", ".. automodule:: os.evil"):
+        with pytest.raises(UnsafePage, match="the reStructuredText"):
+            check_page(f"```{{eval-rst}}\n{line}\n   :members:\n```\n", page)
+    assert "ns_round2.evil" not in sys.modules
+    for line in (".. automodule:: pebench.registry", ".. autoclass:: pebench.registry.Registry",
+                 ".. automodule:: ns_round2", ".. autofunction:: os.path.join"):  # imported already: documented
+        check_page(f"```{{eval-rst}}\n{line}\n   :members:\n```\n", page)

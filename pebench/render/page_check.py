@@ -176,14 +176,23 @@ def _directive_problem(token: Token, srcdir: Path) -> str | None:
 
 
 def _documented(line: re.Match | None) -> bool:
-    """Whether an ``{eval-rst}`` line is one a page may hold: an option, or autodoc of a pebench name or of a module
-    the build has already imported (a plugin's encoding), so that autodoc imports nothing new."""
+    """Whether an ``{eval-rst}`` line is one a page may hold: an option, or autodoc of a pebench name (pebench is a
+    regular package: its modules are its own files) or of a module the build has already imported or a name already
+    in one (a plugin's encoding), so that autodoc imports nothing new. A name whose parent is imported but which is
+    not yet in it is refused: a namespace package's path (``sphinxcontrib``) spans every folder of the import path,
+    the working directory too under ``python -m sphinx``, so autodoc would import a file of a user's folder."""
     if line is None:
         return False
     name = line.group("name")
-    if not name or name == "pebench" or name.startswith("pebench."):
+    if not name:
         return True
-    return name in sys.modules or name.rpartition(".")[0] in sys.modules  # a module, or a name in one
+    if name == "pebench" or (name.startswith("pebench.") and all(name.split("."))):
+        return True
+    if name in sys.modules:
+        return True
+    parent, _, last = name.rpartition(".")
+    module = sys.modules.get(parent)
+    return module is not None and last in getattr(module, "__dict__", {})  # already there: nothing is imported
 
 
 def _file_problem(target: str, srcdir: Path, what: str) -> str | None:
