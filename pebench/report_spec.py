@@ -69,9 +69,10 @@ def report_spec_from_record(record: Mapping[str, Any]) -> ReportSpec:
     if not isinstance(record, Mapping):
         raise ValueError(f"a report declaration must be a JSON object, not {type(record).__name__}")
     known = {f.name for f in dataclasses.fields(ReportSpec)}
-    unknown = sorted(set(record) - known)
+    unknown = sorted(set(record) - known, key=str)
     if unknown:
-        raise ValueError(f"unknown report declaration field(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+        raise ValueError(f"unknown report declaration field(s) {', '.join(ascii(key)[:40] for key in unknown)}; "
+                         f"valid: {', '.join(sorted(known))}")
     for key, value in record.items():
         problem = _field_problem(key, value)
         if problem:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -373,3 +374,179 @@ def test_6_an_eval_rst_block_never_makes_autodoc_import_a_file_of_a_users_folder
     for line in (".. automodule:: pebench.registry", ".. autoclass:: pebench.registry.Registry",
                  ".. automodule:: ns_round2", ".. autofunction:: os.path.join"):  # imported already: documented
         check_page(f"```{{eval-rst}}\n{line}\n   :members:\n```\n", page)
+
+
+# --------------------------------------------------------------------------- 5: property tests (Hypothesis)
+# Each reader, given arbitrary and adversarial input, gives one clear error (ResultsError or ValueError, one line)
+# or a result that is what the input says; never another exception, nor a file written. Examples per test: the
+# max_examples of its settings (each stays under ~10 s here).
+
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402 (the property tests' own imports)
+from hypothesis import strategies as st  # noqa: E402
+
+PROPERTY = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                         HealthCheck.too_slow])
+
+#: JSON values of any shape, nested a few levels
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                                max_size=4), max_leaves=12)
+#: text that names, numbers, paths and markup are made of
+TRICKY = st.sampled_from(["", "rope", "none", "nan", "inf", "-1", "1e20", "True", "../x", "a/b", "ünï", "x%_&#{y}",
+                          "=cmd()", "{{ x }}", "\x1b[31m", "0" * 16, "[1, 2]", "{}", '"q"', "a,b", "\n"])
+FIELD = TRICKY | st.text(max_size=12) | st.integers().map(str) | st.floats().map(repr)
+
+
+def one_line_error(call) -> object:
+    """``call()``'s result, or None where it raised a ResultsError or ValueError of one line (anything else fails)."""
+    try:
+        return call()
+    except ValueError as exc:  # ResultsError is a ValueError
+        assert "\n" not in str(exc).strip(), str(exc)
+        return None
+
+
+def files_of(folder: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def made_text(made_run) -> str:
+    return store.read_run_text(made_run)
+
+
+@settings(PROPERTY, max_examples=60)
+@given(column=st.integers(min_value=0, max_value=200), value=FIELD, row=st.integers(min_value=0, max_value=50),
+       keep_checksum=st.booleans())
+def test_5_a_run_file_with_any_field_edited_is_refused_or_read_as_written(made_text, tmp_path, column, value, row,
+                                                                          keep_checksum):
+    import csv
+
+    records = list(csv.reader(io.StringIO(made_text)))
+    header, rows = records[0], records[1:]
+    at, number = column % (len(header) - 1), row % len(rows)  # any field but the checksum
+    rows[number][at] = value
+    if keep_checksum:  # an edit that hides itself: the checksum made to match
+        from pebench.store.run_file_check import rows_checksum
+
+        checksum = rows_checksum([header[:-1], *[r[:-1] for r in rows]])
+        rows = [[*r[:-1], checksum] for r in rows]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *rows])
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))  # one per example (an example may run again)
+    (folder / "raw").mkdir()
+    path = folder / "raw" / "run.csv"
+    path.write_text(out.getvalue())
+    before = files_of(tmp_path)
+    frame = one_line_error(lambda: store.read_run_file(path))
+    assert files_of(tmp_path) == before
+    if frame is not None:  # read: what the file says, its id its configuration's
+        from pebench.store.run_file_check import configuration
+
+        first = dict(zip(header, rows[0], strict=True))
+        assert run_id_of(configuration(first)) == first["run_id"] == frame["run_id"].iloc[0]
+        assert len(frame) == len(rows)
+        if header[at] in RUN_ID_COLUMNS and value != records[1 + number][at]:
+            raise AssertionError(f"an edited {header[at]} ({value!r}) was read as a result")
+
+
+@settings(PROPERTY, max_examples=80)
+@given(data=st.binary(max_size=400) | st.text(max_size=400).map(str.encode), compressed=st.booleans())
+@example(data=b"run_id\n0000000000000000\n", compressed=False)
+@example(data=b'"unclosed\n', compressed=True)
+def test_5_arbitrary_bytes_as_a_run_file_are_one_clear_error(tmp_path, data, compressed):
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    (folder / "raw").mkdir()
+    path = folder / "raw" / f"0000000000000000.csv{'.gz' if compressed else ''}"
+    path.write_bytes(gz(data.decode("latin-1")) if compressed else data)
+    assert one_line_error(lambda: store.read_run_file(path)) is None
+    assert one_line_error(lambda: store.load(folder)) is None
+
+
+#: manifests of the shape pebench writes, with any value in any place
+MANIFESTS = st.fixed_dictionaries({
+    "suite": FIELD | JSON,
+    "invocations": st.lists(st.fixed_dictionaries({
+        "plugins": st.lists(st.fixed_dictionaries({"plugin": FIELD | JSON, "sha256": FIELD | JSON}), max_size=3)
+        | JSON}) | JSON, max_size=3) | JSON,
+    "report_declarations": st.dictionaries(FIELD, st.dictionaries(st.sampled_from(
+        ["layout", "position", "title", "also", "key_metrics", "comparisons", "primary_metric", "x"]), FIELD | JSON,
+        max_size=4) | JSON, max_size=3) | JSON,
+}) | JSON
+
+
+@settings(PROPERTY, max_examples=100)
+@given(manifest=MANIFESTS)
+def test_5_any_manifest_is_read_or_refused_on_one_line(tmp_path, manifest):
+    import json
+
+    from pebench.analysis.declarations import recorded_report_specs
+    from pebench.report_spec import ReportSpec
+
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    before = files_of(tmp_path)
+    read = one_line_error(lambda: store.read_manifest(folder))
+    if read is not None:
+        assert read == json.loads(json.dumps(manifest))
+    one_line_error(lambda: store.check_same_plugins(folder))
+    specs = one_line_error(lambda: recorded_report_specs(folder))
+    for name, spec in (specs or {}).items():
+        assert registry.is_name(name) and isinstance(spec, ReportSpec)
+        assert isinstance(spec.title, str) and all(registry.is_name(m) for m in (*spec.key_metrics, *spec.also))
+    assert files_of(tmp_path) == before
+
+
+@settings(PROPERTY, max_examples=300)
+@given(record=st.dictionaries(st.sampled_from(["layout", "position", "title", "caption", "figure_caption",
+                                               "key_metrics", "also", "primary_metric", "comparisons", "other"]),
+                              FIELD | JSON | st.lists(FIELD, max_size=3) | st.lists(st.lists(FIELD, max_size=3),
+                                                                                      max_size=2), max_size=5) | JSON)
+@example(record={"also": "order"})
+@example(record={"title": 5})
+def test_5_a_report_declaration_is_one_of_its_fields_shapes_or_one_clear_error(record):
+    from pebench.report_spec import report_spec_from_record
+
+    spec = one_line_error(lambda: report_spec_from_record(record))
+    if spec is not None:  # what the record says, lists as tuples
+        for key, value in record.items():
+            assert getattr(spec, key) == (tuple(tuple(v) if isinstance(v, list) else v for v in value)
+                                          if isinstance(value, list) else value)
+        assert all(isinstance(getattr(spec, key), str) for key in ("title", "caption", "figure_caption"))
+        assert isinstance(spec.also, tuple) and all(registry.is_name(name) for name in spec.also)
+
+
+@settings(PROPERTY, max_examples=30)
+@given(fields=st.dictionaries(st.sampled_from(["suite", "protocol", "results_version", "commit", "commits",
+                                               "raw_sha256", "main_table", "files", "pebench_version"]),
+                              FIELD | JSON, max_size=3),
+       tier=st.none() | FIELD)
+@example(fields={"protocol": "x"}, tier="inf")
+def test_5_any_snapshot_is_read_as_it_says_or_refused_on_one_line(tmp_path, fields, tier):
+    import json
+
+    from pebench.report.changes import verdict_changes
+    from pebench.store.history import FIELDS, read_snapshot
+
+    folder = Path(tempfile.mkdtemp(dir=tmp_path)) / "snapshot"
+    snapshot_copy(folder, None if tier is None else with_tier(tier), **fields)
+    before = files_of(tmp_path)
+    record = one_line_error(lambda: read_snapshot(folder))
+    if record is not None:
+        written = json.loads((folder / "snapshot.json").read_text())
+        assert {key: record[key] for key in FIELDS} == {key: written[key] for key in FIELDS}
+        assert type(record["protocol"]) is int and record["results_version"].startswith(f"v{record['protocol']}-")
+    found = one_line_error(lambda: verdict_changes(folder, COMMITTED_SNAPSHOT))
+    if found is not None:
+        ranked = found.frame[found.frame["ranked_before"].astype(bool)]["tier_before"].dropna()
+        assert ((ranked >= 1) & (ranked == ranked.round()) & (ranked < float("inf"))).all()
+    assert files_of(tmp_path) == before
+
+
+@settings(PROPERTY, max_examples=300)
+@given(name=TRICKY | st.text(max_size=110) | st.from_regex(registry.NAME_PATTERN, fullmatch=True))
+def test_5_a_registry_takes_exactly_the_names_a_run_file_takes(name):
+    from pebench.store.schema import is_column_name
+
+    taken = one_line_error(lambda: registry.Registry("task").register(name)(object)) is not None
+    assert taken == registry.is_name(name) == is_column_name("task", name)
