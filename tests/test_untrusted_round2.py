@@ -550,3 +550,12 @@ def test_5_a_registry_takes_exactly_the_names_a_run_file_takes(name):
 
     taken = one_line_error(lambda: registry.Registry("task").register(name)(object)) is not None
     assert taken == registry.is_name(name) == is_column_name("task", name)
+
+
+@pytest.mark.parametrize("suite", ["../x", "a/b", "ünï", "nan", 5])
+def test_2_a_manifest_names_its_suite_by_the_name_rule(tmp_path, suite):
+    import json
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"suite": suite, "invocations": []}))
+    with pytest.raises(ResultsError, match="is not a pebench manifest"):
+        store.read_manifest(tmp_path)

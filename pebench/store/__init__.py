@@ -45,7 +45,7 @@ import numpy as np
 
 import pebench
 from pebench.lazy_torch import torch  # only a manifest reads it: loading a folder does without torch
-from pebench.registry import plugin_records
+from pebench.registry import is_name, plugin_records
 from pebench.store import own_files
 from pebench.store.provenance import code_commit, git_state  # noqa: F401  (re-exported: part of the store's API)
 from pebench.store.run_file_check import (  # noqa: F401  (ResultsError, validate_frame, expected_rows: the store's API)
@@ -384,7 +384,8 @@ def read_manifest(folder: str | Path) -> dict | None:
     """The ``manifest.json`` of a results folder (``None`` when it has none), read without following a link.
 
     Raises:
-        ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a text ``suite``,
+        ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a ``suite`` named by the
+            name rule, :func:`pebench.registry.is_name`,
             a list of ``invocations``, an object ``latest`` if any, and if combined, a list of ``sources``
             objects whose ``manifest`` is an object or null), on one line.
     """
@@ -392,7 +393,8 @@ def read_manifest(folder: str | Path) -> dict | None:
     if not path.exists() and not path.is_symlink():
         return None
     manifest = read_json(path, "manifest")
-    if not (isinstance(manifest, dict) and isinstance(manifest.get("suite", ""), str)
+    suite = manifest.get("suite", "") if isinstance(manifest, dict) else None
+    if not (isinstance(manifest, dict) and (suite == "" or is_name(suite))
             and isinstance(manifest.get("invocations", []), list)
             and isinstance(manifest.get("latest") or {}, dict) and _combined_shape(manifest.get("combined"))):
         raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
