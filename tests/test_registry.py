@@ -28,7 +28,7 @@ def test_registry_checks_the_base_class_and_duplicates():
         things.register("a")(A)
     with pytest.raises(ValueError, match="must be a subclass of .*Base"):
         things.register("b")(int)
-    with pytest.raises(ValueError, match="a thing name must be letters, digits):
+    with pytest.raises(ValueError, match="a thing name must be letters, digits"):
         things.register("")(A)
     assert "b" not in things and things.in_order() == ["a"]
     things.register("c", label="Thing C")(type("C", (Base,), {}))
