@@ -736,6 +736,24 @@ def write_tables(out: Path = OUT, path: Path = TABLES) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m pebench.bench.throughput``: measure the parts of ``--only`` into the CSVs of ``--out`` and write
     their tables, or only the tables (``--tables-only``), or only print the page's sentences (``--summary``)."""
+    args = _parser().parse_args(argv)
+    if args.tables is None:
+        args.tables = TABLES if args.out.resolve() == OUT.resolve() else args.out / "performance_tables.md"
+    if args.summary:
+        for name, sentence in performance_values(args.out).items():
+            print(f"{name}: {sentence}")
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.tables_only:
+        print(write_tables(args.out, args.tables))
+        return
+    _measure(args)
+    write_tables(args.out, args.tables)
+    print(f"wrote {args.out}/*.csv and {args.tables}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The arguments of ``python -m pebench.bench.throughput``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer points, repeats and steps (a few minutes)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the A/B comparison (default 1)")
@@ -768,17 +786,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--suite-out", type=Path,
                         help="keep the timed suites' results in SUITE_OUT/<suite> (must be empty; default: a "
                              "temporary folder, removed)")
-    args = parser.parse_args(argv)
-    if args.tables is None:
-        args.tables = TABLES if args.out.resolve() == OUT.resolve() else args.out / "performance_tables.md"
-    if args.summary:
-        for name, sentence in performance_values(args.out).items():
-            print(f"{name}: {sentence}")
-        return
-    args.out.mkdir(parents=True, exist_ok=True)
-    if args.tables_only:
-        print(write_tables(args.out, args.tables))
-        return
+    return parser
+
+
+def _measure(args: argparse.Namespace) -> None:
+    """Measure the parts of ``args.only`` into the CSVs of ``args.out``."""
     torch.set_num_threads(args.threads)
     repeats = 3 if args.quick else 5
     pts = points(args.quick)
@@ -811,8 +823,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                           args.out / "estimates.csv", args.suite_note)
     if "suites" in args.only and args.suites:
         measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv", args.suite_note)
-    write_tables(args.out, args.tables)
-    print(f"wrote {args.out}/*.csv and {args.tables}")
 
 
 if __name__ == "__main__":

@@ -104,56 +104,79 @@ def findings_order(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spe
     """The baseline's (NoPE's) accuracy on order-dependent tasks and controls, the encodings that did not learn
     order (in-distribution accuracy on order-dependent tasks within :data:`ORDER_MARGIN` of the position-free
     floor), the order reliance / invariance gap ranking, and equivariance gaps."""
-    out = []
+    out: list[str | None] = []
     runs = runs[schema.completed(runs)]
     baseline = encodings.baseline_name()
     nope = encoding_label(baseline) if baseline else ""
     for arch, part in runs.groupby("arch"):
         dependent, controls = part[part["order_dependent"] == True], part[part["order_dependent"] == False]  # noqa: E712
-        base_dep, base_ctl = dependent[dependent["encoding"] == baseline], controls[controls["encoding"] == baseline]
-        if not base_dep.empty and not base_ctl.empty:
-            dep, ctl = _across_tasks(base_dep, "id_token_acc"), _across_tasks(base_ctl, "id_token_acc")
-            chance = base_dep["id_chance_token_acc"].mean()
-            out.append(
-                f"{nope} {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} ID token accuracy on order-dependent tasks "
-                f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls."
-            )
-        if "id_floor_token_acc" in dependent and dependent["id_floor_token_acc"].notna().any():
-            # An encoding no better than the position-free floor on the order-dependent tasks has not learnt to
-            # use order (rule 3: the floor is what a model that ignores order reaches on each task and rendering);
-            # its order reliance says nothing about whether it could. NoPE is no such reference in a decoder:
-            # the causal mask gives it positions.
-            per_encoding = dependent.groupby("encoding")[["id_token_acc", "id_floor_token_acc"]].mean()
-            blind = per_encoding[per_encoding["id_token_acc"] <= per_encoding["id_floor_token_acc"] + ORDER_MARGIN]
-            if not blind.empty:
-                out.append(
-                    f"Order not learnt ({arch}): "
-                    + ", ".join(f"{encoding_label(e)} {row['id_token_acc']:.2f} (floor {row['id_floor_token_acc']:.2f})"
-                                for e, row in blind.iterrows())
-                    + f" ID token accuracy on order-dependent tasks, within {ORDER_MARGIN} of the position-free floor "
-                    "(what a model that ignores order reaches); their order reliance is no evidence of order use."
-                )
-        if not dependent.empty:
-            reliance = dependent.groupby("encoding")["order_reliance"].mean().sort_values(ascending=False).dropna()
-            gaps = controls.groupby("encoding")["invariance_gap"].mean().abs().sort_values(ascending=False).dropna()
-            if not reliance.empty:
-                highest, lowest = (_with_interval(dependent, e, "order_reliance") for e in reliance.index[[0, -1]])
-                text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
-                        f"tasks, ± its 95% interval over seeds): highest {highest}, lowest {lowest}")
-                if not gaps.empty and round(gaps.iloc[0], 2) == 0:  # no encoding to name: none has a gap
-                    text += "; every invariance gap on controls rounds to 0.00"
-                elif not gaps.empty:
-                    text += f"; largest invariance gap on controls: {encoding_label(gaps.index[0])} {gaps.iloc[0]:.2f}"
-                out.append(text + ".")
-        gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
-        if baseline in gaps.index and arch == "encoder" and np.isfinite(gaps.at[baseline, "equivariance_gap_trained"]):
-            others = gaps.drop(index=baseline)["equivariance_gap_trained"].dropna()
-            text = (f"Permutation-equivariance gap, {nope} encoder: {gaps.at[baseline, 'equivariance_gap_init']:.1e} "
-                    f"at init, {gaps.at[baseline, 'equivariance_gap_trained']:.1e} after training")
-            if not others.empty:
-                text += f" (smallest other encoding: {encoding_label(others.idxmin())} {others.min():.1e})"
-            out.append(text + ".")
-    return out
+        out += [_baseline_accuracy(arch, dependent, controls, baseline, nope), _order_not_learnt(arch, dependent),
+                _order_reliance(arch, dependent, controls), _equivariance(arch, part, baseline, nope)]
+    return [sentence for sentence in out if sentence]
+
+
+def _baseline_accuracy(arch: str, dependent: pd.DataFrame, controls: pd.DataFrame, baseline: str | None,
+                       nope: str) -> str | None:
+    """The baseline's ID token accuracy on order-dependent tasks against controls (None without both)."""
+    base_dep, base_ctl = dependent[dependent["encoding"] == baseline], controls[controls["encoding"] == baseline]
+    if base_dep.empty or base_ctl.empty:
+        return None
+    dep, ctl = _across_tasks(base_dep, "id_token_acc"), _across_tasks(base_ctl, "id_token_acc")
+    chance = base_dep["id_chance_token_acc"].mean()
+    return (f"{nope} {arch}: {format_mean_ci(dep['mean'], dep['ci95'])} ID token accuracy on order-dependent tasks "
+            f"(chance {chance:.2f}) vs {format_mean_ci(ctl['mean'], ctl['ci95'])} on controls.")
+
+
+def _order_not_learnt(arch: str, dependent: pd.DataFrame) -> str | None:
+    """The encodings within :data:`ORDER_MARGIN` of the position-free floor on the order-dependent tasks."""
+    if "id_floor_token_acc" not in dependent or not dependent["id_floor_token_acc"].notna().any():
+        return None
+    # An encoding no better than the position-free floor on the order-dependent tasks has not learnt to
+    # use order (rule 3: the floor is what a model that ignores order reaches on each task and rendering);
+    # its order reliance says nothing about whether it could. NoPE is no such reference in a decoder:
+    # the causal mask gives it positions.
+    per_encoding = dependent.groupby("encoding")[["id_token_acc", "id_floor_token_acc"]].mean()
+    blind = per_encoding[per_encoding["id_token_acc"] <= per_encoding["id_floor_token_acc"] + ORDER_MARGIN]
+    if blind.empty:
+        return None
+    return (f"Order not learnt ({arch}): "
+            + ", ".join(f"{encoding_label(e)} {row['id_token_acc']:.2f} (floor {row['id_floor_token_acc']:.2f})"
+                        for e, row in blind.iterrows())
+            + f" ID token accuracy on order-dependent tasks, within {ORDER_MARGIN} of the position-free floor "
+            "(what a model that ignores order reaches); their order reliance is no evidence of order use.")
+
+
+def _order_reliance(arch: str, dependent: pd.DataFrame, controls: pd.DataFrame) -> str | None:
+    """The highest and lowest order reliance, and the largest invariance gap on controls."""
+    if dependent.empty:
+        return None
+    reliance = dependent.groupby("encoding")["order_reliance"].mean().sort_values(ascending=False).dropna()
+    gaps = controls.groupby("encoding")["invariance_gap"].mean().abs().sort_values(ascending=False).dropna()
+    if reliance.empty:
+        return None
+    highest, lowest = (_with_interval(dependent, e, "order_reliance") for e in reliance.index[[0, -1]])
+    text = (f"Order reliance, {arch} (original − shuffled token accuracy, mean over order-dependent "
+            f"tasks, ± its 95% interval over seeds): highest {highest}, lowest {lowest}")
+    if not gaps.empty and round(gaps.iloc[0], 2) == 0:  # no encoding to name: none has a gap
+        text += "; every invariance gap on controls rounds to 0.00"
+    elif not gaps.empty:
+        text += f"; largest invariance gap on controls: {encoding_label(gaps.index[0])} {gaps.iloc[0]:.2f}"
+    return text + "."
+
+
+def _equivariance(arch: str, part: pd.DataFrame, baseline: str | None, nope: str) -> str | None:
+    """The baseline encoder's permutation-equivariance gap at init and after training, beside the smallest other."""
+    gaps = part.groupby("encoding")[["equivariance_gap_init", "equivariance_gap_trained"]].mean()
+    if baseline not in gaps.index or arch != "encoder":
+        return None
+    if not np.isfinite(gaps.at[baseline, "equivariance_gap_trained"]):
+        return None
+    others = gaps.drop(index=baseline)["equivariance_gap_trained"].dropna()
+    text = (f"Permutation-equivariance gap, {nope} encoder: {gaps.at[baseline, 'equivariance_gap_init']:.1e} "
+            f"at init, {gaps.at[baseline, 'equivariance_gap_trained']:.1e} after training")
+    if not others.empty:
+        text += f" (smallest other encoding: {encoding_label(others.idxmin())} {others.min():.1e})"
+    return text + "."
 
 
 def findings_variants(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[str]:

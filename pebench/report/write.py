@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +64,18 @@ class Report:
     other_outputs: list[Path] = field(default_factory=list)  # files written beside the artifacts (per-task ranks)
 
 
+@dataclass
+class _Made:
+    """What the experiments' layouts and boards made, in report order (:func:`_experiment_artifacts`)."""
+
+    figures: list[Artifact] = field(default_factory=list)
+    tables: list[Artifact] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    other_outputs: list[Path] = field(default_factory=list)  # the per-task ranks written beside each board
+    own_figures: dict[str, list[str]] = field(default_factory=dict)  # per experiment, its own layout's figures
+
+
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
                  declared: Mapping[str, ReportSpec] | None = None, suite_run_ids: Collection[str] = ()) -> Report:
     """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
@@ -82,20 +94,50 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     check_report_folders(out_dir)
     data = store.load(results_dir)
     runs = results.run_metrics(data)
-    cells = results.aggregate(runs)
     folders = {name: out_dir / name for name in ("summary", "figures", "tables")}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
-    summaries = {
-        "runs": folders["summary"] / "runs.csv",
-        "cells": folders["summary"] / "cells.csv",
-        "curves": folders["summary"] / "curves.csv",
-        "comparisons": folders["summary"] / "comparisons.csv",
-        "status": folders["summary"] / "status.csv",
-    }
+    summaries, cells = _write_summaries(data, runs, folders["summary"])
+    suite = joined_values(data["suite"]) if "suite" in data else results_dir.name
+    version = results.results_version(data)
+    stamp = f"{suite} {version}"  # under every table: the results it was made from
+    specs, undeclared = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
+    experiments = experiments_in_order(runs["experiment"], specs)
+    protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
+    made = _experiment_artifacts(data, runs, cells, experiments, protocols, folders, stamp)
+    lead = lead_experiment(experiments)
+    lead_spec = next((spec for name, _, spec in experiments if name == lead), None)
+    main = main_table(runs[runs["experiment"] == lead], lead, titled(lead, lead_spec, "main results"), stamp) \
+        if lead else None
+    if main is not None:  # the table to cite, first
+        made.tables.insert(0, save_table(main, folders["tables"], stamp))
+    model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "
+             f"heads {joined_values(data['n_heads'])}, the same for every encoding.")
+    made.tables.append(save_table(parameter_table(runs, model), folders["tables"], stamp))
+    made.tables.append(save_table(status_table(runs), folders["tables"], stamp))
+    made.findings.append(findings_status(runs))
+    protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
+    if suite == "smoke":
+        made.findings.insert(0, SMOKE_NOTE)
+    report = Report(made.figures, made.tables, made.findings, protocol, summaries, [*undeclared, *made.skipped],
+                    version, citation_bibtex(suite, version, row_commits(data), latest_year(results_dir),
+                                             made_with=distinct_values(data, "pebench_version")),
+                    replication_sections(out_dir, suite, data, results_dir))
+    report.main_table = main.name if main is not None else ""
+    report.lead_figure = lead_figure(made.own_figures, lead, [name for name, _, _ in experiments])
+    report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids)
+    report.other_outputs = made.other_outputs
+    _write_index(report, out_dir)
+    return report
+
+
+def _write_summaries(data: pd.DataFrame, runs: pd.DataFrame, folder: Path) -> tuple[dict[str, Path], pd.DataFrame]:
+    """The summary CSVs of a report under ``folder`` (runs, cells, curves, comparisons, status); returns their
+    paths and the cells with their floor bounds (:func:`~pebench.report.layout_tables.floor_bounds`)."""
+    cells = results.aggregate(runs)
+    summaries = {name: folder / f"{name}.csv" for name in ("runs", "cells", "curves", "comparisons", "status")}
     runs.to_csv(summaries["runs"], index=False)
     cells.to_csv(summaries["cells"], index=False)
-    cells = floor_bounds(cells, data)
     results.curves(data).to_csv(summaries["curves"], index=False)
     comparisons = [results.compare_to_best(runs, metric, metric_registry.get(metric).higher_is_better)
                    for metric in ("id_token_acc", "ood_token_acc", "ood_perplexity")]
@@ -103,67 +145,49 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     status_columns = [c for c in ("experiment", "task", "encoding", "arch", "seed", "status", "run_id", "error")
                       if c in data.columns]
     data[data["status"] != "ok"].drop_duplicates("run_id")[status_columns].to_csv(summaries["status"], index=False)
+    return summaries, floor_bounds(cells, data)
 
-    suite = joined_values(data["suite"]) if "suite" in data else results_dir.name
-    version = results.results_version(data)
-    stamp = f"{suite} {version}"  # under every table: the results it was made from
-    specs, undeclared = declarations.resolve_report_specs(runs["experiment"], results_dir, declared=declared)
-    experiments = experiments_in_order(runs["experiment"], specs)
-    protocols = {e: experiment_protocol(data[data["experiment"] == e]) for e, _, _ in experiments}
-    figures, tables, findings, skipped, other_outputs = [], [], [], list(undeclared), []
-    own_figures: dict[str, list[str]] = {}  # per experiment, the figures of its own layout (not of ``also``)
+
+def _experiment_artifacts(data: pd.DataFrame, runs: pd.DataFrame, cells: pd.DataFrame,
+                          experiments: Sequence[tuple[str, str, ReportSpec]], protocols: Mapping[str, str],
+                          folders: Mapping[str, Path], stamp: str) -> _Made:
+    """Each experiment's figures, tables and findings (its layouts' views) and its boards, in report order."""
+    made = _Made()
     for experiment, layout, spec in experiments:
         part_data = data[data["experiment"] == experiment]
         part_runs, part_cells = runs[runs["experiment"] == experiment], cells[cells["experiment"] == experiment]
         if not schema.completed(part_runs).any():
-            skipped.append(f"{experiment}: every run failed; no figures or tables")
+            made.skipped.append(f"{experiment}: every run failed; no figures or tables")
             continue
         for view, view_spec, suffix in views(layout, spec):
-            for name, title, caption, make in view.figures(part_data, experiment, view_spec):
-                name += suffix
-                try:
-                    figure = make()
-                except ValueError as exc:
-                    skipped.append(f"figure {name}: {exc}")
-                    continue
-                figures.append(Artifact(name, title, caption, save_figure(figure, folders["figures"], name)))
-                if not suffix:
-                    own_figures.setdefault(experiment, []).append(name)
+            _view_figures(made, view.figures(part_data, experiment, view_spec), experiment, suffix, folders["figures"])
             for table in view.tables(part_runs, part_cells, experiment, protocols[experiment], view_spec):
                 table = dataclasses.replace(table, name=table.name + suffix)
-                tables.append(save_table(table, folders["tables"], stamp))
-            findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
+                made.tables.append(save_table(table, folders["tables"], stamp))
+            made.findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
         if spec.primary_metric:
             artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"], stamp,
                                                      max(schema.recorded_protocols(part_data), default=2), part_data)
-            tables.extend(artifacts)
-            findings.extend(sentences)
+            made.tables.extend(artifacts)
+            made.findings.extend(sentences)
             if artifacts:  # a board was written, and beside it the per-task ranks the leaderboard page reads
-                other_outputs.append(folders["tables"] / task_ranks_name(experiment))
-    lead = lead_experiment(experiments)
-    lead_spec = next((spec for name, _, spec in experiments if name == lead), None)
-    main = main_table(runs[runs["experiment"] == lead], lead, titled(lead, lead_spec, "main results"), stamp) \
-        if lead else None
-    if main is not None:  # the table to cite, first
-        tables.insert(0, save_table(main, folders["tables"], stamp))
-    model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "
-             f"heads {joined_values(data['n_heads'])}, the same for every encoding.")
-    tables.append(save_table(parameter_table(runs, model), folders["tables"], stamp))
-    tables.append(save_table(status_table(runs), folders["tables"], stamp))
-    findings.append(findings_status(runs))
-    protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
-    if suite == "smoke":
-        findings.insert(0, SMOKE_NOTE)
-    report = Report(figures, tables, findings, protocol, summaries, skipped, version,
-                    citation_bibtex(suite, version, row_commits(data), latest_year(results_dir),
-                                    made_with=distinct_values(data, "pebench_version")),
-                    replication_sections(out_dir, suite, data, results_dir))
-    report.main_table = main.name if main is not None else ""
-    report.lead_figure = lead_figure(own_figures, lead, [name for name, _, _ in experiments])
-    report.sections = index_sections(results_dir, out_dir, data, findings, specs, suite_run_ids)
-    report.other_outputs = other_outputs
-    _write_index(report, out_dir)
-    return report
+                made.other_outputs.append(folders["tables"] / task_ranks_name(experiment))
+    return made
+
+
+def _view_figures(made: _Made, figures: Iterable[tuple[str, str, str, Callable[[], object]]], experiment: str,
+                  suffix: str, folder: Path) -> None:
+    """Draw and save a view's figures into ``made`` (a figure that cannot be drawn is skipped, with why)."""
+    for name, title, caption, make in figures:
+        name += suffix
+        try:
+            figure = make()
+        except ValueError as exc:
+            made.skipped.append(f"figure {name}: {exc}")
+            continue
+        made.figures.append(Artifact(name, title, caption, save_figure(figure, folder, name)))
+        if not suffix:
+            made.own_figures.setdefault(experiment, []).append(name)
 
 
 def lead_figure(own_figures: Mapping[str, Sequence[str]], lead: str | None, experiments: Sequence[str]) -> str:

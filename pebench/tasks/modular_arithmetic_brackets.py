@@ -53,6 +53,20 @@ def random_expressions(n: int, length: int, generator: torch.Generator, symbols:
     return expressions
 
 
+def _apply(frame: list, value: int, plus: int, minus: int, times: int | None) -> None:
+    """Apply ``value`` to an open bracket's ``frame`` (:func:`evaluate`): negated if pending, then combined by the
+    pending operator (added when it is the bracket's first value)."""
+    if frame[2]:
+        value, frame[2] = -value, False
+    if frame[0] is None:
+        frame[0] = value
+    elif frame[1] == times:
+        frame[0] = frame[0] * value % MODULUS
+    else:
+        frame[0] = (frame[0] - value if frame[1] == minus else frame[0] + value) % MODULUS
+    frame[1] = plus
+
+
 def evaluate(tokens: list[int], symbols: dict[str, int], unknown: int = 0) -> int:
     """Value modulo 5 of a bracketed expression, read left to right with a stack of open brackets.
 
@@ -69,16 +83,7 @@ def evaluate(tokens: list[int], symbols: dict[str, int], unknown: int = 0) -> in
     frames = [[None, plus, False]]  # per open bracket: [accumulated value, pending operator, negate next]
 
     def push_value(value: int) -> None:
-        frame = frames[-1]
-        if frame[2]:
-            value, frame[2] = -value, False
-        if frame[0] is None:
-            frame[0] = value
-        elif frame[1] == times:
-            frame[0] = frame[0] * value % MODULUS
-        else:
-            frame[0] = (frame[0] - value if frame[1] == minus else frame[0] + value) % MODULUS
-        frame[1] = plus
+        _apply(frames[-1], value, plus, minus, times)
 
     for token in tokens:
         if token < MODULUS or token == variable:
