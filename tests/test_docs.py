@@ -629,11 +629,31 @@ def test_a_results_folder_without_a_current_report_stops_the_build_with_one_line
     with pytest.raises(RuntimeError, match=r"standard has no report.json: run pebench report .*standard") as error:
         gen.generate_results(results, out, srcdir)
     assert "\n" not in str(error.value)
+    assert f"tox -e report -- {results / 'standard'}" in str(error.value)  # for a reader with tox and no pebench
     shutil.copy(reference / "report.json", results / "standard" / "report.json")
     gen.generate_results(results, out, srcdir)  # current again
     edit_runs(results / "standard", {"task": "copy", "encoding": "alibi", "seed": 0}, "token_acc", lambda s: s * 0)
     with pytest.raises(RuntimeError, match="report.json is older than the run files"):
         gen.generate_results(results, out, srcdir)
+
+
+def test_a_stale_report_ends_the_build_with_its_one_line_and_no_traceback(monkeypatch, tmp_path):
+    """Sphinx prints any exception of an extension in a box with a traceback ("please report to the Sphinx
+    developers"); a folder without a current report is the reader's to mend, so the build exits with its line."""
+    import pebench_docs
+
+    from pebench.store.report_file import StaleReport
+
+    def stale(srcdir, results):
+        raise StaleReport("results/local/standard has no report.json: run pebench report results/local/standard")
+
+    monkeypatch.setattr(pebench_docs, "generate", stale)
+    app, config = SimpleNamespace(srcdir=str(tmp_path)), SimpleNamespace(myst_substitutions={})
+    with pytest.raises(SystemExit) as ended:
+        pebench_docs._on_config_inited(app, config)
+    assert str(ended.value.code) == ("pebench_docs: results/local/standard has no report.json: run pebench report "
+                                     "results/local/standard")
+    assert app._pebench_build_lock is None  # released: the next build does not wait for it
 
 
 def test_a_committed_rerun_gets_a_page_that_says_how_far_the_results_moved(gen, reported_rerun, tmp_path):

@@ -45,8 +45,9 @@ def raw_digest(folder: str | Path) -> str:
     return digest.hexdigest()
 
 
-class StaleReport(Exception):
-    """A results folder's report is missing, unreadable or older than its run files."""
+class StaleReport(RuntimeError):
+    """A results folder's report is missing, unreadable or older than its run files (the site's build stops with
+    its one line, no traceback)."""
 
 
 #: the fields of a ``report.json`` that the site's pages read by name (``pebench report`` always writes them)
@@ -68,8 +69,9 @@ def current_report(folder: str | Path, required: Sequence[str] = ()) -> dict[str
     """
     folder = Path(folder)
     path = folder / "report.json"
-    remedy = (f"run pebench report {folder} (with OMP_NUM_THREADS=1 to remake committed files byte for byte; a CSV "
-              "float may differ in its last digits on a CPU with other vector extensions)")
+    remedy = (f"run pebench report {folder}, or with tox only: tox -e report -- {folder} (with OMP_NUM_THREADS=1 to "
+              "remake committed files byte for byte; a CSV float may differ in its last digits on a CPU with other "
+              "vector extensions)")
     try:
         index = store.read_json(path, "report")
     except FileNotFoundError:

@@ -22,6 +22,7 @@ import pebench
 from pebench import encodings, store, tasks
 from pebench.render import page_check, performance_text, pilot_readings, protocol_tables, registry_tables, results_text
 from pebench.render.tables import is_number_text
+from pebench.store.report_file import StaleReport
 
 from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
 from .common import DOCS, REFERENCE_SUITE, ROOT, one_build, render_blocks, write
@@ -111,8 +112,10 @@ def _on_config_inited(app, config) -> None:
     try:
         results = os.environ.get("PEBENCH_DOCS_RESULTS", ROOT / "results")  # another set of results, to preview it
         config.myst_substitutions.update(generate(Path(app.srcdir), Path(results).resolve()))
-    except BaseException:  # no build follows to release it
+    except BaseException as exc:  # no build follows to release it
         _on_build_finished(app, None)
+        if isinstance(exc, StaleReport):  # the reader's to mend, in one line: no Sphinx traceback box
+            raise SystemExit(f"pebench_docs: {exc}") from None
         raise
 
 

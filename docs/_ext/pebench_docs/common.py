@@ -14,7 +14,7 @@ import matplotlib
 from pebench.render.blocks import markdown_lines
 from pebench.render.page_check import check_page
 from pebench.render.tables import text_table, to_markdown
-from pebench.store.report_file import PAGE_FIELDS, StaleReport, current_report, display_path, filled
+from pebench.store.report_file import PAGE_FIELDS, current_report, display_path, filled
 
 DOCS = Path(__file__).resolve().parents[2]
 ROOT = DOCS.parent
@@ -71,10 +71,7 @@ def report_index(folder: Path) -> dict[str, Any]:
     the build stops with one line); read once per build (:func:`one_build`), which holds the tree's lock."""
     if _BUILD is not None and str(folder) in _BUILD:
         return _BUILD[str(folder)]
-    try:
-        index = current_report(folder, PAGE_FIELDS)
-    except StaleReport as exc:
-        raise RuntimeError(f"pebench_docs: {exc}") from None
+    index = current_report(folder, PAGE_FIELDS)
     if _BUILD is not None:
         _BUILD[str(folder)] = index
     return index

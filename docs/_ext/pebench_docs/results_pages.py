@@ -140,10 +140,7 @@ def cite_box(report: CopiedReport, suite: str, srcdir: Path) -> list[str]:
 def compare_section(local: Path, reference: Path) -> tuple[list[str], list[str]]:
     """``pebench compare LOCAL REFERENCE`` as ``local``'s report says: the verdict, method and notes (for the rerun's
     page), and the rows per cell and metric with the cells of one side only (for its comparison page)."""
-    try:
-        result = report_file.current_rerun(common.shown(local), reference, report_index(local))["comparison"]
-    except report_file.StaleReport as exc:
-        raise RuntimeError(f"pebench_docs: {exc}") from None
+    result = report_file.current_rerun(common.shown(local), reference, report_index(local))["comparison"]
     verdict = ["## Reproduction check", "", fill(result["verdict"], local, reference), "", result["method"], ""]
     verdict += [f"- note: {note}" for note in result["notes"]] + ([""] if result["notes"] else [])
     rows = [common.markdown_table(result["header"], result["rows"]), ""] if result["rows"] else []
