@@ -17,8 +17,8 @@ from pebench.report_spec import ReportSpec
 from pebench.store.schema import BASE_VARIANT
 
 ROOT = Path(__file__).resolve().parent.parent
-ANALYSIS = ("store.py", "results.py", "plots.py", "compare.py", "metrics.py")  # schema.py declares the variant
-#: the report package: every module of it
+ANALYSIS = ("store/__init__.py", "analysis/results.py", "analysis/compare.py", "metrics.py")  # schema.py declares
+#: the report package: every module of it (its figures, plots.py, among them)
 ANALYSIS_PACKAGES = ("report",)
 
 

@@ -184,7 +184,7 @@ def test_the_training_context_is_the_rendered_training_sequence(task, arch, trai
     assert "protocol" not in v2.resolved() and spec.resolved()["protocol"] == 3
 
 
-@pytest.mark.parametrize("name", [n if n != "randomized" else "randomized:rope" for n in encodings.names()])
+@pytest.mark.parametrize("name", [f"{n}:rope" if encodings.wraps(n) else n for n in encodings.names()])
 def test_every_encoding_is_built_with_the_rendered_training_context(name):
     """The defect: charlm encodings were built with twice the training context (FIRE's threshold, CoPE's table
     and the recorded train_len 65 for a window of 32), decoder tasks with one position too many."""

@@ -15,6 +15,8 @@ from test_results import write_synthetic_results
 import pebench
 from pebench.analysis.compare import compare
 from pebench.cli import main
+from pebench.config import run_id_of
+from pebench.store.run_file_check import configuration
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,9 @@ def test_a_smoke_folder_against_a_standard_one_is_refused_in_one_line(synthetic,
     smoke = tmp_path / "smoke"
     (smoke / "raw").mkdir(parents=True)
     for path in (synthetic / "raw").glob("*.csv"):
-        pd.read_csv(path).assign(suite="smoke").to_csv(smoke / "raw" / path.name, index=False)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False).assign(suite="smoke")
+        run_id = run_id_of(configuration(frame.iloc[0].to_dict()))  # a smoke run's id: the suite is configuration
+        frame.assign(run_id=run_id).to_csv(smoke / "raw" / f"{run_id}.csv", index=False)
     assert main(["compare", str(smoke), str(synthetic)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1

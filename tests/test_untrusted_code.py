@@ -97,7 +97,7 @@ def test_every_script_the_experiments_loader_imports_is_an_experiment():
     assert pilots and not pilots & registered
     # what loading the experiments imports, in a fresh interpreter (in this one another test may have
     # imported a pilot on purpose, e.g. to read its results)
-    probe = ("import sys; from pebench import experiment; experiment.load_experiments(); "
+    probe = ("import sys; from pebench.plan import experiment; experiment.load_experiments(); "
              "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
