@@ -25,7 +25,8 @@ HEAD_DIM = D_MODEL // N_HEADS
 def refuses_the_encoder(name: str) -> bool:
     """Whether encoding ``name`` (or one it wraps) is causal-only and refuses to be built for an encoder (fox)."""
     try:
-        encodings.build(name, d_model=D_MODEL, n_heads=N_HEADS, max_len=MAX_LEN, causal=False)
+        with torch.random.fork_rng():  # a probe: the caller's seeded build draws what it would draw without it
+            encodings.build(name, d_model=D_MODEL, n_heads=N_HEADS, max_len=MAX_LEN, causal=False)
     except ValueError as error:
         return "causal attention only" in str(error)
     return False

@@ -21,8 +21,8 @@ SHORT_EVAL, LONG_EVAL = [4, 8], [4, 8, 64, 120]
 
 def every_encoding() -> list[str]:
     """Every registered encoding, and every wrapper around every other encoding."""
-    plain = [name for name in encodings.names() if encodings.meta(name)["kind"] != "wrapper"]
-    wrappers = [name for name in encodings.names() if encodings.meta(name)["kind"] == "wrapper"]
+    plain = [name for name in encodings.names() if not encodings.wraps(name)]
+    wrappers = [name for name in encodings.names() if encodings.wraps(name)]
     return plain + [f"{wrapper}:{base}" for wrapper in wrappers for base in plain]
 
 

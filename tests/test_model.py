@@ -27,7 +27,8 @@ def all_encoding_names() -> list[str]:
 def refuses_the_encoder(name: str) -> bool:
     """Whether encoding ``name`` (or one it wraps) is causal-only and refuses to be built for an encoder (fox)."""
     try:
-        encodings.build(name, d_model=D_MODEL, n_heads=N_HEADS, max_len=16, causal=False)
+        with torch.random.fork_rng():  # a probe: the caller's seeded build draws what it would draw without it
+            encodings.build(name, d_model=D_MODEL, n_heads=N_HEADS, max_len=16, causal=False)
     except ValueError as error:
         return "causal attention only" in str(error)
     return False

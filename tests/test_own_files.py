@@ -62,7 +62,7 @@ def test_concurrent_first_uses_agree_on_one_whole_key(tmp_path):
     import sys
 
     env = {**os.environ, own_files.CACHE_ENV: str(tmp_path / "cache")}
-    show = "from pebench import own_files; key = own_files.user_key(); print(key.hex() if key else None)"
+    show = "from pebench.store import own_files; key = own_files.user_key(); print(key.hex() if key else None)"
     children = [subprocess.Popen([sys.executable, "-c", show], env=env, stdout=subprocess.PIPE, text=True)
                 for _ in range(4)]
     keys = {child.communicate(timeout=60)[0].strip() for child in children}

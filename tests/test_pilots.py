@@ -11,6 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pebench.config import run_id_of
+from pebench.store.schema import RUN_ID_COLUMNS
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pilots"))
 
@@ -138,16 +141,19 @@ def test_freeze_reference_keeps_each_length_run_once_with_the_commit_that_made_i
                   task_version=1, encoding_options="{}", d_model=64, n_layers=2, n_heads=4, train_max_len=8,
                   lr=3e-3, batch_size=64, status="ok", pebench_version="0.1.0", condition="original",
                   variant="", token_acc=0.5, seq_acc=0.1, loss=1.0, n=64, chance_token_acc=0.1, params=1000)
-    # run ids as pebench writes them (16 lowercase hex digits): a folder's files are checked before they are read
-    for run_id, experiment, seed in (("a" * 16, "length_extrapolation", 0), ("b" * 16, "length_extrapolation", 1),
-                                     ("c" * 16, "lm_extrapolation", 0)):
-        rows = [dict(common, run_id=run_id, experiment=experiment, seed=seed, eval_len=n) for n in (4, 8)]
+    # run ids as pebench makes them (the hash of the configuration): a folder's files are checked before they are read
+    ids = []
+    for experiment, seed in (("length_extrapolation", 0), ("length_extrapolation", 1), ("lm_extrapolation", 0)):
+        configuration = dict(common, experiment=experiment, seed=seed)
+        run_id = run_id_of({key: value for key, value in configuration.items() if key in RUN_ID_COLUMNS})
+        rows = [dict(configuration, run_id=run_id, eval_len=n) for n in (4, 8)]
         pd.DataFrame(rows).to_csv(reference / "raw" / f"{run_id}.csv", index=False)
+        ids.append(run_id)
     (reference / "manifest.json").write_text(json.dumps({"latest": {"git_sha": "e" * 40, "git_dirty": False}}))
     out = tmp_path / "reference_runs.csv"
     task_pilots.freeze_reference(reference, out)
     frozen = task_pilots.reference_runs(out)
-    assert frozen["run_id"].tolist() == ["a" * 16, "b" * 16]
+    assert sorted(frozen["run_id"]) == sorted(ids[:2])  # the length-extrapolation runs, each once
     assert list(frozen.columns[:len(task_pilots.REFERENCE_COLUMNS)]) == list(task_pilots.REFERENCE_COLUMNS)
     assert set(frozen["reference_git_sha"]) == {"e" * 40} and frozen["fitted"].dtype == bool
     with pytest.raises(SystemExit, match="freeze-reference"):

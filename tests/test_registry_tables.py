@@ -15,7 +15,7 @@ def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_l
     randomized = rows["<Randomized|randomized> (`randomized`)"]
     assert randomized[4] == "standard, extended, paper, replication"  # randomized:rope is compared
     assert rows["<CoPE|cope> (`cope`)"][4] == "standard, extended, paper, replication"  # protocol v3: the whole field
-    assert registry_tables.tasks_table().rows[0][0].text == "addition"  # its name in words: the same
+    assert "addition" in [row[0].text for row in registry_tables.tasks_table().rows]  # its name in words: the same
     assert "reverse string (`reverse_string`)" in [row[0].text for row in registry_tables.tasks_table().rows]
 
 
