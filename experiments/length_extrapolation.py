@@ -19,16 +19,11 @@ the newer encodings.
 
 from pebench import tasks
 from pebench.plan.experiment import Experiment, per_task_grids, register_experiment
+from pebench.protocol import CORE_TASKS
 from pebench.report_spec import ReportSpec
 
 #: the standard suite's core battery, declared before its results were made
-CORE = [
-    "copy", "reverse", "duplicate", "selective_copy",  # order-dependent sequence tasks
-    "majority",  # control
-    "parity_check", "cycle_navigation", "even_pairs",  # regular (two controls, one order-dependent)
-    "reverse_string",  # deterministic context-free
-    "odds_first", "missing_duplicate", "bucket_sort",  # context-sensitive (bucket_sort: a control)
-]
+CORE = list(CORE_TASKS)
 #: pairwise comparisons declared in advance (docs: protocol): NoPE vs each absolute encoding, T5 vs ALiBi,
 #: the randomized encoding vs its base
 COMPARISONS = (("none", "sinusoidal"), ("none", "learned"), ("t5", "alibi"), ("randomized:rope", "rope"))

@@ -81,12 +81,12 @@ def specs(depths=DEPTHS, which: str = "all") -> list:
     ``other`` (the rest) or ``all``; depth by depth, in the order of :data:`DEPTHS`."""
     from pebench import encodings, tasks
     from pebench.plan.experiment import make_spec
-    from pebench.protocol import FIT_V3, SUITE_ENCODINGS
+    from pebench.protocol import COMPARED_ENCODINGS, FIT_V3, NEWER_ENCODINGS
 
     sys.path.insert(0, str(ROOT / "experiments"))
     from length_extrapolation import CORE
 
-    compared = SUITE_ENCODINGS["extended"]
+    compared = COMPARED_ENCODINGS + NEWER_ENCODINGS  # the extended suite's encodings when the pilot was declared
     chosen = {"rule": [e for e in compared if e in RULE_ENCODINGS],
               "other": [e for e in compared if e not in RULE_ENCODINGS], "all": list(compared)}[which]
     out = []

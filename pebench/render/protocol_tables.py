@@ -227,6 +227,7 @@ def protocol_values() -> dict[str, str]:
         "n_compared": str(len(protocol.COMPARED_ENCODINGS)),
         "compared_encodings": ", ".join(f"`{name}`" for name in protocol.COMPARED_ENCODINGS),
         "newer_encodings": ", ".join(f"`{name}`" for name in protocol.NEWER_ENCODINGS),
+        "field_2025": ", ".join(f"`{name}`" for name in protocol.FIELD_2025),
         "standard_batch_size": str(standard["batch_size"]),
         "capable_encodings": ", ".join(f"`{name}`" for name in protocol.CAPABLE_ENCODINGS),
         "capable_fit_goal": f"{100 * protocol.CAPABLE_FIT_GOAL:.0f}%",
