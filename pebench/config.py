@@ -119,6 +119,12 @@ class TrainConfig:
             if not 0 <= getattr(self, key) < math.inf:
                 raise ValueError(f"{key} must be a finite number >= 0 (grad_clip 0 disables clipping), "
                                  f"got {getattr(self, key)}")
+        self._check_fit()
+        if not self.divergence_loss > 0:
+            raise ValueError(f"divergence_loss must be > 0 (inf: never stop), got {self.divergence_loss}")
+
+    def _check_fit(self) -> None:
+        """The fit criterion's fields, each in its range, and the combinations a run can honour."""
         check_int("fit_every", self.fit_every)
         check_int("fit_examples", self.fit_examples)
         if self.fit_every < 0 or self.fit_examples < 1 or not 0 < self.fit_threshold <= 1:
@@ -137,8 +143,6 @@ class TrainConfig:
             raise ValueError("fit_patience (the plateau stop) needs stop_at_fit")
         if self.stop_at_fit and not self.fit_every:
             raise ValueError("stop_at_fit needs fit_every > 0 (how often the fit criterion is checked)")
-        if not self.divergence_loss > 0:
-            raise ValueError(f"divergence_loss must be > 0 (inf: never stop), got {self.divergence_loss}")
 
     def to_dict(self) -> dict:
         """Flat dict of the config, for result rows (``length_seed`` only when set, the fit
@@ -181,19 +185,14 @@ def check_configuration(resolved: Mapping[str, Any]) -> None:
     them, positive sizes, seeds in ``[0, 2**32 - 1]``, a dropout in ``[0, 1)``, a task version >= 0."""
     train = {f.name: resolved[f.name] for f in fields(TrainConfig) if f.name in resolved}
     TrainConfig(**train)  # the run's seed is the configuration's seed
-    for key in POSITIVE_INTS:
-        if key in resolved:
+    for keys, least in ((POSITIVE_INTS, 1), (("task_version", "protocol"), 0)):
+        for key in (key for key in keys if key in resolved):
             check_int(key, resolved[key])
-            if resolved[key] < 1:
-                raise ValueError(f"{key} must be >= 1, got {resolved[key]}")
+            if resolved[key] < least:
+                raise ValueError(f"{key} must be >= {least}, got {resolved[key]}")
     for key in ("seed", "eval_seed"):
         if key in resolved:
             check_seed(key, resolved[key])
-    for key in ("task_version", "protocol"):
-        if key in resolved:
-            check_int(key, resolved[key])
-            if resolved[key] < 0:
-                raise ValueError(f"{key} must be >= 0, got {resolved[key]}")
     if "dropout" in resolved:
         dropout = resolved["dropout"]
         if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:

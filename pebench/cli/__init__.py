@@ -782,6 +782,19 @@ def _reader_left() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _prepared(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` checked and completed before a command runs: logging, plugins loaded, worker counts >= 1."""
+    if args.verbose:
+        logging.getLogger("pebench").setLevel(logging.DEBUG)
+    load_plugins(args.plugin)
+    for option in ("workers", "dask_workers", "threads"):
+        if getattr(args, option, 1) < 1:
+            raise UsageError(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
+    if getattr(args, "dask", None) == "local":
+        args.workers = args.dask_workers
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     logging.basicConfig(format="pebench: %(levelname)s: %(message)s", level=logging.WARNING)
@@ -790,15 +803,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (sys.argv[1:] if argv is None else argv):  # `pebench` alone: what it can do, as a missing command
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        args = parser.parse_args(argv)
-        if args.verbose:
-            logging.getLogger("pebench").setLevel(logging.DEBUG)
-        load_plugins(args.plugin)
-        for option in ("workers", "dask_workers", "threads"):
-            if getattr(args, option, 1) < 1:
-                raise UsageError(f"--{option.replace('_', '-')} must be >= 1, got {getattr(args, option)}")
-        if getattr(args, "dask", None) == "local":
-            args.workers = args.dask_workers
+        args = _prepared(parser.parse_args(argv))
         status = args.func(args)
         sys.stdout.flush()  # here, so that a reader who left (`| head`) is a BrokenPipeError caught below
         return status

@@ -238,17 +238,7 @@ def validate_spec(spec: RunSpec) -> None:
     if getattr(task, "decoder_only", False) and spec.arch != "decoder":
         raise ValueError(f"task {spec.task!r} is a language-modelling task and needs arch='decoder'")
     encodings.ENCODINGS.get(spec.encoding.partition(":")[0])
-    for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
-        check_int(key, getattr(spec, key))
-        if getattr(spec, key) < 1:
-            raise ValueError(f"{key} must be a positive int, got {getattr(spec, key)}")
-    check_seed("seed", spec.seed)
-    if spec.protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {spec.protocol!r}; valid: {', '.join(map(str, PROTOCOLS))}")
-    if not 0.0 <= spec.dropout < 1.0:  # NaN fails too
-        raise ValueError(f"dropout must be in [0, 1), got {spec.dropout}")
-    if spec.d_model % spec.n_heads:
-        raise ValueError(f"d_model={spec.d_model} is not divisible by n_heads={spec.n_heads}")
+    _check_model(spec)
     if spec.train.train_min_len < task.min_length:
         raise ValueError(f"task {spec.task!r} needs train_min_len >= {task.min_length}")
     if min(spec.eval.lengths) < task.min_length:
@@ -266,6 +256,21 @@ def validate_spec(spec: RunSpec) -> None:
         _check_encoding(registered, spec.encoding, spec.d_model, spec.n_heads, spec.position_capacity(),
                         spec.train_context(), is_causal(spec.arch),
                         json.dumps(spec.build_options(**overrides), sort_keys=True))
+
+
+def _check_model(spec: RunSpec) -> None:
+    """The model's sizes (positive ints, heads dividing the width), seed, protocol and dropout."""
+    for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
+        check_int(key, getattr(spec, key))
+        if getattr(spec, key) < 1:
+            raise ValueError(f"{key} must be a positive int, got {getattr(spec, key)}")
+    check_seed("seed", spec.seed)
+    if spec.protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {spec.protocol!r}; valid: {', '.join(map(str, PROTOCOLS))}")
+    if not 0.0 <= spec.dropout < 1.0:  # NaN fails too
+        raise ValueError(f"dropout must be in [0, 1), got {spec.dropout}")
+    if spec.d_model % spec.n_heads:
+        raise ValueError(f"d_model={spec.d_model} is not divisible by n_heads={spec.n_heads}")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -38,7 +38,7 @@ def compose(first: tuple[int, ...], then: tuple[int, ...]) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=2)
 def multiplication_table(group: str) -> Tensor:
-    """(|G|, |G|) int64: entry ``[a, b]`` is the id of ``a · b`` (:func:`compose`) for element ids ``a``, ``b``."""
+    """``(|G|, |G|)`` int64: entry ``[a, b]`` is the id of ``a · b`` (:func:`compose`) for element ids ``a``, ``b``."""
     members = elements(group)
     index = {p: i for i, p in enumerate(members)}
     return torch.tensor([[index[compose(a, b)] for b in members] for a in members], dtype=torch.long)
