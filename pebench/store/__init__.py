@@ -550,18 +550,7 @@ def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[t
         groups.setdefault(text.partition("\n")[0], []).append((position, text, records))
     for header, group in groups.items():
         try:
-            frame = read_run_csv(io.StringIO(header + "\n" + "".join(text.partition("\n")[2] for _, text, _ in group)))
-            if list(frame.columns) != group[0][2][0] or len(frame) != sum(len(r) - 1 for *_, r in group):
-                raise ResultsError("its files parse otherwise together")
-            validate_frame(frame, paths[group[0][0]])
-            start, ids = 0, {}
-            for position, _text, records in group:
-                rows = frame.iloc[start:start + len(records) - 1]
-                ids[position] = records[1][records[0].index("run_id")]
-                if not (rows["run_id"] == ids[position]).all():  # each file's rows parsed as written
-                    raise ResultsError("its files parse otherwise together")
-                verified_frame(rows, records, paths[position])
-                start += len(records) - 1
+            frame, ids = _read_group(header, group, paths)
         except (ResultsError, pd.errors.ParserError, pd.errors.EmptyDataError):
             alone += [position for position, _, _ in group]
             continue
@@ -577,6 +566,29 @@ def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[t
         run_ids[position] = frame["run_id"].iloc[0]
         frames.append((np.full(len(frame), position), frame))
     return run_ids, errors, frames
+
+
+def _read_group(header: str, group: Sequence[tuple[int, str, list[list[str]]]],
+                paths: Sequence[Path]) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The files of ``group`` (position, text, records), which share ``header``, parsed as one CSV and verified
+    (:func:`_read_run_files`): their rows and each one's run id by position.
+
+    Raises:
+        ResultsError: a check fails, or the files parse otherwise together than each on its own.
+    """
+    frame = read_run_csv(io.StringIO(header + "\n" + "".join(text.partition("\n")[2] for _, text, _ in group)))
+    if list(frame.columns) != group[0][2][0] or len(frame) != sum(len(r) - 1 for *_, r in group):
+        raise ResultsError("its files parse otherwise together")
+    validate_frame(frame, paths[group[0][0]])
+    start, ids = 0, {}
+    for position, _text, records in group:
+        rows = frame.iloc[start:start + len(records) - 1]
+        ids[position] = records[1][records[0].index("run_id")]
+        if not (rows["run_id"] == ids[position]).all():  # each file's rows parsed as written
+            raise ResultsError("its files parse otherwise together")
+        verified_frame(rows, records, paths[position])
+        start += len(records) - 1
+    return frame, ids
 
 
 # --------------------------------------------------------------------------- writing
@@ -681,28 +693,13 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     folder = refuse_link(raw_dir(out))
     if not folder.is_dir():
         return found
-    for tmp in folder.glob(".*.tmp"):
-        match = RUN_TEMP_FILE.fullmatch(tmp.name)
-        if match and left_by_this_user(tmp, match["target"]):
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+    _remove_own_leftovers(folder)
     for path in sorted(folder.iterdir()):
         if path.name.startswith("."):
             continue
-        if path.is_dir():
-            found.bad[path.name] = "a folder, not a run file"
-            continue
-        run_id = run_file_id(path)
-        if run_id is None:
-            found.bad[path.name] = "not a run file (.csv.gz or .csv)"
-            continue
-        try:
-            frame = read_run_file(path)
-        except (ResultsError, OSError) as exc:
-            found.bad[path.name] = str(exc).splitlines()[0].removeprefix(f"{path}: ")
-            continue
-        if frame["run_id"].iloc[0] != run_id:
-            found.bad[path.name] = f"its run_id {frame['run_id'].iloc[0]} does not match the file name"
+        run_id, frame, problem = _scanned(path)
+        if problem:
+            found.bad[path.name] = problem
             continue
         if run_id in found.configs:
             found.bad[path.name] = f"a second file of run {run_id}"
@@ -717,6 +714,31 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
         else:
             found.complete.add(run_id)
     return found
+
+
+def _remove_own_leftovers(folder: Path) -> None:
+    """Remove the temporary run files a killed sweep of this user left in ``folder`` (:func:`scan`)."""
+    for tmp in folder.glob(".*.tmp"):
+        match = RUN_TEMP_FILE.fullmatch(tmp.name)
+        if match and left_by_this_user(tmp, match["target"]):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def _scanned(path: Path) -> tuple[str | None, pd.DataFrame | None, str | None]:
+    """One entry of a raw folder as :func:`scan` classifies it: its run id and rows, or why it is a bad file."""
+    if path.is_dir():
+        return None, None, "a folder, not a run file"
+    run_id = run_file_id(path)
+    if run_id is None:
+        return None, None, "not a run file (.csv.gz or .csv)"
+    try:
+        frame = read_run_file(path)
+    except (ResultsError, OSError) as exc:
+        return None, None, str(exc).splitlines()[0].removeprefix(f"{path}: ")
+    if frame["run_id"].iloc[0] != run_id:
+        return None, None, f"its run_id {frame['run_id'].iloc[0]} does not match the file name"
+    return run_id, frame, None
 
 
 def check_same_plugins(out: Path) -> None:

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pebench.config import CONDITIONS, DECODINGS, FIT_LENGTHS, check_configuration, run_id_of
 from pebench.store.artifact_check import formula_field
@@ -236,14 +236,8 @@ DECLARED_JSON = {
 DECLARED_WORDS = {"eval_decoding": DECODINGS, "fit_lengths": FIT_LENGTHS}
 
 
-def _check_declared(records: Sequence[Sequence[str]], path: Path) -> None:
-    """Refuse a run file whose declared evaluation (its :data:`DECLARED_JSON` and :data:`DECLARED_WORDS` columns,
-    as written in its first row) or whose rows' ``condition`` and ``variant`` are not what pebench writes: JSON of
-    the shape it writes (no nesting deeper than that), a condition of :data:`pebench.config.CONDITIONS`, a variant
-    label of the form of a name. Labels become table cells, figure legends and terminal text, and pandas would
-    read one such as ``nan`` as a missing value."""
-    header = records[0]
-    first = dict(zip(header, records[1], strict=True))
+def _declared_json(first: Mapping[str, str], path: Path) -> dict[str, Any]:
+    """The :data:`DECLARED_JSON` columns of a run file's first row, parsed and of the shape pebench writes there."""
     declared = {}
     for column, (shape, test) in DECLARED_JSON.items():
         if first.get(column):  # empty or absent: a file from before the column
@@ -254,6 +248,18 @@ def _check_declared(records: Sequence[Sequence[str]], path: Path) -> None:
             if not test(declared[column]):
                 raise ResultsError(f"{path}: its {column} {first[column][:40]!r} is not what pebench writes there "
                                    f"(JSON: {shape}); move the file away (it may have been crafted)")
+    return declared
+
+
+def _check_declared(records: Sequence[Sequence[str]], path: Path) -> None:
+    """Refuse a run file whose declared evaluation (its :data:`DECLARED_JSON` and :data:`DECLARED_WORDS` columns,
+    as written in its first row) or whose rows' ``condition`` and ``variant`` are not what pebench writes: JSON of
+    the shape it writes (no nesting deeper than that), a condition of :data:`pebench.config.CONDITIONS`, a variant
+    label of the form of a name. Labels become table cells, figure legends and terminal text, and pandas would
+    read one such as ``nan`` as a missing value."""
+    header = records[0]
+    first = dict(zip(header, records[1], strict=True))
+    declared = _declared_json(first, path)
     for column, words in DECLARED_WORDS.items():
         if first.get(column) and first[column] not in words:
             raise ResultsError(f"{path}: its {column} {first[column][:40]!r} is not one of {', '.join(words)}; move "
