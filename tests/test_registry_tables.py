@@ -10,11 +10,16 @@ def test_encodings_table_lists_every_encoding_with_the_suites_comparing_it_and_l
     table = registry_tables.encodings_table(lambda text, name: f"<{text}|{name}>")
     rows = {row[0].text: [cell.text for cell in row] for row in table.rows}
     # the label papers use, linked, then the name to type where it differs
-    assert list(rows)[:3] == ["<ALiBi|alibi> (`alibi`)", "<Canon|canon> (`canon`)", "<CoPE|cope> (`cope`)"]
+    # grouped by family, by name within one: NoPE, then the absolute encodings
+    assert list(rows)[:3] == ["<NoPE|none> (`none`)", "<Learned|learned> (`learned`)",
+                              "<Sinusoidal|sinusoidal> (`sinusoidal`)"]
+    families = [row[1] for row in rows.values()]
+    assert families == sorted(families, key=list(dict.fromkeys(encodings.KIND_FAMILIES.values())).index)
+    assert rows["<FoX|fox> (`fox`)"][1] == "data-dependent" and rows["<Canon|canon> (`canon`)"][1] == "architectural"
     assert len(rows) == len(encodings.names())
     randomized = rows["<Randomized|randomized> (`randomized`)"]
-    assert randomized[4] == "standard, extended, paper, replication"  # randomized:rope is compared
-    assert rows["<CoPE|cope> (`cope`)"][4] == "standard, extended, paper, replication"  # protocol v3: the whole field
+    assert randomized[5] == "standard, extended, paper, replication"  # randomized:rope is compared
+    assert rows["<CoPE|cope> (`cope`)"][5] == "standard, extended, paper, replication"  # protocol v3: the whole field
     assert "addition" in [row[0].text for row in registry_tables.tasks_table().rows]  # its name in words: the same
     assert "reverse string (`reverse_string`)" in [row[0].text for row in registry_tables.tasks_table().rows]
 

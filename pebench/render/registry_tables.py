@@ -91,17 +91,21 @@ def _named(link: Callable[[str, str], str], label: str, name: str) -> str:
 
 
 def encodings_table(link: Callable[[str, str], str] = _plain_link) -> Table:
-    """Every registered encoding: its label (``link(label, name)``) and name, slot, parameters, paper, summary,
-    and the suites that compare it (:data:`pebench.protocol.SUITE_ENCODINGS`; a wrapper such as ``randomized``
-    counts where one of its instances, e.g. ``randomized:rope``, is compared)."""
+    """Every registered encoding, grouped by family (:data:`pebench.encodings.KIND_FAMILIES`, in its order): its
+    label (``link(label, name)``) and name, family, slot, parameters, paper, summary, and the suites that compare
+    it (:data:`pebench.protocol.SUITE_ENCODINGS`; a wrapper such as ``randomized`` counts where one of its
+    instances, e.g. ``randomized:rope``, is compared)."""
+    families = list(dict.fromkeys(encodings.KIND_FAMILIES.values()))
     rows = []
     for name in encodings.names():
         meta = encodings.meta(name)
+        family = encodings.KIND_FAMILIES.get(meta["kind"], meta["kind"])
         suites = [suite for suite, compared in SUITE_ENCODINGS.items() if suite != "smoke"
                   and any(e.partition(":")[0] == name for e in compared)]
-        rows.append([_named(link, encoding_label(name), name), meta["kind"], _yes(meta["has_parameters"]),
+        rows.append([_named(link, encoding_label(name), name), family, meta["kind"], _yes(meta["has_parameters"]),
                      _yes(meta["causal_only"]), ", ".join(suites) or "none", cited(meta["citation"]), meta["summary"]])
-    return text_table(["encoding", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
+    rows.sort(key=lambda row: families.index(row[1]) if row[1] in families else len(families))  # stable: by name within
+    return text_table(["encoding", "family", "slot", "parameters", "causal only", "suites", "paper", "summary"], rows)
 
 
 def example_length(task: tasks.Task) -> int:
