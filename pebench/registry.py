@@ -256,6 +256,20 @@ class PluginError(ValueError):
     """A plugin that cannot be found or fails to import; the message says which and why."""
 
 
+def import_file(module_name: str, path: Path) -> Any:
+    """Import the Python file ``path`` as module ``module_name`` (a plugin, an experiment script); a file that fails
+    leaves no module behind, so that the next import runs it again instead of taking it as imported."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
 def load_plugin(source: str) -> None:
     """Import user code that registers encodings, tasks, metrics or experiments.
 
@@ -278,14 +292,7 @@ def load_plugin(source: str) -> None:
             digest = hashlib.sha256(key.encode()).hexdigest()[:8]
             module_name = f"pebench_plugins.{path.stem}_{digest}"
             record = {"plugin": key, "kind": "file", "path": key, "sha256": _sha256(path)}  # the bytes loaded
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[module_name]
-                raise
+            module = import_file(module_name, path)
         else:
             if importlib.util.find_spec(source) is None:
                 raise PluginError(f"plugin {source!r} is neither a .py file nor an importable module")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import itertools
 import json
 import numbers
@@ -51,7 +50,7 @@ from pebench.protocol import (
     SUITES,
     task_steps,
 )
-from pebench.registry import Registry
+from pebench.registry import Registry, import_file
 from pebench.report_spec import ReportSpec, as_tuple
 from pebench.store.schema import BASE_VARIANT, VARIANT_LABEL, reads_as_number
 
@@ -460,14 +459,7 @@ def load_experiments(directory: Path | None = None) -> Registry[Experiment]:
         module_name = f"pebench_experiments.{path.stem}"
         if module_name in sys.modules:
             continue
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[module_name]  # else the next call would take the failed script as imported
-            raise
+        import_file(module_name, path)
     return EXPERIMENTS
 
 
