@@ -38,5 +38,5 @@ EXPERIMENT = register_experiment(Experiment(
                 "the fit criterion and evaluated up to 4x: local order from a convolution against rotary positions.",
     configs={"extended": configs},
     script=__file__,
-    report=ReportSpec(layout="extrapolation", position=40, title="Canon layers and partial RoPE"),
+    report=ReportSpec(layout="extrapolation", position=45, title="Canon layers and partial RoPE"),
 ))

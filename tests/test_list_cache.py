@@ -64,7 +64,7 @@ def test_the_cached_listing_is_the_computed_one(capsys):
     assert list_cache.code_fingerprint([{"plugin": "mine.py", "sha256": "0" * 64}]) != fingerprint
     assert len(fingerprint) == 64 and fingerprint == list_cache.code_fingerprint([])
     files = list_cache.code_files()
-    assert any(path.name == "cli.py" for path in files) and any(path.parent.name == "experiments" for path in files)
+    assert any(path.parent.name == "cli" for path in files) and any(path.parent.name == "experiments" for path in files)
 
 
 def test_a_cache_entry_is_computed_once_never_read_through_a_link_and_optional(tmp_path, monkeypatch):

@@ -557,5 +557,5 @@ def test_2_a_manifest_names_its_suite_by_the_name_rule(tmp_path, suite):
     import json
 
     (tmp_path / "manifest.json").write_text(json.dumps({"suite": suite, "invocations": []}))
-    with pytest.raises(ResultsError, match="is not a pebench manifest"):
+    with pytest.raises(ResultsError, match="is not a pebench manifest|is not a plain file name"):
         store.read_manifest(tmp_path)

@@ -7,7 +7,7 @@ from torch import Tensor, nn
 
 from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding
-from pebench.encodings.rope import RoPE
+from pebench.encodings import rope  # the module, not its class: a plugin may import rope first (a cycle)
 
 
 class CanonLayer(PositionalEncoding):
@@ -21,7 +21,7 @@ class CanonLayer(PositionalEncoding):
                  train_len: int | None = None, kernel_size: int = 4, rotary_fraction: float = 0.0) -> None:
         super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
         self.conv = nn.Conv1d(d_model, d_model, kernel_size, groups=d_model, bias=False)  # weight (D, 1, K)
-        self.rope = (RoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len,
+        self.rope = (rope.RoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len,
                           rotary_fraction=rotary_fraction) if rotary_fraction else None)
 
     def mix(self, x: Tensor) -> Tensor:

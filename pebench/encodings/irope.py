@@ -7,7 +7,7 @@ from torch import Tensor
 
 from pebench.encodings import register
 from pebench.encodings.base import PositionalEncoding
-from pebench.encodings.rope import RoPE
+from pebench.encodings import rope  # the module, not its class: a plugin may import rope first (a cycle)
 
 
 class TemperedNoPE(PositionalEncoding):
@@ -87,7 +87,7 @@ class Interleave(PositionalEncoding):
         self.theta = theta
         self.temperature = temperature
         self.temperature_length = temperature_length
-        self.rope = RoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len, theta=theta)
+        self.rope = rope.RoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len, theta=theta)
         self.nope = TemperedNoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len,
                                  temperature=temperature, temperature_length=temperature_length)
 

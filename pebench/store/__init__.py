@@ -394,6 +394,9 @@ def read_manifest(folder: str | Path) -> dict | None:
         return None
     manifest = read_json(path, "manifest")
     suite = manifest.get("suite", "") if isinstance(manifest, dict) else None
+    if isinstance(suite, str) and suite and not is_name(suite):  # it would become a path: say which name
+        raise ResultsError(f"{path}: its suite {suite[:40]!r} is not a plain file name (a name pebench gives a "
+                           "suite); move it away to continue")
     if not (isinstance(manifest, dict) and (suite == "" or is_name(suite))
             and isinstance(manifest.get("invocations", []), list)
             and isinstance(manifest.get("latest") or {}, dict) and _combined_shape(manifest.get("combined"))):
