@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pebench.encodings import register
+# rope as a module, not its class: a plugin may import rope first, and this file then meets it half made
+from pebench.encodings import register, rope
 from pebench.encodings.base import PositionalEncoding
-from pebench.encodings import rope  # the module, not its class: a plugin may import rope first (a cycle)
 
 
 class CanonLayer(PositionalEncoding):
