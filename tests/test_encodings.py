@@ -15,6 +15,7 @@ from pebench import encodings
 from pebench.encodings.alibi import alibi_slopes
 from pebench.encodings.base import PositionalEncoding, PositionCache, cache_key, with_cache_key
 from pebench.encodings.t5 import T5RelativeBias, relative_position_bucket
+from pebench.protocol import SUITE_ENCODINGS
 from pebench.registry import UnknownNameError
 
 D_MODEL, N_HEADS, MAX_LEN = 16, 4, 64
@@ -616,8 +617,15 @@ def plain_encodings() -> list[str]:
 
 
 def every_encoding() -> list[str]:
+    """Every plain encoding; randomized positions around each; every other wrapper around the first encoding of
+    each kind (what such a wrapper changes is the attention's scale, the same for every base of a slot: one base
+    per slot tests each path it passes on, and keeps the suite's time)."""
+    plain = plain_encodings()
+    per_kind = list({encodings.meta(name)["kind"]: name for name in reversed(plain)}.values())[::-1]
     wrappers = [name for name in encodings.names() if encodings.wraps(name)]
-    return plain_encodings() + [f"{wrapper}:{base}" for wrapper in wrappers for base in plain_encodings()]
+    wrapped = [f"{wrapper}:{base}" for wrapper in wrappers for base in (plain if wrapper == "randomized" else per_kind)]
+    compared = [name for names in SUITE_ENCODINGS.values() for name in names if ":" in name]  # ssmax:rope too
+    return plain + list(dict.fromkeys(wrapped + compared))
 
 
 def slot(name: str) -> str:

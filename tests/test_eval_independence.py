@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_encodings import every_encoding
 
 from pebench import encodings, tasks
 from pebench.learn.train import train
@@ -17,13 +18,6 @@ from pebench.plan.execute import model_for
 from pebench.plan.experiment import make_spec
 
 SHORT_EVAL, LONG_EVAL = [4, 8], [4, 8, 64, 120]
-
-
-def every_encoding() -> list[str]:
-    """Every registered encoding, and every wrapper around every other encoding."""
-    plain = [name for name in encodings.names() if not encodings.wraps(name)]
-    wrappers = [name for name in encodings.names() if encodings.wraps(name)]
-    return plain + [f"{wrapper}:{base}" for wrapper in wrappers for base in plain]
 
 
 CASES = [

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from test_encodings import every_encoding
 
 from pebench import encodings, tasks
 from pebench.learn.evaluate import equivariance_gap, evaluate
@@ -17,10 +18,8 @@ D_MODEL, N_HEADS = 32, 4
 
 
 def all_encoding_names() -> list[str]:
-    """Every registered encoding, and every wrapper around every other encoding."""
-    plain = [name for name in encodings.names() if not encodings.wraps(name)]
-    wrappers = [name for name in encodings.names() if encodings.wraps(name)]
-    return plain + [f"{wrapper}:{base}" for wrapper in wrappers for base in plain]
+    """Every registered encoding, and the wrappers around them (:func:`test_encodings.every_encoding`)."""
+    return every_encoding()
 
 
 @functools.cache
