@@ -347,6 +347,30 @@ def cache_key(pos: Tensor) -> Hashable | None:
     return key if pos._version == version else None
 
 
+class WrappedEncoding(PositionalEncoding):
+    """An encoding around another one, ``self.inner`` (``randomized:<base>``, ``ssmax:<base>``): its embedding,
+    bias and content score are the inner encoding's; a wrapper overrides what it changes."""
+
+    inner: PositionalEncoding
+
+    def embed(self, x: Tensor, pos: Tensor) -> Tensor:
+        return self.inner.embed(x, pos)
+
+    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
+        return self.inner.bias(q_pos, k_pos)
+
+    def content_score(self, q: Tensor, k: Tensor, logits: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
+        return self.inner.content_score(q, k, logits, q_pos, k_pos)
+
+    @property
+    def uses_content_score(self) -> bool:
+        return self.inner.uses_content_score
+
+    def inner_options(self) -> dict[str, Any]:
+        """The inner encoding's resolved options less ``max_len`` and ``train_len`` (the wrapper's own)."""
+        return {k: v for k, v in self.inner.resolved_options().items() if k not in ("max_len", "train_len")}
+
+
 class PositionCache:
     """Tables an encoding computed from positions only, reused for positions with the same cache key.
 

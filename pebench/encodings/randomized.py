@@ -8,14 +8,14 @@ import torch
 from torch import Tensor
 
 from pebench.encodings import build, register
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings.base import PositionalEncoding, WrappedEncoding
 
 EVAL_POSITIONS = ("random", "arange")
 
 
 @register("randomized", label="Randomized", kind="wrapper", paper="ruoss2023randomized", has_parameters=False,
           summary="Wraps any encoding: positions are a sorted random subset of [0, max_position).")
-class Randomized(PositionalEncoding):
+class Randomized(WrappedEncoding):
     """Randomized positions for any base encoding, built as ``randomized:<base>``.
 
     Ruoss et al. 2023, "Randomized Positional Encodings Boost Length
@@ -119,14 +119,13 @@ class Randomized(PositionalEncoding):
     def resolved_options(self) -> dict[str, Any]:
         """This wrapper's options, with ``base_options`` the resolved options of the base encoding
         (less its ``max_len``, which is ``max_position``, and its ``train_len``, which is this one's)."""
-        inner = {k: v for k, v in self.inner.resolved_options().items() if k not in ("max_len", "train_len")}
         return {
             "max_len": self.max_len,
             "train_len": self.train_len,
             "max_position": self.max_position,
             "eval_positions": self.eval_positions,
             "per_example": self.per_example,
-            "base_options": inner,
+            "base_options": self.inner_options(),
         }
 
     def for_layer(self, index: int) -> PositionalEncoding:
@@ -135,21 +134,8 @@ class Randomized(PositionalEncoding):
         view = self.inner.for_layer(index)
         return self if view is self.inner else view
 
-    def embed(self, x: Tensor, pos: Tensor) -> Tensor:
-        return self.inner.embed(x, pos)
-
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
         return self.inner.rotate(q, k, q_pos, k_pos)
-
-    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
-        return self.inner.bias(q_pos, k_pos)
-
-    def content_score(self, q: Tensor, k: Tensor, logits: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
-        return self.inner.content_score(q, k, logits, q_pos, k_pos)
-
-    @property
-    def uses_content_score(self) -> bool:
-        return self.inner.uses_content_score
 
     def extra_repr(self) -> str:
         return (f"base={self.base_name!r}, causal={self.causal}, train_len={self.train_len}, "

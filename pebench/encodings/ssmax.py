@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from pebench.encodings import build, register
-from pebench.encodings.base import PositionalEncoding
+from pebench.encodings.base import PositionalEncoding, WrappedEncoding
 
 
 class ScaledLayer(PositionalEncoding):
@@ -56,7 +56,7 @@ class ScaledLayer(PositionalEncoding):
 
 @register("ssmax", label="SSMax", kind="softmax", paper="nakanishi2025ssmax", has_parameters=True,
           summary="Scalable softmax: the logits of a query attending n keys times s log n, s learned per head.")
-class ScalableSoftmax(PositionalEncoding):
+class ScalableSoftmax(WrappedEncoding):
     """Scalable softmax around any encoding, built as ``ssmax:<base>`` (e.g. ``ssmax:rope``, ``ssmax:none``).
 
     Nakanishi 2025, "Scalable-Softmax Is Superior for Attention" (arXiv 2501.19399), Eq. 3:
@@ -110,24 +110,10 @@ class ScalableSoftmax(PositionalEncoding):
                              f"build it with n_layers (pebench.model.build_model does)")
         return self.layers[index]
 
-    def embed(self, x: Tensor, pos: Tensor) -> Tensor:
-        return self.inner.embed(x, pos)
-
-    def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
-        return self.inner.bias(q_pos, k_pos)
-
-    def content_score(self, q: Tensor, k: Tensor, logits: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
-        return self.inner.content_score(q, k, logits, q_pos, k_pos)
-
-    @property
-    def uses_content_score(self) -> bool:
-        return self.inner.uses_content_score
-
     def resolved_options(self) -> dict[str, Any]:
         """This wrapper's options, with ``base_options`` the resolved options of the base encoding."""
-        inner = {k: v for k, v in self.inner.resolved_options().items() if k not in ("max_len", "train_len")}
         return {"max_len": self.max_len, "train_len": self.train_len, "init_scale": self.init_scale,
-                "base_options": inner}
+                "base_options": self.inner_options()}
 
     def extra_repr(self) -> str:
         return f"base={self.base_name!r}, {super().extra_repr()}, init_scale={self.init_scale}"
