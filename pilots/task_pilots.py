@@ -15,6 +15,7 @@ selective copy, flip-flop and passkey retrieval). Writes ``results/pilots/task_f
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import sys
 import time
@@ -54,7 +55,8 @@ def pilot(spec) -> dict:
            "run_id": spec.run_id, "train_max_len": spec.train.train_max_len, "step_cap": spec.train.steps,
            "fitted": result.fitted, "steps_to_fit": result.steps_to_fit, "fit_token_acc": result.fit_token_acc,
            "stop_reason": result.stop_reason, "steps_done": result.steps_done,
-           "train_seconds": round(result.seconds, 1), "floor_token_acc": floor.token_acc}
+           "train_seconds": round(result.seconds, 1), "floor_token_acc": floor.token_acc,
+           "fit_curve": json.dumps(result.fit_curve)}
     print(f"{spec.task:28s} {spec.arch:8s} {spec.encoding:5s} fitted={result.fitted!s:5s} "
           f"acc={result.fit_token_acc:.3f} floor={floor.token_acc:.3f} steps={result.steps_done}", flush=True)
     return row
@@ -168,20 +170,43 @@ def pilot_main(description: str, function, make_specs, out: Path, argv=None, rea
 
 def run_pilots(function, specs, workers: int, out: Path) -> None:
     """``function`` of every spec on a pool of ``workers`` spawned processes; the rows, each with the git state
-    the pilots were started at (which made them), written to ``out``."""
+    the pilots were started at (which made them), written to ``out`` after every finished run (in the specs'
+    order), so that a pilot stopped part way keeps what it made. Rows already in ``out`` from the same clean
+    commit are kept and their runs not made again (a resumed pilot); rows of any other code are replaced."""
     import pandas as pd
 
     from pebench.store import git_state
 
     code = git_state()
+    flat = {key: value for key, value in code.items() if not isinstance(value, list)}
+    done = resumable_rows(out, flat)
+    todo = [spec for spec in specs if spec.run_id not in set(done.get("run_id", []))]
+    print(f"{len(specs) - len(todo)} of {len(specs)} pilots already in {shown(out)}; {len(todo)} to run", flush=True)
     start = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        rows = pool.map(function, specs, chunksize=1)
-    frame = pd.DataFrame(rows).assign(**{key: value for key, value in code.items() if not isinstance(value, list)})
+    rows = done.to_dict("records")
+    order = {spec.run_id: index for index, spec in enumerate(specs)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
-    print(f"{len(rows)} pilots in {time.perf_counter() - start:.0f} s -> {out}")
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        for row in pool.imap_unordered(function, todo, chunksize=1):
+            rows.append({**row, **flat})
+            frame = pd.DataFrame(rows).sort_values("run_id", key=lambda ids: ids.map(order))
+            temporary = out.with_name(out.name + ".part")
+            frame.to_csv(temporary, index=False)
+            temporary.replace(out)
+    print(f"{len(todo)} pilots in {time.perf_counter() - start:.0f} s -> {shown(out)}")
 
+
+def resumable_rows(out: Path, code: dict):
+    """The rows of ``out`` a resumed pilot keeps: those made by the same clean commit as ``code`` (none if
+    ``out`` is missing, or was made by other or uncommitted code)."""
+    import pandas as pd
+
+    if not out.exists() or code.get("git_dirty"):
+        return pd.DataFrame()
+    frame = pd.read_csv(out)
+    if "git_sha" not in frame or "git_dirty" not in frame:
+        return pd.DataFrame()
+    return frame[(frame["git_sha"] == code.get("git_sha")) & ~frame["git_dirty"].astype(bool)]
 
 if __name__ == "__main__":
     main()
