@@ -580,22 +580,31 @@ def min_separable_pairs() -> int:
 
 
 def sign_flip_p(differences: np.ndarray, *, seed: int = 0) -> float:
-    """Two-sided paired sign-flip permutation p-value of mean(differences) = 0.
+    """Two-sided paired sign-flip permutation p-value of mean(differences) = 0, by scipy's maintained
+    implementation (``scipy.stats.permutation_test`` on the one sample of differences, ``permutation_type=
+    "samples"``: the null distribution flips the sign of each difference independently).
 
-    Every sign pattern is enumerated for up to :data:`EXACT_MAX_PAIRS` pairs
-    (p = share of patterns whose ``|mean|`` reaches the observed one, the observed
-    pattern included); beyond, :data:`N_PERMUTATIONS` random patterns drawn
-    with ``seed`` give ``(1 + hits) / (1 + N_PERMUTATIONS)``. NaN without pairs.
+    Up to :data:`EXACT_MAX_PAIRS` differences every one of the ``2**n`` sign patterns is enumerated (the exact
+    distribution: p = share of patterns whose mean is at least as extreme, the observed one included); beyond,
+    :data:`N_PERMUTATIONS` random patterns drawn with ``seed`` give a Monte-Carlo p. NaN without differences.
     """
+    from scipy import stats
+
     d = np.asarray(differences, dtype=float)
     if len(d) == 0:
         return float("nan")
-    observed = abs(d.mean()) - 1e-12 * max(1.0, np.abs(d).max())  # float noise must not break ties
-    if len(d) <= EXACT_MAX_PAIRS:
-        bits = (np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1  # (2^n, n)
-        return float((np.abs((1 - 2 * bits) @ d) / len(d) >= observed).mean())
-    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(N_PERMUTATIONS, len(d)))
-    return float((1 + (np.abs(signs @ d) / len(d) >= observed).sum()) / (1 + N_PERMUTATIONS))
+    if len(d) == 1:  # scipy wants two; both patterns, +d and -d, are as extreme as the observed one
+        return 1.0
+    exact = len(d) <= EXACT_MAX_PAIRS
+    result = stats.permutation_test(
+        (d,), _mean_statistic, permutation_type="samples", vectorized=True, alternative="two-sided",
+        n_resamples=2 ** len(d) if exact else N_PERMUTATIONS, rng=np.random.default_rng(seed))
+    return float(result.pvalue)
+
+
+def _mean_statistic(sample: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The mean along ``axis``: the statistic of :func:`sign_flip_p` (vectorized, as scipy calls it)."""
+    return np.mean(sample, axis=axis)
 
 
 def smallest_p(n_pairs: int) -> float:

@@ -332,16 +332,16 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm step-down adjusted p-values (NaN entries are left out of the family and stay NaN)."""
+    """Holm's step-down adjusted p-values (Holm 1979), by statsmodels' maintained implementation
+    (``statsmodels.stats.multitest.multipletests(method="holm")``); NaN entries are left out of the family and
+    stay NaN."""
+    from statsmodels.stats.multitest import multipletests
+
     p = np.asarray(p_values, dtype=float)
     adjusted = np.full_like(p, np.nan)
-    finite = np.flatnonzero(np.isfinite(p))
-    order = finite[np.argsort(p[finite], kind="stable")]
-    m = len(order)
-    running = 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[index]))
-        adjusted[index] = running
+    finite = np.isfinite(p)
+    if finite.any():
+        adjusted[finite] = multipletests(p[finite], method="holm")[1]
     return adjusted
 
 
