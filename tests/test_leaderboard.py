@@ -296,7 +296,8 @@ def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_d
     runs = v3_runs({"rope": 0.5, "alibi": 0.5}, unfitted=unfitted, noise=0.0, controls={"rope": 0.9, "alibi": 0.2})
     runs.loc[runs["encoding"].eq("alibi") & ~runs["fitted"], "ood_normalised_acc"] = -5.0  # would decide it
     v3 = lb.pairwise(runs, [("rope", "alibi")], lb.PRIMARY_SCORE, jointly_fitted=True).iloc[0]
-    assert v3["n_pairs"] == 4 * 3 and v3["mean_diff"] == 0 and v3["verdict"] == "no significant difference"
+    assert v3["n_pairs"] == 4 * 3 and v3["mean_diff"] == 0 and v3["unit"] == "task" and v3["n_tasks"] == 4
+    assert v3["verdict"] == "cannot resolve" and v3["note"].startswith("4 tasks")  # 2/16 at best: the task is the unit
     v2 = lb.pairwise(runs, [("rope", "alibi")], lb.PRIMARY_SCORE).iloc[0]
     assert v2["n_pairs"] == 4 * 6 and v2["mean_diff"] > 0  # every unfitted ALiBi run counted against it
 

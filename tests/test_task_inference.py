@@ -3,6 +3,7 @@ the hand-written implementations they replaced, the declared comparisons at task
 detectable effects, and the extrapolation board ranked from pairwise comparisons with bootstrap tiers."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pebench.analysis import leaderboard as lb
@@ -50,3 +51,74 @@ HOLM_CASES = [
 @pytest.mark.parametrize(("p_values", "expected"), HOLM_CASES)
 def test_holm_keeps_the_values_of_the_hand_written_one(p_values, expected):
     np.testing.assert_allclose(results.holm(p_values), expected, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- declared comparisons at task level
+
+
+def task_runs(differences: dict[str, list[float]], *, seeds: int = 3, noise: float = 0.02, arch: str = "decoder",
+              seed: int = 0) -> pd.DataFrame:
+    """Order-dependent runs of ``b`` at 0.3 and of every other encoding ``e`` at 0.3 + ``differences[e][task]``
+    (+ uniform seed noise), every run fitted."""
+    rng = np.random.default_rng(seed)
+    n_tasks = len(next(iter(differences.values())))
+    means = {"b": [0.3] * n_tasks} | {e: [0.3 + x for x in d] for e, d in differences.items()}
+    rows = [dict(arch=arch, task=f"task{t}", encoding=e, seed=s, variant="trained", status="ok", order_dependent=True,
+                 fitted=True, ood_normalised_acc=m[t] + noise * rng.uniform(-1, 1))
+            for e, m in means.items() for t in range(n_tasks) for s in range(seeds)]
+    return pd.DataFrame(rows)
+
+
+def test_a_declared_comparison_averages_seeds_within_a_task_and_tests_the_task_means():
+    """Eight tasks all favouring ``a``: the exact p is 2/2**8 whatever the number of seeds; its interval and mean are
+    over task means; the same runs paired as task-seed pairs (protocol v2) would count every seed."""
+    runs = task_runs({"a": [0.1, 0.2, 0.15, 0.05, 0.3, 0.12, 0.08, 0.2]}, seeds=6)
+    row = lb.pairwise(runs, [("a", "b")], lb.PRIMARY_SCORE, jointly_fitted=True).iloc[0]
+    assert row["unit"] == "task" and row["n_tasks"] == 8 and row["n_pairs"] == 48
+    assert row["p_value"] == pytest.approx(2 / 2**8) == row["smallest_p"] and row["p_holm"] == row["p_value"]
+    means = runs.groupby(["encoding", "task"])["ood_normalised_acc"].mean()
+    assert row["mean_diff"] == pytest.approx((means["a"] - means["b"]).mean())
+    assert row["ci_low"] < row["mean_diff"] < row["ci_high"] and row["verdict"] == "a better"
+    assert 0 < row["mde"] < np.inf
+    pooled = lb.pairwise(runs, [("a", "b")], lb.PRIMARY_SCORE, jointly_fitted=True, unit="run").iloc[0]
+    assert pooled["p_value"] < 1e-3 and pooled["smallest_p"] < 1e-4  # 48 pairs: far more than the tasks support
+    with pytest.raises(ValueError, match="unit 'seed'"):
+        lb.pairwise(runs, [("a", "b")], lb.PRIMARY_SCORE, unit="seed")
+
+
+def test_seeds_of_one_task_are_not_evidence_across_tasks():
+    """Twenty seeds of a single task: one task mean, smallest p 1, cannot resolve; the MDE is undefined."""
+    row = lb.pairwise(task_runs({"a": [0.4]}, seeds=20), [("a", "b")], lb.PRIMARY_SCORE, jointly_fitted=True).iloc[0]
+    assert row["n_tasks"] == 1 and row["smallest_p"] == 1.0 and row["verdict"] == "cannot resolve"
+    assert row["note"] == "1 tasks: the smallest attainable p is 1, 1 after Holm over 1" and np.isnan(row["mde"])
+
+
+def test_the_family_correction_and_the_mde_use_the_family_size():
+    """Six tasks of one sign give p = 2/64 = 0.031; Holm over two comparisons doubles it past 0.05, and at the first
+    Holm step's level (0.025) no shift is detectable: the MDE is infinite and the verdict "cannot resolve"."""
+    runs = task_runs({"a": [0.1, 0.2, 0.15, 0.05, 0.3, 0.12], "c": [0.1, -0.2, 0.15, -0.05, 0.3, -0.12]})
+    table = lb.pairwise(runs, [("a", "b"), ("c", "b")], lb.PRIMARY_SCORE, jointly_fitted=True)
+    a, c = table.itertuples()
+    assert a.p_value == pytest.approx(2 / 64) and a.p_holm == pytest.approx(4 / 64)
+    assert np.isinf(a.mde) and a.verdict == "cannot resolve" and "0.0625 after Holm over 2" in a.note
+    alone = lb.pairwise(runs, [("a", "b")], lb.PRIMARY_SCORE, jointly_fitted=True).iloc[0]
+    assert alone.verdict == "a better" and np.isfinite(alone.mde)
+
+
+def test_the_minimum_detectable_effect_is_the_shift_detected_with_80_percent_power():
+    """By its definition: task differences Normal(mde, s^2), s the observed spread, are detected at the level with
+    probability 0.8 (checked on draws other than its own); it scales with the spread; infinite where the tasks
+    cannot reach the level."""
+    d = np.array([0.12, -0.03, 0.2, 0.05, 0.31, 0.08, -0.1, 0.17, 0.02, 0.09])
+    mde = lb.minimum_detectable_effect(d, 0.01)
+    assert lb.minimum_detectable_effect(3 * d, 0.01) == pytest.approx(3 * mde)
+    draws = np.random.default_rng(99).normal(mde, d.std(ddof=1), size=(4000, len(d)))
+    power = (lb.exact_sign_flip_p(draws) <= 0.01).mean()
+    assert power == pytest.approx(lb.MDE_POWER, abs=0.03)
+    assert np.isinf(lb.minimum_detectable_effect(d[:6], 0.01)) and np.isnan(lb.minimum_detectable_effect(d[:1], 0.05))
+    assert lb.minimum_detectable_effect(np.full(8, 0.1), 0.05) == 0.0
+
+
+def test_the_vectorized_exact_test_gives_scipys_p():
+    rows = np.random.default_rng(4).normal(0.05, 0.3, size=(30, 9))
+    np.testing.assert_allclose(lb.exact_sign_flip_p(rows), [lb.sign_flip_p(row) for row in rows], rtol=1e-12)

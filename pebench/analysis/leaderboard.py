@@ -13,7 +13,9 @@ metrics, and ``fitted`` when known):
   tasks (MRR, the aggregate of Kazemnejad et al. 2023) and the mean rank,
   each with a 95% percentile bootstrap interval over seeds;
 * :func:`pairwise` — comparisons declared in advance, paired by task and
-  seed, with a sign-flip permutation test Holm-corrected over the family;
+  seed; at protocol v3's unit, the task (seeds averaged within it), an exact
+  sign-flip test over tasks Holm-corrected over the family, with its minimum
+  detectable effect (:func:`minimum_detectable_effect`);
 * :func:`capacity_goal`, :func:`capacity_shortfall` — whether the capable
   encodings fit the battery (protocol v3's goal for its scale), and what their
   unfitted runs reached in distribution, from their fit curves;
@@ -29,6 +31,7 @@ they are counted (``runs_failed``), never scored. Metric directions come from
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import warnings
@@ -56,6 +59,9 @@ ALPHA = 0.05
 #: the pairwise test enumerates all 2^n sign flips up to this many pairs, else samples :data:`N_PERMUTATIONS`
 EXACT_MAX_PAIRS = 16
 N_PERMUTATIONS = 20_000
+#: the power at which :func:`minimum_detectable_effect` is computed, and its simulations (seeded)
+MDE_POWER = 0.8
+MDE_SIMULATIONS = 1000
 #: bootstrap replicates drawn at once (bounds memory)
 _CHUNK = 250
 
@@ -608,15 +614,85 @@ def _mean_statistic(sample: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def smallest_p(n_pairs: int) -> float:
-    """The smallest p-value :func:`sign_flip_p` can give with ``n_pairs`` pairs (every difference of one sign):
-    ``2 / 2**n`` when enumerated, ``1 / (1 + N_PERMUTATIONS)`` when sampled; NaN without pairs. A comparison
-    whose smallest p (Holm-multiplied where a family asks it) is not below the level cannot be resolved by
-    these runs, whatever they hold."""
+    """The smallest p-value :func:`sign_flip_p` can give with ``n_pairs`` differences (pairs, or tasks when the
+    task is the unit; every difference of one sign): ``2 / 2**n`` when enumerated, ``1 / (1 + N_PERMUTATIONS)``
+    when sampled; NaN without any. A comparison whose smallest p (Holm-multiplied where a family asks it) is not
+    below the level cannot be resolved by these runs, whatever they hold."""
     if n_pairs < 1:
         return float("nan")
     if n_pairs <= EXACT_MAX_PAIRS:
         return min(1.0, 2.0 / 2**n_pairs)
     return 1.0 / (1 + N_PERMUTATIONS)
+
+
+def minimum_detectable_effect(differences: np.ndarray, alpha: float, *, power: float = MDE_POWER,
+                              n_sim: int = MDE_SIMULATIONS, seed: int = 0) -> float:
+    """The minimum detectable effect of a task-level comparison: the smallest shift ``delta >= 0`` of the mean task
+    difference that the exact two-sided sign-flip test (:func:`sign_flip_p`) at level ``alpha`` detects with
+    probability ``power``, given the observed spread of the task differences.
+
+    Precisely: were the ``n`` task differences drawn independently from Normal(``delta``, ``s**2``), ``s`` the
+    sample standard deviation (ddof = 1) of the observed ``differences``, the test would give p <= ``alpha`` with
+    probability >= ``power``. The test's p does not change when every difference is multiplied by the same
+    positive number, so the effect is ``s`` times a constant of ``n``, ``alpha`` and ``power`` alone, found by
+    bisection on the power of ``n_sim`` simulated batteries (standard normal, drawn with ``seed``; the same draws
+    at every ``delta``).
+
+    Returns the effect in the differences' units; ``inf`` where no shift is detectable (``n`` differences cannot
+    reach ``alpha``: :func:`smallest_p`), 0 where the observed differences do not vary and some shift is
+    detectable, NaN with fewer than two differences (no spread to read).
+    """
+    d = np.asarray(differences, dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) < 2:
+        return float("nan")
+    if not smallest_p(len(d)) <= alpha:
+        return float("inf")
+    spread = float(d.std(ddof=1))
+    return 0.0 if spread == 0 else spread * _standard_effect(len(d), float(alpha), float(power), n_sim, seed)
+
+
+@functools.lru_cache(maxsize=64)
+def _standard_effect(n: int, alpha: float, power: float, n_sim: int, seed: int) -> float:
+    """The shift (in standard deviations of the task differences) that the exact sign-flip test on ``n`` tasks
+    detects at ``alpha`` with probability ``power`` (:func:`minimum_detectable_effect`); ``inf`` beyond 64."""
+    noise = np.random.default_rng(seed).standard_normal((n_sim, n))  # (simulations, tasks)
+
+    def detected(shift: float) -> float:
+        return float((exact_sign_flip_p(shift + noise) <= alpha * (1 + 1e-9)).mean())
+
+    low, high = 0.0, 1.0
+    while detected(high) < power:
+        low, high = high, 2 * high
+        if high > 64:
+            return float("inf")
+    while high - low > 5e-3 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if detected(middle) < power else (low, middle)
+    return high
+
+
+def exact_sign_flip_p(differences: np.ndarray) -> np.ndarray:
+    """The exact two-sided sign-flip p of every row of ``differences`` (rows, n) at once, ``n`` at most
+    :data:`EXACT_MAX_PAIRS`: the p of :func:`sign_flip_p` (scipy's enumeration) for differences without exact ties
+    between distinct sign patterns, vectorized over rows for the power simulations of
+    :func:`minimum_detectable_effect` (single precision: simulated normal differences tie with probability 0)."""
+    d = np.asarray(differences, dtype=np.float32)
+    n = d.shape[1]
+    if n > EXACT_MAX_PAIRS:
+        raise ValueError(f"{n} differences: exact enumeration is for at most {EXACT_MAX_PAIRS}")
+    # patterns with the first sign +, the observed one first: each stands for itself and its negation
+    patterns = (1 - 2 * ((np.arange(2 ** (n - 1))[:, None] >> np.arange(n)) & 1)).astype(np.float32)  # (2^(n-1), n)
+    counts = np.empty(len(d))
+    step = max(1, 2**22 // len(patterns))  # rows per block: bounds the (rows, patterns) matrix
+    for start in range(0, len(d), step):
+        sums = np.abs(d[start:start + step] @ patterns.T)  # (rows, 2^(n-1)); column 0 is the observed sum
+        counts[start:start + step] = (sums >= sums[:, :1]).sum(axis=1)
+    return counts / len(patterns)
+
+
+#: the units a declared comparison can test: paired task means (the task as the unit) or paired runs
+UNITS = ("task", "run")
 
 
 def pairwise(
@@ -628,68 +704,100 @@ def pairwise(
     seed: int = 0,
     alpha: float = ALPHA,
     jointly_fitted: bool = False,
+    unit: str | None = None,
 ) -> pd.DataFrame:
     """Test comparisons of two encodings declared in advance, per arch, on paired runs.
 
-    For every ``(a, b)`` and arch, the runs of ``a`` and ``b`` are paired by
-    task and seed (pairs where both have a score, :func:`run_scores`), and the
-    differences ``a - b`` give: their mean with a 95% percentile bootstrap
-    interval (pairs resampled, ``n_boot`` replicates), a two-sided sign-flip
-    permutation p-value (:func:`sign_flip_p`) and its Holm-adjusted value. The
-    Holm family is every declared comparison x every arch that was tested.
-    The verdict, at ``alpha`` after correction and in the metric's direction,
-    is ``"a better"``, ``"b better"`` or ``"no significant difference"``; a
-    comparison whose encoding is absent from an arch, or without pairs, is
-    ``"not tested"`` with the reason in ``note``; one with too few pairs to ever
-    reach ``alpha`` (its :func:`smallest_p`, or the family's smallest times the
-    family's size, the first Holm step, is not below it) is ``"cannot resolve"``,
-    with the bound in ``note``. Deterministic for ``seed``.
+    For every ``(a, b)`` and arch, the runs of ``a`` and ``b`` are paired by task and seed (pairs where both have a
+    score, :func:`run_scores`), and their differences ``a - b`` are tested at one of two units:
+
+    * ``unit="task"`` (the declared comparisons of protocol v3 on): the differences are averaged over the seeds
+      within each task first, and the task means are the data: their mean (every task weighs the same) with a
+      95% interval of the two-level bootstrap (:func:`two_level_bootstrap`: tasks, then seeds within them), the
+      exact two-sided sign-flip p over the tasks (:func:`sign_flip_p`), the smallest p that many tasks allow
+      (``smallest_p``: 2 / 2**n) and the minimum detectable effect (``mde``,
+      :func:`minimum_detectable_effect` at ``alpha`` divided by the family's size, the strictest step of Holm's
+      procedure: the shift every verdict of the family could detect with 80% power). Seeds of one task share it
+      and are not independent evidence; the tasks are (DESIGN, "the task is the unit of inference").
+    * ``unit="run"`` (protocol v2's comparisons and the replication claims): every task-seed pair is a datum:
+      their mean with a 95% percentile bootstrap interval (pairs resampled) and the sign-flip p over the pairs;
+      ``mde`` is not computed (NaN).
+
+    ``unit=None`` is ``"task"`` with ``jointly_fitted`` and ``"run"`` without. The p-values are Holm-corrected
+    (:func:`pebench.analysis.results.holm`) over the family: every declared comparison x every arch tested. The
+    verdict, at ``alpha`` after correction and in the metric's direction, is ``"a better"``, ``"b better"`` or
+    ``"no significant difference"``; a comparison whose encoding is absent from an arch, or without pairs, is
+    ``"not tested"`` with the reason in ``note``; one with too few units to ever reach ``alpha`` (its
+    ``smallest_p``, or the family's smallest times the family's size, the first Holm step, is not below it) is
+    ``"cannot resolve"``, with the bound in ``note``. Deterministic for ``seed``.
 
     ``jointly_fitted`` (protocol v3, as the extrapolation board): only the order-dependent tasks, and only the
     task-seed pairs in which both encodings fitted, so that no unfitted run's score enters a difference.
+
+    Returns one row per arch and comparison: ``arch``, ``a``, ``b``, ``metric``, ``unit``, ``n_tasks``,
+    ``n_pairs`` (task-seed pairs), ``mean_diff``, ``ci_low``, ``ci_high``, ``p_value``, ``p_holm``,
+    ``smallest_p`` (at the unit), ``mde``, ``verdict`` and ``note``.
     """
+    unit = unit or ("task" if jointly_fitted else "run")
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r}: expected one of {', '.join(UNITS)}")
     higher = higher_is_better(metric)
     frame, task = _scored(runs, metric)
     if jointly_fitted:
         frame = _fitted_order_dependent(frame)
-    pair_keys = [c for c in task if c != "arch"] + ["seed"]
+    task_keys = [c for c in task if c != "arch"]
     rng = np.random.default_rng(seed)
-    records = []
+    records, task_differences = [], {}
     for arch in sorted(frame["arch"].unique()):
         here = frame[frame["arch"] == arch]
         for a, b in comparisons:
-            record = dict(arch=arch, a=a, b=b, metric=metric, n_pairs=0, mean_diff=np.nan, ci_low=np.nan,
-                          ci_high=np.nan, p_value=np.nan, note="")
+            record = dict(arch=arch, a=a, b=b, metric=metric, unit=unit, n_tasks=0, n_pairs=0, mean_diff=np.nan,
+                          ci_low=np.nan, ci_high=np.nan, p_value=np.nan, note="")
             missing = [name for name in (a, b) if name not in set(here["encoding"])]
             if missing:
                 record["note"] = f"no {' or '.join(missing)} runs for {arch}"
                 records.append(record)
                 continue
-            both = _pairs(here, a, b, pair_keys)
+            both = _pairs(here, a, b, [*task_keys, "seed"])
             d = np.where(both["a"] == both["b"], 0.0, both["a"] - both["b"])  # two unfitted (inf) runs tie
-            record["n_pairs"] = len(d)
+            by_task = [part.to_numpy(float)[:, None] for _, part in
+                       pd.Series(d, index=both.index).groupby(level=task_keys, sort=True)] if len(d) else []
+            record.update(n_pairs=len(d), n_tasks=len(by_task))
             if len(d) == 0:
                 record["note"] = "no runs paired by task and seed"
                 records.append(record)
                 continue
-            boot = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(1)
             with warnings.catch_warnings():  # infinite differences (unfitted, lower-is-better metric)
                 warnings.simplefilter("ignore", RuntimeWarning)
-                record.update(mean_diff=d.mean(), ci_low=np.percentile(boot, 2.5),
-                              ci_high=np.percentile(boot, 97.5), p_value=sign_flip_p(d, seed=seed))
+                if unit == "task":
+                    means = np.array([table.mean() for table in by_task])  # (tasks,)
+                    boot = two_level_bootstrap(by_task, n_boot, seed)[:, 0]
+                    task_differences[len(records)] = means
+                    record.update(mean_diff=means.mean(), p_value=sign_flip_p(means, seed=seed))
+                else:
+                    boot = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(1)
+                    record.update(mean_diff=d.mean(), p_value=sign_flip_p(d, seed=seed))
+                record.update(ci_low=np.percentile(boot, 2.5), ci_high=np.percentile(boot, 97.5))
             records.append(record)
-    table = pd.DataFrame.from_records(records, columns=_PAIR_COLUMNS[:-2] + ["note"])
+    table = pd.DataFrame.from_records(records, columns=_PAIR_COLUMNS[:-4] + ["note"])
     table.insert(len(table.columns) - 1, "p_holm", holm(table["p_value"]))
-    table.insert(len(table.columns) - 1, "verdict", [_verdict(r, higher, alpha) for r in table.itertuples()])
     tested = table["p_value"].notna()
-    bounds = table["n_pairs"].map(smallest_p)
-    first_step = bounds[tested].min() * tested.sum() if tested.any() else np.nan
+    units = table["n_tasks"] if unit == "task" else table["n_pairs"]
+    table.insert(len(table.columns) - 1, "smallest_p", units.map(smallest_p))
+    family = int(tested.sum())
+    table.insert(len(table.columns) - 1, "mde", [
+        minimum_detectable_effect(task_differences[i], alpha / family, seed=seed) if i in task_differences
+        else np.nan for i in table.index])
+    table.insert(len(table.columns) - 1, "verdict", [_verdict(r, higher, alpha) for r in table.itertuples()])
+    first_step = table.loc[tested, "smallest_p"].min() * family if family else np.nan
     for index in table.index[tested]:
-        bound = max(bounds[index], first_step)
+        bound = max(table.loc[index, "smallest_p"], first_step)
         if not bound < alpha:
+            count = int(units[index])
             table.loc[index, "verdict"] = "cannot resolve"
-            table.loc[index, "note"] = (f"{table.loc[index, 'n_pairs']} pairs: the smallest attainable p is "
-                                        f"{bounds[index]:.3g}, {bound:.3g} after Holm over {int(tested.sum())}")
+            table.loc[index, "note"] = (f"{count} {'tasks' if unit == 'task' else 'pairs'}: the smallest "
+                                        f"attainable p is {table.loc[index, 'smallest_p']:.3g}, {bound:.3g} after "
+                                        f"Holm over {family}")
     return table
 
 
@@ -704,8 +812,8 @@ def _pairs(frame: pd.DataFrame, a: str, b: str, keys: list[str]) -> pd.DataFrame
     return left.to_frame("a").join(right.rename("b"), how="inner")
 
 
-_PAIR_COLUMNS = ["arch", "a", "b", "metric", "n_pairs", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm",
-                 "verdict"]
+_PAIR_COLUMNS = ["arch", "a", "b", "metric", "unit", "n_tasks", "n_pairs", "mean_diff", "ci_low", "ci_high", "p_value",
+                 "p_holm", "smallest_p", "mde", "verdict"]
 
 
 def pairwise_by_task(runs: pd.DataFrame, comparisons: Sequence[tuple[str, str]], metric: str) -> pd.DataFrame:
@@ -715,8 +823,8 @@ def pairwise_by_task(runs: pd.DataFrame, comparisons: Sequence[tuple[str, str]],
     sign-flip p over those seeds (:func:`sign_flip_p`), with the smallest p they could give
     (:func:`smallest_p`: six seeds can reach 0.031).
 
-    These p-values are not adjusted for the number of rows: they show which tasks carry a pooled verdict, and are
-    no verdict of their own (the declared verdict is :func:`pairwise`'s, on every task's pairs, Holm-corrected)."""
+    These p-values are not adjusted for the number of rows: they show which tasks carry a verdict, and are no
+    verdict of their own (the declared verdict is :func:`pairwise`'s, on the task means, Holm-corrected)."""
     higher = higher_is_better(metric)
     frame, task = _scored(runs, metric)
     frame = _fitted_order_dependent(frame)

@@ -151,15 +151,27 @@ def leaderboard_table(board: pd.DataFrame, caption: str | None = None, name: str
 
 def pairwise_table(table: pd.DataFrame, caption: str | None = None, name: str = "pairwise",
                    label: str | None = None) -> Table:
-    """A :func:`pairwise` table as a table: the pair, pairs, mean difference with its interval, p, Holm p and
-    the verdict (default caption: the metric compared)."""
-    headers = ["Arch", "A", "B", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Verdict"]
-    rows = [[_text(r.arch), _encoding(r.a), _encoding(r.b), Cell(str(r.n_pairs), r.n_pairs),
-             _interval_cell(r.mean_diff, r.ci_low, r.ci_high), Cell(_p(r.p_value), r.p_value),
-             Cell(_p(r.p_holm), r.p_holm), Cell(verdict_text(r) + (f" ({r.note})" if r.note else ""), r.verdict)]
+    """A :func:`pairwise` table as a table: the pair, its tasks and task-seed pairs, the mean difference with its
+    interval, p, Holm p, the smallest p its units (tasks, or pairs at protocol v2's unit) allow, the minimum
+    detectable effect (``—`` where not computed, ``none`` where no shift is detectable) and the verdict (default
+    caption: the metric compared)."""
+    headers = ["Arch", "A", "B", "Tasks", "Pairs", "Mean A − B [95% CI]", "p", "p (Holm)", "Smallest p", "MDE",
+               "Verdict"]
+    rows = [[_text(r.arch), _encoding(r.a), _encoding(r.b), Cell(str(r.n_tasks), r.n_tasks),
+             Cell(str(r.n_pairs), r.n_pairs), _interval_cell(r.mean_diff, r.ci_low, r.ci_high),
+             Cell(_p(r.p_value), r.p_value), Cell(_p(r.p_holm), r.p_holm), Cell(_p(r.smallest_p), r.smallest_p),
+             _effect_cell(r.mde), Cell(verdict_text(r) + (f" ({r.note})" if r.note else ""), r.verdict)]
             for r in table.itertuples()]
     return _board(name, table, headers, rows, _caption(table, "Paired comparisons") if caption is None else caption,
                   label)
+
+
+def _effect_cell(value: float) -> Cell:
+    """A minimum detectable effect: three decimals, ``none`` where infinite (no shift is detectable), ``—`` where
+    undefined."""
+    if value == np.inf:
+        return Cell("none", value)
+    return Cell("—" if not np.isfinite(value) else f"{value:.3f}", value)
 
 
 def pairwise_by_task_table(table: pd.DataFrame, caption: str, name: str = "pairwise_tasks",
