@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -79,10 +79,6 @@ class ModelConfig:
     def causal(self) -> bool:
         """Whether the model attends causally (a decoder); see :func:`pebench.config.is_causal`."""
         return is_causal(self.arch)
-
-    def to_dict(self) -> dict:
-        """Flat dict of the config, for result rows."""
-        return asdict(self)
 
 
 def default_device() -> torch.device:
