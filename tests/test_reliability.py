@@ -132,7 +132,7 @@ def test_1_an_interrupt_while_a_run_file_is_written_is_raised_once_the_file_is_c
                                   seed_batched=0)
     finish = runner._run_file_writer(out, set(), summary, lambda spec, rows: None)
     with pytest.raises(KeyboardInterrupt), executors.signals_interrupt():
-        finish(spec, failed_rows(spec, RuntimeError("a run"), torch.device("cpu")))
+        finish(spec, failed_rows(spec, RuntimeError("a run"), torch.device("cpu"), executors.origin_here()))
     assert [path.name for path in (out / "raw").iterdir()] == [store.run_file_name(spec.run_id)]
     # and counted: the sweep's "N of M runs saved" and the manifest's runs_made name every file it wrote
     assert (summary.done, summary.failed) == (1, 1)

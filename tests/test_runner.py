@@ -24,11 +24,14 @@ import torch
 from pebench.cli import main
 from pebench.plan import execute, sweep_time
 from pebench.plan.execute import group_runs
+from pebench.plan.executors import origin_here
 from pebench.plan.experiment import make_spec, suite_runs
 from pebench.plan.runner import run_sweep
 from pebench.protocol import COMPARED_ENCODINGS, PROTOCOL
 from pebench.store import (
     ResultsError,
+    code_commit,
+    cpu_model,
     load,
     raw_files,
     read_manifest,
@@ -172,12 +175,12 @@ def test_sweep_starts_the_longest_runs_first(tmp_path):
     run_sweep(specs, tmp_path, on_done=lambda spec, rows: order.append(spec.train.steps))
     assert order == [6, 4, 2]
     assert set(load(tmp_path)["compiled"]) == {False}
-    # each row names the machine it was made on, as the report's provenance names an invocation's
+    # each row names the machine it was made on, as the report's provenance names an invocation's, and the commit
     from pebench.plan.execute import machine_name
-    from pebench.store import cpu_model
 
-    assert set(load(tmp_path)["machine"]) == {machine_name("cpu")}
-    assert machine_name("cpu") == f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}"
+    assert set(load(tmp_path)["machine"]) == {machine_name("cpu", cpu_model())}
+    assert machine_name("cpu", cpu_model()) == f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}"
+    assert set(load(tmp_path)["commit"]) == {code_commit()}
 
 
 def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
@@ -189,7 +192,8 @@ def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
     run_sweep([spec], tmp_path, on_done=lambda s, r: None)
     frame = load(tmp_path)
     assert frame["status"].tolist() == ["failed"] and "boom" in frame["error"][0]
-    assert frame["machine"].tolist() == [execute.machine_name("cpu")]  # a failed run's record names it too
+    assert frame["machine"].tolist() == [execute.machine_name("cpu", cpu_model())]  # a failed run's record too
+    assert frame["commit"].tolist() == [code_commit()]
     monkeypatch.undo()
     assert scan(tmp_path, [spec.run_id]).retry == {spec.run_id}
     summary = run_sweep([spec], tmp_path, on_done=lambda s, r: None)
@@ -750,8 +754,8 @@ def test_saying_where_a_run_is_changes_no_row():
 
     spec = tiny_spec()
     said: list[str] = []
-    watched = execute.execute(spec, "cpu", progress=said.append)
-    plain = execute.execute(spec, "cpu")
+    watched = execute.execute(spec, "cpu", progress=said.append, origin=origin_here())
+    plain = execute.execute(spec, "cpu", origin=origin_here())
     pd.testing.assert_frame_equal(pd.DataFrame(watched).drop(columns=TIMING_COLUMNS, errors="ignore"),
                                   pd.DataFrame(plain).drop(columns=TIMING_COLUMNS, errors="ignore"))
     assert said[0] == f"step 1/{spec.train.steps}" and said[-1] == "evaluating"

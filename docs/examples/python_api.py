@@ -11,6 +11,7 @@ import torch
 
 from pebench import encodings, store, tasks
 from pebench.plan.execute import execute
+from pebench.plan.executors import origin_here
 from pebench.plan.experiment import EvalConfig, RunSpec
 from pebench.model import ModelConfig, build_model
 from pebench.analysis.results import aggregate, run_metrics
@@ -25,13 +26,14 @@ tokens = task.sample(4, 8, torch.Generator().manual_seed(0)).inputs  # (B, T) in
 print("logits", tuple(model(tokens).shape), "| registered encodings:", len(encodings.names()))
 
 # 2. One run: train to the fit criterion (here a tiny step cap), evaluate at lengths beyond the training
-#    ones. execute() returns the run's rows, one per evaluation length and condition, as a sweep writes them.
+#    ones. execute() returns the run's rows, one per evaluation length and condition, as a sweep writes them;
+#    each records origin_here(): the commit of the code and the CPU model of this machine.
 spec = RunSpec(
     suite="smoke", experiment="api_example", task="reverse", encoding="rope", arch="decoder", seed=0,
     train=TrainConfig(steps=50, train_max_len=8, fit_every=25),
     eval=EvalConfig(lengths=(8, 16), n_examples=64),
 )
-rows = execute(spec, device="cpu")
+rows = execute(spec, device="cpu", origin=origin_here())
 print("run", rows[0]["run_id"], [(row["eval_len"], row["condition"], round(row["token_acc"], 3)) for row in rows])
 
 # 3. A results folder (the committed reference, or a folder `pebench run` wrote): store.load verifies every

@@ -13,6 +13,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -24,10 +25,19 @@ from pebench.learn.evaluate import equivariance_gap, evaluate
 from pebench.learn.train import TrainResult, train
 from pebench.model import ModelConfig, Transformer, build_model, default_device
 from pebench.plan.experiment import RunSpec
-from pebench.store import code_commit, cpu_model
 from pebench.store.schema import BASE_VARIANT
 
 log = logging.getLogger("pebench")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a run's rows are made, as they record it: the ``commit`` of the code (their ``commit`` column) and the
+    ``cpu_model`` of the machine (in their ``machine`` column). The process that executes runs reads them once
+    (:func:`pebench.plan.executors.origin_here`) and passes them to :func:`execute`."""
+
+    commit: str
+    cpu_model: str
 
 
 def model_for(spec: RunSpec, **encoding_overrides: Any) -> Transformer:
@@ -54,7 +64,7 @@ def _gap(spec: RunSpec, model: Transformer, task: tasks.Task, device: torch.devi
 
 
 def _rows(
-    spec: RunSpec, model: Transformer, result: TrainResult, gap_init: float, device: torch.device,
+    spec: RunSpec, model: Transformer, result: TrainResult, gap_init: float, device: torch.device, origin: Origin,
     compiled: bool = False,
 ) -> list[dict[str, Any]]:
     """Evaluate a trained model (and its evaluation-time variants) into result rows; ``compiled``:
@@ -98,11 +108,11 @@ def _rows(
         "status": result.status,
         "error": result.error,
         "device": str(device),
-        "machine": machine_name(str(device)),
+        "machine": machine_name(str(device), origin.cpu_model),
         "compiled": compiled,
         "torch_threads": torch.get_num_threads(),
     }
-    return [{**_identity(spec), **row, **common} for row in rows]
+    return [{**_identity(spec, origin), **row, **common} for row in rows]
 
 
 def fit_curve_json(curve: Sequence[tuple[int, float]]) -> str:
@@ -122,28 +132,29 @@ def _floor(task: tasks.Task, length: int, arch: str) -> dict[str, Any]:
 
 
 @functools.cache
-def machine_name(device: str) -> str:
+def machine_name(device: str, cpu_model: str) -> str:
     """The machine a run on ``device`` is made on, in words, as each row records it (``machine``) and the report's
     provenance names an invocation's (:data:`pebench.report.findings.MACHINE_KEYS`): a CUDA device's name, else the
-    CPU's model and the vector extensions torch's kernels use here. Machines differ in float rounding, which
-    training can amplify; rows of one machine (and torch build) repeat bit for bit."""
+    CPU's model (``cpu_model``: :attr:`Origin.cpu_model`) and the vector extensions torch's kernels use here.
+    Machines differ in float rounding, which training can amplify; rows of one machine (and torch build) repeat bit
+    for bit."""
     if torch.device(device).type == "cuda":
         return torch.cuda.get_device_name(torch.device(device))
-    return f"{cpu_model()}, {torch.backends.cpu.get_cpu_capability()}"
+    return f"{cpu_model}, {torch.backends.cpu.get_cpu_capability()}"
 
 
-def _identity(spec: RunSpec) -> dict[str, Any]:
+def _identity(spec: RunSpec, origin: Origin) -> dict[str, Any]:
     """The columns every row of ``spec`` starts with: its resolved configuration, id, pebench version and commit."""
-    return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__, "commit": code_commit()}
+    return {**spec.resolved(), "run_id": spec.run_id, "pebench_version": pebench.__version__, "commit": origin.commit}
 
 
-def failed_rows(spec: RunSpec, exc: Exception, device: torch.device) -> list[dict[str, Any]]:
+def failed_rows(spec: RunSpec, exc: Exception, device: torch.device, origin: Origin) -> list[dict[str, Any]]:
     """The one row recording that ``spec`` raised ``exc`` on ``device`` (``status="failed"``, the error in one
     line; the traceback is logged at debug level): retried by the next sweep."""
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     log.debug("run %s failed:\n%s", spec.run_id, traceback.format_exc())
-    return [{**_identity(spec), "status": "failed", "error": detail, "device": str(device),
-             "machine": machine_name(str(device))}]
+    return [{**_identity(spec, origin), "status": "failed", "error": detail, "device": str(device),
+             "machine": machine_name(str(device), origin.cpu_model)}]
 
 
 #: the least seconds between two progress reports of a running run: a pipe message per training step would cost
@@ -167,8 +178,10 @@ def _throttled(say: Callable[[str], None], seconds: float = PROGRESS_SECONDS) ->
 
 def execute(
     spec: RunSpec, device: str | None = None, compile: bool = False, progress: Callable[[str], None] | None = None,
+    *, origin: Origin,
 ) -> list[dict[str, Any]]:
-    """Train and evaluate one run; return its result rows (never raises for a run's own failure).
+    """Train and evaluate one run; return its result rows (never raises for a run's own failure), each recording
+    ``origin`` (the commit and CPU model of this process: :func:`pebench.plan.executors.origin_here`).
 
     A run that raises is recorded as one row with ``status="failed"`` and the
     error; a run whose loss diverges is evaluated anyway and marked
@@ -186,9 +199,9 @@ def execute(
                        on_step=_throttled(progress) if progress else None)
         if progress:
             progress("evaluating")
-        return _rows(spec, model, result, gap_init, device, compiled=compile)
+        return _rows(spec, model, result, gap_init, device, origin, compiled=compile)
     except Exception as exc:  # recorded, not raised: one bad run must not stop a sweep
-        return failed_rows(spec, exc, device)
+        return failed_rows(spec, exc, device, origin)
 
 
 def batch_key(spec: RunSpec) -> str | None:
@@ -206,7 +219,7 @@ def batch_key(spec: RunSpec) -> str | None:
 
 def execute_group(
     specs: Sequence[RunSpec], device: str | None = None, compile: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, *, origin: Origin,
 ) -> list[list[dict[str, Any]]]:
     """Seed-batched :func:`execute` of runs with one :func:`batch_key`; rows per spec, in order.
 
@@ -215,7 +228,7 @@ def execute_group(
     the group as a whole.
     """
     if len(specs) == 1:
-        return [execute(specs[0], device, compile, progress)]
+        return [execute(specs[0], device, compile, progress, origin=origin)]
     torch_device = torch.device(device) if device else default_device()
     try:
         task = tasks.get(specs[0].task)
@@ -225,15 +238,15 @@ def execute_group(
                                 on_step=_throttled(progress) if progress else None)
     except Exception as exc:
         log.warning("seed-batched training failed (%s); running the %d runs one by one", exc, len(specs))
-        return [execute(spec, device, progress=progress) for spec in specs]
+        return [execute(spec, device, progress=progress, origin=origin) for spec in specs]
     if progress:
         progress("evaluating")
     out = []
     for spec, model, result, gap in zip(specs, models, results, gaps, strict=True):
         try:
-            out.append(_rows(spec, model, result, gap, torch_device))
+            out.append(_rows(spec, model, result, gap, torch_device, origin))
         except Exception as exc:
-            out.append(failed_rows(spec, exc, torch_device))
+            out.append(failed_rows(spec, exc, torch_device, origin))
     return out
 
 

@@ -12,6 +12,7 @@ Workers only compute rows: the sweep (:mod:`pebench.plan.runner`) writes every f
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import multiprocessing
 import os
@@ -29,9 +30,10 @@ from typing import Any
 import torch
 
 from pebench.model import default_device
-from pebench.plan.execute import execute_group, failed_rows, torch_threads
+from pebench.plan.execute import Origin, execute_group, failed_rows, torch_threads
 from pebench.plan.experiment import RunSpec
 from pebench.registry import PluginError, check_plugins, load_plugins, plugin_records
+from pebench.store import code_commit, cpu_model
 
 log = logging.getLogger("pebench")
 
@@ -58,6 +60,14 @@ class RunnerError(RuntimeError):
     folder in use is a :class:`pebench.store.FolderLockError`."""
 
 
+@functools.cache
+def origin_here() -> Origin:
+    """The commit of the code and the CPU model of this process's machine, read once per process: what the rows of
+    every run it executes record (:class:`~pebench.plan.execute.Origin`). Each pool or Dask worker reads its own, so
+    a row names the machine that made it."""
+    return Origin(commit=code_commit(), cpu_model=cpu_model())
+
+
 def _execute_in_worker(
     specs: list[RunSpec], device: str | None, threads: int, compile: bool = False,
     plugins: Sequence[dict[str, Any]] = (),
@@ -75,7 +85,7 @@ def _execute_in_worker(
         return PluginRefused(f"{refused} (on a Dask worker)")
     if threads:
         torch.set_num_threads(threads)
-    return execute_group(specs, device, compile)
+    return execute_group(specs, device, compile, origin=origin_here())
 
 
 def _load_sweep_plugins(plugins: Sequence[dict[str, Any]]) -> str | None:
@@ -133,7 +143,7 @@ def _pool_worker(connection: Any, parent: int, threads: int, plugins: Sequence[d
         specs, device, compile, report = message
         progress = (lambda text: connection.send(("progress", text))) if report else None
         try:
-            connection.send(("rows", execute_group(specs, device, compile, progress)))
+            connection.send(("rows", execute_group(specs, device, compile, progress, origin=origin_here())))
         except Exception:  # execute_group records a run's own failure; this is anything else
             connection.send(("error", traceback.format_exc()))
 
@@ -194,46 +204,75 @@ def _run_pool(
     queue = deque(units)
     pool: list[_Worker] = []
     clean = False
+
+    def new_worker() -> _Worker:
+        return _Worker(context, threads, plugins)
+
+    def answer(index: int) -> None:
+        worker = pool[index]
+        unit, message = worker.unit, _received(worker)
+        if message is not None and message[0] == "progress":  # the unit runs on
+            if progressed is not None:
+                progressed(unit, message[1])
+            return
+        worker.unit = None
+        if message is None:  # the process died holding this unit
+            results = _worker_failed(unit, _replace_dead(pool, index, unit, new_worker if queue else None), device)
+        else:
+            results = _unit_rows(unit, message, device)
+        for spec, rows in zip(unit, results, strict=True):
+            finish(spec, rows)
+
     try:
         with _starting_workers():  # an interrupt meanwhile is raised once pool holds them, so they are stopped
-            pool = [_Worker(context, threads, plugins) for _ in range(min(workers, len(queue)))]
-        while True:
-            for worker in pool:
-                if worker.unit is None and queue:
-                    worker.unit = queue.popleft()
-                    worker.connection.send((worker.unit, device, compile, progressed is not None))
-                    started(worker.unit)
-            busy = [w for w in pool if w.unit is not None]
-            if not busy:
-                break
-            ready = wait_any(
-                [w.connection for w in busy] + [w.process.sentinel for w in busy])
-            for index, worker in enumerate(pool):
-                if worker.unit is None or (worker.connection not in ready and worker.process.sentinel not in ready):
-                    continue
-                unit, message = worker.unit, _received(worker)
-                if message is not None and message[0] == "progress":  # the unit runs on
-                    if progressed is not None:
-                        progressed(unit, message[1])
-                    continue
-                worker.unit = None
-                if message is None:  # the process died holding this unit
-                    worker.process.join()
-                    error = WorkerDied(_died(worker.process))
-                    log.warning("runs %s: %s; recorded as failed", ", ".join(s.run_id for s in unit), error)
-                    worker.stop(graceful=False)
-                    with _starting_workers():
-                        pool[index] = _Worker(context, threads, plugins) if queue else worker
-                    for spec in unit:
-                        finish(spec, failed_rows(spec, error, _torch_device(device)))
-                    continue
-                for spec, rows in zip(unit, _unit_rows(unit, message, device), strict=True):
-                    finish(spec, rows)
+            pool = [new_worker() for _ in range(min(workers, len(queue)))]
+        while _hand_out(pool, queue, (device, compile, progressed is not None), started):
+            for index in _ready(pool):
+                answer(index)
         clean = True
     finally:
-        for worker in pool:
-            if worker.process.pid is not None and worker.connection.closed is False:
-                worker.stop(graceful=clean)
+        _stop_all(pool, graceful=clean)
+
+
+def _stop_all(pool: list[_Worker], graceful: bool) -> None:
+    """Stop every started worker of ``pool`` whose pipe is open (:meth:`_Worker.stop`)."""
+    for worker in pool:
+        if worker.process.pid is not None and worker.connection.closed is False:
+            worker.stop(graceful=graceful)
+
+
+def _hand_out(pool: list[_Worker], queue: deque[list[RunSpec]], task: tuple[Any, ...],
+              started: Callable[[Sequence[RunSpec]], None]) -> bool:
+    """Send each idle worker of ``pool`` the next unit of ``queue`` (with ``task``: the device, ``compile`` and
+    whether to say where it is) and tell ``started``; whether any worker is busy now."""
+    for worker in pool:
+        if worker.unit is None and queue:
+            worker.unit = queue.popleft()
+            worker.connection.send((worker.unit, *task))
+            started(worker.unit)
+    return any(worker.unit is not None for worker in pool)
+
+
+def _ready(pool: list[_Worker]) -> list[int]:
+    """The places in ``pool`` of the busy workers that sent a message or whose process died, once one has."""
+    busy = [worker for worker in pool if worker.unit is not None]
+    ready = wait_any([worker.connection for worker in busy] + [worker.process.sentinel for worker in busy])
+    return [index for index, worker in enumerate(pool)
+            if worker.unit is not None and (worker.connection in ready or worker.process.sentinel in ready)]
+
+
+def _replace_dead(pool: list[_Worker], index: int, unit: Sequence[RunSpec],
+                  new_worker: Callable[[], _Worker] | None) -> WorkerDied:
+    """Stop the worker at ``index`` of ``pool``, whose process died holding ``unit``, and put ``new_worker()`` in its
+    place (none: it stays, stopped, when no unit is left); the error its runs record."""
+    worker = pool[index]
+    worker.process.join()
+    error = WorkerDied(_died(worker.process))
+    log.warning("runs %s: %s; recorded as failed", ", ".join(s.run_id for s in unit), error)
+    worker.stop(graceful=False)
+    with _starting_workers():
+        pool[index] = new_worker() if new_worker else worker
+    return error
 
 
 def _received(worker: _Worker) -> tuple[str, Any] | None:
@@ -252,7 +291,7 @@ def _unit_rows(unit: Sequence[RunSpec], message: tuple[str, Any], device: str | 
         raise PluginError(payload)
     if kind == "error":
         error = WorkerDied(f"its worker raised: {payload.strip().splitlines()[-1]}")
-        return [failed_rows(spec, error, _torch_device(device)) for spec in unit]
+        return _worker_failed(unit, error, device)
     return payload
 
 
@@ -262,7 +301,7 @@ class WorkerDied(RuntimeError):
 
 def _worker_failed(unit: Sequence[RunSpec], error: WorkerDied, device: str | None) -> list[list[dict[str, Any]]]:
     """The rows of the runs of ``unit``, each recorded as failed by ``error`` (what happened to their worker)."""
-    return [failed_rows(spec, error, _torch_device(device)) for spec in unit]
+    return [failed_rows(spec, error, _torch_device(device), origin_here()) for spec in unit]
 
 
 def _torch_device(device: str | None) -> torch.device:
@@ -363,7 +402,8 @@ def dispatch(
             for unit in units:
                 started(unit)
                 progress = None if progressed is None else (lambda text, unit=unit: progressed(unit, text))
-                for spec, rows in zip(unit, execute_group(unit, device, compile, progress), strict=True):
+                for spec, rows in zip(unit, execute_group(unit, device, compile, progress, origin=origin_here()),
+                                      strict=True):
                     finish(spec, rows)
     elif executor == "processes":
         _run_pool(units, finish, workers, device, threads, compile, started, progressed)
