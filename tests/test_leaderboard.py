@@ -184,51 +184,62 @@ def v3_runs(scores: dict[str, float], *, unfitted: set = frozenset(), noise: flo
     return pd.DataFrame(rows)
 
 
-def test_the_extrapolation_board_names_a_first_only_where_its_interval_is_above_every_other():
-    runs = v3_runs({"none": 0.0, "rope": 0.9, "alibi": 0.3, "t5": 0.32},
-                   unfitted={("none", t, s) for t in range(4) for s in range(6)})
+def test_the_extrapolation_board_names_a_first_only_where_it_holds_the_top_tier_alone():
+    runs = v3_runs({"none": 0.0, "rope": 0.9, "alibi": 0.3, "t5": 0.3}, n_tasks=6,
+                   unfitted={("none", t, s) for t in range(6) for s in range(6)})
     board = lb.extrapolation_board(runs, n_boot=500).set_index("encoding")
     assert board.loc["rope", "tier"] == 1 and board.loc["rope", "p_first"] == 1.0
-    assert board.loc["alibi", "tier"] == board.loc["t5", "tier"] == 2  # overlapping intervals share a tier
+    assert board.loc["rope", "tier_probability"] == 1.0 and board.loc["rope", "placement"] == "tier 1"
+    assert board.loc["alibi", "tier"] == board.loc["t5", "tier"] == 2  # no paired test separates them
     assert not board.loc["none", "ranked"] and board.loc["none", "dependent_fit_rate"] == 0
+    assert board.loc["none", "placement"] == "not ranked"
     assert board.loc["rope", "score"] == pytest.approx(0.9, abs=0.05)  # the noise is at most 0.05
     sentence = board_tables.tier_sentence(board.reset_index(), "decoder")
-    assert sentence.startswith("RoPE 0.9") and "is first" in sentence
-    assert "not ranked" in sentence and "NoPE" in sentence
+    assert sentence.startswith("RoPE 0.9") and "is first, alone in the top tier" in sentence
+    assert "not ranked" in sentence and "NoPE" in sentence and "tier 2: ALiBi" in sentence
 
 
-def test_encodings_whose_intervals_overlap_share_the_top_tier_and_no_sentence_ranks_them():
-    board = lb.extrapolation_board(v3_runs({"rope": 0.50, "alibi": 0.51, "t5": 0.2}), n_boot=500)
+def test_encodings_no_paired_test_separates_share_the_top_tier_and_no_sentence_ranks_them():
+    board = lb.extrapolation_board(v3_runs({"rope": 0.50, "alibi": 0.50, "t5": 0.2}, n_tasks=6), n_boot=500)
     top = board[board["tier"] == 1]
-    assert set(top["encoding"]) == {"rope", "alibi"}
+    assert set(top["encoding"]) == {"rope", "alibi"} and (top["tier_probability"] == 1).all()
     sentence = board_tables.tier_sentence(board, "decoder")
-    assert "2 encodings share the top tier" in sentence and "first" not in sentence
+    assert sentence.startswith("tier 1: RoPE") or sentence.startswith("tier 1: ALiBi")
+    assert "first" not in sentence and "tier 2: T5 bias" in sentence
 
 
-def test_a_board_on_too_few_pairs_for_a_paired_test_ranks_nobody_apart():
-    """One task and five seeds: five pairs, whose smallest sign-flip p (2/32) is not below 0.05, so however far
-    apart the bootstrap intervals (a single pair gives points), every ranked encoding shares the top tier and no
-    sentence names a first; six pairs (2/64) can separate them."""
+def test_a_board_on_too_few_tasks_for_a_paired_test_ranks_nobody_apart():
+    """Five tasks: a paired test over them reaches 2/32 at best, not below 0.05, so however far apart the bootstrap
+    intervals, every ranked encoding shares the top tier and no sentence names a first; six tasks (2/64) can
+    separate them. Seeds are not tasks: five tasks of six seeds are still five."""
     assert [lb.separable(n) for n in (0, 1, 5, 6)] == [False, False, False, True] and lb.min_separable_pairs() == 6
-    few = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=1, seeds=5, noise=0.0), n_boot=200)
-    assert (few["tier"] == 1).all() and (few["n_pairs"] == 5).all()
+    few = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=5, seeds=6, noise=0.0), n_boot=200)
+    assert (few["tier"] == 1).all() and (few["n_tasks"] == 5).all()
     assert (few.set_index("encoding")["high"]["alibi"] < few.set_index("encoding")["low"]["rope"])  # apart, yet
     sentence = board_tables.tier_sentence(few, "decoder")
-    assert sentence.startswith("2 encodings share the top tier, too few jointly fitted pairs to tell any apart")
-    assert "first" not in sentence and "cannot reach p < 0.05" in sentence
-    enough = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=1, seeds=6, noise=0.0), n_boot=200)
+    assert sentence.startswith("2 encodings share the top tier, no paired test separating them (no two of them "
+                               "share the 6 order-dependent tasks a paired test needs to reach p < 0.05)")
+    assert "first" not in sentence
+    enough = lb.extrapolation_board(v3_runs({"rope": 0.9, "alibi": 0.3}, n_tasks=6, seeds=1, noise=0.0), n_boot=200)
     assert enough.set_index("encoding")["tier"].to_dict() == {"rope": 1, "alibi": 2}
     assert "is first" in board_tables.tier_sentence(enough, "decoder")
 
 
-def test_the_board_scores_only_jointly_fitted_task_seed_pairs():
-    """An unfitted run's out-of-distribution number is never read: the pair it belongs to leaves the board for
-    every encoding, so all are compared on the same pairs."""
-    unfitted = {("alibi", 0, 0), ("alibi", 1, 3)}
-    runs = v3_runs({"rope": 0.5, "alibi": 0.5}, unfitted=unfitted, noise=0.0)
-    runs.loc[(runs.encoding == "alibi") & ~runs.fitted, "ood_normalised_acc"] = -5.0  # would drag alibi down
+def test_the_board_scores_only_fitted_runs_and_a_task_leaves_only_the_pairs_of_who_cannot_fit_it():
+    """An unfitted run's out-of-distribution number is never read; a task that T5 cannot fit leaves only T5's pairs
+    (RoPE and ALiBi are still compared on all four), and T5, fitting one task of four, is judged on it and
+    flagged."""
+    unfitted = {("alibi", 0, 0), ("alibi", 1, 3)} | {("t5", t, s) for t in (1, 2, 3) for s in range(6)}
+    runs = v3_runs({"rope": 0.5, "alibi": 0.5, "t5": 0.4}, unfitted=unfitted, noise=0.0)
+    runs.loc[runs.encoding.isin(["alibi", "t5"]) & ~runs.fitted, "ood_normalised_acc"] = -5.0  # would drag them down
     board = lb.extrapolation_board(runs, n_boot=200).set_index("encoding")
-    assert board.loc["alibi", "score"] == pytest.approx(0.5) and board.loc["rope", "n_pairs"] == 4 * 6 - 2
+    assert board.loc["alibi", "score"] == pytest.approx(0.5) and board.loc["t5", "score"] == pytest.approx(0.4)
+    assert board.loc["rope", "n_tasks"] == board.loc["alibi", "n_tasks"] == board.loc["rope", "battery"] == 4
+    assert board.loc["rope", "n_pairs"] == 24 and board.loc["alibi", "n_pairs"] == 22
+    assert board.loc["t5", "n_tasks"] == 1 and board.loc["t5", "few_tasks"] and not board.loc["rope", "few_tasks"]
+    assert board.loc["rope", "advantage"] == pytest.approx((0.0 + 0.1) / 2)  # vs ALiBi on 4 tasks, vs T5 on 1
+    sentence = board_tables.tier_sentence(board.reset_index(), "decoder")
+    assert "judged only on the tasks they fitted alongside another encoding: T5 bias (1 of 4 tasks)" in sentence
 
 
 def test_the_two_level_bootstrap_weighs_tasks_equally_and_is_deterministic():

@@ -8,6 +8,7 @@ import pytest
 
 from pebench.analysis import leaderboard as lb
 from pebench.analysis import results
+from pebench.render import board_tables
 
 # (differences, two-sided p of the hand-written sign_flip_p before scipy.stats.permutation_test replaced it)
 SIGN_FLIP_CASES = {
@@ -122,3 +123,85 @@ def test_the_minimum_detectable_effect_is_the_shift_detected_with_80_percent_pow
 def test_the_vectorized_exact_test_gives_scipys_p():
     rows = np.random.default_rng(4).normal(0.05, 0.3, size=(30, 9))
     np.testing.assert_allclose(lb.exact_sign_flip_p(rows), [lb.sign_flip_p(row) for row in rows], rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- the extrapolation board
+
+
+def board_runs(levels: dict[str, float], *, n_tasks: int = 8, seeds: int = 3, noise: float = 0.1,
+               unfitted: frozenset = frozenset(), seed: int = 0) -> pd.DataFrame:
+    """Order-dependent runs scoring ``levels[encoding]`` + a task effect + normal seed noise on the primary score."""
+    rng = np.random.default_rng(seed)
+    task_effect = rng.normal(0, 0.1, n_tasks)
+    rows = [dict(arch="decoder", task=f"task{t}", encoding=e, seed=s, variant="trained", status="ok",
+                 order_dependent=True, fitted=(e, t, s) not in unfitted,
+                 ood_normalised_acc=level + task_effect[t] + noise * rng.normal())
+            for e, level in levels.items() for t in range(n_tasks) for s in range(seeds)]
+    return pd.DataFrame(rows)
+
+
+def test_tiers_come_from_the_pairwise_tests():
+    """In order of the points, a contender joins the tier unless a member beats it: b is not beaten by a, so it
+    joins tier 1; c is beaten by a (though not by b), so it opens tier 2; d, not beaten by c, joins it."""
+    better = np.zeros((4, 4), dtype=bool)
+    better[0, 2] = better[0, 3] = better[1, 3] = True
+    assert lb.tiers(np.array([0.9, 0.8, 0.7, 0.6]), better).tolist() == [1, 1, 2, 2]
+    assert lb.tiers(np.array([0.6, 0.7, 0.8, 0.9]), np.zeros((4, 4), bool)).tolist() == [1, 1, 1, 1]
+
+
+def test_the_board_records_a_large_seeded_bootstrap_and_is_deterministic():
+    runs = board_runs({"rope": 0.5, "alibi": 0.45, "t5": 0.2})
+    board = lb.extrapolation_board(runs)
+    assert (board["n_boot"] == lb.TIER_BOOT).all() and lb.TIER_BOOT >= 10_000 and (board["boot_seed"] == 0).all()
+    again = lb.extrapolation_board(runs.sample(frac=1, random_state=3))
+    pd.testing.assert_frame_equal(board, again)
+    other = lb.extrapolation_board(runs, n_boot=2000, seed=5)
+    assert (other["n_boot"] == 2000).all() and (other["boot_seed"] == 5).all()
+
+
+def test_an_encoding_whose_tier_is_unstable_is_shown_between_tiers():
+    levels = {f"e{i}": 0.6 - 0.04 * i for i in range(8)}
+    board = lb.extrapolation_board(board_runs(levels, noise=0.15), n_boot=2000)
+    tiered = board[board["tier"] > 0]
+    assert ((tiered["placement"] == "between tiers") == (tiered["tier_probability"] < lb.TIER_CONFIDENCE)).all()
+    assert (tiered["placement"] == "between tiers").any() and (tiered["placement"].str.startswith("tier ")).any()
+    assert ((tiered["tier_probability"] > 0) & (tiered["tier_probability"] <= 1)).all()
+    sentence = board_tables.tier_sentence(board, "decoder")
+    between = sentence.split("between tiers (their tier holds in under 90% of the replicates): ")[1]
+    for name in tiered.loc[tiered["placement"] == "between tiers", "encoding"]:
+        assert name in between and f"{name} " not in sentence.split("between tiers")[0]
+
+
+def test_an_encoding_at_or_below_the_floor_never_gets_a_tier():
+    board = lb.extrapolation_board(board_runs({"rope": 0.5, "alibi": 0.45, "none": -0.2, "learned": -0.08}),
+                                   n_boot=1000).set_index("encoding")
+    for name in ("none", "learned"):
+        assert board.loc[name, "ranked"] and not board.loc[name, "extrapolates"]
+        assert board.loc[name, "tier"] == 0 and board.loc[name, "placement"] == "no extrapolation"
+        assert np.isnan(board.loc[name, "tier_probability"])
+    sentence = board_tables.tier_sentence(board.reset_index(), "decoder")
+    tiers_part, floor_part = sentence.split("no extrapolation (score at or below the position-free floor): ")
+    assert "NoPE" in floor_part and "Learned" in floor_part and "NoPE" not in tiers_part
+    table = board_tables.extrapolation_table(board.reset_index()).to_markdown()
+    assert "| no extrapolation | NoPE |" in table
+    below = lb.extrapolation_board(board_runs({"rope": -0.3, "alibi": -0.2}), n_boot=500)
+    assert (below["placement"] == "no extrapolation").all()
+    assert board_tables.tier_sentence(below, "decoder").startswith(
+        "no encoding extrapolates: every ranked one scores at or below the position-free floor (")
+
+
+def test_a_main_table_may_hold_a_ranked_encoding_without_a_tier():
+    from pebench.analysis import compare
+
+    csv = ("experiment,arch,encoding,ranked,tier,score,score_low,score_high,dependent_fit_rate,control_vs_baseline,"
+           "control_low,control_high,harms\n"
+           "length_extrapolation,decoder,rope,True,1,0.5,0.4,0.6,1.0,0.0,-0.1,0.1,False\n"
+           "length_extrapolation,decoder,none,True,0,-0.1,-0.2,0.0,1.0,,,,\n")
+    frame = compare.main_table_frame(csv.encode()).set_index("encoding")
+    assert frame.loc["rope", "tier"] == 1 and np.isnan(frame.loc["none", "tier"])
+
+
+def test_a_comparison_says_whether_an_encoding_has_no_runs_or_no_fitted_ones():
+    runs = task_runs({"a": [0.1] * 6}).assign(fitted=lambda r: r["encoding"] != "b")
+    row = lb.pairwise(runs, [("a", "b"), ("a", "c")], lb.PRIMARY_SCORE, jointly_fitted=True)
+    assert row["note"].tolist() == ["no fitted b run of an order-dependent task for decoder", "no c runs for decoder"]

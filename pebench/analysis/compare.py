@@ -185,8 +185,9 @@ VERDICT_COLUMNS = ("ranked", "tier", "score", "score_low", "score_high", "depend
 
 def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.DataFrame:
     """A main table's CSV (``tables/main.csv``) as a frame of :data:`KEYS` and :data:`VERDICT_COLUMNS`:
-    ``ranked`` a bool, ``tier`` a number (NaN when not ranked), ``harms`` True, False or None (None where there
-    is no control interval: the baseline itself, or no controls).
+    ``ranked`` a bool, ``tier`` a number (NaN when not ranked, or ranked without a tier: tier 0, an encoding at or
+    below the position-free floor, :func:`pebench.analysis.leaderboard.extrapolation_board`), ``harms`` True, False
+    or None (None where there is no control interval: the baseline itself, or no controls).
 
     Raises:
         ResultsError: not a CSV with those columns, naming ``source``.
@@ -212,10 +213,10 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
                 raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
                                    "not a main table pebench writes")
     tiers = frame.loc[frame["ranked"], "tier"]
-    if not (tiers.notna() & (tiers >= 1) & (tiers == tiers.round())).all():
-        raise ResultsError(f"{source}: a ranked encoding's tier is not a whole number >= 1; not a main table pebench "
+    if not (tiers.isna() | ((tiers >= 0) & (tiers == tiers.round()))).all():
+        raise ResultsError(f"{source}: a ranked encoding's tier is not a whole number >= 0; not a main table pebench "
                            "writes")
-    frame.loc[~frame["ranked"], "tier"] = np.nan
+    frame.loc[~frame["ranked"] | (frame["tier"] == 0), "tier"] = np.nan  # tier 0: ranked, no tier
     controlled = frame["control_low"].notna() & frame["control_high"].notna()
     frame["harms"] = [truth.get(v) if c else None for v, c in zip(frame["harms"], controlled, strict=True)]
     return frame
@@ -482,9 +483,9 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
 
 def _tiers(main: pd.DataFrame) -> dict[str, float | None]:
     """Each encoding's tier in one experiment and architecture of a main table
-    (:func:`main_table_frame`); None where it is not ranked."""
+    (:func:`main_table_frame`); None where it has none (not ranked, or no extrapolation)."""
     rows = zip(main["encoding"], main["tier"], main["ranked"], strict=True)
-    return {encoding: (float(tier) if ranked else None) for encoding, tier, ranked in rows}
+    return {encoding: (float(tier) if ranked and tier == tier else None) for encoding, tier, ranked in rows}
 
 
 def main_table_agreement(local_report: str | Path, reference_report: str | Path) -> list[str]:

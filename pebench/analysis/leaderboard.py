@@ -16,6 +16,11 @@ metrics, and ``fitted`` when known):
   seed; at protocol v3's unit, the task (seeds averaged within it), an exact
   sign-flip test over tasks Holm-corrected over the family, with its minimum
   detectable effect (:func:`minimum_detectable_effect`);
+* :func:`extrapolation_board` — protocol v3's board: every encoding ranked
+  from pairwise task-level comparisons on the runs both encodings fitted,
+  tiers from the pairwise tests of a seeded 10,000-replicate bootstrap, each
+  with the probability of its tier, "no extrapolation" at or below the floor;
+  :func:`capability` and :func:`harm` beside it;
 * :func:`capacity_goal`, :func:`capacity_shortfall` — whether the capable
   encodings fit the battery (protocol v3's goal for its scale), and what their
   unfitted runs reached in distribution, from their fit curves;
@@ -224,12 +229,16 @@ _BOARD_COLUMNS = ["arch", "encoding", "mrr", "mrr_low", "mrr_high", "mean_rank",
 
 #: the primary score of protocol v3: floor-normalised OOD token accuracy (:mod:`pebench.metrics`)
 PRIMARY_SCORE = "ood_normalised_acc"
-#: an encoding is ranked on an architecture's extrapolation board only if it fitted at least this share of its
-#: runs on the order-dependent tasks there (declared with protocol v3): below it, it has too few jointly fitted
-#: pairs to compare, and its capability row says so
+#: an encoding judged on fewer than this share of its architecture's order-dependent tasks (those it fitted
+#: alongside another encoding) is flagged ``few_tasks`` on the extrapolation board: judged on those tasks only
 BOARD_MIN_FIT = 0.5
-#: replicates of the two-level bootstrap (tasks, then seeds within each task)
+#: replicates of the two-level bootstrap (tasks, then seeds within each task) of the harm table
 N_BOOT = 2000
+#: replicates and seed of the extrapolation board's bootstrap, recorded in its rows (``n_boot``, ``boot_seed``)
+TIER_BOOT = 10_000
+TIER_SEED = 0
+#: an encoding that keeps its tier in fewer than this share of the bootstrap replicates is shown between tiers
+TIER_CONFIDENCE = 0.9
 
 
 def capability(runs: pd.DataFrame) -> pd.DataFrame:
@@ -445,85 +454,229 @@ def two_level_bootstrap(scores: list[np.ndarray], n_boot: int = N_BOOT, seed: in
     return np.take_along_axis(task_means, tasks[..., None], axis=1).mean(axis=1)
 
 
-def tiers(points: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Tier of every contender (1 = top), higher scores better: in order of the point estimates, a contender
-    joins the current tier while its interval overlaps that of the tier's first (best) member, and opens
-    the next tier otherwise. Contenders whose intervals overlap the leader's are never ranked apart."""
-    order = np.argsort(-points, kind="stable")
+def tiers(points: np.ndarray, better: np.ndarray) -> np.ndarray:
+    """Tier of every contender (1 = top) from the pairwise tests: in order of ``points`` (best first), a contender
+    joins the current tier unless one of its members is significantly better than it (``better[member,
+    contender]``), and then opens the next tier.
+
+    So no member of a tier is separated from another by its paired test, and each tier after the first begins
+    with a contender that a member of the tier above beats. Tiers come from the pairwise tests rather than from
+    overlapping marginal intervals because the board ranks from paired task-level comparisons: a pair is compared
+    on the tasks both fitted, where the task's difficulty cancels, while two encodings' marginal intervals are over
+    different tasks and wide with the spread of task difficulty (overlapping intervals do not say the paired
+    difference is unresolved, nor apart ones that it is resolved on the same tasks).
+    """
+    order = np.argsort(-np.asarray(points, dtype=float), kind="stable")
     result = np.zeros(len(points), dtype=int)
-    tier, leader = 0, None
+    tier, members = 0, []
     for index in order:
-        if leader is None or high[index] < low[leader]:
-            tier, leader = tier + 1, index
+        if not members or any(better[member, index] for member in members):
+            tier, members = tier + 1, []
+        members.append(index)
         result[index] = tier
     return result
 
 
-def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_boot: int = N_BOOT,
-                        seed: int = 0) -> pd.DataFrame:
-    """The extrapolation board of protocol v3: per arch, the encodings that fitted at least
-    :data:`BOARD_MIN_FIT` of their order-dependent runs, scored by ``metric`` on the (task, seed) pairs in
-    which every one of them fitted (jointly fitted: nobody's score is an unfitted run's), as tiers of a
-    two-level bootstrap over tasks and seeds (:func:`two_level_bootstrap`, :func:`tiers`); on too few pairs to
-    tell encodings apart (:func:`separable`), every ranked one is in tier 1.
+def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_boot: int = TIER_BOOT,
+                        seed: int = TIER_SEED, floor: float | None = 0.0) -> pd.DataFrame:
+    """The extrapolation board: per arch, every encoding ranked from pairwise task-level comparisons on the
+    order-dependent runs both encodings of a pair fitted, in tiers of a large seeded bootstrap.
 
-    Returns one row per (arch, encoding): ``ranked`` (on the board), ``dependent_fit_rate``, and for ranked
-    ones ``score`` (mean over tasks of the mean over seeds), ``low`` / ``high`` (95% percentile interval),
-    ``tier`` and ``p_first`` (share of replicates in which it has the best mean: the board's stability);
-    ``n_tasks`` and ``n_pairs`` (jointly fitted tasks and task-seed pairs of its arch). Sorted by arch, then
-    ranked encodings by score, then the unranked ones.
+    For encodings ``i`` and ``j`` and a task, the task difference is the mean of ``metric`` of ``i`` minus ``j``
+    over the seeds in which both fitted; their pairwise difference is its mean over the tasks that have one. A task
+    that an encoding cannot fit leaves only the pairs involving that encoding: nobody else's battery shrinks. Per
+    encoding:
+
+    * ``advantage``: the mean of its pairwise differences over the encodings it shares a task with (what it gains
+      over the field, task by task, in the metric's units and better direction); the board is ordered by it;
+      ``win_rate``: the share of its (opponent, task) comparisons it wins (a tie counts a half);
+    * ``score``: the mean over the tasks it fitted of its mean over fitted seeds (the absolute level, comparable
+      with the floor);
+    * intervals (``low``/``high`` of the score, ``advantage_low``/``advantage_high``): 2.5 and 97.5 percentiles of
+      ``n_boot`` replicates of a two-level bootstrap (tasks with replacement, then seeds within each drawn task,
+      the same seeds for every encoding, so pairs stay paired), drawn with ``seed``, vectorized;
+    * ``tier`` (:func:`tiers`): ``i`` is significantly better than ``j`` when their pairwise difference is above 0
+      in at least 97.5% of the replicates (a replicate where they share no task counts against) and they share
+      enough tasks for an exact sign-flip test to reach :data:`ALPHA` (:func:`separable`: 6); not corrected for the
+      number of pairs: tiers describe the board, the declared comparisons (:func:`pairwise`) are its tests;
+    * ``tier_probability``: the share of replicates in which the encoding's place in the order of the replicate's
+      advantages lies within its tier's places (for a tier of one, its exact place); ``placement`` is ``"tier k"``,
+      or ``"between tiers"`` where that share is under :data:`TIER_CONFIDENCE`;
+    * ``extrapolates``: False where the score or its interval's upper end is at or below ``floor`` (0: the
+      position-free floor of the floor-normalised primary score; ``None`` for a metric without one): such an
+      encoding gets ``placement`` ``"no extrapolation"`` and ``tier`` 0, never a tier, and tiers are formed among
+      the others;
+    * ``p_first``: the share of replicates in which it has the best advantage (ties share);
+    * ``n_tasks``: the tasks it is judged on (fitted alongside another encoding) of ``battery`` (the arch's
+      order-dependent tasks), ``n_pairs`` its fitted runs on them, ``few_tasks``: judged on fewer than
+      :data:`BOARD_MIN_FIT` of the battery (flagged, still ranked);
+    * ``n_boot`` and ``boot_seed``: the bootstrap's replicates and seed.
+
+    An encoding with no task fitted alongside another is ``ranked`` False (``placement`` ``"not ranked"``). Rows
+    sorted by arch, then the tiered encodings by tier and advantage, those with no extrapolation, the unranked.
     """
-    columns = ["arch", "encoding", "ranked", "dependent_fit_rate", "score", "low", "high", "tier", "p_first",
-               "n_tasks", "n_pairs"]
     runs = trained_runs(runs)
     if "fitted" not in runs or metric not in runs:
-        return pd.DataFrame(columns=columns)
-    higher = higher_is_better(metric)
+        return pd.DataFrame(columns=_EXTRAPOLATION_COLUMNS)
+    sign = 1.0 if higher_is_better(metric) else -1.0
     dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
-    dependent = dependent[completed(dependent)]
-    dependent = dependent.assign(fit=fitted)
+    dependent = dependent[completed(dependent)].assign(fit=fitted)
     records = []
     for arch, part in dependent.groupby("arch", sort=True):
         rates = part.groupby("encoding")["fit"].mean()
-        ranked = sorted((e for e in rates.index if rates[e] >= BOARD_MIN_FIT), key=encoding_rank)
-        unranked = sorted((e for e in rates.index if rates[e] < BOARD_MIN_FIT), key=encoding_rank)
-        scores, n_pairs = [], 0
-        if len(ranked) >= 2:
-            wide = part[part["encoding"].isin(ranked)].pivot_table(
-                index=["task", "seed"], columns="encoding", values=[metric, "fit"], aggfunc="first")
-            joint = wide["fit"].reindex(columns=ranked).fillna(False).astype(bool).all(axis=1)
-            values = wide[metric].reindex(columns=ranked)[joint].dropna()
-            sign = 1.0 if higher else -1.0
-            scores = [sign * group.to_numpy(float) for _, group in values.groupby(level="task", sort=True)]
-            n_pairs = sum(len(table) for table in scores)
-        if scores:
-            boot = two_level_bootstrap(scores, n_boot, seed)  # (B, ranked)
-            point = np.mean([table.mean(axis=0) for table in scores], axis=0)
-            low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-            best = boot == boot.max(axis=1, keepdims=True)
-            p_first = (best / best.sum(axis=1, keepdims=True)).mean(axis=0)
-            # too few pairs for any paired test to reach the level: the intervals cannot tell encodings apart
-            tier = tiers(point, low, high) if separable(n_pairs) else np.ones(len(ranked), dtype=int)
-            if not higher:  # back to the metric's own scale
-                point, low, high = -point, -high, -low
-            for j, encoding in enumerate(ranked):
-                records.append(dict(arch=arch, encoding=encoding, ranked=True, dependent_fit_rate=rates[encoding],
-                                    score=point[j], low=low[j], high=high[j], tier=int(tier[j]),
-                                    p_first=p_first[j], n_tasks=len(scores), n_pairs=n_pairs))
-        else:
-            unranked = sorted(rates.index, key=encoding_rank)
-        for encoding in unranked:
-            records.append(dict(arch=arch, encoding=encoding, ranked=False, dependent_fit_rate=rates[encoding],
-                                score=np.nan, low=np.nan, high=np.nan, tier=0, p_first=np.nan,
-                                n_tasks=len(scores), n_pairs=n_pairs))
-    board = pd.DataFrame.from_records(records, columns=columns)
+        names = sorted(rates.index, key=encoding_rank)
+        battery = sorted(part["task"].unique())
+        columns = _arch_board(*_board_arrays(part, names, battery, metric, sign), n_boot, seed, sign, floor)
+        for j, encoding in enumerate(names):
+            records.append(dict(arch=arch, encoding=encoding, dependent_fit_rate=rates[encoding],
+                                battery=len(battery), n_boot=n_boot, boot_seed=seed,
+                                **{key: values[j] for key, values in columns.items()}))
+    board = pd.DataFrame.from_records(records, columns=_EXTRAPOLATION_COLUMNS)
     if board.empty:
         return board
-    board = board.assign(_order=np.where(board["ranked"], -board["score"].fillna(0) * (1 if higher else -1), np.inf),
+    group = np.select([board["tier"] > 0, board["ranked"]], [0, 1], 2)
+    board = board.assign(_group=group, _order=-board["advantage"].fillna(-np.inf),
                          _e=board["encoding"].map(encoding_rank))
-    board = board.sort_values(["arch", "_order", "_e"], kind="stable").drop(columns=["_order", "_e"])
-    board.attrs["metric"] = metric
-    return board.reset_index(drop=True)
+    board = board.sort_values(["arch", "_group", "tier", "_order", "_e"], kind="stable")
+    board = board.drop(columns=["_group", "_order", "_e"]).reset_index(drop=True)
+    board.attrs.update(metric=metric, n_boot=n_boot, seed=seed)
+    return board
+
+
+_EXTRAPOLATION_COLUMNS = ["arch", "encoding", "ranked", "placement", "tier", "tier_probability", "extrapolates",
+                          "dependent_fit_rate", "score", "low", "high", "advantage", "advantage_low",
+                          "advantage_high", "win_rate", "p_first", "n_tasks", "battery", "few_tasks", "n_pairs",
+                          "n_boot", "boot_seed"]
+#: bootstrap replicates of the extrapolation board computed at once (bounds memory: (chunk, tasks, E, E) arrays)
+_BOARD_CHUNK = 200
+
+
+def _board_arrays(part: pd.DataFrame, names: list[str], battery: list[str], metric: str, sign: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One arch's order-dependent runs as arrays over (encodings ``names``, tasks ``battery``, seed slots): the
+    score times ``sign`` (0 where there is none), whether the run fitted with a finite score, and the seed slots of
+    each task (its distinct seeds, every encoding's seed ``s`` in the same slot, so that pairs are paired)."""
+    seeds = {task: sorted(group["seed"].unique()) for task, group in part.groupby("task")}
+    n_seeds = np.array([len(seeds[task]) for task in battery])  # (tasks,)
+    scores = np.zeros((len(names), len(battery), n_seeds.max()))  # (E, T, S)
+    valid = np.zeros(scores.shape, dtype=bool)
+    values = part[metric].to_numpy(float)
+    use = part["fit"].to_numpy(bool) & np.isfinite(values)
+    e = pd.Index(names).get_indexer(part["encoding"])
+    t = pd.Index(battery).get_indexer(part["task"])
+    slot = np.array([seeds[task].index(seed) for task, seed in zip(part["task"], part["seed"], strict=True)])
+    scores[e[use], t[use], slot[use]] = sign * values[use]
+    valid[e[use], t[use], slot[use]] = True
+    return scores, valid, n_seeds
+
+
+def _replicate(scores: np.ndarray, valid: np.ndarray, tasks: np.ndarray, weights: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One batch of bootstrap replicates (or the observed data: every task once, every seed once) of the board.
+
+    Args:
+        scores, valid: (E, T, S) from :func:`_board_arrays`.
+        tasks: (B, K) the task of each of a replicate's K draws.
+        weights: (B, K, S) how many times each seed slot of the drawn task was drawn.
+
+    Returns:
+        score (B, E): mean over drawn tasks of the (weighted) mean over fitted seeds; pair (B, E, E): mean over
+        drawn tasks of the mean over jointly fitted seeds of score i - score j (NaN without a shared task);
+        difference (B, K, E, E) and shared (B, K, E, E): the per-draw task differences and whether they exist.
+    """
+    v = valid.transpose(1, 0, 2)[tasks] * weights[:, :, None, :]  # (B, K, E, S) weighted fitted runs
+    x = scores.transpose(1, 0, 2)[tasks] * v  # (B, K, E, S)
+    fitted_runs = v.sum(-1)  # (B, K, E)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an encoding with no fitted run drawn: NaN
+        task_mean = np.where(fitted_runs > 0, x.sum(-1) / fitted_runs, np.nan)  # (B, K, E)
+        score = np.nanmean(np.where(fitted_runs > 0, task_mean, np.nan), axis=1) if task_mean.size else task_mean
+        indicator = valid.transpose(1, 0, 2)[tasks].astype(float)  # (B, K, E, S)
+        joint = v @ indicator.swapaxes(-1, -2)  # (B, K, E, E): sum_s w v_i v_j
+        cross = x @ indicator.swapaxes(-1, -2)  # (B, K, E, E): sum_s w v_i v_j score_i
+        shared = joint > 0
+        difference = np.where(shared, (cross - cross.swapaxes(-1, -2)) / joint, 0.0)  # (B, K, E, E)
+        pair = difference.sum(1) / shared.sum(1)  # (B, E, E), NaN where no shared task
+    return score, pair, difference, shared
+
+
+def _advantage(pair: np.ndarray) -> np.ndarray:
+    """(..., E, E) pairwise differences -> (..., E): mean over the other encodings that share a task."""
+    off = pair.copy()
+    diagonal = np.arange(pair.shape[-1])
+    off[..., diagonal, diagonal] = np.nan
+    with warnings.catch_warnings():  # an encoding that shares no task: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(off, axis=-1)
+
+
+def _arch_board(scores: np.ndarray, valid: np.ndarray, n_seeds: np.ndarray, n_boot: int, seed: int, sign: float,
+                floor: float | None) -> dict[str, np.ndarray]:
+    """The columns of one arch's :func:`extrapolation_board` rows (one value per encoding), from its arrays
+    (:func:`_board_arrays`) and a two-level bootstrap of ``n_boot`` replicates drawn with ``seed``."""
+    n_encodings, n_tasks, n_slots = scores.shape
+    all_slots = np.arange(n_slots) < n_seeds[:, None]  # (T, S)
+    score, pair, difference, shared = _replicate(scores, valid, np.arange(n_tasks)[None], all_slots[None] * 1.0)
+    score, pair, difference, shared = score[0], pair[0], difference[0], shared[0]  # (E,), (E, E), (T, E, E) x2
+    off_diagonal = ~np.eye(n_encodings, dtype=bool)
+    shared_tasks = (shared & off_diagonal).sum(0)  # (E, E) tasks each pair shares
+    judged = (shared & off_diagonal).any(-1)  # (T, E) tasks each encoding is compared on
+    ranked = judged.any(0)
+    contests = (shared & off_diagonal).sum((0, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wins = ((difference > 0) + 0.5 * (difference == 0)) * (shared & off_diagonal)
+        win_rate = np.where(contests > 0, wins.sum((0, 2)) / np.maximum(contests, 1), np.nan)
+    advantage = _advantage(pair)
+    rng = np.random.default_rng(seed)
+    boot_score = np.empty((n_boot, n_encodings))
+    boot_advantage = np.empty((n_boot, n_encodings))
+    ahead = np.zeros((n_encodings, n_encodings))  # replicates in which i's pairwise difference over j is above 0
+    for start in range(0, n_boot, _BOARD_CHUNK):
+        size = min(_BOARD_CHUNK, n_boot - start)
+        tasks = rng.integers(0, n_tasks, size=(size, n_tasks))  # (B, K)
+        draws = (rng.random((size, n_tasks, n_slots)) * n_seeds[tasks][..., None]).astype(int)  # (B, K, S)
+        counted = all_slots[tasks]  # (B, K, S): a task of n seeds draws n of them
+        weights = ((draws[..., None] == np.arange(n_slots)) & counted[..., None]).sum(-2).astype(float)
+        replicate_score, replicate_pair, _, _ = _replicate(scores, valid, tasks, weights)
+        boot_score[start:start + size] = replicate_score
+        boot_advantage[start:start + size] = _advantage(replicate_pair)
+        ahead += (replicate_pair > 0).sum(0)
+    with warnings.catch_warnings():  # an encoding never fitted: NaN intervals
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanpercentile(boot_score, [2.5, 97.5], axis=0) if n_boot else (score, score)
+        advantage_low, advantage_high = (np.nanpercentile(boot_advantage, [2.5, 97.5], axis=0) if n_boot
+                                         else (advantage, advantage))
+    point, low, high = (sign * score, sign * low, sign * high) if sign > 0 else (sign * score, sign * high, sign * low)
+    extrapolates = ranked & (np.ones(n_encodings, bool) if floor is None else (point > floor) & (high > floor))
+    separated = shared_tasks >= min_separable_pairs()  # (E, E): enough shared tasks for a paired test (separable)
+    better = (ahead >= 0.975 * n_boot) & separated & (pair > 0) & off_diagonal  # (E, E): i significantly above j
+    tier = np.zeros(n_encodings, dtype=int)
+    probability = np.full(n_encodings, np.nan)
+    eligible = np.flatnonzero(extrapolates)
+    if len(eligible):
+        tier[eligible] = tiers(advantage[eligible], better[np.ix_(eligible, eligible)])
+        order = np.lexsort((eligible, -advantage[eligible]))  # places in the point order, ties by canonical order
+        place = np.empty(len(eligible), dtype=int)
+        place[order] = np.arange(len(eligible))
+        first = np.array([place[tier[eligible] == t].min() for t in tier[eligible]])
+        last = np.array([place[tier[eligible] == t].max() for t in tier[eligible]])
+        replicate = np.where(np.isnan(boot_advantage[:, eligible]), -np.inf, boot_advantage[:, eligible])
+        replicate_place = np.argsort(np.argsort(-replicate, axis=1, kind="stable"), axis=1)  # (B, eligible)
+        probability[eligible] = ((replicate_place >= first) & (replicate_place <= last)).mean(0)
+    p_first = np.full(n_encodings, np.nan)
+    if ranked.any() and n_boot:
+        boot_ranked = np.where(np.isnan(boot_advantage[:, ranked]), -np.inf, boot_advantage[:, ranked])
+        best = boot_ranked == boot_ranked.max(axis=1, keepdims=True)
+        p_first[ranked] = (best / best.sum(axis=1, keepdims=True)).mean(0)
+    placement = np.where(~ranked, "not ranked", np.where(~extrapolates, "no extrapolation", np.where(
+        probability < TIER_CONFIDENCE, "between tiers", np.char.add("tier ", tier.astype(str)))))
+    fitted_runs = valid.sum(-1)  # (E, T)
+    return dict(ranked=ranked, placement=placement, tier=tier, tier_probability=probability,
+                extrapolates=extrapolates, score=np.where(ranked, point, np.nan), low=np.where(ranked, low, np.nan),
+                high=np.where(ranked, high, np.nan), advantage=advantage, advantage_low=advantage_low,
+                advantage_high=advantage_high, win_rate=win_rate, p_first=p_first, n_tasks=judged.sum(0),
+                few_tasks=ranked & (judged.sum(0) < BOARD_MIN_FIT * n_tasks),
+                n_pairs=(fitted_runs * judged.T).sum(1))
 
 
 def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
@@ -570,15 +723,16 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
 
 
 def separable(n_pairs: int) -> bool:
-    """Whether a board on ``n_pairs`` jointly fitted task-seed pairs can rank encodings apart: only when a paired
-    test on that many pairs could reach :data:`ALPHA` (:func:`smallest_p`: at least 6 pairs). On fewer, a bootstrap
-    interval is as narrow as the few values it resamples (a single pair gives a point), so every ranked encoding
-    shares the top tier, as a declared comparison on so few pairs is "cannot resolve"."""
+    """Whether ``n_pairs`` paired units (tasks, the unit of the boards and the declared comparisons) can tell two
+    encodings apart: only when an exact paired test on that many could reach :data:`ALPHA` (:func:`smallest_p`: at
+    least 6). On fewer, a bootstrap interval is as narrow as the few values it resamples (a single task gives a
+    point), so the extrapolation board never separates a pair sharing fewer tasks, as a declared comparison on so
+    few is "cannot resolve"."""
     return bool(smallest_p(n_pairs) < ALPHA)
 
 
 def min_separable_pairs() -> int:
-    """The fewest jointly fitted pairs on which a board can rank encodings apart (:func:`separable`): 6."""
+    """The fewest paired units (tasks) on which two encodings can be told apart (:func:`separable`): 6."""
     return next(n for n in itertools.count(1) if separable(n))
 
 
@@ -742,9 +896,8 @@ def pairwise(
     if unit not in UNITS:
         raise ValueError(f"unit {unit!r}: expected one of {', '.join(UNITS)}")
     higher = higher_is_better(metric)
-    frame, task = _scored(runs, metric)
-    if jointly_fitted:
-        frame = _fitted_order_dependent(frame)
+    scored, task = _scored(runs, metric)
+    frame = _fitted_order_dependent(scored) if jointly_fitted else scored
     task_keys = [c for c in task if c != "arch"]
     rng = np.random.default_rng(seed)
     records, task_differences = [], {}
@@ -755,7 +908,10 @@ def pairwise(
                           ci_low=np.nan, ci_high=np.nan, p_value=np.nan, note="")
             missing = [name for name in (a, b) if name not in set(here["encoding"])]
             if missing:
-                record["note"] = f"no {' or '.join(missing)} runs for {arch}"
+                present = set(scored.loc[scored["arch"] == arch, "encoding"])
+                record["note"] = "; ".join(
+                    f"no {name} runs for {arch}" if name not in present else
+                    f"no fitted {name} run of an order-dependent task for {arch}" for name in missing)
                 records.append(record)
                 continue
             both = _pairs(here, a, b, [*task_keys, "seed"])

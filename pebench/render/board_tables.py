@@ -79,17 +79,25 @@ def capability_table(table: pd.DataFrame, caption: str = "", name: str = "capabi
 
 def extrapolation_table(board: pd.DataFrame, caption: str = "", name: str = "extrapolation",
                         label: str | None = None) -> Table:
-    """An :func:`extrapolation_board` as a table: tier, score with its interval, P(first), fit rate, pairs."""
-    headers = ["Arch", "Tier", "Encoding", "Score [95% CI]", "P(first)", "Order-dependent fitted", "Pairs"]
+    """An :func:`extrapolation_board` as a table: placement (tier, between tiers, no extrapolation, not ranked),
+    the probability of its tier, score and advantage with their intervals, win rate, fit rate and the tasks it is
+    judged on (``few`` where flagged)."""
+    headers = ["Arch", "Tier", "Encoding", "P(tier)", "Score [95% CI]", "Advantage [95% CI]", "Win rate",
+               "Order-dependent fitted", "Tasks"]
     rows = []
     for r in board.itertuples():
+        tier = Cell(str(r.tier) if r.placement.startswith("tier ") else r.placement, r.tier)
         if r.ranked:
-            rows.append([_text(r.arch), Cell(str(r.tier), r.tier), _encoding(r.encoding),
-                         _interval_cell(r.score, r.low, r.high), Cell(f"{r.p_first:.2f}", r.p_first),
-                         _percent(r.dependent_fit_rate), Cell(f"{r.n_pairs} ({r.n_tasks} tasks)", r.n_pairs)])
+            rows.append([_text(r.arch), tier, _encoding(r.encoding),
+                         Cell("—") if not np.isfinite(r.tier_probability) else
+                         Cell(f"{r.tier_probability:.3f}", r.tier_probability),
+                         _interval_cell(r.score, r.low, r.high),
+                         _interval_cell(r.advantage, r.advantage_low, r.advantage_high, 3),
+                         _percent(r.win_rate), _percent(r.dependent_fit_rate),
+                         Cell(f"{r.n_tasks}/{r.battery}" + (" (few)" if r.few_tasks else ""), r.n_tasks)])
         else:
-            rows.append([_text(r.arch), Cell("not ranked"), _encoding(r.encoding), Cell("—"), Cell("—"),
-                         _percent(r.dependent_fit_rate), Cell("—")])
+            rows.append([_text(r.arch), tier, _encoding(r.encoding), Cell("—"), Cell("—"), Cell("—"), Cell("—"),
+                         _percent(r.dependent_fit_rate), Cell(f"0/{r.battery}", 0)])
     return _board(name, board, headers, rows, caption, label)
 
 
@@ -187,30 +195,64 @@ def pairwise_by_task_table(table: pd.DataFrame, caption: str, name: str = "pairw
 
 
 def tier_sentence(board: pd.DataFrame, arch: str) -> str:
-    """What an :func:`extrapolation_board` says about ``arch``, claiming only what its tiers separate: the
-    encoding first when the top tier holds it alone, else the encodings that share the top tier."""
-    part = board[(board["arch"] == arch) & board["ranked"]]
-    unranked = board[(board["arch"] == arch) & ~board["ranked"]]
-    least = f"{100 * leaderboard.BOARD_MIN_FIT:.0f}%"
-    if part.empty:
-        return f"no encoding fitted at least {least} of its order-dependent runs alongside another, so nothing is " \
-            "ranked."
-    top = part[part["tier"] == 1]
-    described = ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"
-                          for r in top.itertuples())
-    n_pairs, n_tasks = int(part["n_pairs"].iloc[0]), int(part["n_tasks"].iloc[0])
-    basis = f"on {n_pairs} jointly fitted task-seed pairs of {n_tasks} order-dependent tasks"
-    if len(part) > 1 and not leaderboard.separable(n_pairs):
-        lead = (f"{len(top)} encodings share the top tier, too few jointly fitted pairs to tell any apart (a paired "
-                f"test on fewer than {leaderboard.min_separable_pairs()} cannot reach p < {leaderboard.ALPHA:g}): "
-                f"{described} ({basis})")
-    elif len(top) == 1 and len(part) > 1:
-        lead = f"{described} is first, its interval above every other's ({basis})"
-    elif len(top) == 1:
-        lead = f"only {described} is ranked ({basis})"
+    """What an :func:`extrapolation_board` says about ``arch``, claiming only what its tiers separate: the encoding
+    first where it holds the top tier alone (in at least :data:`~pebench.analysis.leaderboard.TIER_CONFIDENCE` of
+    the bootstrap replicates), else the tiers with their members and the probability of each one's tier; the
+    encodings between tiers; those at or below the position-free floor as "no extrapolation", never in a tier; those
+    judged on few tasks, with their count; the unranked; and the bootstrap (replicates, seed) it rests on."""
+    here = board[board["arch"] == arch]
+    ranked = here[here["ranked"]]
+    if ranked.empty:
+        return "no encoding fitted an order-dependent task alongside another, so nothing is ranked."
+    battery = int(here["battery"].iloc[0])
+    n_boot, seed = int(here["n_boot"].iloc[0]), int(here["boot_seed"].iloc[0])
+
+    def described(rows: pd.DataFrame, probability: bool = True) -> str:
+        return ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"
+                         + (f" (P(tier) {r.tier_probability:.3f})" if probability else "") for r in rows.itertuples())
+
+    tiered = ranked[ranked["tier"] > 0]
+    confident = tiered[tiered["placement"].str.startswith("tier ")]
+    parts, listed = [], []
+    if tiered.empty:
+        parts.append("no encoding extrapolates: every ranked one scores at or below the position-free floor ("
+                     + described(ranked, probability=False) + ")")
+    elif len(tiered) == 1:
+        parts.append(f"only {described(tiered, probability=False)} extrapolates beyond the position-free floor")
     else:
-        lead = f"{len(top)} encodings share the top tier, their intervals overlapping: {described} ({basis})"
+        top = tiered[tiered["tier"] == 1]
+        if len(top) == 1 and top["placement"].iloc[0] == "tier 1":
+            parts.append(f"{described(top)} is first, alone in the top tier")
+            listed = sorted(set(tiered["tier"]) - {1})
+        elif len(top) == len(tiered):
+            # every pair shares at most the second-largest task count of its members
+            shared = sorted(tiered["n_tasks"], reverse=True)[1]
+            few = "" if leaderboard.separable(shared) else (
+                f" (no two of them share the {leaderboard.min_separable_pairs()} order-dependent tasks a paired test "
+                f"needs to reach p < {leaderboard.ALPHA:g})")
+            parts.append(f"{len(top)} encodings share the top tier, no paired test separating them{few}: "
+                         + described(top))
+        else:
+            listed = sorted(set(tiered["tier"]))
+    for tier in listed:
+        members = confident[confident["tier"] == tier]
+        parts.append(f"tier {tier}: " + (described(members) if len(members) else "only encodings between tiers"))
+    between = ranked[ranked["placement"] == "between tiers"]
+    if not between.empty:
+        parts.append(f"between tiers (their tier holds in under {leaderboard.TIER_CONFIDENCE:.0%} of the replicates): "
+                     + described(between))
+    if len(tiered):
+        below = ranked[~ranked["extrapolates"]]
+        if not below.empty:
+            parts.append("no extrapolation (score at or below the position-free floor): "
+                         + described(below, probability=False))
+    few = ranked[ranked["few_tasks"]]
+    if not few.empty:
+        parts.append("judged only on the tasks they fitted alongside another encoding: " + ", ".join(
+            f"{encoding_label(r.encoding)} ({r.n_tasks} of {battery} tasks)" for r in few.itertuples()))
+    unranked = here[~here["ranked"]]
     if not unranked.empty:
-        lead += (f"; not ranked (fitted under {least} of their order-dependent runs): "
-                 + ", ".join(encoding_label(e) for e in unranked["encoding"]))
-    return lead + "."
+        parts.append("not ranked (no order-dependent task fitted alongside another encoding): "
+                     + ", ".join(encoding_label(e) for e in unranked["encoding"]))
+    return "; ".join(parts) + (f" (ranked from pairwise task-level comparisons on jointly fitted runs of {battery} "
+                               f"order-dependent tasks; tiers from {n_boot:,} bootstrap replicates, seed {seed}).")
