@@ -42,7 +42,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,8 +182,16 @@ def _progress(
     experiment's rate, so that the runs finished first (one experiment's, often) do not set the pace of the others.
     """
     start = time.perf_counter()
-    count = [initial]
-    rates = {} if rates is None else rates
+    eta = _time_left(start, todo, {} if rates is None else rates)
+    if sys.stderr.isatty():
+        return _bar(total, initial, eta)
+    return _log_lines(total, initial, start, eta)
+
+
+def _time_left(start: float, todo: Sequence[RunSpec], rates: Mapping[str, float]) -> Callable[[RunSpec], float]:
+    """:func:`_progress`'s estimate of the seconds left once a run of ``todo`` finishes (called once per run): the
+    time since ``start`` per unit of expected cost done, times the cost left, each run's cost weighed by its
+    experiment's rate in ``rates`` (read at the first finished run, once the announcement has filled it)."""
     remaining_cost: list[float | None] = [None]  # summed at the first finished run, once ``rates`` is filled
     done_cost = [0.0]
 
@@ -198,42 +206,53 @@ def _progress(
         remaining_cost[0] = max(0.0, remaining_cost[0] - cost)
         return (time.perf_counter() - start) / done_cost[0] * remaining_cost[0] if done_cost[0] else 0.0
 
-    if sys.stderr.isatty():
-        from tqdm import tqdm
+    return eta
 
-        bar = tqdm(total=total, initial=initial, unit="run", dynamic_ncols=True,
-                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
 
-        running: dict[str, str] = {}  # run id -> how the bar names it, in the order the runs started
-        where: dict[str, str] = {}  # run id -> where it is ("step 1200/5000", "evaluating"), once it said so
-        left = [""]
+def _bar(total: int, initial: int, eta: Callable[[RunSpec], float]) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
+    """:func:`_progress` on a terminal: a tqdm bar naming the time left (``eta``) and the runs being made, with
+    its ``started`` and ``progressed``."""
+    from tqdm import tqdm
 
-        def show() -> None:
-            names = [" ".join(filter(None, (name, where.get(run_id)))) for run_id, name in running.items()]
-            now = ", ".join(names[:RUNNING_SHOWN]) + (f" +{len(names) - RUNNING_SHOWN}" if len(names) > RUNNING_SHOWN
-                                                      else "")
-            bar.set_postfix_str("; ".join(part for part in (left[0], f"running {now}" if now else "") if part))
+    bar = tqdm(total=total, initial=initial, unit="run", dynamic_ncols=True,
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+    running: dict[str, str] = {}  # run id -> how the bar names it, in the order the runs started
+    where: dict[str, str] = {}  # run id -> where it is ("step 1200/5000", "evaluating"), once it said so
+    left = [""]
 
-        def started(unit: Sequence[RunSpec]) -> None:
-            running.update({spec.run_id: f"{spec.task}/{spec.encoding}/{spec.arch}/s{spec.seed}" for spec in unit})
-            show()
+    def show() -> None:
+        names = [" ".join(filter(None, (name, where.get(run_id)))) for run_id, name in running.items()]
+        now = ", ".join(names[:RUNNING_SHOWN]) + (f" +{len(names) - RUNNING_SHOWN}" if len(names) > RUNNING_SHOWN
+                                                  else "")
+        bar.set_postfix_str("; ".join(part for part in (left[0], f"running {now}" if now else "") if part))
 
-        def progressed(unit: Sequence[RunSpec], text: str) -> None:
-            where.update({spec.run_id: text for spec in unit})
-            show()
+    def started(unit: Sequence[RunSpec]) -> None:
+        running.update({spec.run_id: f"{spec.task}/{spec.encoding}/{spec.arch}/s{spec.seed}" for spec in unit})
+        show()
 
-        def update(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
-            running.pop(spec.run_id, None)
-            where.pop(spec.run_id, None)
-            left[0] = f"~{eta(spec) / 60:.0f} min left"
-            bar.update(1)
-            show()
-            if bar.n >= total:
-                bar.close()
+    def progressed(unit: Sequence[RunSpec], text: str) -> None:
+        where.update({spec.run_id: text for spec in unit})
+        show()
 
-        update.started = started  # type: ignore[attr-defined]  # what run_sweep has dispatch call as a unit starts
-        update.progressed = progressed  # type: ignore[attr-defined]  # ... and as it says where it is
-        return update
+    def update(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
+        running.pop(spec.run_id, None)
+        where.pop(spec.run_id, None)
+        left[0] = f"~{eta(spec) / 60:.0f} min left"
+        bar.update(1)
+        show()
+        if bar.n >= total:
+            bar.close()
+
+    update.started = started  # type: ignore[attr-defined]  # what run_sweep has dispatch call as a unit starts
+    update.progressed = progressed  # type: ignore[attr-defined]  # ... and as it says where it is
+    return update
+
+
+def _log_lines(
+    total: int, initial: int, start: float, eta: Callable[[RunSpec], float]
+) -> Callable[[RunSpec, list[dict[str, Any]]], None]:
+    """:func:`_progress` off a terminal: a line per finished run, with the time since ``start`` and ``eta``'s."""
+    count = [initial]
 
     def log_line(spec: RunSpec, rows: list[dict[str, Any]]) -> None:
         count[0] += 1
@@ -303,9 +322,7 @@ def run_sweep(
         todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
         todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
         device_name = device or str(default_device())
-        if seed_batch is None:
-            seed_batch = torch.device(device_name).type == "cuda" and not compile
-        units = group_runs(todo, seed_batch)
+        units = group_runs(todo, _seed_batched(seed_batch, device_name, compile))
         local = executor == "processes" or (executor == "dask" and dask_address is None)
         _warn_if_oversubscribed(workers if local and units else 0)
         summary = SweepSummary(total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0,
@@ -316,37 +333,52 @@ def run_sweep(
         invocation = _Invocation(out)
         finish = _run_file_writer(out, existing.retry, summary, callback,
                                   recorded=lambda: invocation.record(time.perf_counter() - start, summary.done))
-        outcome = "error"
-        try:
-            with signals_interrupt(), contextlib.ExitStack() as stack:
-                if on_done is None and sys.stderr.isatty():  # a person at a terminal: what, what is skipped, how long
-                    print(announce(todo, len(existing.complete), workers if executor != "serial" else 1, device,
-                                   rates, threads), file=sys.stderr, flush=True)
-                if executor == "dask" and units and client is None:
-                    client = stack.enter_context(dask_client(None, workers))
-                experiments = [spec.experiment for spec in specs]
-                invocation.entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name,
-                                                  executor, workers, compile, threads, experiments, len(todo),
-                                                  report_declarations=report_declarations(experiments))
-                dispatch(units, finish, executor, client, workers, device, threads, compile,
-                          stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS,
-                          started=getattr(callback, "started", lambda unit: None),
-                          progressed=getattr(callback, "progressed", None))
-            outcome = "complete"
-        except Terminated:
-            outcome = "interrupted"
-            raise SweepInterrupted(summary, "SIGTERM") from None
-        except KeyboardInterrupt:
-            outcome = "interrupted"
-            raise SweepInterrupted(summary, "SIGINT") from None
-        except (RunnerError, ResultsError):
-            raise
-        except Exception as exc:
-            raise SweepError(summary, exc) from exc
-        finally:
-            summary.seconds = time.perf_counter() - start
-            invocation.record(summary.seconds, summary.done, outcome=outcome, seed_batched_runs=summary.seed_batched)
+        with _ended(summary, invocation, start), signals_interrupt(), contextlib.ExitStack() as stack:
+            if on_done is None and sys.stderr.isatty():  # a person at a terminal: what, what is skipped, how long
+                print(announce(todo, len(existing.complete), workers if executor != "serial" else 1, device,
+                               rates, threads), file=sys.stderr, flush=True)
+            if executor == "dask" and units and client is None:
+                client = stack.enter_context(dask_client(None, workers))
+            experiments = [spec.experiment for spec in specs]
+            invocation.entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name,
+                                              executor, workers, compile, threads, experiments, len(todo),
+                                              report_declarations=report_declarations(experiments))
+            dispatch(units, finish, executor, client, workers, device, threads, compile,
+                     stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS,
+                     started=getattr(callback, "started", lambda unit: None),
+                     progressed=getattr(callback, "progressed", None))
     return summary
+
+
+def _seed_batched(seed_batch: bool | None, device: str, compile: bool) -> bool:
+    """Whether a sweep on ``device`` trains seeds in batches: as ``seed_batch`` says, by default on CUDA unless
+    it compiles."""
+    return torch.device(device).type == "cuda" and not compile if seed_batch is None else seed_batch
+
+
+@contextlib.contextmanager
+def _ended(summary: SweepSummary, invocation: _Invocation, start: float) -> Iterator[None]:
+    """How a sweep that started at ``start`` ends, around the block that runs it: Ctrl-C or SIGTERM raise
+    :class:`SweepInterrupted`, an error in this process :class:`SweepError` (a :class:`RunnerError` or
+    :class:`~pebench.store.ResultsError` as it is), each with ``summary``; its wall time goes into ``summary``
+    and, with the outcome, into the manifest (``invocation``), however it ends."""
+    outcome = "error"
+    try:
+        yield
+        outcome = "complete"
+    except Terminated:
+        outcome = "interrupted"
+        raise SweepInterrupted(summary, "SIGTERM") from None
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+        raise SweepInterrupted(summary, "SIGINT") from None
+    except (RunnerError, ResultsError):
+        raise
+    except Exception as exc:
+        raise SweepError(summary, exc) from exc
+    finally:
+        summary.seconds = time.perf_counter() - start
+        invocation.record(summary.seconds, summary.done, outcome=outcome, seed_batched_runs=summary.seed_batched)
 
 
 def _check_sweep_arguments(executor: str, workers: int, threads: int, compile: bool, seed_batch: bool | None) -> None:
