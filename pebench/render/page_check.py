@@ -112,30 +112,45 @@ def _short(text: str) -> str:
 
 
 def _problem(tokens: Iterable[Token], srcdir: Path, first: bool) -> str | None:
+    """The first thing among ``tokens`` (parsed MyST, and their children) that a generated page may not hold, in
+    words; ``first``: they open the page, where its first token may be the front matter pebench writes."""
     for n, token in enumerate(tokens):
-        kind = token.type
-        if kind.startswith("substitution"):
-            return f"a MyST substitution {_short(token.content)} (Jinja2, evaluated by the build)"
-        if kind == "html_inline" or (kind == "html_block" and not HTML_COMMENTS.fullmatch(token.content)):
-            return f"raw HTML {_short(token.content)}"
-        if kind == "front_matter" and not (first and n == 0 and token.content.strip() in FRONT_MATTER):
-            return f"front matter {_short(token.content)}"
-        if kind.startswith("math") or kind == "amsmath":  # no generated page writes math: LaTeX of a folder's text
-            return f"math {_short(token.content)}"
-        if kind == "image":
-            return f"an image {_short(token.attrs.get('src', ''))}"
-        if kind == "link_open":
-            href = str(token.attrs.get("href", ""))
-            if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", href) and not href.startswith(LINK_SCHEMES):
-                return f"a link to {_short(href)}"
-        if kind == "myst_role":
-            if problem := _role_problem(token, srcdir):
-                return problem
-        if kind in ("fence", "colon_fence") and token.info.strip().startswith("{"):
-            if problem := _directive_problem(token, srcdir):
-                return problem
+        if problem := _markup_problem(token, first and n == 0) or _reference_problem(token, srcdir):
+            return problem
         if token.children and (problem := _problem(token.children, srcdir, first=False)):
             return problem
+    return None
+
+
+def _markup_problem(token: Token, opening: bool) -> str | None:
+    """What ``token`` holds that no generated page writes (a substitution, raw HTML, math, an image; front matter
+    other than pebench's, or anywhere but at the ``opening`` of the page), in words."""
+    kind = token.type
+    if kind.startswith("substitution"):
+        return f"a MyST substitution {_short(token.content)} (Jinja2, evaluated by the build)"
+    if kind == "html_inline" or (kind == "html_block" and not HTML_COMMENTS.fullmatch(token.content)):
+        return f"raw HTML {_short(token.content)}"
+    if kind == "front_matter" and not (opening and token.content.strip() in FRONT_MATTER):
+        return f"front matter {_short(token.content)}"
+    if kind.startswith("math") or kind == "amsmath":  # no generated page writes math: LaTeX of a folder's text
+        return f"math {_short(token.content)}"
+    if kind == "image":
+        return f"an image {_short(token.attrs.get('src', ''))}"
+    return None
+
+
+def _reference_problem(token: Token, srcdir: Path) -> str | None:
+    """What ``token`` points to that a generated page may not (a link of another scheme, a role or directive
+    pebench does not write, a file outside the site: :func:`_role_problem`, :func:`_directive_problem`)."""
+    kind = token.type
+    if kind == "link_open":
+        href = str(token.attrs.get("href", ""))
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", href) and not href.startswith(LINK_SCHEMES):
+            return f"a link to {_short(href)}"
+    if kind == "myst_role":
+        return _role_problem(token, srcdir)
+    if kind in ("fence", "colon_fence") and token.info.strip().startswith("{"):
+        return _directive_problem(token, srcdir)
     return None
 
 
