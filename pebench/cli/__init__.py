@@ -476,13 +476,46 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.reference and args.packaged:
         raise UsageError(f"two references given ({args.reference} and --reference {args.packaged}); give one")
     if args.reference:
+        check_same_suite(Path(args.local), (manifest_suite(Path(args.reference)), args.reference))
         return compare_folders(args.local, args.reference)
     suite = args.packaged or DEFAULT_SUITE
+    check_same_suite(Path(args.local), (suite, f"the packaged {suite} reference"))
     with temporary_reference(suite) as folder:
         try:
             return compare_folders(args.local, folder)
         except ResultsError as exc:  # name the reference as the user gave it, not by its temporary folder
             raise ResultsError(str(exc).replace(str(folder), f"the packaged {suite} reference")) from None
+
+
+def manifest_suite(folder: Path) -> str | None:
+    """The suite ``folder``'s manifest names (read without following a link); ``None`` without one."""
+    from pebench.store import read_manifest
+
+    if not folder.is_dir():
+        return None
+    return (read_manifest(folder) or {}).get("suite") or None
+
+
+def check_same_suite(local: Path, reference: tuple[str | None, str]) -> None:
+    """Refuse LOCAL and a reference (its suite, and how to name it) of different suites from their manifests alone,
+    before a run file is read (a smoke rerun against the standard reference: no cell can agree). The line names
+    only references that exist: ``results/<suite>`` where this checkout has one, or the one packaged with pebench
+    (:func:`pebench.store.reference.packaged_suites`). Folders without a manifest naming their suite are left to
+    :func:`pebench.analysis.compare.compare`, which reads the suites of their rows."""
+    from pebench.store.reference import packaged_suites
+    from pebench.store.report_file import has_results
+
+    own, (other, name) = manifest_suite(local), reference
+    if own is None or other is None or own == other:
+        return
+    committed = Path("results") / own
+    choices = [f"pebench compare {local} {committed}"] if has_results(committed) and committed.resolve() != \
+        local.resolve() else []
+    choices += [f"pebench compare {local} --reference {own}"] if own in packaged_suites() else []
+    hint = (f": {' or '.join(choices)}" if choices else
+            f"; none of the {own} suite is committed here or packaged with pebench")
+    raise UsageError(f"{local} holds the {own} suite and {name} the {other} suite; compare a rerun with the "
+                     f"reference of its own suite{hint}")
 
 
 def compare_folders(local: str | Path, reference: str | Path) -> int:
@@ -554,44 +587,55 @@ SHOW_WIDTH = 100
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the suite's main table (the one to cite), then the results tables of a folder, narrowed to the
-    tasks, encodings and metrics asked for."""
-    from pebench.render.show_tables import (
-        column_values,
-        main_table_text,
-        metric_columns,
-        narrowed,
-        registered_names,
-        shown_problem,
-        wrapped,
-    )
-    from pebench.report import tables_for
+    tasks, encodings and metrics asked for. A folder with a current report is printed from what ``pebench report``
+    wrote (:func:`pebench.render.show_tables.report_tables`: a second); one without (no report, or one older than
+    its run files) has its tables computed from the run files (a minute for the reference), and says so on the
+    first line, with the command that writes its report."""
+    from pebench.render.show_tables import narrowed, registered_names, shown_problem, wrapped
 
     if args.width is not None and 0 < args.width < 40:
         raise UsageError(f"--width must be 0 (no limit) or >= 40 columns, got {args.width}")
     folder = _results_dir(args)
-    tables = tables_for(folder, args.experiment, declared=declared_reports())
-    shown = {column: sorted({str(v) for t in tables for v in column_values(t, column)})
-             for column in ("task", "encoding")}
+    tables, lead = _shown_tables(folder, args.experiment)
+    shown = {column: sorted({v for t in tables for v in t.rows.get(column, [])}) for column in ("task", "encoding")}
     wanted = {"task": args.task, "encoding": registered_names(args.encoding, shown["encoding"])}
     checks = [(column, names, shown[column]) for column, names in wanted.items()]
-    checks.append(("metric", args.metric, sorted({m for t in tables for m in metric_columns(t)})))
+    checks.append(("metric", args.metric, sorted({m for t in tables for m in t.metrics})))
     for what, asked, names in checks:
         if problem := shown_problem(what, asked, names, folder):
             raise UsageError(problem)
-    lead = main_table_text(folder)
-    if lead is None and (folder / "report.json").is_file():
-        lead = f"(the report of {folder} names no main table; the tables below are computed now)"
-    elif lead is None:
-        lead = (f"(no report of {folder} yet: pebench report {folder} writes its main table, the one to cite; the "
-                "tables below are computed now)")
     print(wrapped(lead, args.width or None))
     print()
-    for table in tables:
-        table = narrowed(table, wanted, args.metric)
+    for item in tables:
+        table = narrowed(item, wanted, args.metric)
         if table is not None:
             print(table.to_text(width=args.width or None))
             print()
     return EXIT_OK
+
+
+def _shown_tables(folder: Path, experiments: Sequence[str]) -> tuple[list, str]:
+    """The tables ``pebench show`` prints of ``folder`` (:class:`~pebench.render.show_tables.ShownTable`) and what it
+    leads with: from a current report, its tables and main table; else the tables computed from the run files, led
+    by why (the report is missing, older than the run files, or written by an older pebench) and what to run."""
+    from pebench.render.show_tables import main_table_text, report_tables, shown
+    from pebench.store import ResultsError
+    from pebench.store.report_file import StaleReport, current_report
+
+    try:
+        tables = report_tables(current_report(folder), experiments, folder)
+        return tables, main_table_text(folder) or f"(the report of {folder} names no main table; its tables follow)"
+    except StaleReport as stale:
+        why = str(stale) if (folder / "report.json").exists() else (
+            f"no report of {folder} yet: pebench report {folder} writes its main table, the one to cite")
+    except ResultsError:  # an experiment the folder has no runs of
+        raise
+    except ValueError as exc:  # a report without show's tables (an older pebench's), or not of their shape
+        why = f"{exc}: run pebench report {folder}"
+    from pebench.report import tables_for
+
+    computed = [shown(table) for table in tables_for(folder, experiments, declared=declared_reports())]
+    return computed, terminal_text(f"({why}; the tables below are computed now from the run files)")
 
 
 def _results_dir(args: argparse.Namespace) -> Path:

@@ -14,6 +14,7 @@ import pandas as pd
 from pebench import metrics as metric_registry
 from pebench import store
 from pebench.analysis import declarations, results
+from pebench.render.show_tables import SHOW_KEY, shown, shown_record
 from pebench.render.tables import Table
 from pebench.report.artifacts import (
     OUTPUTS_KEY,
@@ -62,6 +63,7 @@ class Report:
     main_table: str = ""  # the name of the table to cite (pebench.report.main_table), first of ``tables``
     lead_figure: str = ""  # the name of the figure a results page shows beside the main table (lead_figure)
     other_outputs: list[Path] = field(default_factory=list)  # files written beside the artifacts (per-task ranks)
+    shown: dict = field(default_factory=dict)  # the tables pebench show prints (report.json's SHOW_KEY)
 
 
 @dataclass
@@ -74,6 +76,7 @@ class _Made:
     skipped: list[str] = field(default_factory=list)
     other_outputs: list[Path] = field(default_factory=list)  # the per-task ranks written beside each board
     own_figures: dict[str, list[str]] = field(default_factory=dict)  # per experiment, its own layout's figures
+    shown: list[dict] = field(default_factory=list)  # the layouts' tables as pebench show prints them (shown_record)
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
@@ -127,6 +130,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     report.lead_figure = lead_figure(made.own_figures, lead, [name for name, _, _ in experiments])
     report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids)
     report.other_outputs = made.other_outputs
+    report.shown = {"experiments": [name for name, _, _ in experiments], "tables": made.shown}
     _write_index(report, out_dir)
     return report
 
@@ -162,8 +166,9 @@ def _experiment_artifacts(data: pd.DataFrame, runs: pd.DataFrame, cells: pd.Data
         for view, view_spec, suffix in views(layout, spec):
             _view_figures(made, view.figures(part_data, experiment, view_spec), experiment, suffix, folders["figures"])
             for table in view.tables(part_runs, part_cells, experiment, protocols[experiment], view_spec):
-                table = dataclasses.replace(table, name=table.name + suffix)
+                table = dataclasses.replace(table, name=table.name + suffix, version=stamp)
                 made.tables.append(save_table(table, folders["tables"], stamp))
+                made.shown.append(shown_record(shown(table), experiment))
             made.findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
         if spec.primary_metric:
             artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"], stamp,
@@ -227,6 +232,7 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "main_table": report.main_table,
         "lead_figure": report.lead_figure,
         **({"replications": report.replications} if report.replications else {}),
+        SHOW_KEY: report.shown,
         **report.sections,
     }
     (out_dir / "report.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
@@ -235,7 +241,8 @@ def _write_index(report: Report, out_dir: Path) -> None:
 def tables_for(results_dir: str | Path, experiments: Sequence[str] = (), *,
                declared: Mapping[str, ReportSpec] | None = None) -> list[Table]:
     """The tables of ``results_dir`` (optionally only ``experiments``, each declared as for :func:`write_report`)
-    without writing anything (``pebench show``):
+    without writing anything (``pebench show`` on a folder without a current report; a report records them in
+    ``report.json``, :data:`~pebench.render.show_tables.SHOW_KEY`):
     those :func:`write_report` writes for each experiment's layouts (its own and its ``also`` ones), each naming
     the results version (``pebench show`` leads with the main table as the report wrote it)."""
     data = store.load(results_dir)
