@@ -57,10 +57,14 @@ def edit_runs(folder: Path, where: dict, column: str, change) -> None:
 def test_report_writes_every_artifact(report):
     assert isinstance(report, Report)
     figures = {a.name for a in report.figures}
-    assert figures == {
+    assert figures - set(report.encoding_figures) == {
         "length_extrapolation_decoder_token_acc", "length_extrapolation_decoder_seq_acc",
         "length_extrapolation_ood_heatmap", "order_sensitivity", "rope_scaling", "lm_extrapolation_perplexity",
     }
+    # the lead experiment draws each of its encodings against the others, for the encoding pages (SVG only)
+    assert report.encoding_figures == {f"length_extrapolation_decoder_{name}": name
+                                       for name in ("none", "rope", "alibi")}
+    assert all(set(a.paths) == {"svg"} for a in report.figures if a.name in report.encoding_figures)
     # length_extrapolation declares also=("order",), a primary metric and comparisons; it has no shuffled
     # evaluations here, so its order figure is skipped with a reason while its order table is written
     assert report.skipped == ["figure length_extrapolation_order: no run of experiment 'length_extrapolation' "

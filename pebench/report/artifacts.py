@@ -18,6 +18,9 @@ from pebench.render.tables import Table, to_latex, to_markdown
 #: No PNG: a third drawing of every figure cost a third of a report's figure time, and the committed
 #: results must fit the 64 MiB a GPU machine is sent. Convert the SVG where a bitmap is needed.
 FIGURE_FORMATS = ("svg", "pdf")
+#: the formats of a figure only a page shows (each encoding against the others, on its encoding's page): a paper
+#: cites the figures of every encoding, and a PDF of each would add half the time of drawing them
+PAGE_FIGURE_FORMATS = ("svg",)
 TABLE_FORMATS = ("csv", "md", "tex")
 
 
@@ -31,16 +34,17 @@ class Artifact:
     paths: dict[str, Path]
 
 
-def save_figure(figure, directory: Path, name: str) -> dict[str, Path]:
-    """Write the matplotlib ``figure`` as ``<name>.svg`` and ``<name>.pdf`` in ``directory`` (names checked by
-    :func:`pebench.store.path_in`), the same bytes every time for the same figure; returns the paths by format."""
+def save_figure(figure, directory: Path, name: str, formats: tuple[str, ...] = FIGURE_FORMATS) -> dict[str, Path]:
+    """Write the matplotlib ``figure`` as ``<name>.svg`` and ``<name>.pdf`` (``formats``) in ``directory`` (names
+    checked by :func:`pebench.store.path_in`), the same bytes every time for the same figure; returns the paths by
+    format."""
     import matplotlib
 
     paths = {}
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}  # the same bytes every time
     # PDF text as TrueType, not Type 3 (which some paper submission systems reject)
     with matplotlib.rc_context({"svg.hashsalt": "pebench", "svg.fonttype": "none", "pdf.fonttype": 42}):
-        for ext in FIGURE_FORMATS:
+        for ext in formats:
             path = store.path_in(directory, f"{name}.{ext}")
             figure.savefig(path, metadata=metadata[ext])
             paths[ext] = path

@@ -5,7 +5,10 @@ A row is taken as the table's Markdown shows it (the display text, with the key 
 blank below an equal one filled in), paired with the table's CSV row by position; a table whose Markdown
 and CSV do not pair row by row, or whose CSV has no such column, is left out. A figure belongs to the
 experiment its name begins with (the longest such name) and, when its name names an architecture, to that
-architecture only; a part ``<name>_part<k>`` of a battery's figures to the tasks it draws.
+architecture only; a part ``<name>_part<k>`` of a battery's figures to the tasks it draws. A figure that
+emphasises one encoding against the others (``report.json``'s :data:`ENCODING_FIGURES`) belongs to that encoding
+only, and replaces, on its entry, the figures of its experiment and architecture in which the reader would look
+for its colour in a legend of every encoding.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from pebench.store.schema import shown_name
 COLUMNS = ("encoding", "task")
 #: where a reader finds an encoding or a task in a figure
 LOOK_FOR = {"encoding": "its colour in the legend, its row or its bars", "task": "its panel, row or column"}
+#: the field of ``report.json`` naming the figures that emphasise one encoding: figure name -> encoding
+ENCODING_FIGURES = "encoding_figures"
 
 
 def markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
@@ -87,13 +92,24 @@ def look_sentence(column: str, name: str, experiment: str, arch: str | None) -> 
     return f"Look for {shown_name(column, name)} in {people_words(experiment, arch)}: {LOOK_FOR[column]}."
 
 
-def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
+def emphasis_sentence(name: str, experiment: str, arch: str | None) -> str:
+    """What a reader of ``name``'s page looks at in the figure of ``experiment`` that emphasises it."""
+    return (f"{shown_name('encoding', name)} in {people_words(experiment, arch)}: the coloured line with its band; "
+            "the thin grey lines are every other encoding. Right of the grey area (the training lengths), a line "
+            "above the grey ones extrapolates better than most encodings on that task.")
+
+
+def entries(out_dir: Path, cells: pd.DataFrame, emphasis: Mapping[str, str] | None = None
+            ) -> dict[str, dict[str, Any]]:
     """Per column of :data:`COLUMNS` and name in ``cells`` (``summary/cells.csv``): ``{"appearances": [[experiment,
     arch], ...], "tables": {table: {"header", "rows"}}, "figures": {figure: sentence}}``, its experiments and
     architectures in the order of the cells, the rows of each table in ``out_dir/tables`` (``<name>.md`` beside
     ``<name>.csv``) that show it and the figures in ``out_dir/figures`` drawn from its experiments and
     architectures, each with :func:`look_sentence` (a page orders both as ``report.json`` lists its tables and
-    figures)."""
+    figures). ``emphasis``: figure name -> the encoding it emphasises (:data:`ENCODING_FIGURES`), which gets it with
+    :func:`emphasis_sentence` instead of the other figures of its experiment and architecture; no other name gets
+    it."""
+    emphasis = emphasis or {}
     figures = sorted({path.stem for path in Path(out_dir, "figures").glob("*.*")})
     tables = {path.stem: (path.read_text(), pd.read_csv(path.with_suffix(".csv")))
               for path in sorted(Path(out_dir, "tables").glob("*.md")) if path.with_suffix(".csv").exists()}
@@ -109,11 +125,18 @@ def entries(out_dir: Path, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
             for name, shown in rows.items():
                 if name in per_name:
                     per_name[name]["tables"][table] = {"header": header, "rows": shown}
+        replaced = {(emphasis[figure], figure_places(figure, experiments, archs)) for figure in emphasis}
         for figure in figures:
             owner = figure_places(figure, experiments, archs)
+            if figure in emphasis:
+                if column == "encoding" and emphasis[figure] in per_name and owner:
+                    per_name[emphasis[figure]]["figures"][figure] = emphasis_sentence(emphasis[figure], *owner)
+                continue
             shown = part_tasks(figure, cells, owner) if owner and column == "task" else None
             for name, entry in per_name.items():
                 if shown is not None and name not in shown:
+                    continue
+                if column == "encoding" and (name, owner) in replaced:
                     continue
                 if owner and any(owner[0] == e and owner[1] in (None, a) for e, a in places.get(name, ())):
                     entry["figures"][figure] = look_sentence(column, name, *owner)

@@ -21,11 +21,13 @@ from pebench.store.report_file import DIGEST_KEY, count_runs, raw_digest
 
 
 def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Sequence[str],
-             specs: Mapping[str, ReportSpec], suite_run_ids: Collection[str]) -> dict[str, Any]:
+             specs: Mapping[str, ReportSpec], suite_run_ids: Collection[str],
+             emphasis: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The sections of ``report.json`` after the artifacts, for the report of ``results_dir`` (raw rows ``data``)
     written into ``out_dir`` (its summaries and tables already there; its suite defined as ``suite_run_ids``):
     see the module docstring. A rerun folder with its reference beside it
-    (:func:`pebench.report.reruns.reference_of`) also gets ``rerun``."""
+    (:func:`pebench.report.reruns.reference_of`) also gets ``rerun``. ``emphasis``: the figures that emphasise one
+    encoding, by name (:func:`pebench.report.entries.entries`)."""
     cells = pd.read_csv(out_dir / "summary" / "cells.csv", usecols=["experiment", "task", "encoding", "arch"])
     index: dict[str, Any] = {
         DIGEST_KEY: raw_digest(results_dir),
@@ -39,7 +41,7 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
         "fit_table": fit.fit_table(out_dir, raw=results_dir),
         "floors_table": fit.floors_table(out_dir, raw=results_dir),
         "fit_resolution": fit.fit_resolution(data),
-        "entries": entries(out_dir, cells),
+        "entries": entries(out_dir, cells, emphasis),
     }
     reference = reruns.reference_of(results_dir)
     if reference is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from pebench.report.layout_findings import (
 )
 from pebench.report.layout_tables import extrapolation_tables, order_tables, perplexity_tables, variant_tables
 from pebench.report_spec import ReportSpec
-from pebench.store.schema import task_labels
+from pebench.store.schema import encoding_label, order_dependent, sort_key, task_labels
 
 #: what each key of an accuracy-vs-length figure shows, in the order its caption explains them
 #: (:func:`pebench.report.plots.reference_keys` says which keys a figure draws)
@@ -121,6 +122,38 @@ def extrapolation_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec)
         lambda: plots.ood_heatmap(data, experiment, title=title, cells=cells),
     ))
     return figures
+
+
+def encoding_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[tuple[str, FigureSpec]]:
+    """Per encoding and architecture of ``experiment``: token accuracy vs length on its order-dependent tasks (those
+    the extrapolation board scores; every task where it has none), the encoding emphasised against every other
+    (:func:`pebench.report.plots.encoding_vs_field`), for the encoding's page: ``(encoding, figure)`` pairs. A
+    battery of more tasks than one figure holds is drawn in parts (``_part<k>``)."""
+    figures = []
+    for arch in sorted(data["arch"].unique()):
+        curves, _ = plots.accuracy_curves(data, experiment, arch=arch)
+        tasks = plots.tasks_in_order(curves["task"])
+        parts = plots.split_tasks([task for task in tasks if order_dependent(task)] or tasks)
+        keys = plots.reference_keys(curves, "token_acc")
+        for encoding in dict.fromkeys(curves.sort_values("encoding", key=sort_key)["encoding"]):
+            name = encoding_label(encoding)
+            for number, part in enumerate(parts, 1):
+                which = f", part {number} of {len(parts)}" if len(parts) > 1 else ""
+                title = titled(experiment, spec, f"{name} against every other encoding ({arch}{which})")
+                caption = (f"{name} (coloured, with its band) against every other encoding (thin grey) on "
+                           f"{task_labels(part)}: token accuracy vs evaluation length ({shade(keys)}). Look at "
+                           f"where its line runs right of the grey area: above the grey lines, it extrapolates "
+                           f"better than most encodings on that task{above(keys)}.")
+                stem = f"{experiment}_{arch}_{figure_stem(encoding)}" + (f"_part{number}" if len(parts) > 1 else "")
+                drawn = curves[curves["task"].isin(part)]
+                figures.append((encoding, (stem, title, caption, lambda drawn=drawn, encoding=encoding, title=title:
+                                           plots.encoding_vs_field(drawn, encoding, title=title))))
+    return figures
+
+
+def figure_stem(encoding: str) -> str:
+    """``encoding`` as part of a figure's file name: ``randomized:rope`` -> ``randomized-rope``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", encoding).strip("-") or "encoding"
 
 
 def order_figures(data: pd.DataFrame, experiment: str, spec: ReportSpec) -> list[FigureSpec]:

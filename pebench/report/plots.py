@@ -83,6 +83,10 @@ NOT_FITTED_BAR = {"linestyle": "--", "linewidth": 1.0}
 TRANSPARENT = (0.0, 0.0, 0.0, 0.0)
 #: hatching of a heatmap cell with no fitted seed (its number also gets the table's dagger)
 NOT_FITTED_HATCH = "////"
+#: a line of the field in a figure that emphasises one encoding (:func:`encoding_vs_field`): thin, grey, no marker
+FIELD_LINE = {"color": "0.72", "linewidth": 0.8, "linestyle": "-", "marker": None, "zorder": 1}
+#: the emphasised encoding's line is this much wider than a line of a figure of every encoding
+EMPHASIS_WIDTH = 2.4
 
 
 def style(index: int) -> dict[str, object]:
@@ -246,12 +250,14 @@ def _shade_training(ax, frame: pd.DataFrame) -> None:
 def _curve_panels(
     curves: pd.DataFrame, hue: str, styles: dict[str, dict[str, str]], metric: str, ylabel: str, title: str,
     *, log_y: bool = False, references: bool = True, xlabel: str = "evaluation length (input tokens)",
+    emphasised: str | None = None,
 ) -> Figure:
     """One panel per task: ``metric`` vs length, one line (mean) and band (95% CI) per ``hue`` value.
 
     ``references``: an accuracy on a 0-1 axis, with its chance level (the metric's registered reference)
     and its position-free floor (column ``floor_<metric>`` of :func:`pebench.analysis.results.curves`). A line of
-    a cell without a fitted seed (``judged`` False) is drawn in :data:`NOT_FITTED_LINE`.
+    a cell without a fitted seed (``judged`` False) is drawn in :data:`NOT_FITTED_LINE`. ``emphasised``: the one
+    ``hue`` value drawn in its style, wider, with its band, over every other in :data:`FIELD_LINE` (no band).
     """
     tasks = tasks_in_order(curves["task"])
     if not tasks:  # e.g. rows of no condition the figure draws: only a file pebench did not write has them
@@ -267,7 +273,16 @@ def _curve_panels(
             x, mean, ci = line["eval_len"], line[f"{metric}_mean"], line[f"{metric}_ci95"].fillna(0.0)
             line_style = styles[name]
             fitted = bool(line["judged"].all()) if "judged" in line else True
-            if fitted:
+            if emphasised is not None and name != emphasised:  # the field: grey, under the emphasised line
+                ax.plot(x, mean, label=FIELD_LABEL + ("" if fitted else NOT_FITTED_LABEL),
+                        **{**FIELD_LINE, **({} if fitted else {"linestyle": ":"})})
+            elif emphasised is not None and fitted:
+                ax.plot(x, mean, markersize=4, label=name, **{**line_style, "linewidth": EMPHASIS_WIDTH, "zorder": 3})
+                ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.2, linewidth=0, zorder=2)
+            elif emphasised is not None:
+                ax.plot(x, mean, markersize=3, label=f"{name}{NOT_FITTED_LABEL}",
+                        **{**line_style, **NOT_FITTED_LINE, "linewidth": EMPHASIS_WIDTH / 2, "zorder": 3})
+            elif fitted:
                 ax.plot(x, mean, markersize=3, label=name, **line_style)
                 ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.15, linewidth=0)
             else:
@@ -289,9 +304,14 @@ def _curve_panels(
         ax.set_title(task_label(task))
         ax.set_ylabel(ylabel)
     _label_outer(axes)
-    _page_legend(figure, *_curve_legend(axes, styles))
+    _page_legend(figure, *_curve_legend(axes, styles if emphasised is None else {
+        emphasised: {**styles[emphasised], "linewidth": EMPHASIS_WIDTH}, FIELD_LABEL: FIELD_LINE}))
     figure.suptitle(wrapped_title(title), fontsize="medium")
     return figure
+
+
+#: the legend's one entry for every line but the emphasised one's (:func:`encoding_vs_field`)
+FIELD_LABEL = "every other encoding"
 
 
 #: legend rows a curve figure's height (:func:`_grid`) holds; each further row adds :data:`LEGEND_ROW_HEIGHT` inches
@@ -390,6 +410,23 @@ def accuracy_vs_length(
     kind = metric_registry.get(metric, "length").axis_label
     return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
                          f"{title or f'{experiment}: {kind} vs length ({where})'}\nmean and 95% CI over fitted seeds")
+
+
+def encoding_vs_field(curves: pd.DataFrame, encoding: str, *, metric: str = "token_acc", title: str) -> Figure:
+    """Accuracy vs evaluation length, one panel per task of ``curves`` (:func:`accuracy_curves`, at most
+    :data:`MAX_PANELS` tasks), ``encoding`` (a name of its ``encoding`` column) emphasised: its line in its own
+    colour, wide, with its 95% CI band, over every other encoding's in thin grey (:data:`FIELD_LINE`), so that an
+    encoding's page shows where it stands without a legend of every encoding. An encoding run with several sets of
+    options is drawn with the first (each set has its line in :func:`accuracy_vs_length`)."""
+    own = curves.loc[curves["encoding"] == encoding, "label"]
+    if own.empty:
+        raise ValueError(f"no curves of encoding {encoding!r} to draw in the figure {title.splitlines()[0]!r}")
+    emphasised = sorted(own.unique())[0]
+    frame = curves[(curves["encoding"] != encoding) | (curves["label"] == emphasised)]
+    kind = metric_registry.get(metric, "length").axis_label
+    return _curve_panels(frame, "label", _encoding_styles(frame), metric, kind,
+                         f"{title}\n{emphasised}: mean and 95% CI over fitted seeds; grey: every other encoding",
+                         emphasised=emphasised)
 
 
 def accuracy_curves(

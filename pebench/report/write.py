@@ -18,6 +18,7 @@ from pebench.render.show_tables import SHOW_KEY, shown, shown_record
 from pebench.render.tables import Table
 from pebench.report.artifacts import (
     OUTPUTS_KEY,
+    PAGE_FIGURE_FORMATS,
     Artifact,
     check_report_folders,
     output_digests,
@@ -25,10 +26,11 @@ from pebench.report.artifacts import (
     save_table,
 )
 from pebench.report.boards import ranking_artifacts
+from pebench.report.entries import ENCODING_FIGURES
 from pebench.report.index import sections as index_sections
 from pebench.report.layout_findings import titled
 from pebench.report.layout_tables import floor_bounds
-from pebench.report.layouts import experiments_in_order, views
+from pebench.report.layouts import encoding_figures, experiments_in_order, views
 from pebench.report.main_table import lead_experiment, main_table
 from pebench.report.overview import findings_status, parameter_table, status_table
 from pebench.report.protocol_text import (
@@ -64,6 +66,7 @@ class Report:
     lead_figure: str = ""  # the name of the figure a results page shows beside the main table (lead_figure)
     other_outputs: list[Path] = field(default_factory=list)  # files written beside the artifacts (per-task ranks)
     shown: dict = field(default_factory=dict)  # the tables pebench show prints (report.json's SHOW_KEY)
+    encoding_figures: dict[str, str] = field(default_factory=dict)  # figure -> the encoding it emphasises
 
 
 @dataclass
@@ -114,6 +117,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
         if lead else None
     if main is not None:  # the table to cite, first
         made.tables.insert(0, save_table(main, folders["tables"], stamp))
+    emphasis = _encoding_figures(made, data[data["experiment"] == lead], lead, lead_spec, folders["figures"]) \
+        if lead_spec is not None else {}
     model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "
              f"heads {joined_values(data['n_heads'])}, the same for every encoding.")
     made.tables.append(save_table(parameter_table(runs, model), folders["tables"], stamp))
@@ -128,7 +133,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
                     replication_sections(out_dir, suite, data, results_dir))
     report.main_table = main.name if main is not None else ""
     report.lead_figure = lead_figure(made.own_figures, lead, [name for name, _, _ in experiments])
-    report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids)
+    report.encoding_figures = emphasis
+    report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids, emphasis)
     report.other_outputs = made.other_outputs
     report.shown = {"experiments": [name for name, _, _ in experiments], "tables": made.shown}
     _write_index(report, out_dir)
@@ -195,6 +201,31 @@ def _view_figures(made: _Made, figures: Iterable[tuple[str, str, str, Callable[[
             made.own_figures.setdefault(experiment, []).append(name)
 
 
+def _encoding_figures(made: _Made, data: pd.DataFrame, experiment: str, spec: ReportSpec,
+                      folder: Path) -> dict[str, str]:
+    """Draw and save, after the report's other figures, each encoding of the lead ``experiment`` emphasised against
+    every other (:func:`~pebench.report.layouts.encoding_figures`), for the encoding pages; returns figure name ->
+    encoding (a figure that cannot be drawn is skipped, with why)."""
+    drawn: dict[str, str] = {}
+    try:
+        figures = encoding_figures(data, experiment, spec)
+    except ValueError as exc:  # no curves of accuracy to draw (a lead experiment of another kind)
+        made.skipped.append(f"figures of each encoding against the others: {exc}")
+        return drawn
+    for encoding, (name, title, caption, make) in figures:
+        if name in drawn:  # two encodings whose names differ only in punctuation: the first keeps the file
+            made.skipped.append(f"figure {name}: its name is also {drawn[name]}'s")
+            continue
+        try:
+            figure = make()
+        except ValueError as exc:
+            made.skipped.append(f"figure {name}: {exc}")
+            continue
+        made.figures.append(Artifact(name, title, caption, save_figure(figure, folder, name, PAGE_FIGURE_FORMATS)))
+        drawn[name] = encoding
+    return drawn
+
+
 def lead_figure(own_figures: Mapping[str, Sequence[str]], lead: str | None, experiments: Sequence[str]) -> str:
     """The figure a results page leads with beside the main table: the first figure of the lead experiment's own
     layout (:func:`~pebench.report.main_table.lead_experiment`; when there is none or it drew no figure, of the
@@ -231,6 +262,7 @@ def _write_index(report: Report, out_dir: Path) -> None:
         "citation": report.citation,
         "main_table": report.main_table,
         "lead_figure": report.lead_figure,
+        ENCODING_FIGURES: report.encoding_figures,
         **({"replications": report.replications} if report.replications else {}),
         SHOW_KEY: report.shown,
         **report.sections,
