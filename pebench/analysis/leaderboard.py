@@ -649,7 +649,7 @@ def _arch_board(scores: np.ndarray, valid: np.ndarray, n_seeds: np.ndarray, n_bo
     point, low, high = (sign * score, sign * low, sign * high) if sign > 0 else (sign * score, sign * high, sign * low)
     extrapolates = ranked & (np.ones(n_encodings, bool) if floor is None else (point > floor) & (high > floor))
     separated = shared_tasks >= min_separable_pairs()  # (E, E): enough shared tasks for a paired test (separable)
-    better = (ahead >= 0.975 * n_boot) & separated & (pair > 0) & off_diagonal  # (E, E): i significantly above j
+    better = (ahead >= 0.975 * n_boot) & (n_boot > 0) & separated & (pair > 0) & off_diagonal  # i above j
     tier = np.zeros(n_encodings, dtype=int)
     probability = np.full(n_encodings, np.nan)
     eligible = np.flatnonzero(extrapolates)
