@@ -172,14 +172,23 @@ def test_leaderboard_page_shows_the_committed_tables(gen, tmp_path):
     results = tmp_path / "results"
     folder = fake_results(results)
     srcdir = tmp_path / "docs"
-    text = gen.leaderboard_include(results, srcdir / "_generated" / "leaderboard", srcdir)
-    assert "### Mean reciprocal rank (protocol v2): Length extrapolation" in text and "| decoder | 0.75 |" in text
-    # protocol v3's boards lead: tiers, then capability and harm, then v2's ranking
+    out = srcdir / "_generated" / "leaderboard"
+    lead, every, archive = (include(results, out, srcdir) for include in (
+        gen.leaderboard_include, gen.suites_include, gen.archive_include))
+    # the leaderboard page leads with protocol v3's boards of the reference: tiers, then capability and harm; its
+    # other tables are on the page of every table, v2's ranking on the archive page
+    boards = ("Extrapolation tiers", "Capability", "Harm on the order-free controls")
+    positions = [lead.index(f"### {title}: Length extrapolation\n") for title in boards]
+    assert positions == sorted(positions) and "Mean reciprocal rank" not in lead and "Declared" not in lead
+    assert not any(f"### {title}: Length extrapolation\n" in every + archive for title in boards)
+    assert "### Mean reciprocal rank (protocol v2): Length extrapolation" in archive and "| decoder | 0.75 |" in archive
+    assert "Mean reciprocal rank" not in every
+    text = lead + every + archive
     titles = ("Extrapolation tiers", "Capability", "Harm on the order-free controls",
-              "Capable encodings' runs not fitted", "Mean reciprocal rank (protocol v2)", "Declared comparisons",
-              "Declared comparisons per task")
+              "Capable encodings' runs not fitted", "Declared comparisons", "Declared comparisons per task")
     positions = [text.index(f"### {title}: Length extrapolation\n") for title in titles]
     assert positions == sorted(positions)
+    titles += ("Mean reciprocal rank (protocol v2)",)
     # each once: pairwise_tasks_* is not also a `pairwise` table of an experiment called tasks_...
     assert all(text.count(f"### {title}: Length extrapolation\n") == 1 for title in titles)
     assert text.count("/pairwise_tasks_length_extrapolation.csv>`") == 1
@@ -209,7 +218,7 @@ def test_leaderboard_page_refuses_a_table_that_is_a_link(gen, tmp_path, suffix):
     table.unlink()
     os.symlink(secret, table)
     with pytest.raises(ResultsError, match="link") as error:
-        gen.leaderboard_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
+        gen.archive_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
     assert "\n" not in str(error.value)
     assert not any("outside the folder" in path.read_text() for path in (tmp_path / "docs").rglob("*") if
                    path.is_file())
@@ -219,7 +228,7 @@ def test_leaderboard_page_shows_the_reports_reading_of_the_mrr_intervals(gen, tm
     results = tmp_path / "results"
     folder = fake_results(results)
     fake_report(folder, interval_edges={"leaderboard_length_extrapolation": "In 1 of 3 rows the MRR lies within."})
-    page = gen.leaderboard_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
+    page = gen.archive_include(results, tmp_path / "docs" / "_generated" / "leaderboard", tmp_path / "docs")
     assert "| decoder | 0.75 |\n\nleaderboard caption.\n\nDownload:" in page
     assert "\nIn 1 of 3 rows the MRR lies within.\n" in page
 
@@ -229,8 +238,8 @@ def test_results_without_a_column_say_so(gen, tmp_path):
     for text in (gen.report_tables(folder, "fit_table"), gen.report_tables(folder, "floors_table")):
         assert "not in these results" in text and ("`fitted`" in text or "`id_floor_token_acc`" in text)
         assert f"`{gen.shown(folder)}/summary/runs.csv`" in text  # the report's placeholder, filled
-    board = gen.leaderboard_include(tmp_path / "results", tmp_path / "docs" / "_generated" / "leaderboard",
-                                    tmp_path / "docs")
+    board = gen.archive_include(tmp_path / "results", tmp_path / "docs" / "_generated" / "leaderboard",
+                                tmp_path / "docs")
     assert "*Leaderboard: not in these results" in board and "|---|" not in board
     assert "not in these results" in gen.report_tables(tmp_path / "nowhere", "fit_table")
     assert "not in these results" in gen.headline_findings(tmp_path / "nowhere")

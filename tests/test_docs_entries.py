@@ -48,3 +48,25 @@ def test_a_page_reads_where_a_name_appears_from_its_entry(results_sections, tmp_
     assert "#### Main results" in lines
     assert results_sections("encoding", "alibi", results) == []
 
+
+
+def test_an_encoding_page_leads_with_its_own_figures_against_the_others(results_sections, tmp_path):
+    """An encoding drawn emphasised against every other (``encoding_figures``) is shown with those figures, not
+    with a figure of every encoding whose legend the reader would search; a crafted field is ignored."""
+    def figure(name: str) -> dict:
+        return {"name": name, "title": name.title(), "caption": "", "paths": {"svg": f"figures/{name}.svg"}}
+
+    own = "length_extrapolation_decoder_rope"
+    entry = {"appearances": PAIRS, "tables": {}, "figures": {"length_extrapolation_ood_heatmap": "Look for its row.",
+                                                             own: "RoPE: the coloured line; grey: every other."}}
+    figures = [figure("length_extrapolation_ood_heatmap"), figure(own)]
+    results = reported(tmp_path / "a", figures=figures, encoding_figures={own: "rope"},
+                       entries={"encoding": {"rope": entry}, "task": {}})
+    lines = results_sections("encoding", "rope", results, every=False)
+    shown = [line for line in lines if line.startswith(":::{figure}")]
+    assert shown == [f":::{{figure}} /_generated/results/standard/figures/{own}.svg"]
+    assert f"**{own.title()}.** RoPE: the coloured line; grey: every other." in lines
+    crafted = reported(tmp_path / "b", figures=figures, encoding_figures=[own],
+                       entries={"encoding": {"rope": entry}, "task": {}})
+    lines = results_sections("encoding", "rope", crafted, every=False)
+    assert ":::{figure} /_generated/results/standard/figures/length_extrapolation_ood_heatmap.svg" in lines

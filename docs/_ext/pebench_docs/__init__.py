@@ -90,7 +90,10 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             "changes_from_v2": protocol_pages.changes_include(results),
             **{key: leaderboard_pages.report_tables(reference, key) for key in leaderboard_pages.REPORT_TABLES},
             "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
-            "leaderboard": leaderboard_pages.leaderboard_include(results, out / "leaderboard", srcdir),
+            **{name: include(results, out / "leaderboard", srcdir) for name, include in (
+                ("leaderboard", leaderboard_pages.leaderboard_include),
+                ("leaderboard_suites", leaderboard_pages.suites_include),
+                ("leaderboard_archive", leaderboard_pages.archive_include))},
             "headline_findings": leaderboard_pages.headline_findings(results),
             "reference_history": protocol_tables.reference_history_text(ROOT, results),
             "results_toc": results_pages.results_toc(suite_pages),
@@ -99,7 +102,9 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             write(out / "includes" / f"{name}.md", text)
         substitutions = figures.result()
         substitutions.update(version=pebench.__version__, n_encodings=str(len(encodings.names())),
-                             n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results))
+                             n_tasks=str(len(tasks.names())), reruns=results_pages.reruns_text(results),
+                             current_reruns=results_pages.reruns_text(results, archived=False),
+                             archived_reruns=results_pages.reruns_text(results, current=False))
         substitutions.update(protocol_tables.suite_time_values(performance))
         substitutions.update(performance_text.performance_values(performance))
         substitutions.update(protocol_tables.protocol_values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from pebench.protocol import BOARD_KINDS
 from pebench.render import results_text
 from pebench.render.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
 from pebench.store.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
@@ -56,35 +57,79 @@ def _table_section(path: Path, title: str, lead: str, out: Path, srcdir: Path) -
     return [f"### {title}", "", lead, "", text, "", "Download: " + ", ".join(downloads), ""]
 
 
+#: the kinds of :data:`pebench.render.protocol_tables.LEADERBOARD_TABLES` of an archived protocol (protocol v2's
+#: ranking), shown on the archive page (:func:`archive_include`); the reference's boards of the current protocol
+#: (:data:`pebench.protocol.BOARD_KINDS`) lead the leaderboard page (:func:`leaderboard_include`), every other table
+#: is on the page of every table (:func:`suites_include`)
+ARCHIVED_KINDS = ("leaderboard",)
+
+
+def _ordered(results: Path) -> list[Path]:
+    """The suite folders of ``results``, the reference first."""
+    return sorted(suite_folders(results), key=lambda f: (f.name != REFERENCE_SUITE, f.name))
+
+
+def suite_tables(folder: Path, kinds: Iterable[str], out: Path, srcdir: Path = common.DOCS) -> list[str]:
+    """The tables of ``kinds`` (of :data:`pebench.render.protocol_tables.LEADERBOARD_TABLES`, in its order) that the
+    report of ``folder`` wrote, each under its title with its lead and downloads (copies under ``out``)."""
+    lines = []
+    titles = {table["name"]: table["title"] for table in report_index(folder)["tables"]}  # the report's titles
+    for kind, title, lead in LEADERBOARD_TABLES:  # pairwise_tasks_* is no `pairwise` table of an experiment
+        if kind not in kinds:
+            continue
+        longer = tuple(f"{other}_" for other, _, _ in LEADERBOARD_TABLES if other.startswith(f"{kind}_"))
+        paths = [p for p in sorted((folder / "tables").glob(f"{kind}_*.md")) if not p.stem.startswith(longer)]
+        if kind == "leaderboard" and not paths:
+            lines.append(results_text.no_leaderboard_text(folder, ROOT))
+        for path in paths:
+            experiment = path.stem.removeprefix(f"{kind}_")
+            heading = titles.get(path.stem) or f"{title}: {people_words(experiment)}"
+            lines += _table_section(path, heading, lead.replace("{experiment}", experiment), out / folder.name, srcdir)
+            if kind == "leaderboard":
+                lines += _ranks(folder, path, experiment, out, srcdir)
+    return lines
+
+
+def _suite_heading(folder: Path) -> list[str]:
+    return [f"## `{folder.name}` suite", "", results_text.tables_from_text(
+        folder, ROOT, f"/_generated/results/{folder.name}", report_index(folder)), ""]
+
+
 def leaderboard_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
-    """The leaderboard page's body: per suite folder, each table of
-    :data:`pebench.render.protocol_tables.LEADERBOARD_TABLES` its report wrote, and the fit table."""
-    folders = suite_folders(results)
+    """The leaderboard page's body: the boards of the current protocol (:data:`pebench.protocol.BOARD_KINDS`) of the
+    reference suite; every other table is on the page of every table (:func:`suites_include`), protocol v2's ranking
+    on the archive page (:func:`archive_include`)."""
+    folders = _ordered(results)
     if not folders:
         return results_text.not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
-    lines = []
-    for folder in sorted(folders, key=lambda f: (f.name != REFERENCE_SUITE, f.name)):
-        lines += [f"## `{folder.name}` suite", "",
-                  results_text.tables_from_text(folder, ROOT, f"/_generated/results/{folder.name}",
-                                                report_index(folder)), ""]
-        titles = {table["name"]: table["title"] for table in report_index(folder)["tables"]}  # the report's titles
-        for kind, title, lead in LEADERBOARD_TABLES:  # pairwise_tasks_* is no `pairwise` table of an experiment
-            longer = tuple(f"{other}_" for other, _, _ in LEADERBOARD_TABLES if other.startswith(f"{kind}_"))
-            paths = [p for p in sorted((folder / "tables").glob(f"{kind}_*.md")) if not p.stem.startswith(longer)]
-            if kind == "leaderboard" and not paths:
-                lines.append(results_text.no_leaderboard_text(folder, ROOT))
-            for path in paths:
-                experiment = path.stem.removeprefix(f"{kind}_")
-                heading = titles.get(path.stem) or f"{title}: {people_words(experiment)}"
-                lead_text = lead.replace("{experiment}", experiment)
-                lines += _table_section(path, heading, lead_text, out / folder.name, srcdir)
-                if kind == "leaderboard":
-                    lines += _ranks(folder, path, experiment, out, srcdir)
-        lines += [f"### {REPORT_TABLES['fit_table']}", "", results_text.LEADERBOARD_FIT_LEAD, "",
-                  report_tables(folder, "fit_table"), ""]
+    lead = folders[0]
+    lines = [*_suite_heading(lead), *suite_tables(lead, BOARD_KINDS, out, srcdir)]
     if absent := unranked_suites_text(folder.name for folder in folders):
         lines += [absent, ""]
     return "\n".join(lines)
+
+
+def suites_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
+    """The page of every table: per suite folder, the tables of the current protocol the leaderboard page does not
+    lead with (the reference's boards are there) and the fit table."""
+    lines = []
+    for folder in _ordered(results):
+        lead = folder.name == REFERENCE_SUITE
+        kinds = [kind for kind, _, _ in LEADERBOARD_TABLES if kind not in ARCHIVED_KINDS
+                 and not (lead and kind in BOARD_KINDS)]
+        lines += [*_suite_heading(folder), *suite_tables(folder, kinds, out, srcdir),
+                  f"### {REPORT_TABLES['fit_table']}", "", results_text.LEADERBOARD_FIT_LEAD, "",
+                  report_tables(folder, "fit_table"), ""]
+    return "\n".join(lines) or results_text.not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
+
+
+def archive_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
+    """The archive page's tables: per suite folder, protocol v2's ranking (:data:`ARCHIVED_KINDS`) with its
+    intervals' edges and every task's ranks."""
+    lines = []
+    for folder in _ordered(results):
+        lines += [*_suite_heading(folder), *suite_tables(folder, ARCHIVED_KINDS, out, srcdir)]
+    return "\n".join(lines) or results_text.not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
 
 
 def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) -> list[str]:

@@ -118,8 +118,11 @@ def report_parts(report: CopiedReport, srcdir: Path, figure: Callable[[ReportArt
     tables = [line for table in report.tables for line in table_section(table, srcdir)]
     tables += ["## Summary data", "", "Per-run and aggregated values behind the figures and tables: "
                + ", ".join(summaries), ""] if summaries else []
-    return {"figures": ("Figures", f"Every figure ({len(report.figures)})",
-                        [line for artifact in report.figures for line in figure(artifact)]),
+    emphasised = report.index.get("encoding_figures")  # each encoding against the others: on its own page
+    emphasised = emphasised if isinstance(emphasised, dict) else {}
+    figures = [artifact for artifact in report.figures if artifact.name not in emphasised]
+    return {"figures": ("Figures", f"Every figure ({len(figures)})",
+                        [line for artifact in figures for line in figure(artifact)]),
             "tables": ("Tables", f"Every table ({len(report.tables)}) and the summary data",
                        [results_text.HOW_TO_READ_TABLES, "", *tables] if tables else []),
             "findings": ("Findings", f"Every finding ({len(report.index['findings'])})", [f"- {f}" for f in findings])}
@@ -147,14 +150,17 @@ def compare_section(local: Path, reference: Path) -> tuple[list[str], list[str]]
     return verdict, rows + [line for sentence in result["one_side"] for line in (sentence, "")]
 
 
-def reruns_text(results: Path) -> str:
+def reruns_text(results: Path, current: bool = True, archived: bool = True) -> str:
     """The ``reruns`` substitution, a list: per committed rerun, a link to its page and its report's summary; then the
-    reruns kept with replaced references (:func:`pebench.render.results_text.archived_rerun_summaries`)."""
-    current = [f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: " + " ".join(
-        results_text.rerun_summary(rerun, report_file.rerun_reference(rerun), ROOT, report_index(rerun)))
-        for rerun in rerun_folders(results)] or [results_text.no_reruns_text(results, ROOT)]
-    return "\n".join(f"- {item}" for item in
-                     [*current, *results_text.archived_rerun_summaries(results, ROOT, report_index)])
+    reruns kept with replaced references (:func:`pebench.render.results_text.archived_rerun_summaries`). ``current``
+    and ``archived`` say which of the two (the leaderboard page lists the current, its archive page the others)."""
+    reruns = []
+    if current:
+        reruns = [f"{{doc}}`Rerun {rerun.name} </_generated/results/{RERUNS}-{rerun.name}>`: " + " ".join(
+            results_text.rerun_summary(rerun, report_file.rerun_reference(rerun), ROOT, report_index(rerun)))
+            for rerun in rerun_folders(results)] or [results_text.no_reruns_text(results, ROOT)]
+    kept = results_text.archived_rerun_summaries(results, ROOT, report_index) if archived else []
+    return "\n".join(f"- {item}" for item in [*reruns, *kept])
 
 
 def rerun_page(rerun: Path, reference: Path, out: Path, srcdir: Path = DOCS) -> dict[str, str]:
