@@ -804,7 +804,11 @@ def _add_history_commands(sub: argparse._SubParsersAction) -> None:
 def _add_show(sub: argparse._SubParsersAction) -> None:
     """``pebench show``."""
     p = sub.add_parser("show", help="print a results folder's main table, then its tables (--task, --encoding, "
-                                    "--metric narrow them)")
+                                    "--metric narrow them)",
+                       description="Print a results folder's main table, then its tables, as its report wrote them "
+                                   "(pebench report): a second. Without a current report (none, or one older than "
+                                   "the run files) the first line says so and what to run, and the tables are "
+                                   "computed from the run files, which takes a minute for the reference.")
     _add_results_argument(p)
     p.add_argument("--experiment", action="append", default=[], help="only this experiment (repeatable)")
     p.add_argument("--task", action="append", default=[], metavar="NAME",
