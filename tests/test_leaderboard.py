@@ -351,7 +351,7 @@ def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_r
 def test_the_unfitted_capable_runs_that_met_the_threshold_on_the_evaluation_set_are_counted():
     """An unfitted run whose evaluation rows (all inputs, most of them trained on) reach the threshold at every
     training length missed only on its check's held-out inputs: at a small input space, one input in a few dozen
-    (pebench.learn.heldout.check_inputs). Counted from in-distribution rows only; an OOD row is never read."""
+    (pebench.tasks.base.Task.distinct_inputs). Counted from in-distribution rows only; an OOD row is never read."""
     def eval_rows(run_id, accuracies, ood=0.1):
         return [dict(run_id=run_id, eval_len=length, condition="original", variant="trained", token_acc=acc,
                      train_min_len=1, train_max_len=8, fit_threshold=0.99)

@@ -313,7 +313,6 @@ def test_read_writes_each_pilots_reading_beside_its_rows(tmp_path, monkeypatch):
 
 def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     from pebench import tasks
-    from pebench.learn import heldout
     from pebench.render.fit_criterion import fit_criterion_blocks
 
     listed, unsplit = fit_criterion_blocks(["parity_check", "missing_duplicate", "copy"])
@@ -321,14 +320,15 @@ def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     assert "at most 5 errors per length" in listed["items"][0]  # 1% of 512, rounded down
     assert "resolves accuracy only to one in as many inputs as the part holds" in listed["items"][3]
     rows = {row[0]: row[1:] for row in unsplit["rows"]}
-    expected = heldout.unsplit_lengths(tasks.get("parity_check"), range(1, 9))
+    parity = tasks.get("parity_check")
+    expected = [length for length in range(1, 9) if not parity.is_split(length)]
     assert rows["Parity check (`parity_check`)"][0] == ", ".join(map(str, expected)) and expected  # it has some
     # the fewest held-out inputs of a split length: missing duplicate (min_length 2) splits only length 8
     assert rows["Missing duplicate (`missing_duplicate`)"] == [
-        "2, 3, 4, 5, 6, 7", f"{heldout.check_inputs(tasks.get('missing_duplicate'), 8)} (length 8)"]
-    fewest = min((heldout.check_inputs(tasks.get("parity_check"), n), n) for n in range(1, 9) if n not in expected)
+        "2, 3, 4, 5, 6, 7", f"{tasks.get('missing_duplicate').distinct_inputs(8, held_out=True)} (length 8)"]
+    fewest = min((parity.distinct_inputs(n, held_out=True), n) for n in range(1, 9) if n not in expected)
     assert rows["Parity check (`parity_check`)"][1] == f"{fewest[0]} (length {fewest[1]})" and fewest[0] < 512
-    assert rows["Copy (`copy`)"][1] == f"{heldout.check_inputs(tasks.get('copy'), 3)} (length 3)"  # 1,000 inputs
+    assert rows["Copy (`copy`)"][1] == f"{tasks.get('copy').distinct_inputs(3, held_out=True)} (length 3)"  # 1,000
     assert fit_criterion_blocks(["copy"], longest=1)[1]["rows"][0][2] == "no split length"
 
 

@@ -3,16 +3,19 @@ on) and training context (the rendered training sequence), each against the defe
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
 
 from pebench import encodings, tasks
-from pebench.learn import heldout
 from pebench.learn.train import TrainConfig, fit_accuracy, fit_batch, train, training_batch
 from pebench.plan.execute import model_for
 from pebench.plan.experiment import make_spec, rendered_length
 from pebench.protocol import FIT_V3
+from pebench.tasks.base import HELD_OUT_SHARE, input_keys, is_held_out
 
 
 def v3_config(**overrides) -> TrainConfig:
@@ -29,11 +32,11 @@ def rows(inputs: torch.Tensor) -> set[tuple[int, ...]]:
 
 def test_the_split_is_a_fixed_function_of_the_input_and_its_length():
     inputs = tasks.get("copy").sample(4096, 8, torch.Generator().manual_seed(0)).inputs
-    held = heldout.is_held_out(inputs)
-    assert torch.equal(held, heldout.is_held_out(inputs.clone()))
+    held = is_held_out(inputs)
+    assert torch.equal(held, is_held_out(inputs.clone()))
     # one input in HELD_OUT_SHARE, up to sampling noise (4096 draws: sd of the share about 0.004)
-    assert abs(float(held.float().mean()) - 1 / heldout.HELD_OUT_SHARE) < 0.02
-    assert not torch.equal(heldout.input_keys(inputs[:, :7]), heldout.input_keys(inputs[:, 1:]))
+    assert abs(float(held.float().mean()) - 1 / HELD_OUT_SHARE) < 0.02
+    assert not torch.equal(input_keys(inputs[:, :7]), input_keys(inputs[:, 1:]))
 
 
 @pytest.mark.parametrize(("name", "length", "expected"), [
@@ -42,7 +45,7 @@ def test_the_split_is_a_fixed_function_of_the_input_and_its_length():
     ("copy", 8, True),
 ])
 def test_a_length_is_split_only_where_its_held_out_part_has_enough_inputs(name, length, expected):
-    assert heldout.separable(tasks.get(name), length) is expected
+    assert tasks.get(name).is_split(length) is expected
 
 
 @pytest.mark.parametrize("name", ["parity_check", "even_pairs", "cycle_navigation", "copy"])
@@ -57,11 +60,11 @@ def test_no_held_out_input_of_the_fit_check_is_ever_trained_on(name):
     for step in range(300):
         length = config.train_min_len + step % (config.train_max_len - config.train_min_len + 1)
         trained[length] |= rows(training_batch(task, config, length, generator).inputs)
-    split = [length for length in held_out if heldout.separable(task, length)]
+    split = [length for length in held_out if task.is_split(length)]
     assert split, "at least the longest training length is split"
     for length in split:
         assert not held_out[length] & trained[length], f"length {length}"
-        assert heldout.is_held_out(torch.tensor(sorted(held_out[length]))).all()
+        assert is_held_out(torch.tensor(sorted(held_out[length]))).all()
 
 
 def missing_duplicate_inputs(length: int) -> torch.Tensor:
@@ -80,14 +83,14 @@ def test_the_inputs_a_fit_check_draws_from_are_counted_exactly_where_they_are_fe
     every = missing_duplicate_inputs(8)
     assert len(every) == 128 and len(rows(missing.sample(4096, 8, torch.Generator().manual_seed(0)).inputs)
                                       - rows(every)) == 0
-    held = int(heldout.is_held_out(every).sum())
-    assert heldout.check_inputs(missing, 8) == held and held < FIT_V3["fit_examples"] // 16
-    assert heldout.check_inputs(missing, 8, disjoint=False) == 128  # v2: the whole space, every input trained on
+    held = int(is_held_out(every).sum())
+    assert missing.distinct_inputs(8, held_out=True) == held and held < FIT_V3["fit_examples"] // 16
+    assert missing.distinct_inputs(8) == 128  # v2: the whole space, every input trained on
     parity = tasks.get("parity_check")
     bits = torch.tensor([[(k >> i) & 1 for i in range(8)] for k in range(256)])
-    assert heldout.check_inputs(parity, 8) == int(heldout.is_held_out(bits).sum())
-    assert heldout.check_inputs(parity, 3) == 8  # not split: the check draws from all 8 inputs
-    assert heldout.check_inputs(tasks.get("copy"), 8) >= FIT_V3["fit_examples"]  # a large space: not resolved
+    assert parity.distinct_inputs(8, held_out=True) == int(is_held_out(bits).sum())
+    assert parity.distinct_inputs(3, held_out=True) == 8  # not split: the check draws from all 8 inputs
+    assert tasks.get("copy").distinct_inputs(8, held_out=True) >= FIT_V3["fit_examples"]  # large: not resolved
 
 
 def test_v2s_fit_check_shared_its_inputs_with_training_on_a_binary_task():
@@ -311,3 +314,21 @@ def test_the_regeneration_sentence_counts_the_runs_of_the_next_reference(tmp_pat
     raw.symlink_to(source)
     with pytest.raises(ResultsError, match="symbolic link"):
         regeneration_text(results)
+
+
+#: per task and length 1..12 (where the task is defined): [is_split, distinct_inputs, distinct_inputs held out], as
+#: pebench.learn.heldout's separable and check_inputs (v2: disjoint=False; v3) computed them before issue 62
+DISTINCT_INPUTS = Path(__file__).with_name("distinct_inputs.json")
+
+
+@pytest.mark.long
+def test_every_task_splits_and_counts_its_inputs_as_before():
+    """The task answers its split and distinct-input count (the report asks it, not the training side): the same
+    numbers as before on every registered task at lengths 1 to 12."""
+    golden = json.loads(DISTINCT_INPUTS.read_text())
+    assert set(golden) <= set(tasks.names())
+    for name, lengths in golden.items():
+        task = tasks.get(name)
+        found = {str(n): [task.is_split(n), task.distinct_inputs(n), task.distinct_inputs(n, held_out=True)]
+                 for n in map(int, lengths)}
+        assert found == lengths, name

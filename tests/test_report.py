@@ -16,7 +16,6 @@ from pebench import tasks
 from pebench.analysis import results
 from pebench.analysis.compare import MARGINS, compare
 from pebench.cli import main
-from pebench.learn import heldout
 from pebench.plan.experiment import registered_report_specs
 from pebench.render.tables import latex_escape
 from pebench.report import Artifact, Report, tables_for, write_report
@@ -540,7 +539,7 @@ def test_fit_resolution_states_the_binomial_chance_and_scores_only_fitted_runs_a
     assert "true accuracy at each training length can be" in v3["lead"]
     assert "from fewer distinct inputs (a small input space, or under protocol v3 its held-out part)" in v3["lead"]
     assert "score at the longest training length on the evaluation set" in v3["lead"]
-    few = heldout.check_inputs(tasks.get("missing_duplicate"), 8)
+    few = tasks.get("missing_duplicate").distinct_inputs(8, held_out=True)
     assert v3["rows"] == [
         ["`{folder}`", "missing duplicate", str(few), 1, 1, 1, f"0.860 (missing duplicate, encoder, {label}, seed 0)"],
         *([*r[:2], "512 or more", *r[3:]] for r in section["rows"])]

@@ -19,7 +19,6 @@ from scipy import stats
 
 from pebench import metrics, tasks
 from pebench.config import TrainConfig
-from pebench.learn import heldout
 from pebench.protocol import SCALES
 from pebench.render.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
 from pebench.store import first_rows
@@ -148,15 +147,16 @@ def floors_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
 def _resolution_groups(fitted: pd.DataFrame, examples: int) -> list[tuple[str, str, pd.DataFrame]]:
     """The rows of :func:`fit_resolution`'s table of one criterion (``examples`` per check), as (runs, distinct
     inputs per check, their rows of ``fitted``): per task and count, the runs whose check at the longest training
-    length draws from fewer distinct inputs than ``examples`` (:func:`pebench.learn.heldout.check_inputs`: the held-out
-    part of the space where the run's check is disjoint, else all of it); then the other runs by answer length.
+    length draws from fewer distinct inputs than ``examples`` (:meth:`pebench.tasks.base.Task.distinct_inputs`: the
+    held-out part of the space where the run's check is disjoint, else all of it); then the other runs by answer
+    length.
     Empty groups are left out."""
     disjoint = np.zeros(len(fitted), dtype=bool)
     if "fit_disjoint" in fitted:  # an object column of a folder with and without the criterion: True, False or NaN
         disjoint = (fitted["fit_disjoint"] == True).to_numpy()  # noqa: E712
     keys = list(zip(fitted["task"], fitted["train_max_len"].astype(int), disjoint.tolist(), strict=True))
     # per (task, length, disjoint), once: the inputs its check draws from and whether its answer is one token
-    read = {key: (heldout.check_inputs(task, key[1], key[2]), task.output_length(key[1]) == 1)
+    read = {key: (task.distinct_inputs(key[1], held_out=key[2]), task.output_length(key[1]) == 1)
             for key, task in ((key, tasks.get(key[0])) for key in set(keys))}
     inputs = np.array([read[key][0] for key in keys], dtype=int)
     one_token = np.array([read[key][1] for key in keys], dtype=bool)
@@ -198,8 +198,8 @@ def fit_resolution(data: pd.DataFrame) -> dict[str, Any]:
     batch and the chance that one check passes a model whose true token accuracy is below the threshold (binomial,
     one-token answers), and how its fitted runs score at the longest training length on the evaluation set (the
     rows of ``condition`` original, variant as trained): a row per task whose check there draws from fewer
-    distinct inputs than its examples (:func:`pebench.learn.heldout.check_inputs`), then a row per answer length (one
-    token, longer) of the other tasks. No section where no run has a fit criterion."""
+    distinct inputs than its examples (:meth:`pebench.tasks.base.Task.distinct_inputs`), then a row per answer length
+    (one token, longer) of the other tasks. No section where no run has a fit criterion."""
     checked = data[data["fitted"].notna()] if "fitted" in data.columns else data.iloc[:0]
     criteria = _criteria(checked)
     keys = sorted(set(criteria.itertuples(index=False, name=None)))

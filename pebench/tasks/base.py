@@ -17,10 +17,17 @@ Rendering (Deletang et al. 2023 for the encoder):
   in one non-autoregressive pass.
 
 Labels equal to ``IGNORE = -100`` carry no loss (PyTorch's cross-entropy default).
+
+A task's input space at a length is split in two by a fixed hash of the input (its symbols and length,
+:func:`is_held_out`): one input in :data:`HELD_OUT_SHARE` belongs to the held-out part, which the fit criterion of
+protocol v3 draws from and training never sees (:mod:`pebench.learn.heldout`). A task says whether a length is
+split (:meth:`Task.is_split`) and how many distinct inputs it draws from (:meth:`Task.distinct_inputs`). The hash is
+exact integer arithmetic below 2**63 (no overflow), so the split is the same on every machine.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,6 +38,36 @@ if TYPE_CHECKING:
 
 IGNORE = -100
 ARCHS = ("encoder", "decoder")
+
+#: one input in this many belongs to the held-out part of its input space
+HELD_OUT_SHARE = 8
+#: a length is split only if its held-out part holds at least this many distinct inputs
+MIN_HELD_OUT_INPUTS = 16
+#: draws of the probe that decides whether a length is split (:meth:`Task.is_split`)
+PROBE_DRAWS = 4096
+#: draws of the probe that counts distinct inputs (:meth:`Task.distinct_inputs`), at most, in chunks of
+#: :data:`COUNT_CHUNK`; it stops once it has seen :data:`COUNT_ENOUGH` (more than any fit check's examples)
+COUNT_DRAWS = 65_536
+COUNT_CHUNK = 8_192
+COUNT_ENOUGH = 1_024
+
+_MODULUS = 2**31 - 1  # a prime: the rolling hash stays below it, so key * multiplier < 2**63
+_MULTIPLIER = 1_000_003
+_MIX = 2_654_435_761  # Knuth's multiplicative hash constant, < 2**32
+
+
+def input_keys(inputs: Tensor) -> Tensor:
+    """A 32-bit hash (N,) of each input row (N, L) and its length, in exact int64 arithmetic."""
+    n, length = inputs.shape
+    key = torch.full((n,), length, dtype=torch.long)
+    for column in inputs.long().cpu().unbind(1):  # (N,) each
+        key = (key * _MULTIPLIER + column + 1) % _MODULUS
+    return (key * _MIX) % 2**32
+
+
+def is_held_out(inputs: Tensor) -> Tensor:
+    """Which input rows (N, L) belong to the held-out part of their input space (bool (N,))."""
+    return (input_keys(inputs) >> 16) % HELD_OUT_SHARE == 0
 
 
 @dataclass(frozen=True)
@@ -144,6 +181,20 @@ class Task:
         counts = torch.nn.functional.one_hot(targets, self.vocab_size).sum(0)  # (L_out, V)
         return float(counts.max(-1).values.sum() / targets.numel())
 
+    def is_split(self, length: int) -> bool:
+        """Whether the input space at ``length`` is split into training and held-out inputs: its held-out part
+        holds at least :data:`MIN_HELD_OUT_INPUTS` distinct inputs among :data:`PROBE_DRAWS` fixed draws
+        (computed once per task version and length: :func:`pebench.tasks.get` makes a new instance per call)."""
+        return _is_split(type(self), self.name, self.version, length)
+
+    def distinct_inputs(self, length: int, held_out: bool = False) -> int:
+        """How many distinct inputs of ``length`` the task draws from: those of the held-out part where
+        ``held_out`` and the length :meth:`is_split`, else of the whole space. Counted among up to
+        :data:`COUNT_DRAWS` fixed draws (held-out ones: one in :data:`HELD_OUT_SHARE` of them), so a count of a few
+        hundred or fewer is the exact size of a uniformly drawn space; counting stops at :data:`COUNT_ENOUGH` or
+        more, where the space holds at least as many (computed once per task version, length and part)."""
+        return _distinct_inputs(type(self), self.name, self.version, length, held_out and self.is_split(length))
+
     def describe(self) -> str:
         """A one-paragraph description (first paragraph of the docstring)."""
         doc = (type(self).__doc__ or "").strip()
@@ -151,6 +202,27 @@ class Task:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, version={self.version})"
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_split(cls: type[Task], name: str, version: int, length: int) -> bool:
+    inputs = cls().sample(PROBE_DRAWS, length, torch.Generator().manual_seed(7_919 * length + 1), split="eval").inputs
+    held = inputs[is_held_out(inputs)]
+    return len(torch.unique(held, dim=0)) >= MIN_HELD_OUT_INPUTS if len(held) else False
+
+
+@functools.lru_cache(maxsize=4096)
+def _distinct_inputs(cls: type[Task], name: str, version: int, length: int, held_out_part: bool) -> int:
+    task, generator = cls(), torch.Generator().manual_seed(7_919 * length + 2)
+    seen = torch.empty(0, length, dtype=torch.long)
+    for _ in range(COUNT_DRAWS // COUNT_CHUNK):
+        inputs = task.sample(COUNT_CHUNK, length, generator, split="eval").inputs.long()
+        if held_out_part:
+            inputs = inputs[is_held_out(inputs)]
+        seen = torch.unique(torch.cat([seen, inputs]), dim=0)
+        if len(seen) >= COUNT_ENOUGH:
+            break
+    return len(seen)
 
 
 class SequenceTask(Task):
