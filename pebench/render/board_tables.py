@@ -206,46 +206,61 @@ def tier_sentence(board: pd.DataFrame, arch: str) -> str:
         return "no encoding fitted an order-dependent task alongside another, so nothing is ranked."
     battery = int(here["battery"].iloc[0])
     n_boot, seed = int(here["n_boot"].iloc[0]), int(here["boot_seed"].iloc[0])
+    parts = _tier_parts(ranked) + _flagged_parts(here, ranked, battery)
+    return "; ".join(parts) + (f" (ranked from pairwise task-level comparisons on jointly fitted runs of {battery} "
+                               f"order-dependent tasks; tiers from {n_boot:,} bootstrap replicates, seed {seed}).")
 
-    def described(rows: pd.DataFrame, probability: bool = True) -> str:
-        return ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"
-                         + (f" (P(tier) {r.tier_probability:.3f})" if probability else "") for r in rows.itertuples())
 
+def _described(rows: pd.DataFrame, probability: bool = True) -> str:
+    """The encodings of ``rows`` with their score intervals (and the probability of their tier)."""
+    return ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"
+                     + (f" (P(tier) {r.tier_probability:.3f})" if probability else "") for r in rows.itertuples())
+
+
+def _leading_part(ranked: pd.DataFrame, tiered: pd.DataFrame) -> tuple[list[str], list[int]]:
+    """The clause :func:`tier_sentence` opens with (none where the tiers are listed one by one) and the tiers it
+    lists after it."""
+    if tiered.empty:
+        return ["no encoding extrapolates: every ranked one scores at or below the position-free floor ("
+                + _described(ranked, probability=False) + ")"], []
+    if len(tiered) == 1:
+        return [f"only {_described(tiered, probability=False)} extrapolates beyond the position-free floor"], []
+    top = tiered[tiered["tier"] == 1]
+    if len(top) == 1 and top["placement"].iloc[0] == "tier 1":
+        return [f"{_described(top)} is first, alone in the top tier"], sorted(set(tiered["tier"]) - {1})
+    if len(top) < len(tiered):
+        return [], sorted(set(tiered["tier"]))
+    # every pair shares at most the second-largest task count of its members
+    shared = sorted(tiered["n_tasks"], reverse=True)[1]
+    few = "" if leaderboard.separable(shared) else (
+        f" (no two of them share the {leaderboard.min_separable_pairs()} order-dependent tasks a paired test "
+        f"needs to reach p < {leaderboard.ALPHA:g})")
+    return [f"{len(top)} encodings share the top tier, no paired test separating them{few}: " + _described(top)], []
+
+
+def _tier_parts(ranked: pd.DataFrame) -> list[str]:
+    """The clauses of :func:`tier_sentence` on the ranked encodings' tiers: the lead, the tiers listed, those between
+    tiers and those with no extrapolation."""
     tiered = ranked[ranked["tier"] > 0]
     confident = tiered[tiered["placement"].str.startswith("tier ")]
-    parts, listed = [], []
-    if tiered.empty:
-        parts.append("no encoding extrapolates: every ranked one scores at or below the position-free floor ("
-                     + described(ranked, probability=False) + ")")
-    elif len(tiered) == 1:
-        parts.append(f"only {described(tiered, probability=False)} extrapolates beyond the position-free floor")
-    else:
-        top = tiered[tiered["tier"] == 1]
-        if len(top) == 1 and top["placement"].iloc[0] == "tier 1":
-            parts.append(f"{described(top)} is first, alone in the top tier")
-            listed = sorted(set(tiered["tier"]) - {1})
-        elif len(top) == len(tiered):
-            # every pair shares at most the second-largest task count of its members
-            shared = sorted(tiered["n_tasks"], reverse=True)[1]
-            few = "" if leaderboard.separable(shared) else (
-                f" (no two of them share the {leaderboard.min_separable_pairs()} order-dependent tasks a paired test "
-                f"needs to reach p < {leaderboard.ALPHA:g})")
-            parts.append(f"{len(top)} encodings share the top tier, no paired test separating them{few}: "
-                         + described(top))
-        else:
-            listed = sorted(set(tiered["tier"]))
+    parts, listed = _leading_part(ranked, tiered)
     for tier in listed:
         members = confident[confident["tier"] == tier]
-        parts.append(f"tier {tier}: " + (described(members) if len(members) else "only encodings between tiers"))
+        parts.append(f"tier {tier}: " + (_described(members) if len(members) else "only encodings between tiers"))
     between = ranked[ranked["placement"] == "between tiers"]
     if not between.empty:
         parts.append(f"between tiers (their tier holds in under {leaderboard.TIER_CONFIDENCE:.0%} of the replicates): "
-                     + described(between))
-    if len(tiered):
-        below = ranked[~ranked["extrapolates"]]
-        if not below.empty:
-            parts.append("no extrapolation (score at or below the position-free floor): "
-                         + described(below, probability=False))
+                     + _described(between))
+    below = ranked[~ranked["extrapolates"]]
+    if len(tiered) and not below.empty:
+        parts.append("no extrapolation (score at or below the position-free floor): "
+                     + _described(below, probability=False))
+    return parts
+
+
+def _flagged_parts(here: pd.DataFrame, ranked: pd.DataFrame, battery: int) -> list[str]:
+    """The clauses of :func:`tier_sentence` on the encodings judged on few tasks and on those not ranked."""
+    parts = []
     few = ranked[ranked["few_tasks"]]
     if not few.empty:
         parts.append("judged only on the tasks they fitted alongside another encoding: " + ", ".join(
@@ -254,5 +269,4 @@ def tier_sentence(board: pd.DataFrame, arch: str) -> str:
     if not unranked.empty:
         parts.append("not ranked (no order-dependent task fitted alongside another encoding): "
                      + ", ".join(encoding_label(e) for e in unranked["encoding"]))
-    return "; ".join(parts) + (f" (ranked from pairwise task-level comparisons on jointly fitted runs of {battery} "
-                               f"order-dependent tasks; tiers from {n_boot:,} bootstrap replicates, seed {seed}).")
+    return parts
