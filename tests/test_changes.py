@@ -127,6 +127,22 @@ def test_the_table_names_the_protocols_and_says_scores_are_not_comparable():
     assert to_latex(table).isascii() and "v3-0123abcd against standard v2-aaa7cfcc" in table.to_markdown()
 
 
+def test_an_encoding_at_or_below_the_floor_is_no_extrapolation_never_a_tier():
+    """Tier 0 of the extrapolation board (issue 66): ranked, at or below the position-free floor, no tier. Its move
+    from a tier is said as such, and staying below the floor on both sides is no move."""
+    found, said = compared(row("rope", 0, score=-0.2), *BEFORE[1:])
+    assert moved(found) == {"rope": ["tier"]}
+    assert said[1] == ("Length extrapolation, decoder: RoPE moved from tier 1 to no extrapolation (score 0.10 [0.00, "
+                       "0.20] under v2, −0.20 [−0.30, −0.10] under v3).")
+    below = (row("rope", 0, score=-0.2), *BEFORE[1:])
+    same, said = compared(*below, before=below)
+    assert moved(same) == {} and said[0].startswith("No verdict moved")
+    table = changes_table(found, V2, V3)
+    shown = {r[1].text: [c.shown for c in r] for r in table.rows}
+    assert shown["RoPE"][2:4] == ["1", "no extrapolation"]
+    assert "no extrapolation = at or below the position-free floor" in table.caption
+
+
 # --------------------------------------------------------------------------- folders
 
 

@@ -1,10 +1,11 @@
 """What changed between two results' verdicts: an older snapshot's main table (:mod:`pebench.store.history`) beside a
 current one, per experiment, architecture and encoding.
 
-A verdict *moved* when an encoding's tier changed (ranked on both sides), it became ranked or unranked, or its
-harm verdict on the order-free controls flipped (both sides with a control interval); an encoding compared on one
-side only is *new* or *gone*. Scores are shown beside the tiers with their 95% intervals and never compared as
-numbers: scores measured under different protocols are not comparable.
+A verdict *moved* when an encoding's tier changed (ranked on both sides; a ranked encoding without a tier, at or
+below the position-free floor, has "no extrapolation", and moves only from or to a tier), it became ranked or
+unranked, or its harm verdict on the order-free controls flipped (both sides with a control interval); an encoding
+compared on one side only is *new* or *gone*. Scores are shown beside the tiers with their 95% intervals and never
+compared as numbers: scores measured under different protocols are not comparable.
 
 :func:`verdict_changes` reads two folders and returns a :class:`Changes` (its table model, its sentences and the
 blocks a page renders); :func:`changes`, :func:`changes_table` and :func:`change_sentences` work on main-table
@@ -61,7 +62,8 @@ def _moved(row: Mapping[str, Any]) -> list[str]:
         return [NEW if row["side"] == "after" else GONE]
     moved = []
     ranked = bool(row["ranked_before"]), bool(row["ranked_after"])
-    if all(ranked) and row["tier_before"] != row["tier_after"]:
+    tiers = row["tier_before"], row["tier_after"]
+    if all(ranked) and not (tiers[0] == tiers[1] or (pd.isna(tiers[0]) and pd.isna(tiers[1]))):
         moved.append("tier")
     if ranked[0] != ranked[1]:
         moved.append("ranking")
@@ -93,8 +95,16 @@ def _interval(point: float, low: float, high: float, digits: int = 2) -> str:
     return "—" if not np.isfinite(point) else interval_text(point, low, high, digits)
 
 
+#: a ranked encoding without a tier (:func:`main_table_frame` reads its tier 0 as NaN)
+NO_EXTRAPOLATION = "no extrapolation"
+
+
 def _tier(row: Mapping[str, Any], side: str) -> str:
-    return f"tier {int(row[f'tier_{side}'])}" if row[f"ranked_{side}"] else "not ranked"
+    """``tier k``, ``no extrapolation`` or ``not ranked``."""
+    if not row[f"ranked_{side}"]:
+        return "not ranked"
+    tier = row[f"tier_{side}"]
+    return NO_EXTRAPOLATION if pd.isna(tier) else f"tier {int(tier)}"
 
 
 def _score(row: Mapping[str, Any], side: str) -> str:
@@ -122,7 +132,7 @@ CELL_COLUMNS = ("tier", "score", "dependent_fit_rate", "harms")
 
 def _cell_texts(row: Mapping[str, Any], side: str) -> dict[str, str]:
     """The table's texts of one side of a row (:data:`CELL_COLUMNS`)."""
-    tier = str(int(row[f"tier_{side}"])) if row[f"ranked_{side}"] else "—"
+    tier = "—" if not row[f"ranked_{side}"] else _tier(row, side).removeprefix("tier ")
     return {"tier": tier, "score": _score(row, side), "dependent_fit_rate": _fit(row, side),
             "harms": _harms(row, side)}
 
@@ -226,8 +236,9 @@ def changes_table(frame: pd.DataFrame, before: Mapping[str, Any], after: Mapping
     title = f"{'' if several else people_words(experiments[0]) + ': '}what changed from {b} to {a}"
     title = title[0].upper() + title[1:]
     caption = (f"The verdicts of the main table of {before['suite']} {before['results_version']} ({b}) beside those "
-               f"of {after['suite']} {after['results_version']} ({a}), per architecture and encoding. Tier: 1 = top; — "
-               "= not ranked (too few of its order-dependent runs fitted). Score: floor-normalised OOD score with its "
+               f"of {after['suite']} {after['results_version']} ({a}), per architecture and encoding. Tier: 1 = top; "
+               f"{NO_EXTRAPOLATION} = at or below the position-free floor, ranked but in no tier; — = not ranked (too "
+               "few of its order-dependent runs fitted to compare it). Score: floor-normalised OOD score with its "
                "95% interval. Fit: share of its order-dependent runs that met the fit criterion. Harms: the 95% "
                f"interval of its difference from {baseline} on the order-free controls lies below 0 (— = no such "
                "interval). Moved: the tier, the ranking or the harm verdict changed; new or gone: compared on one "
