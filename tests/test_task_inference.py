@@ -205,3 +205,49 @@ def test_a_comparison_says_whether_an_encoding_has_no_runs_or_no_fitted_ones():
     runs = task_runs({"a": [0.1] * 6}).assign(fitted=lambda r: r["encoding"] != "b")
     row = lb.pairwise(runs, [("a", "b"), ("a", "c")], lb.PRIMARY_SCORE, jointly_fitted=True)
     assert row["note"].tolist() == ["no fitted b run of an order-dependent task for decoder", "no c runs for decoder"]
+
+
+# --------------------------------------------------------------------------- the words that describe them
+
+
+def test_the_declared_comparisons_are_described_as_the_task_level_test_they_are(tmp_path):
+    """The caption and findings of the declared comparisons name the test on task means, the tasks, the smallest p
+    they allow and the MDE, not protocol v2's pooled pairs; the per-task table defers to the task-level verdict."""
+    from pebench.report.boards import ranking_artifacts
+    from pebench.report_spec import ReportSpec
+
+    runs = board_runs({"rope": 0.5, "alibi": 0.3, "t5": 0.45}, noise=0.05).assign(
+        experiment="length_extrapolation", ood_token_acc=0.5)
+    spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("rope", "alibi"), ("rope", "t5")))
+    artifacts, findings = ranking_artifacts(runs, "length_extrapolation", spec, tmp_path, protocol=3)
+    captions = {artifact.name: artifact.caption for artifact in artifacts}
+    caption = captions["pairwise_length_extrapolation"]
+    assert "runs paired by" not in caption and "the task is the unit of inference" in caption
+    assert "exact two-sided sign-flip test over the task means (8 tasks each;" in caption
+    assert "Holm-corrected over the family of 2" in caption and "smallest p 8 tasks allow: 0.0078" in caption
+    assert "MDE: the minimum detectable effect" in caption and "80% power at 0.05 / 2" in caption
+    said = [finding for finding in findings if " vs " in finding]
+    assert len(said) == 2 and not any("pairs)." in finding for finding in said)
+    assert all("; 8 tasks (24 task-seed pairs), smallest attainable p 0.0078, minimum detectable effect 0." in finding
+               for finding in said)
+    by_task = captions["pairwise_tasks_length_extrapolation"]
+    assert "pooled" not in by_task and "the task-level test's above" in by_task
+
+
+def test_the_extrapolation_board_caption_describes_the_pairwise_ranking_and_its_tiers(tmp_path):
+    from pebench.report.boards import board_artifacts
+    from pebench.report_spec import ReportSpec
+
+    runs = board_runs({"rope": 0.5, "alibi": 0.45, "none": -0.2}).assign(experiment="length_extrapolation",
+                                                                       ood_token_acc=0.5)
+    artifacts, findings = board_artifacts(runs, "length_extrapolation", ReportSpec(primary_metric="ood_token_acc"),
+                                          tmp_path)
+    caption = next(artifact.caption for artifact in artifacts if artifact.name.startswith("extrapolation_"))
+    for old in ("P(first)", "tier leader", "overlaps", "encodings that fitted at least"):
+        assert old not in caption
+    for new in ("ranked from pairwise task-level comparisons", "Advantage:", "joins the current tier unless",
+                "10,000 bootstrap replicates over tasks and seeds, seed 0", "P(tier):",
+                "Between tiers: P(tier) under 0.9", "No extrapolation:", "decoder 8 order-dependent tasks"):
+        assert new in caption, new
+    assert "no extrapolation (score at or below the position-free floor): NoPE" in findings[0]
+

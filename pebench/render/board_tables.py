@@ -194,6 +194,33 @@ def pairwise_by_task_table(table: pd.DataFrame, caption: str, name: str = "pairw
     return _board(name, table, headers, rows, caption, label, keys=3)  # a pair's tasks under its name
 
 
+def tier_rule(n_boot: int, seed: int) -> str:
+    """How the extrapolation board forms its tiers (:func:`pebench.analysis.leaderboard.tiers`) from ``n_boot``
+    bootstrap replicates drawn with ``seed``, and what its placements mean, in the words of a caption."""
+    return (f"Tier: in order of advantage, an encoding joins the current tier unless one of its members is "
+            f"significantly better than it (their pairwise difference above 0 in at least 97.5% of {n_boot:,} "
+            f"bootstrap replicates over tasks and seeds, seed {seed}, on at least "
+            f"{leaderboard.min_separable_pairs()} shared tasks, the fewest on which a paired test can reach p < "
+            f"{leaderboard.ALPHA:g}; not corrected for the number of pairs), and otherwise opens the next tier "
+            "(1 = top). P(tier): the share of the replicates in which its place in the order lies within its tier's. "
+            f"Between tiers: P(tier) under {leaderboard.TIER_CONFIDENCE:g}. No extrapolation: its score, or the upper "
+            "end of its 95% interval, at or below the position-free floor (0): no tier, whatever its order")
+
+
+def battery_text(board: pd.DataFrame) -> str:
+    """The order-dependent tasks of each architecture of an :func:`extrapolation_board` (``decoder 7
+    order-dependent tasks, encoder 5``) and the encodings judged on few of them, with their counts."""
+    archs = board.drop_duplicates("arch")
+    text = ", ".join(f"{r.arch} {r.battery}" + (" order-dependent tasks" if i == 0 else "")
+                     for i, r in enumerate(archs.itertuples()))
+    few = board[board["ranked"] & board["few_tasks"]]
+    if not few.empty:
+        text += (f"; judged on fewer than {100 * leaderboard.BOARD_MIN_FIT:.0f}% of them (flagged, still ranked): "
+                 + ", ".join(f"{encoding_label(r.encoding)}, {r.arch} ({r.n_tasks} of {r.battery})"
+                             for r in few.itertuples()))
+    return text
+
+
 def tier_sentence(board: pd.DataFrame, arch: str) -> str:
     """What an :func:`extrapolation_board` says about ``arch``, claiming only what its tiers separate: the encoding
     first where it holds the top tier alone (in at least :data:`~pebench.analysis.leaderboard.TIER_CONFIDENCE` of

@@ -83,17 +83,15 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     artifacts = v3 + artifacts
     if spec.comparisons:
         name = f"pairwise_{experiment}"
-        if protocol >= 3:  # scored as protocol v3 scores: the board's score on jointly fitted pairs
+        if protocol >= 3:  # scored as protocol v3 scores: the board's score on jointly fitted pairs, task by task
             table = leaderboard.pairwise(runs, spec.comparisons, leaderboard.PRIMARY_SCORE, jointly_fitted=True)
-            paired = (f"{metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label} (protocol v3): runs paired by "
-                      "order-dependent task and seed, only pairs in which both encodings fitted")
+            caption = task_level_caption(table)
         else:
             table = leaderboard.pairwise(runs, spec.comparisons, metric)
-            paired = f"{label}: runs paired by task and seed (an unfitted run scores 0)"
-        caption = (f"The pairwise comparisons declared before the results were made, on {paired}, mean difference "
-                   "a − b with a 95% bootstrap interval, two-sided sign-flip permutation test, p-values "
-                   "Holm-corrected over the whole family (every comparison and architecture). Look at the verdict "
-                   "column.")
+            caption = (f"The pairwise comparisons declared before the results were made, on {label}: runs paired by "
+                       "task and seed (an unfitted run scores 0), mean difference a − b with a 95% bootstrap interval, "
+                       "two-sided sign-flip permutation test over the pairs, p-values Holm-corrected over the whole "
+                       "family (every comparison and architecture). Look at the verdict column.")
         artifacts.append(save_table(dataclasses.replace(
             board_tables.pairwise_table(table, caption, name),
             title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
@@ -106,8 +104,49 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                 f"{encoding_label(row['b'])}: {leaderboard.verdict_text(row)} "
                                 f"(mean difference {row['mean_diff']:+.3f} [{row['ci_low']:+.3f}, "
                                 f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
-                                f"while the Holm p = {row['p_holm']:.3g} is; {int(row['n_pairs'])} pairs).")
+                                f"while the Holm p = {row['p_holm']:.3g} is; {_units(row)}).")
     return artifacts, findings
+
+
+def _units(row: pd.Series) -> str:
+    """What a declared comparison rests on: its tasks (with the smallest p they allow and its minimum detectable
+    effect) where the task is the unit, its task-seed pairs where the pair is (protocol v2)."""
+    if row["unit"] != "task":
+        return f"{int(row['n_pairs'])} pairs"
+    mde = row["mde"]
+    effect = ("" if not mde == mde else ", no shift detectable on so few tasks" if mde == float("inf")
+              else f", minimum detectable effect {mde:.3f}")
+    return (f"{int(row['n_tasks'])} tasks ({int(row['n_pairs'])} task-seed pairs), smallest attainable p "
+            f"{row['smallest_p']:.2g}{effect}")
+
+
+def task_level_caption(table: pd.DataFrame) -> str:
+    """The caption of the declared comparisons at task level (:func:`pebench.analysis.leaderboard.pairwise` with
+    ``unit="task"``): the test, the tasks it rests on, the smallest p they allow, the family and the MDE."""
+    label = metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
+    tested = table[table["p_value"].notna()]
+    family = len(tested)
+    if tested.empty:
+        tasks = "no comparison has a task both encodings fitted"
+    else:
+        low, high = int(tested["n_tasks"].min()), int(tested["n_tasks"].max())
+        tasks = f"{high} tasks each" if low == high else f"from {low} to {high} tasks"
+        tasks += f"; the smallest p {high} tasks allow: {leaderboard.smallest_p(high):.2g}"
+        if high > leaderboard.EXACT_MAX_PAIRS:
+            tasks += (f"; beyond {leaderboard.EXACT_MAX_PAIRS} tasks, {leaderboard.N_PERMUTATIONS:,} seeded random "
+                      "sign patterns")
+    alpha = leaderboard.ALPHA
+    return (f"The pairwise comparisons declared before the results were made, on {label}: per architecture, the "
+            "order-dependent runs in which both encodings fitted, paired by task and seed, their differences a − b "
+            "averaged over the seeds within each task; the task is the unit of inference (the seeds of one task "
+            "share it, and are not independent evidence). Mean difference over the tasks with a 95% two-level "
+            f"bootstrap interval (tasks, then seeds); exact two-sided sign-flip test over the task means ({tasks}); "
+            f"p-values Holm-corrected over the family of {family} (every comparison and architecture). Smallest p: "
+            f"the smallest p its tasks allow, 2 / 2^tasks; a comparison that cannot reach p < {alpha:g} after Holm "
+            f"is \"cannot resolve\". MDE: the minimum detectable effect, the shift of the mean task difference that "
+            f"the test detects with {100 * leaderboard.MDE_POWER:.0f}% power at {alpha:g} / {family}, given the "
+            "observed spread of the task differences (none = no shift detectable on so few tasks). Look at the "
+            "verdict column, and at the MDE beside a difference not found.")
 
 
 def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
@@ -124,8 +163,9 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                f"encodings fitted, the mean difference a − b of {label}, how many seeds favour a, b or neither, and "
                "the exact two-sided sign-flip p over those seeds with the smallest p they could give. The "
                f"{tests} p-values are not adjusted for the {tests} tests of this table: they show which tasks carry "
-               "the declared verdict, which is the pooled test's above, and are no verdict themselves. Look at the "
-               "seed counts: a task where the seeds split is no evidence either way.")
+               "the declared verdict, which is the task-level test's above (on the task means, Holm-corrected), and "
+               "are no verdict themselves. Look at the seed counts: a task where the seeds split is no evidence either "
+               "way.")
     return [save_table(dataclasses.replace(
         board_tables.pairwise_by_task_table(table, caption, name),
         title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
@@ -148,15 +188,19 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
 
     tiers = leaderboard.extrapolation_board(runs)
     if not tiers.empty:
+        n_boot, seed = int(tiers["n_boot"].iloc[0]), int(tiers["boot_seed"].iloc[0])
         board("extrapolation", tiers, board_tables.extrapolation_table,
-              f"Extrapolation board: {label} ((OOD accuracy - position-free floor) / (1 - floor), mean over tasks of "
-              "the mean over seeds) of the encodings that fitted at least "
-              f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of their order-dependent runs, on the task-seed pairs in which "
-              "every one of them fitted; 95% intervals of a two-level bootstrap (tasks, then seeds); encodings whose "
-              "interval overlaps a tier leader's share its tier (all of them, on fewer than "
-              f"{leaderboard.min_separable_pairs()} pairs: too few for a paired test to reach p < "
-              f"{leaderboard.ALPHA:g}); P(first) = share of bootstrap replicates in which it is best. Look at the "
-              "tiers, not the order inside one.", "extrapolation tiers")
+              f"Extrapolation board: every encoding ranked from pairwise task-level comparisons of {label} ((OOD "
+              "accuracy − position-free floor) / (1 − floor)): for two encodings and an order-dependent task, their "
+              "mean difference over the seeds in which both fitted, so a task that one encoding cannot fit leaves "
+              "only that encoding's pairs. Advantage: the mean of an encoding's pairwise differences over the "
+              "encodings it shares a task with (the board's order); win rate: the share of its (opponent, task) "
+              "comparisons it wins. Score: the mean over the tasks it fitted of the mean over its fitted seeds. 95% "
+              "intervals of a two-level bootstrap (tasks, then the seeds within each). "
+              f"{board_tables.tier_rule(n_boot, seed)}. Tasks: those it is judged on (fitted alongside another "
+              f"encoding) of the battery ({board_tables.battery_text(tiers)}); few = fewer than "
+              f"{100 * leaderboard.BOARD_MIN_FIT:.0f}% of them, flagged and still ranked. Look at the tiers and "
+              "P(tier), not the order inside a tier.", "extrapolation tiers")
         for arch in tiers["arch"].unique():
             findings.append(f"{named(experiment, spec, arch)}: {board_tables.tier_sentence(tiers, arch)}")
     capability = leaderboard.capability(runs)
