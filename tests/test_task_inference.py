@@ -251,3 +251,22 @@ def test_the_extrapolation_board_caption_describes_the_pairwise_ranking_and_its_
         assert new in caption, new
     assert "no extrapolation (score at or below the position-free floor): NoPE" in findings[0]
 
+
+def test_the_main_table_shows_the_placement_and_tier_probability_never_tier_0():
+    from pebench.report.main_table import main_table
+
+    runs = board_runs({"rope": 0.5, "alibi": 0.45, "none": -0.2, "learned": -0.08}).assign(ood_token_acc=0.5)
+    table = main_table(runs, "length_extrapolation", "Main results", "standard v4-0123abcd")
+    shown = {row[1].value: row[2] for row in table.rows}
+    assert shown["none"].text == shown["learned"].text == "no extrapolation" and shown["none"].value == 0
+    assert shown["rope"].text == "1 (1.000)" and shown["rope"].mark == "best"
+    data = table.data.set_index("encoding")
+    assert data.loc["none", "placement"] == "no extrapolation" and data.loc["rope", "tier_probability"] == 1.0
+    for old in ("overlaps", "tier leader", "pairs of"):
+        assert old not in table.caption
+    assert "decoder 8 order-dependent tasks" in table.caption and "between tiers" in table.caption
+    levels = {f"e{i}": 0.6 - 0.04 * i for i in range(8)}
+    runs = board_runs(levels, noise=0.15).assign(ood_token_acc=0.5)
+    between = main_table(runs, "length_extrapolation", "Main results", "standard v4-0123abcd")
+    texts = [row[2].text for row in between.rows]
+    assert any(text.startswith("between tiers (") for text in texts), texts
