@@ -65,6 +65,22 @@ def test_the_leaderboard_shows_protocol_v3s_boards_first_each_with_a_title_and_l
     assert len({kind for kind, _, _ in LEADERBOARD_TABLES}) == len(LEADERBOARD_TABLES)
 
 
+def test_the_leads_and_pages_describe_the_pairwise_board_and_the_task_level_comparisons():
+    """Issue 66: the board ranks every encoding from pairwise task-level comparisons, with P(tier), "between tiers"
+    and "no extrapolation"; a declared comparison tests task means. No lead or page says the replaced rules."""
+    leads = {kind: lead for kind, _, lead in LEADERBOARD_TABLES}
+    for new in ("pairwise comparisons task by task", "P(tier)", "between tiers", "no extrapolation, never a tier"):
+        assert new in leads["extrapolation"], new
+    assert "P(first)" not in leads["extrapolation"] and "at least half" not in leads["extrapolation"]
+    assert "not ranked on the extrapolation board" not in leads["capability"]
+    assert "tested on task means" in leads["pairwise"] and "minimum detectable effect" in leads["pairwise"]
+    protocol, leaderboard = ((ROOT / "docs" / name).read_text() for name in ("protocol.md", "leaderboard.md"))
+    for old in ("overlap the tier leader's share its tier", "P(first) is the board's stability",
+                "Unit of inference of a declared verdict: the run pair", "P(first) says how often"):
+        assert old not in protocol and old not in leaderboard, old
+    assert "Unit of inference of a declared verdict: the task." in protocol and "P(tier)" in leaderboard
+
+
 def test_the_suites_without_results_are_named_as_not_ranked():
     ranked = [suite for suite in SUITES if suite != "smoke"]
     assert unranked_suites_text(ranked) == ""

@@ -42,12 +42,15 @@ REFERENCE_SUITE = "standard"
 # then : protocol v2's ranking, the declared comparisons and the seeds fitted per task
 LEADERBOARD_TABLES = (
     ("extrapolation", "Extrapolation tiers",
-     "Floor-normalised OOD token accuracy of the encodings that fit at least half of their order-dependent runs, on "
-     "the task-seed pairs where every one of them fitted, as tiers. Look at the tier column: encodings in one "
-     "tier are not ranked apart; P(first) says how often each comes first when tasks and seeds are resampled."),
+     "Floor-normalised OOD token accuracy, every encoding ranked from pairwise comparisons task by task, each pair "
+     "on the runs both encodings fitted, in tiers of paired bootstrap tests over tasks and seeds. Look at the tier "
+     "column: encodings in one tier are not ranked apart; P(tier) says how often each keeps its tier's places when "
+     "tasks and seeds are resampled (under 0.9: between tiers); an encoding at or below the position-free floor "
+     "has no extrapolation, never a tier."),
     ("capability", "Capability",
      "How many runs met the fit criterion. Look for encodings that do not fit what they can represent: they are "
-     "not ranked on the extrapolation board, and their out-of-distribution numbers are not judged."),
+     "judged on the extrapolation board only on the tasks they fitted (flagged where few), and their "
+     "out-of-distribution numbers are not judged."),
     ("harm", "Harm on the order-free controls",
      "Controls need no order: look for encodings whose accuracy there falls below the position-free baseline's "
      "(harms = yes)."),
@@ -61,8 +64,9 @@ LEADERBOARD_TABLES = (
      "extrapolation (the reason protocol v3 ranks jointly fitted runs instead); encodings whose intervals overlap "
      "are not ranked apart by these seeds."),
     ("pairwise", "Declared comparisons",
-     "The comparisons declared before the results were made (`ReportSpec.comparisons` of `{experiment}`). Look at "
-     "the verdict and the Holm-corrected p: a difference whose interval contains 0 is no finding."),
+     "The comparisons declared before the results were made (`ReportSpec.comparisons` of `{experiment}`), tested "
+     "on task means (the task is the unit), Holm-corrected over the family. Look at the verdict, the smallest p "
+     "the tasks allow and the minimum detectable effect: a difference whose interval contains 0 is no finding."),
     ("pairwise_tasks", "Declared comparisons per task",
      "The declared comparisons split by order-dependent task (protocol v3): how many seeds favour each side, and "
      "each task's paired test over its seeds, unadjusted. Look at where the seeds agree: this table says which "
@@ -243,10 +247,11 @@ def protocol_values() -> dict[str, str]:
 
 def inference_values(suite: str = REFERENCE_SUITE, experiment: str = "length_extrapolation") -> dict[str, str]:
     """What the declared comparisons of ``experiment`` can resolve in ``suite``: the smallest p of a sign-flip test
-    over one task's seeds, and of one over its order-dependent tasks (a unit each), alone and at Holm's first step
-    over the family of declared comparisons (every comparison in every arch). The smallest p of ``n`` pairs is
-    ``2 / 2**n``, the exact test's (:func:`pebench.analysis.leaderboard.smallest_p`; the leaderboard needs pandas,
-    which this module, read by the site, does not import)."""
+    over one task's seeds (the per-task view), and of one over its order-dependent tasks (the unit of a declared
+    verdict), alone and at Holm's first step over the family of declared comparisons (every comparison in every
+    arch). The smallest p of ``n`` units is ``2 / 2**n``, the exact test's
+    (:func:`pebench.analysis.leaderboard.smallest_p`; the leaderboard needs pandas, which this module, read by the
+    site, does not import)."""
     specs = load_experiments().get(experiment).runs(suite)
     dependent = len({spec.task for spec in specs if tasks.get(spec.task).order_dependent})
     declared = registered_report_specs([experiment]).get(experiment)
