@@ -312,7 +312,8 @@ def test_show_leads_with_the_extrapolation_board_of_a_report_that_recorded_no_ma
     assert main(["show", str(older), "--width", "0"]) == 0
     assert capsys.readouterr().out.startswith(f"(the report of {older} names no main table;")
     # a folder of the reference: its report wrote the extrapolation board (the synthetic runs have no fit data)
-    index["tables"].append({"name": "extrapolation_length_extrapolation", "title": "Length extrapolation: tiers"})
+    index["tables"].append({"name": "extrapolation_length_extrapolation", "title": "Length extrapolation: tiers",
+                            "caption": "", "paths": {"md": "tables/extrapolation_length_extrapolation.md"}})
     (older / "report.json").write_text(json.dumps(index))
     (older / "tables" / "extrapolation_length_extrapolation.md").write_text("| Tier | Encoding |\n|---|---|\n")
     assert main(["show", str(older), "--width", "0"]) == 0
