@@ -52,12 +52,18 @@ def main_table_text(folder: Path) -> str | None:
 
 
 def wrapped(text: str, width: int | None) -> str:
-    """``text`` with every line that is not a table row (``|``) wrapped at ``width`` (``None``: as it is)."""
+    """``text`` with every line that is not a table row (``|``) wrapped at ``width`` (``None``: as it is); a Markdown
+    table with a row wider than ``width`` is printed without the blanks around its cells (still Markdown)."""
     if width is None:
         return text
+    lines = text.splitlines()
+    rows = [i for i, line in enumerate(lines) if line.startswith("|")]
+    if any(len(lines[i]) > width for i in rows):
+        for i in rows:
+            lines[i] = "|".join(cell.strip() for cell in re.split(r"(?<!\\)\|", lines[i]))
     return "\n".join(line if line.startswith("|") else "\n".join(textwrap.wrap(line, width, break_long_words=False,
                                                                                 break_on_hyphens=False) or [""])
-                     for line in text.splitlines())
+                     for line in lines)
 
 
 #: the field of ``report.json`` that holds the tables ``pebench show`` prints: ``{"experiments": [...], "tables":
