@@ -96,6 +96,14 @@ class TrainConfig:
     # stopped learning). Relative, so a run near the threshold that still halves its error goes on.
     fit_patience: int = 0
     fit_min_drop: float = 0.1
+    # Extension (0 = off; protocol v4, issue 66): a run that has not fitted at its cap ``steps`` trains on, at
+    # the schedule's final learning rate, in blocks of ``extend_window`` steps, as long as its held-out accuracy
+    # rose by at least ``extend_min_gain`` over the last ``extend_window`` steps, up to ``extend_to`` steps in
+    # all (the ceiling). Decided on held-out training lengths only (rule 2), so the budget stops binding a run
+    # that is still learning without depending on any evaluation.
+    extend_to: int = 0
+    extend_window: int = 1000
+    extend_min_gain: float = 0.01
 
     def __post_init__(self) -> None:
         for key in ("steps", "batch_size", "warmup_steps", "train_min_len", "train_max_len"):
@@ -143,10 +151,36 @@ class TrainConfig:
             raise ValueError("fit_patience (the plateau stop) needs stop_at_fit")
         if self.stop_at_fit and not self.fit_every:
             raise ValueError("stop_at_fit needs fit_every > 0 (how often the fit criterion is checked)")
+        self._check_extension()
+
+    def _check_extension(self) -> None:
+        """The extension's fields: a ceiling above the cap, reached in whole windows of whole fit checks."""
+        for key in ("extend_to", "extend_window"):
+            check_int(key, getattr(self, key))
+        if not self.extend_to:
+            return
+        if not self.stop_at_fit:
+            raise ValueError("extend_to (the extension of a run still improving at its cap) needs stop_at_fit")
+        if self.extend_window < 1 or not 0 < self.extend_min_gain <= 1 or self.extend_to <= self.steps:
+            raise ValueError(f"need extend_window >= 1, extend_min_gain in (0, 1] and extend_to > steps; got "
+                             f"{self.extend_window}, {self.extend_min_gain}, {self.extend_to} (steps {self.steps})")
+        for key in ("steps", "extend_window", "extend_to"):
+            if getattr(self, key) % self.fit_every:
+                raise ValueError(f"{key} ({getattr(self, key)}) must be a multiple of fit_every ({self.fit_every}) "
+                                 "when runs are extended: the extension is decided at fit checks")
+        if (self.extend_to - self.steps) % self.extend_window:
+            raise ValueError(f"extend_to - steps ({self.extend_to - self.steps}) must be a multiple of "
+                             f"extend_window ({self.extend_window})")
+
+    @property
+    def step_ceiling(self) -> int:
+        """The most steps a run can take: ``extend_to`` when runs are extended, else the cap ``steps``."""
+        return max(self.steps, self.extend_to)
 
     def to_dict(self) -> dict:
         """Flat dict of the config, for result rows (``length_seed`` only when set, the fit
-        criterion only when it is checked, and its protocol-v3 fields only when they differ from v2's, so
+        criterion only when it is checked, its protocol-v3 fields only when they differ from v2's, and the extension
+        only when runs are extended, so
         run ids of configs that leave them at their defaults are unchanged)."""
         flat = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict's deep copies: every field is a scalar
         if flat["length_seed"] is None:
@@ -160,6 +194,8 @@ class TrainConfig:
                 flat.pop(key, None)
         if not flat["fit_patience"]:
             del flat["fit_patience"], flat["fit_min_drop"]
+        if not flat["extend_to"]:
+            del flat["extend_to"], flat["extend_window"], flat["extend_min_gain"]
         return flat
 
 

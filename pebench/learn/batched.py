@@ -57,8 +57,10 @@ from pebench.learn.train import (
     first_labeled,
     fit_accuracy,
     fit_batch,
+    fit_check_due,
     learning_rate,
     length_generator,
+    step_budget,
     train,
     training_batch,
 )
@@ -309,15 +311,15 @@ def train_batched(
     sync_every = 1 if device.type == "cpu" else 32
     run = _BatchedRun(models, batched, task, configs, device)
     with torch.random.fork_rng(devices=[]):
-        for step in range(config.steps):
+        for step in range(config.step_ceiling):
             if not run.active:
                 break
             length = draw_length(config, lengths)
             losses = _train_step(batched, optimizer, task, config, step, length, generators, rng_states, device)
             run.pending.append((losses.detach(), step, length))
             if on_step is not None:
-                on_step(step + 1, config.steps)
-            check = run.held_out is not None and ((step + 1) % config.fit_every == 0 or step + 1 == config.steps)
+                on_step(step + 1, step_budget(step + 1, config))
+            check = run.held_out is not None and fit_check_due(step + 1, config)
             if len(run.pending) >= sync_every or check:
                 run.flush()
             if check and run.active:

@@ -156,7 +156,7 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> tuple[torch.o
     return optimizer, flat
 
 
-def data_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+def data_generator(seed: int) -> torch.Generator:
     """The CPU generator that draws training data for ``seed`` (separate from init)."""
     return torch.Generator().manual_seed(1_000_003 * seed + 17)
 
@@ -279,8 +279,8 @@ def train(
             parameters are shared, so ``model`` itself is trained. Off by default: measured slower on
             CPUs, compile time included (docs: performance). Losses then agree with
             eager training to float rounding, not bit for bit.
-        on_step: called after each step with the steps done and the step cap (a progress display); it
-            never changes the training.
+        on_step: called after each step with the steps done and the step budget (:func:`step_budget`: a
+            progress display); it never changes the training.
 
     Returns:
         A :class:`TrainResult`; ``status`` is ``"diverged"`` if the loss became
@@ -298,7 +298,8 @@ def train(
     held_out = fit_batch(task, config) if config.fit_every else None
     fit = FitTracker()
     start = time.perf_counter()
-    for step in range(config.steps):
+    ceiling = config.step_ceiling
+    for step in range(ceiling):
         length = draw_length(config, lengths)
         tokens, labels = render(task, training_batch(task, config, length, generator), model.config.arch)
         first = first_labeled(labels)
@@ -313,11 +314,10 @@ def train(
             flat.clip_grad_norm_(config.grad_clip)
         optimizer.step()
         if on_step is not None:
-            on_step(step + 1, config.steps)
+            on_step(step + 1, step_budget(step + 1, config))
         if monitor.record(loss, length):
             break
-        last = step + 1 == config.steps
-        if held_out is not None and ((step + 1) % config.fit_every == 0 or last):
+        if held_out is not None and fit_check_due(step + 1, config):
             if fit.update(fit_accuracy(model, task, held_out, device, config.fit_threshold), step + 1, config):
                 break
     result = monitor.result()
@@ -325,6 +325,30 @@ def train(
     result.seconds = time.perf_counter() - start
     model.eval()
     return result
+
+
+def fit_check_due(steps: int, config: TrainConfig) -> bool:
+    """Whether the fit criterion is checked after ``steps`` steps: every ``fit_every`` steps, at the cap and at
+    the ceiling."""
+    return steps % config.fit_every == 0 or steps in (config.steps, config.step_ceiling)
+
+
+def step_budget(steps: int, config: TrainConfig) -> int:
+    """The budget a progress display shows after ``steps`` steps: the cap, then the ceiling once a run is
+    extended past it."""
+    return config.steps if steps <= config.steps else config.step_ceiling
+
+
+def still_improving(curve: Sequence[tuple[int, float]], window: int, min_gain: float) -> bool:
+    """Whether a fit curve (``[(steps, held-out accuracy)]``) rose by at least ``min_gain`` over its last
+    ``window`` steps: its last accuracy against the last one recorded ``window`` or more steps before (0, the
+    accuracy of no model, if none was). The extension rule of :class:`~pebench.config.TrainConfig` and the
+    report's count of runs that ended still improving both ask this."""
+    if not len(curve):
+        return False
+    last_step, last = curve[-1]
+    before = [accuracy for steps, accuracy in curve if steps <= last_step - window]
+    return last - (before[-1] if before else 0.0) >= min_gain
 
 
 class FitTracker:
@@ -336,6 +360,7 @@ class FitTracker:
         self.steps_to_fit: int | None = None
         self.best_error, self.best_step = math.inf, 0  # lowest held-out error (by a fit_min_drop margin), when
         self.plateaued = False
+        self.ended: str | None = None  # "cap", "stalled" or "ceiling" once the step budget ended the run
         self.curve: list[tuple[int, float]] = []  # (steps, accuracy) at every check
 
     @property
@@ -349,17 +374,33 @@ class FitTracker:
             result.fitted, result.steps_to_fit, result.fit_token_acc = self.fitted, self.steps_to_fit, self.accuracy
             result.fit_curve = list(self.curve)
         result.stop_reason = ("diverged" if result.status == "diverged" else "fit" if self.fitted and config.stop_at_fit
-                              else "plateau" if self.plateaued else "cap")
+                              else "plateau" if self.plateaued else self.ended or "cap")
 
     def update(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
         """Record the accuracy after ``steps`` steps; True if training must stop here: fitted with
-        ``stop_at_fit``, or no relative drop in held-out error for ``fit_patience`` steps (a plateau)."""
+        ``stop_at_fit``, no relative drop in held-out error for ``fit_patience`` steps (a plateau), or the step
+        budget is spent (:meth:`budget_spent`)."""
         if self.check(accuracy, steps, config) and config.stop_at_fit:
             return True
         if config.fit_patience and steps - self.best_step >= config.fit_patience:
             self.plateaued = True
             return True
-        return False
+        return self.budget_spent(steps, config)
+
+    def budget_spent(self, steps: int, config: TrainConfig) -> bool:
+        """True if an unfitted run ends after ``steps`` steps: at its cap unless extended, at the end of an
+        extension window in which it gained less than ``extend_min_gain`` ("stalled"), or at the ceiling."""
+        if steps < config.steps:
+            return False
+        if steps >= config.step_ceiling:
+            self.ended = "ceiling" if steps > config.steps else "cap"
+            return True
+        if (steps - config.steps) % config.extend_window:
+            return False  # inside an extension window
+        if still_improving(self.curve, config.extend_window, config.extend_min_gain):
+            return False
+        self.ended = "cap" if steps == config.steps else "stalled"
+        return True
 
     def check(self, accuracy: float, steps: int, config: TrainConfig) -> bool:
         """Record the accuracy after ``steps`` steps; True if the criterion is met (now or before)."""
@@ -394,9 +435,11 @@ def replay_stop(curve: Sequence[tuple[int, float]], config: TrainConfig) -> Repl
         raise ValueError("replaying a stop needs a fit criterion (fit_every > 0)")
     tracker = FitTracker()
     for steps, accuracy in curve:
-        if tracker.update(float(accuracy), int(steps), config):
+        if tracker.update(float(accuracy), int(steps), config) and tracker.ended is None:
             reason = "fit" if tracker.fitted else "plateau"
             return ReplayedStop(int(steps), reason, tracker.fitted, tracker.steps_to_fit)
+        if tracker.ended is not None:  # the step budget, not the rule, ended it: as a curve the rule outlived
+            return ReplayedStop(int(steps), "curve", tracker.fitted, tracker.steps_to_fit)
     last = int(curve[-1][0]) if len(curve) else 0
     return ReplayedStop(last, "curve", tracker.fitted, tracker.steps_to_fit)
 

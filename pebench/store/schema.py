@@ -58,17 +58,17 @@ METRIC_COLUMNS = (
 CONFIG_COLUMNS = (
     "arch", "batch_size", "d_model", "divergence_loss", "dropout", "encoding", "encoding_options",
     "eval_batch_size", "eval_conditions", "eval_decoding", "eval_equivariance", "eval_lengths", "eval_n_examples",
-    "eval_seed", "eval_variants", "experiment", "fit_disjoint", "fit_every", "fit_examples", "fit_lengths",
-    "fit_min_drop", "fit_patience", "fit_threshold", "grad_clip", "length_seed", "lr", "min_lr_ratio",
-    "mlp_ratio", "n_heads", "n_layers", "protocol", "steps", "stop_at_fit", "suite", "task", "task_version",
-    "train_max_len", "train_min_len", "warmup_steps", "weight_decay",
+    "eval_seed", "eval_variants", "experiment", "extend_min_gain", "extend_to", "extend_window", "fit_disjoint",
+    "fit_every", "fit_examples", "fit_lengths", "fit_min_drop", "fit_patience", "fit_threshold", "grad_clip",
+    "length_seed", "lr", "min_lr_ratio", "mlp_ratio", "n_heads", "n_layers", "protocol", "steps", "stop_at_fit",
+    "suite", "task", "task_version", "train_max_len", "train_min_len", "warmup_steps", "weight_decay",
 )
 #: configuration columns a run records only when they differ from their defaults (length seed, fit criterion,
-#: protocol version; :meth:`pebench.config.TrainConfig.to_dict`), so that the run ids of configurations that
+#: protocol version, extension; :meth:`pebench.config.TrainConfig.to_dict`), so that the run ids of configurations that
 #: leave them alone stay as they were before the field existed
 OPTIONAL_CONFIG_COLUMNS = (
-    "fit_disjoint", "fit_every", "fit_examples", "fit_lengths", "fit_min_drop", "fit_patience", "fit_threshold",
-    "length_seed", "protocol", "stop_at_fit",
+    "extend_min_gain", "extend_to", "extend_window", "fit_disjoint", "fit_every", "fit_examples", "fit_lengths",
+    "fit_min_drop", "fit_patience", "fit_threshold", "length_seed", "protocol", "stop_at_fit",
 )
 #: configuration columns computed from the others (the suite's position capacity): recorded, never compared
 DERIVED_CONFIG_COLUMNS = ("position_capacity",)
@@ -86,12 +86,12 @@ TEXT_COLUMNS = ("run_id", "pebench_version", "commit", "error", "rows_sha256")
 NUMBER_COLUMNS = (
     "batch_size", "chance_token_acc", "compiled", "d_model", "divergence_loss", "dropout", "encoding_params",
     "equivariance_gap_init", "equivariance_gap_trained", "eval_batch_size", "eval_equivariance", "eval_len",
-    "eval_n_examples", "eval_seed", "final_train_loss", "fit_disjoint", "fit_every", "fit_examples", "fit_min_drop",
-    "fit_patience", "fit_threshold", "fit_token_acc", "fitted", "floor_seq_acc", "floor_token_acc", "grad_clip",
-    "length_seed", "loss", "loss_se", "lr", "min_lr_ratio", "mlp_ratio", "n", "n_heads", "n_layers", "params",
-    "position_capacity", "protocol", "seed", "seq_acc", "steps", "steps_done", "steps_to_fit", "stop_at_fit",
-    "task_version", "token_acc", "torch_threads", "train_max_len", "train_min_len", "train_seconds", "warmup_steps",
-    "weight_decay",
+    "eval_n_examples", "eval_seed", "extend_min_gain", "extend_to", "extend_window", "final_train_loss",
+    "fit_disjoint", "fit_every", "fit_examples", "fit_min_drop", "fit_patience", "fit_threshold", "fit_token_acc",
+    "fitted", "floor_seq_acc", "floor_token_acc", "grad_clip", "length_seed", "loss", "loss_se", "lr",
+    "min_lr_ratio", "mlp_ratio", "n", "n_heads", "n_layers", "params", "position_capacity", "protocol", "seed",
+    "seq_acc", "steps", "steps_done", "steps_to_fit", "stop_at_fit", "task_version", "token_acc", "torch_threads",
+    "train_max_len", "train_min_len", "train_seconds", "warmup_steps", "weight_decay",
 )
 #: last column of a run file: SHA-256 of its header and rows without this column
 #: (:func:`pebench.store.rows_checksum`)
