@@ -291,9 +291,10 @@ def ood_normalised_acc(runs: pd.DataFrame) -> pd.Series:
 
 
 register_metric("fitted", label="Fitted", axis_label="fraction of seeds fitted", higher_is_better=True,
-                description="1 if the run met its fit criterion (held-out token accuracy at the longest training "
-                "length), else 0; its seed mean is the fraction of seeds fitted (NaN: no criterion, e.g. the "
-                "language model).")(None)
+                description="1 if the run met its fit criterion (held-out token accuracy at or above the "
+                "threshold at the training lengths the criterion names: every training length since protocol v3, "
+                "the longest under v2), else 0; its seed mean is the fraction of seeds fitted (NaN: no criterion, "
+                "e.g. the language model).")(None)
 register_metric("steps_to_fit", label="Steps to fit", higher_is_better=False, format="int",
                 description="Optimizer steps until the fit criterion was first met (fitted runs only).")(None)
 register_metric("ood_chance_token_acc", label="Chance", axis_label="chance token accuracy", higher_is_better=None,

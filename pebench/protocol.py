@@ -134,6 +134,10 @@ def task_steps(suite: str, arch: str, task: str) -> int:
 #: (a fixed budget: a language model has no fit criterion). Standard, protocol v3: the LM step pilot's rule
 #: (results/pilots/lm_step_pilot.json): no count up to 3200 brought the in-distribution spread within 1.10
 LM_STEPS: dict[str, int] = {"standard": 6400}
+#: the LM step pilot's declared goal: the spread of the in-distribution perplexity across encodings (the largest
+#: seed-mean perplexity at the training context over the smallest) at most this; a report says whether its
+#: LM met it (``pilots/lm_step_pilot.py``, ``MAX_SPREAD``)
+LM_SPREAD_GOAL = 1.10
 
 #: seeds per suite
 #: (standard, protocol v3: six, so that a per-task paired sign-flip test over seeds can reach p < 0.05)

@@ -880,4 +880,29 @@ def test_the_perplexity_finding_names_a_least_degrading_encoding_apart_only_wher
     assert "1.01 ± 0.02 times its perplexity at the training length" in close  # t interval of 3 seeds, sd 0.01
     runs, cells = lm_runs({"alibi": [1.00, 1.01, 1.02], "rope": [2.9, 3.0, 3.1]})
     (apart,) = findings_perplexity(runs, cells, "lm_extrapolation", ReportSpec())
-    assert "significantly less than every other encoding's; most RoPE" in apart
+    assert re.search(r"significantly less than every other encoding's \(one-sided Welch tests over seeds, Holm "
+                     r"over 1: largest corrected p [0-9.e-]+\); most RoPE", apart)
+
+
+def test_the_perplexity_finding_says_whether_the_declared_spread_goal_was_met():
+    """The LM step pilot declared an in-distribution spread (worst over best perplexity at the training context)
+    of at most LM_SPREAD_GOAL; the finding says the spread reached and whether the goal was met, either way."""
+    from pebench.protocol import LM_SPREAD_GOAL
+
+    runs, cells = lm_runs({"alibi": [1.00, 1.01, 1.02], "rope": [2.9, 3.0, 3.1]})
+    (met,) = findings_perplexity(runs, cells, "lm_extrapolation", ReportSpec())
+    assert f"spans 1.00 times from the best encoding to the worst; the declared goal (LM step pilot) was at most " \
+           f"{LM_SPREAD_GOAL:.2f}: met." in met
+    cells.loc[cells["encoding"] == "rope", "train_perplexity_mean"] = 4.48  # 1.12 times ALiBi's 4.0, v3's miss
+    (missed,) = findings_perplexity(runs, cells, "lm_extrapolation", ReportSpec())
+    assert "spans 1.12 times" in missed and "**missed**" in missed
+
+
+def test_the_fitted_metric_describes_the_criterion_of_every_protocol():
+    """The fit criterion checks every training length since protocol v3; the description must not say the
+    longest only."""
+    from pebench import metrics
+
+    description = metrics.get("fitted").description
+    assert "every training length since protocol v3" in description and "at the longest training length" not in \
+        description

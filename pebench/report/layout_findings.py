@@ -8,6 +8,7 @@ import pandas as pd
 
 from pebench import encodings
 from pebench.analysis import results
+from pebench.protocol import LM_SPREAD_GOAL
 from pebench.render.tables import format_mean_ci, format_number
 from pebench.report import plots
 from pebench.report_spec import ReportSpec
@@ -220,11 +221,27 @@ def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str
     if tied:
         versus = f"not significantly more: {encoding_labels(tied)}"
     elif len(tests) and not untested:
-        versus = "significantly less than every other encoding's"
+        versus = (f"significantly less than every other encoding's (one-sided Welch tests over seeds, Holm over "
+                  f"{len(tests)}: largest corrected p {tests['p_holm'].max():.2g})")
     else:
         versus = ""
     if untested:
         versus += ("; " if versus else "") + f"not tested, fewer than 2 seeds: {encoding_labels(untested)}"
     lengths = f"{int(runs['train_max_len'].max())}"
     return [f"{named(experiment, spec)}: perplexity beyond the training context ({lengths} characters): least "
-            f"degradation {describe(best)}" + (f", {versus}" if versus else "") + f"; most {describe(worst)}."]
+            f"degradation {describe(best)}" + (f", {versus}" if versus else "") + f"; most {describe(worst)}. "
+            + spread_sentence(cells)]
+
+
+def spread_sentence(cells: pd.DataFrame) -> str:
+    """Whether the LM's in-distribution fit met the declared goal: the spread of its seed-mean perplexity at the
+    training context across encodings (largest over smallest) against :data:`pebench.protocol.LM_SPREAD_GOAL`,
+    said either way (a ratio that rewards a poor fit is read with this beside it)."""
+    train = cells["train_perplexity_mean"].dropna()
+    if len(train) < 2:
+        return ""
+    spread = float(train.max() / train.min())
+    met = spread <= LM_SPREAD_GOAL
+    return (f"In distribution the perplexity at the training context spans {spread:.2f} times from the best "
+            f"encoding to the worst; the declared goal (LM step pilot) was at most {LM_SPREAD_GOAL:.2f}: "
+            + ("met." if met else "**missed**, so part of each ratio measures how well the model fitted."))
