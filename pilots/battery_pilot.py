@@ -12,8 +12,20 @@ No evaluation beyond the fit check: nothing here can depend on out-of-distributi
 Writes ``results/pilots/battery_fit.csv`` after every run; a stopped pilot resumes at the same commit.
 
 Why: a task joins v4's battery only if the encodings that can represent it fit it in distribution at the
-scale (rule 6, capacity before judging). The admission rule and the caps read from these rows are declared on
-the protocol page before they are applied.
+scale (rule 6, capacity before judging). The reading (``python pilots/battery_pilot.py read``, declared here
+before any pilot row was read):
+
+- **Admission**: a candidate joins the battery of an architecture if, at every pilot seed, every capable
+  encoding fitted it within :data:`PILOT_CAP` steps (all of their runs: the battery must be one the capable
+  encodings learn, or a task that one cannot learn would leave the board).
+- **Its cap** is protocol v3's rule: twice the most steps a capable run took to fit it, rounded up to 500,
+  within 1000-5000 (:func:`cap_of`); protocol v4's extension then carries a run still improving at its cap
+  on to its ceiling (``pebench.config.TrainConfig.extend_to``).
+- Written to ``results/pilots/battery_fit.json``: the table per task and architecture, and the admitted tasks
+  with their caps, which ``pebench.protocol`` declares for v4 (a test holds the two equal).
+
+The pilot's cosine schedule spans its 8000 steps, a reference run's its cap, so a run of the reference may fit
+a few hundred steps earlier or later than its pilot; the factor two of the cap rule and the extension absorb it.
 """
 
 from __future__ import annotations
@@ -59,12 +71,64 @@ def specs(task_names=CANDIDATES, archs=("decoder",), encodings=None, seeds=SEEDS
     return out
 
 
+def cap_of(most_steps: int) -> int:
+    """Protocol v3's cap rule: twice ``most_steps`` rounded up to 500, within 1000-5000."""
+    return int(min(5000, max(1000, -(-2 * most_steps // 500) * 500)))
+
+
+def reading(out: Path = OUT) -> dict:
+    """The pilot's reading of its rows ``out`` (the module docstring's rule): per task and architecture the
+    capable runs made and fitted, the most steps a fit took, whether the task is admitted and its cap; as
+    page blocks and as data (``admitted``: ``{arch: {task: cap}}``)."""
+    import pandas as pd
+
+    from pebench.protocol import CAPABLE_ENCODINGS
+    from pebench.render.blocks import table, text
+
+    rows = pd.read_csv(out)
+    rows = rows[rows["encoding"].isin(CAPABLE_ENCODINGS)]
+    expected = len(CAPABLE_ENCODINGS) * len(SEEDS)
+    lines, admitted, pending = [], {}, []
+    for (arch, task), part in rows.groupby(["arch", "task"], sort=True):
+        fitted = part["fitted"].astype(bool)
+        most = int(part.loc[fitted, "steps_to_fit"].max()) if fitted.any() else None
+        complete = len(part) == expected
+        admit = complete and bool(fitted.all())
+        if admit:
+            admitted.setdefault(arch, {})[task] = cap_of(most)
+        elif not complete:
+            pending.append(f"{arch} {task}")
+        per_encoding = ", ".join(f"{encoding} {int(group['fitted'].astype(bool).sum())}/{len(group)}"
+                                 for encoding, group in part.groupby("encoding", sort=True))
+        lines.append([arch, task, per_encoding, most if most is not None else "-",
+                      f"{part['fit_token_acc'].min():.3f}", f"{part['floor_token_acc'].iloc[0]:.3f}",
+                      "yes" if admit else "pending" if not complete else "no",
+                      admitted.get(arch, {}).get(task, "-")])
+    made = sorted(set(rows["git_sha"].astype(str)))
+    blocks = [
+        text(f"{len(rows)} capable runs of {rows['task'].nunique()} candidate tasks (commit "
+             f"{', '.join(sha[:7] for sha in made)}, clean: {not rows['git_dirty'].astype(bool).any()}); admitted: "
+             + "; ".join(f"{arch} {len(tasks)} ({', '.join(sorted(tasks))})" for arch, tasks in admitted.items())
+             + (f"; still running: {', '.join(pending)}" if pending else "") + "."),
+        table(["arch", "task", "fitted runs", "most steps to fit", "lowest held-out acc", "floor (length 8)",
+               "admitted", "cap"], lines),
+    ]
+    return {"blocks": blocks, "admitted": admitted, "pending": pending}
+
+
 def main(argv=None) -> None:
     """Run the pilots (``--tasks``, ``--archs``, ``--encodings``, ``--seeds`` narrow them) on ``--workers``
-    and write ``--out``."""
+    and write ``--out``; or ``read``: write the reading of :data:`OUT` beside it."""
     sys.path.insert(0, str(ROOT / "pilots"))
     from task_pilots import pilot, run_pilots
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["read"]:
+        from pebench.render.blocks import write_blocks
+
+        found = reading()
+        print(f"reading -> {write_blocks(OUT.with_suffix('.json'), found.pop('blocks'), **found)}")
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=list(CANDIDATES))
     parser.add_argument("--archs", nargs="*", default=["decoder"], choices=["decoder", "encoder"])

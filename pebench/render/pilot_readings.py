@@ -24,6 +24,8 @@ PILOT_READINGS = {
     "plateau_pilot": ("plateau_pilot.json", "Plateau pilot", "pilots/plateau_pilot.py"),
     "width_pilot": ("width_pilot.json", "Width pilot", "pilots/width_pilot.py"),
     "lm_step_pilot": ("lm_step_pilot.json", "LM step pilot", "pilots/lm_step_pilot.py"),
+    "v4_power_analysis": ("power_v4.json", "Power analysis of protocol v4", "pilots/power_analysis.py"),
+    "v4_battery_pilot": ("battery_fit.json", "Battery pilot of protocol v4", "pilots/battery_pilot.py"),
 }
 
 
