@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -197,6 +197,18 @@ class TrainConfig:
         if not flat["extend_to"]:
             del flat["extend_to"], flat["extend_window"], flat["extend_min_gain"]
         return flat
+
+
+def still_improving(curve: Sequence[tuple[int, float]], window: int, min_gain: float) -> bool:
+    """Whether a fit curve (``[(steps, held-out accuracy)]``) rose by at least ``min_gain`` over its last
+    ``window`` steps: its last accuracy against the last one recorded ``window`` or more steps before (0, the
+    accuracy of no model, if none was). The extension rule of :class:`TrainConfig` and the
+    report's count of runs that ended still improving both ask this."""
+    if not len(curve):
+        return False
+    last_step, last = curve[-1]
+    before = [accuracy for steps, accuracy in curve if steps <= last_step - window]
+    return last - (before[-1] if before else 0.0) >= min_gain
 
 
 # --------------------------------------------------------------------------- run ids

@@ -8,9 +8,10 @@ import dataclasses
 import pytest
 
 from pebench import tasks
+from pebench.config import still_improving
 from pebench.learn import train as train_module
 from pebench.learn.batched import train_batched
-from pebench.learn.train import FitTracker, TrainConfig, still_improving, train
+from pebench.learn.train import FitTracker, TrainConfig, train
 from pebench.model import ModelConfig, build_model
 
 

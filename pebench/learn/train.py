@@ -34,6 +34,7 @@ from pebench.config import (  # noqa: F401  (re-exported: a run's configuration 
     TrainConfig,
     check_int,
     check_seed,
+    still_improving,
 )
 from pebench.learn import heldout
 from pebench.model import Transformer
@@ -337,18 +338,6 @@ def step_budget(steps: int, config: TrainConfig) -> int:
     """The budget a progress display shows after ``steps`` steps: the cap, then the ceiling once a run is
     extended past it."""
     return config.steps if steps <= config.steps else config.step_ceiling
-
-
-def still_improving(curve: Sequence[tuple[int, float]], window: int, min_gain: float) -> bool:
-    """Whether a fit curve (``[(steps, held-out accuracy)]``) rose by at least ``min_gain`` over its last
-    ``window`` steps: its last accuracy against the last one recorded ``window`` or more steps before (0, the
-    accuracy of no model, if none was). The extension rule of :class:`~pebench.config.TrainConfig` and the
-    report's count of runs that ended still improving both ask this."""
-    if not len(curve):
-        return False
-    last_step, last = curve[-1]
-    before = [accuracy for steps, accuracy in curve if steps <= last_step - window]
-    return last - (before[-1] if before else 0.0) >= min_gain
 
 
 class FitTracker:

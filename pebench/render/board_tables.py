@@ -144,6 +144,36 @@ def shortfall_table(table: pd.DataFrame, caption: str = "", name: str = "capacit
     return _board(name, table, headers, rows, caption, label)
 
 
+def budget_table(table: pd.DataFrame, caption: str = "", name: str = "budget", label: str | None = None) -> Table:
+    """A :func:`pebench.analysis.budget.still_improving_runs` table summed per arch and task (the tasks where the
+    budget ended a run that was still improving): runs, runs the budget ended unfitted, those still improving (and
+    their share of the runs), and the encodings they belong to."""
+    rows = []
+    for (arch, task), part in table.groupby(["arch", "task"], sort=True):
+        improving = int(part["still_improving"].sum())
+        if not improving:
+            continue
+        names = ", ".join(encoding_label(e) for e in part.loc[part["still_improving"] > 0, "encoding"])
+        rows.append([_text(arch), _text(task_label(task)), Cell(str(int(part["runs"].sum())), int(part["runs"].sum())),
+                     Cell(str(int(part["budget_ended"].sum())), int(part["budget_ended"].sum())),
+                     _share_cell(improving, int(part["runs"].sum())), Cell(names, names)])
+    headers = ["Arch", "Task", "Runs", "Ended unfitted by the budget", "Still improving", "Encodings"]
+    return _board(name, table, headers, rows, caption, label)
+
+
+def budget_sentence(share: pd.Series, goal: float) -> str:
+    """One arch's line of :func:`pebench.analysis.budget.still_improving_share`: how many of its runs the budget
+    ended unfitted while still improving, against protocol v4's goal ``goal``."""
+    runs, improving = int(share["runs"]), int(share["still_improving"])
+    text = (f"{improving} of {runs} fit-checked runs ({share['share']:.1%}) ended unfitted at their step budget "
+            f"while still improving in distribution ({int(share['budget_ended'])} ended unfitted at it in all); "
+            f"protocol v4's goal is under {goal:.0%}: " + ("met." if share["share"] < goal else "**not met**: there "
+                                                          "the board partly measures the budget."))
+    if share["unread"]:
+        text += f" {int(share['unread'])} of those runs' fit curves could not be read."
+    return text
+
+
 def leaderboard_table(board: pd.DataFrame, caption: str | None = None, name: str = "leaderboard",
                       label: str | None = None) -> Table:
     """A :func:`leaderboard` as a table: ``MRR [low, high]``, mean rank likewise, tasks fitted ``k/n``, runs

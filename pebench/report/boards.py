@@ -12,7 +12,7 @@ import pandas as pd
 
 from pebench import metrics as metric_registry
 from pebench import store
-from pebench.analysis import leaderboard
+from pebench.analysis import budget, leaderboard
 from pebench.render import board_tables
 from pebench.render.tables import Table
 from pebench.report.artifacts import Artifact, save_table
@@ -64,6 +64,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
         shortfall = leaderboard.capacity_shortfall(runs, rows if rows is not None else pd.DataFrame())
         findings += [f"{named(experiment, spec, arch)}: {sentence}"
                      for arch, sentence in leaderboard.capacity_goal(runs, shortfall).items()]
+        artifacts += _budget_artifacts(runs, rows, experiment, spec, directory, version, findings)
         if not shortfall.empty:
             short_name = f"capacity_{experiment}"
             short_caption = (
@@ -106,6 +107,27 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                                 f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
                                 f"while the Holm p = {row['p_holm']:.3g} is; {_units(row)}).")
     return artifacts, findings
+
+
+def _budget_artifacts(runs: pd.DataFrame, rows: pd.DataFrame | None, experiment: str, spec: ReportSpec,
+                      directory: Path, version: str, findings: list[str]) -> list[Artifact]:
+    """Whether the step budget bound (:mod:`pebench.analysis.budget`): a finding per arch (appended to
+    ``findings``) and the table of the tasks where it ended runs still improving; nothing without fit curves."""
+    table = budget.still_improving_runs(runs, rows if rows is not None else pd.DataFrame())
+    if table.empty:
+        return []
+    for _, share in budget.still_improving_share(table).iterrows():
+        findings.append(f"{named(experiment, spec, share['arch'])}: "
+                        + board_tables.budget_sentence(share, budget.GOAL))
+    caption = ("The tasks on which the step budget (the cap, or the ceiling of an extension) ended runs that had not "
+               "fitted while their held-out accuracy on the training lengths was still rising: by at least the "
+               "extension rule's gain over its window (the run's own rule, else 0.01 over the last 1000 steps). "
+               "Runs = the fit-checked runs of the task; Still improving = those, and their share. Look at tasks "
+               "with a large share: there more steps, not the encoding, decide the score.")
+    name = f"budget_{experiment}"
+    title = titled(experiment, spec, "runs the step budget ended still improving")
+    return [save_table(dataclasses.replace(board_tables.budget_table(table, caption, name), title=title),
+                       directory, version)]
 
 
 def _units(row: pd.Series) -> str:
