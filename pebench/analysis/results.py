@@ -112,7 +112,8 @@ def run_metrics(data: pd.DataFrame) -> pd.DataFrame:
     evaluated["is_id"] = evaluated["eval_len"] <= evaluated["train_max_len"]
     info_columns = [c for c in (*CELL_COLUMNS, "seed", "status", "params", "encoding_params", "train_seconds",
                                 "final_train_loss", "equivariance_gap_init", "equivariance_gap_trained", "steps",
-                                "train_min_len", "steps_to_fit", "steps_done", "fit_token_acc", "stop_reason")
+                                "train_min_len", "steps_to_fit", "steps_done", "fit_token_acc", "stop_reason",
+                                "machine")
                     if c in evaluated.columns and c not in keys]
     runs = evaluated.groupby(keys, sort=False)[info_columns].first()
     original = evaluated[evaluated["condition"] == "original"].sort_values("eval_len")
