@@ -1,15 +1,94 @@
-"""Machines (issue 66, 6): the machine effect is estimated within cells, or said not estimable."""
+"""Machines (issue 66, 6): rows name their machine (a GPU by its name), ``pebench run --share I/N`` splits every
+cell's seeds across machines, and the machine effect is estimated within cells, or said not estimable."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from test_results import curve_run
 
 from pebench.analysis import results
 from pebench.analysis.machines import machine_effect
+from pebench.cli import main
+from pebench.plan import execute
+from pebench.plan.experiment import suite_runs
+from pebench.plan.runner import parse_share, share_runs
 from pebench.render.machine_text import machine_effect_text
+
+
+def test_a_gpu_run_names_its_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: f"NVIDIA H200 ({device})")
+    assert execute.machine_name("cuda:0", "AMD EPYC test-only") == "NVIDIA H200 (cuda:0)"
+
+
+# --------------------------------------------------------------------------- --share
+
+
+def _cell(spec) -> str:
+    return json.dumps({k: v for k, v in spec.resolved().items() if k != "seed"}, sort_keys=True, default=str)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """The standard suite (6 seeds a cell), plus smoke cells given 1 to 5 seeds."""
+    smoke = suite_runs("smoke")
+    uneven = [dataclasses.replace(spec, seed=seed) for i, spec in enumerate(smoke[:5]) for seed in range(1, i + 2)]
+    return suite_runs("standard") + uneven
+
+
+@pytest.fixture(scope="module")
+def cells(plan):
+    """Each run's cell, by run id."""
+    return {spec.run_id: _cell(spec) for spec in plan}
+
+
+@pytest.mark.parametrize("count", [1, 2, 4, 7])
+def test_shares_partition_the_plan_and_split_every_cell(plan, cells, count):
+    shares = [share_runs(plan, index, count) for index in range(1, count + 1)]
+    ids = [[spec.run_id for spec in share] for share in shares]
+    assert sorted(sum(ids, [])) == sorted(cells)  # the union is the plan, and no run is in two shares
+    seeds: dict[str, set[int]] = {}
+    for spec in plan:
+        seeds.setdefault(cells[spec.run_id], set()).add(spec.seed)
+    held = [{cells[spec.run_id] for spec in share} for share in shares]
+    for cell, cell_seeds in seeds.items():
+        if len(cell_seeds) >= count:
+            assert all(cell in share for share in held), f"a share without seeds of a cell of {len(cell_seeds)}"
+    assert {spec.seed for spec in shares[0] if spec.suite == "standard"} == set(range(0, 6, count))
+
+
+def test_a_share_keeps_the_plan_order_and_is_the_same_every_time(plan):
+    first = share_runs(plan, 2, 3)
+    chosen = {spec.run_id for spec in first}
+    assert [s.run_id for s in first] == [s.run_id for s in plan if s.run_id in chosen]
+    assert [s.run_id for s in share_runs(list(reversed(plan)), 2, 3)] == [s.run_id for s in reversed(first)]
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "a/b", "2", "1/2/3", "-1/2", ""])
+def test_a_bad_share_is_refused(text):
+    with pytest.raises(ValueError, match="1 <= I <= N"):
+        parse_share(text)
+
+
+def test_run_share_on_the_command_line(capsys):
+    assert main(["run", "--suite", "smoke", "--share", "3/2", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--share" in err and "1 <= I <= N" in err
+    assert main(["run", "--suite", "smoke", "--share", "2/2", "--dry-run"]) == 2  # smoke has one seed a cell
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds no runs" in err
+    assert main(["run", "--suite", "standard", "--experiment", "length_extrapolation", "--share", "2/3",
+                 "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert {line.split("seed=")[1] for line in out[:-1]} == {"1", "4"}
+
+
+# --------------------------------------------------------------------------- the machine effect
 
 
 def synthetic_runs(shift: float, cells: int = 8, seeds: int = 6, split: str = "seeds", seed: int = 0) -> pd.DataFrame:

@@ -348,7 +348,7 @@ def _experiments_listing() -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) a suite."""
-    from pebench.plan.runner import RunnerError, SweepError, SweepInterrupted, run_sweep
+    from pebench.plan.runner import RunnerError, SweepError, SweepInterrupted, parse_share, run_sweep, share_runs
     from pebench.store import FolderLockError
 
     # the arguments first (cheap, one line each), then the runs they select
@@ -357,9 +357,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_device(args.device, local=dask_address is None)
     if args.compile and args.seed_batch:
         raise UsageError("--compile cannot be combined with --seed-batch (seed-batched training runs eagerly)")
+    try:
+        share = parse_share(args.share) if args.share else None
+    except ValueError as error:
+        raise UsageError(f"--share: {error}") from None
     specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
     if not specs:
         raise UsageError("no runs match the given --experiment/--filter options")
+    if share:
+        planned, specs = len(specs), share_runs(specs, *share)
+        if not specs:
+            raise UsageError(f"share {args.share} holds no runs: no cell of this selection has more than "
+                             f"{share[0] - 1} seeds; use at most as many shares as a cell has seeds")
+        print(f"share {args.share}: {len(specs)} of the {planned} runs of this selection", file=sys.stderr)
     if args.dry_run:
         for spec in specs:
             print(f"{spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} seed={spec.seed}")
@@ -744,6 +754,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", help="results folder (default results/local/<suite>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
+    p.add_argument("--share", metavar="I/N",
+                   help="run only share I of N: in every cell, the I-th, (I+N)-th, ... of its seeds, so that N "
+                        "machines (one --share each, 1/N to N/N, same other options) split every cell's seeds; "
+                        "combine their folders with pebench combine (docs: distributed)")
     p.add_argument("--seed-batch", action=argparse.BooleanOptionalAction, default=None,
                    help="train runs that differ only in seed as one batched model (default: on CUDA only)")
     p.add_argument("--compile", action="store_true",

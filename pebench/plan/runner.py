@@ -38,6 +38,7 @@ and the signal handling, :mod:`pebench.plan.executors`'; how long a sweep will t
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -119,6 +120,40 @@ def check_same_protocol(out: Path, specs: Sequence[RunSpec], existing: ExistingR
     if mixed:
         raise ResultsError(f"{out} would hold runs of one cell under different protocols ({named(mixed)}), to be "
                            "pooled as seeds: choose another --out, or move the runs of the other protocol away")
+
+
+# --------------------------------------------------------------------------- shares of a plan across machines
+
+
+def parse_share(text: str) -> tuple[int, int]:
+    """``I/N`` (``pebench run --share``) as ``(I, N)``, ``1 <= I <= N``.
+
+    Raises:
+        ValueError: one line saying what was expected.
+    """
+    index, sep, count = text.partition("/")
+    try:
+        share = (int(index), int(count)) if sep else None
+    except ValueError:
+        share = None
+    if share is None or not 1 <= share[0] <= share[1]:
+        raise ValueError(f"a share is I/N with 1 <= I <= N (e.g. 1/2 and 2/2 on two machines), got {text!r}")
+    return share
+
+
+def share_runs(specs: Sequence[RunSpec], index: int, count: int) -> list[RunSpec]:
+    """The runs of ``specs`` that share ``index`` of ``count`` makes (``--share I/N``): those whose seed is the
+    ``index``-th, ``index + count``-th, ... of its cell's seeds in ``specs``, in ascending order (a cell: every
+    field but the seed). The ``count`` shares are disjoint, their union is ``specs``, and a cell with at least
+    ``count`` seeds has seeds in every share, so that machines differ within cells, not between them."""
+    cells: dict[str, set[int]] = {}
+    keys = []
+    for spec in specs:
+        cell = {key: value for key, value in spec.resolved().items() if key != "seed"}
+        keys.append(json.dumps(cell, sort_keys=True, default=str))
+        cells.setdefault(keys[-1], set()).add(spec.seed)
+    position = {key: {seed: rank for rank, seed in enumerate(sorted(seeds))} for key, seeds in cells.items()}
+    return [spec for spec, key in zip(specs, keys, strict=True) if position[key][spec.seed] % count == index - 1]
 
 
 # --------------------------------------------------------------------------- sweeps
