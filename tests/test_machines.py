@@ -128,7 +128,7 @@ def test_machine_nested_in_tasks_is_not_estimable():
     assert "no cell has runs on more than one machine" in effect.reason
     text = machine_effect_text(effect)
     assert text.startswith("The machine effect on floor-normalised OOD token accuracy cannot be estimated")
-    assert "48 runs on 2 machine(s), 8 cells, 0 of them on more than one machine" in text
+    assert "48 runs on 2 machines, 8 cells, 0 of them on more than one machine" in text
 
 
 def test_one_shared_cell_uses_the_mixed_model():
@@ -155,7 +155,7 @@ def test_unfitted_failed_and_variant_rows_are_left_out():
 def test_one_machine_or_no_record_says_why():
     one = machine_effect(synthetic_runs(0.0).assign(machine="A"))
     assert not one.estimable and one.reason == "the runs were made on one machine"
-    assert "on 1 machine(s)" in machine_effect_text(one)
+    assert "(48 runs on 1 machine, 8 cells, 0 of them" in machine_effect_text(one)
     assert machine_effect(synthetic_runs(0.0).drop(columns="machine")).reason == "the runs record no machine"
 
 

@@ -100,8 +100,8 @@ def machine_effect(runs: pd.DataFrame, metric: str = MACHINE_METRIC, fitted_only
     if len(machines) < 2:
         return _with(found, reason="the runs were made on one machine" if machines else "no run has a value")
     if not spanning:
-        return _with(found, reason="no cell has runs on more than one machine: the machine is nested in the cells "
-                                   "(confounded with what they compare)")
+        return _with(found, reason="no cell has runs on more than one machine, so the machine is confounded with "
+                                   "what the cells compare")
     contrasts = tuple(c for m in machines[1:] if (c := _contrast(frame, m, machines[0])) is not None)
     return _with(found, contrasts=contrasts)
 

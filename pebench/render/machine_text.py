@@ -14,7 +14,8 @@ def machine_effect_text(effect: MachineEffect) -> str:
     label = known.get(effect.metric, effect.metric)
     runs = sum(effect.runs)
     if not effect.estimable:
-        where = (f" ({runs} runs on {len(effect.machines)} machine(s), {effect.cells} cells, "
+        machines = f"{len(effect.machines)} machine{'s' * (len(effect.machines) > 1)}"
+        where = (f" ({runs} runs on {machines}, {effect.cells} cells, "
                  f"{effect.spanning_cells} of them on more than one machine)" if effect.machines else "")
         return f"The machine effect on {label} cannot be estimated: {effect.reason}{where}."
     parts = "; ".join(_contrast_text(contrast) for contrast in effect.contrasts)
