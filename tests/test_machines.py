@@ -176,3 +176,13 @@ def test_run_metrics_carries_the_machine():
     data = pd.concat([curve_run(seed, {4: 1.0, 16: 0.5}, machine=machine)
                       for seed, machine in ((0, "A"), (1, "B"))])
     assert results.run_metrics(data)["machine"].tolist() == ["A", "B"]
+
+
+def test_the_report_states_the_machine_effect_only_for_runs_of_several_machines():
+    from pebench.report.write import machine_findings
+
+    runs = synthetic_runs(0.05, seed=1)
+    (sentence,) = machine_findings(runs)
+    assert sentence == machine_effect_text(machine_effect(runs))
+    assert machine_findings(runs.assign(machine="one machine")) == []
+    assert machine_findings(runs.drop(columns="machine")) == []

@@ -14,6 +14,8 @@ import pandas as pd
 from pebench import metrics as metric_registry
 from pebench import store
 from pebench.analysis import declarations, results
+from pebench.analysis.machines import machine_effect
+from pebench.render.machine_text import machine_effect_text
 from pebench.render.show_tables import SHOW_KEY, shown, shown_record
 from pebench.render.tables import Table
 from pebench.report.artifacts import (
@@ -124,6 +126,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     made.tables.append(save_table(parameter_table(runs, model), folders["tables"], stamp))
     made.tables.append(save_table(status_table(runs), folders["tables"], stamp))
     made.findings.append(findings_status(runs))
+    made.findings += machine_findings(runs)
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
     if suite == "smoke":
         made.findings.insert(0, SMOKE_NOTE)
@@ -301,3 +304,12 @@ def tables_for(results_dir: str | Path, experiments: Sequence[str] = (), *,
             tables += [dataclasses.replace(table, name=table.name + suffix, version=stamp)
                        for table in view.tables(part_runs, part_cells, experiment, protocol, view_spec)]
     return tables
+
+
+def machine_findings(runs: pd.DataFrame) -> list[str]:
+    """The machine effect's sentence (:func:`pebench.analysis.machines.machine_effect`) when the runs come from
+    more than one machine (issue 66); none otherwise."""
+    if "machine" not in runs or runs["machine"].nunique() < 2:
+        return []
+    return [machine_effect_text(machine_effect(runs))]
+
