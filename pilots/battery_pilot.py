@@ -108,8 +108,10 @@ def reading(out: Path = OUT) -> dict:
     blocks = [
         text(f"{len(rows)} capable runs of {rows['task'].nunique()} candidate tasks (commit "
              f"{', '.join(sha[:7] for sha in made)}, clean: {not rows['git_dirty'].astype(bool).any()}); admitted: "
-             + "; ".join(f"{arch} {len(tasks)} ({', '.join(sorted(tasks))})" for arch, tasks in admitted.items())
-             + (f"; still running: {', '.join(pending)}" if pending else "") + "."),
+             + ("; ".join(f"{arch} {len(tasks)} ({', '.join(sorted(tasks))})" for arch, tasks in admitted.items())
+                or "none yet")
+             + (f"; not complete (every capable encoding on every seed), so not yet judged: {', '.join(pending)}"
+                if pending else "") + "."),
         table(["arch", "task", "fitted runs", "most steps to fit", "lowest held-out acc", "floor (length 8)",
                "admitted", "cap"], lines),
     ]
