@@ -180,16 +180,19 @@ def run_pilots(function, specs, workers: int, out: Path) -> None:
     code = git_state()
     flat = {key: value for key, value in code.items() if not isinstance(value, list)}
     done = resumable_rows(out, flat)
-    todo = [spec for spec in specs if spec.run_id not in set(done.get("run_id", []))]
+    made = set(done["run_id"]) if "run_id" in done else set()
+    todo = [spec for spec in specs if getattr(spec, "run_id", None) not in made]
     print(f"{len(specs) - len(todo)} of {len(specs)} pilots already in {shown(out)}; {len(todo)} to run", flush=True)
     start = time.perf_counter()
     rows = done.to_dict("records")
-    order = {spec.run_id: index for index, spec in enumerate(specs)}
+    order = {getattr(spec, "run_id", index): index for index, spec in enumerate(specs)}
     out.parent.mkdir(parents=True, exist_ok=True)
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         for row in pool.imap_unordered(function, todo, chunksize=1):
             rows.append({**row, **flat})
-            frame = pd.DataFrame(rows).sort_values("run_id", key=lambda ids: ids.map(order))
+            frame = pd.DataFrame(rows)
+            if "run_id" in frame:  # in the specs' order (a pilot's rows name their run)
+                frame = frame.sort_values("run_id", key=lambda ids: ids.map(order))
             temporary = out.with_name(out.name + ".part")
             frame.to_csv(temporary, index=False)
             temporary.replace(out)

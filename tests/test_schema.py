@@ -26,7 +26,7 @@ def test_a_resolved_run_spec_yields_exactly_the_declared_config_columns():
     every = {*schema.CONFIG_COLUMNS, "seed", *schema.DERIVED_CONFIG_COLUMNS}
     # every optional field set away from its default: each is recorded
     full = spec(protocol=3, length_seed=7, fit_every=10, fit_lengths="all", fit_disjoint=True,
-                stop_at_fit=True, fit_patience=100)
+                stop_at_fit=True, fit_patience=100, steps=30, extend_to=60, extend_window=10, extend_min_gain=0.05)
     assert set(full.resolved()) == every
     # every optional field at its default (protocol 2: v2 run ids predate the field): none is recorded
     assert set(spec(protocol=2).resolved()) == every - set(schema.OPTIONAL_CONFIG_COLUMNS)
