@@ -151,3 +151,16 @@ def test_compare_refuses_two_suites_from_their_manifests_naming_only_references_
     assert main(["compare", str(standard), str(smoke)]) == 2
     assert f"pebench compare {standard} results/standard or" in capsys.readouterr().err
     assert committed.is_dir()
+
+
+def test_a_numpy_bound_flag_is_written_as_a_plain_bool():
+    """A table computed by numpy can mark a lower bound with a numpy bool; report.json must still be written."""
+    import json
+
+    import numpy as np
+
+    from pebench.render.show_tables import _cell_record
+    from pebench.render.tables import Cell
+
+    record = _cell_record(Cell("≥ 12", 12, bound=np.bool_(True)))
+    assert json.loads(json.dumps(record)) == ["≥ 12", None, True]

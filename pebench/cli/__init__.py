@@ -481,7 +481,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Check whether LOCAL reproduces REFERENCE cell by cell: a folder, or else the reference packaged with
     pebench (``--reference SUITE``, default the standard suite's), extracted into a temporary folder."""
     from pebench.store import ResultsError
-    from pebench.store.reference import DEFAULT_SUITE, temporary_reference
+    from pebench.store.reference import DEFAULT_SUITE, packaged_archive, temporary_reference
 
     if args.reference and args.packaged:
         raise UsageError(f"two references given ({args.reference} and --reference {args.packaged}); give one")
@@ -489,6 +489,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         check_same_suite(Path(args.local), (manifest_suite(Path(args.reference)), args.reference))
         return compare_folders(args.local, args.reference)
     suite = args.packaged or DEFAULT_SUITE
+    packaged_archive(suite)  # a suite that is not packaged is named as such, before any other check
     check_same_suite(Path(args.local), (suite, f"the packaged {suite} reference"))
     with temporary_reference(suite) as folder:
         try:

@@ -113,7 +113,9 @@ def shown(table: Table) -> ShownTable:
 
 
 def _cell_record(cell: Cell) -> str | list:
-    return cell.text if cell.mark is None and not cell.bound else [cell.text, cell.mark, cell.bound]
+    """A cell as ``report.json`` holds it: its text, or ``[text, mark, bound]`` (``bound`` a plain bool: a table
+    computed by numpy may hold a numpy one, which JSON cannot write)."""
+    return cell.text if cell.mark is None and not cell.bound else [cell.text, cell.mark, bool(cell.bound)]
 
 
 def shown_record(item: ShownTable, experiment: str) -> dict[str, Any]:
