@@ -33,8 +33,10 @@ EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
 FORBIDDEN_PACKAGES = ("pandas", "scipy")
 #: the analysis layer of DESIGN.md, as tests/test_architecture.py places pebench's modules in it
 ANALYSIS = tuple(prefix for name, prefixes in FLOORS if name in ("analysis", "report") for prefix in prefixes)
-#: the most lines the extension's modules may have in all (issue 38: the library computes, the site renders)
-MAX_LINES = 800
+#: the most lines the extension's modules may have in all (issue 38: the library computes, the site renders); 850
+#: since issue 65 split the leaderboard into three pages (current boards, every table, archived protocols), whose
+#: page plumbing (which folder's tables go on which page, copied downloads) lives here
+MAX_LINES = 850
 MODULES = sorted(EXT.rglob("*.py"))
 
 

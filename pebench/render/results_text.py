@@ -215,3 +215,15 @@ def changes_list(results: str | Path, suite: str) -> list[blocks.PagePiece]:
         raise StaleReport(f"{path} lists the changes to {written.get('after')}, not to {folder} as it is now "
                           f"({current}): run pebench changes <snapshot> {folder} --blocks {path}")
     return list(written["blocks"])
+
+
+def own_figures(index: dict, column: str, name: str) -> list[tuple[str, str, str]]:
+    """The figures of a report (``index``) that draw encoding ``name`` emphasised against every other (its
+    ``encoding_figures``, :data:`pebench.report.entries.ENCODING_FIGURES`), as
+    :func:`entry_view` gives figures: title, SVG path, what to look at."""
+    recorded = index.get("encoding_figures")  # a folder may come from anyone: only an object of names counts
+    names = [figure for figure, encoding in (recorded.items() if isinstance(recorded, dict) else ())
+             if encoding == name and isinstance(figure, str)]
+    view = entry_view(index, column, name) if names and column == "encoding" else None
+    paths = {f"figures/{figure}.svg" for figure in names}
+    return [drawn for drawn in view[2] if drawn[1] in paths] if view else []

@@ -28,7 +28,7 @@ def results_sections(column: str, name: str, results: Path = ROOT / "results", e
         if view is None or not (every or folder.name == REFERENCE_SUITE):
             continue
         page, (pairs, tables, figures) = f"/_generated/results/{folder.name}", view
-        if not every and (own := own_figures(report_index(folder), column, name)):
+        if not every and (own := results_text.own_figures(report_index(folder), column, name)):
             figures = own  # the encoding against every other, instead of a figure of every encoding
         where = "; ".join(people_words(experiment, arch) for experiment, arch in pairs)
         found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
@@ -38,18 +38,6 @@ def results_sections(column: str, name: str, results: Path = ROOT / "results", e
         for title, svg, caption in figures:
             found += [f":::{{figure}} {page}/{svg}", f":alt: {title}", "", f"**{title}.** {caption}", ":::", ""]
     return found
-
-
-def own_figures(index: dict, column: str, name: str) -> list[tuple[str, str, str]]:
-    """The figures of a report (``index``) that draw encoding ``name`` emphasised against every other (its
-    ``encoding_figures``, :data:`pebench.report.entries.ENCODING_FIGURES`), as
-    :func:`pebench.render.results_text.entry_view` gives figures: title, SVG path, what to look at."""
-    recorded = index.get("encoding_figures")  # a folder may come from anyone: only an object of names counts
-    names = [figure for figure, encoding in (recorded.items() if isinstance(recorded, dict) else ())
-             if encoding == name and isinstance(figure, str)]
-    view = results_text.entry_view(index, column, name) if names and column == "encoding" else None
-    paths = {f"figures/{figure}.svg" for figure in names}
-    return [drawn for drawn in view[2] if drawn[1] in paths] if view else []
 
 
 def results_links(column: str, name: str, results: Path = ROOT / "results") -> list[str]:
