@@ -15,6 +15,7 @@
     pebench changes BEFORE AFTER [--blocks FILE]
     pebench show RESULTS [--experiment NAME ...] [--task NAME ...] [--encoding NAME ...] [--metric NAME ...]
                  [--width COLUMNS]
+    pebench verify FOLDER [--sample N] [--seed S] [--device DEVICE]
 
 ``--plugin`` (repeatable, before the command) imports a ``.py`` file or a
 module that registers encodings, tasks, metrics or experiments; plugins that
@@ -700,6 +701,8 @@ examples:
                                               (without results/standard: the one packaged with pebench)
   pebench --plugin my_pe.py run --suite standard --encoding my_pe
                                               compare your own encoding with every baseline
+  pebench verify results/local/standard --sample 3
+                                              rerun 3 of a folder's runs: do they reproduce? (exit 1 if not)
 
 docs: docs/quickstart.md and docs/extending.md; the site: tox -e docs, then open docs/_build/html/index.html
 """
@@ -725,6 +728,9 @@ def make_parser() -> argparse.ArgumentParser:
     _add_folder_commands(sub)
     _add_history_commands(sub)
     _add_show(sub)
+    from pebench.cli.verify import add_verify  # its own file; the command imports the rest when it runs
+
+    add_verify(sub)
     return parser
 
 
