@@ -52,6 +52,14 @@ SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
     "replication": COMPARED_ENCODINGS + NEWER_ENCODINGS,
 }
 
+#: the baselines ``pebench evaluate`` tests a new encoding against, declared before any verdict was made (issue 65):
+#: the position-free model, the two absolute encodings, RoPE, ALiBi and FIRE (the strongest learned bias); one
+#: Holm family per suite, at the task level, on the extrapolation board's score (:mod:`pebench.analysis.verdict`).
+#: The board places the encoding among every other encoding of the reference besides
+VERDICT_BASELINES = ("none", "sinusoidal", "learned", "rope", "alibi", "fire")
+#: the share of the model's parameters an encoding may add before a verdict flags it (DESIGN: models)
+PARAMETER_FLAG = 0.10
+
 #: protocol v3's goal for its scale (rule 6, capacity before judging; issue 36): the encodings that can represent
 #: every task of the core battery fit at least :data:`CAPABLE_FIT_GOAL` of their runs in each architecture, and
 #: a NoPE decoder fits copy on every seed (the causal mask gives it positions; Kazemnejad et al. 2023). The

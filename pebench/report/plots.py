@@ -429,6 +429,23 @@ def encoding_vs_field(curves: pd.DataFrame, encoding: str, *, metric: str = "tok
                          emphasised=emphasised)
 
 
+def encoding_vs_baselines(curves: pd.DataFrame, encoding: str, baselines: Sequence[str], *, title: str,
+                          metric: str = "token_acc") -> Figure:
+    """Accuracy vs evaluation length, one panel per task of ``curves`` (:func:`accuracy_curves`), ``encoding``
+    emphasised (its colour, wide, over the others) beside each of ``baselines``, every line with its 95% CI band:
+    a verdict's figure (:mod:`pebench.report.verdict`), where the reader compares the encoding with a few named
+    baselines rather than with the whole field."""
+    frame = curves[curves["encoding"].isin([encoding, *baselines])]
+    own = frame.loc[frame["encoding"] == encoding, "label"]
+    if own.empty:
+        raise ValueError(f"no curves of encoding {encoding!r} to draw in the figure {title.splitlines()[0]!r}")
+    styles = _encoding_styles(frame)
+    for name in own.unique():
+        styles[name] = {**styles[name], "linewidth": EMPHASIS_WIDTH, "zorder": 3}
+    kind = metric_registry.get(metric, "length").axis_label
+    return _curve_panels(frame, "label", styles, metric, kind, f"{title}\nmean and 95% CI over fitted seeds")
+
+
 def accuracy_curves(
     data: pd.DataFrame, experiment: str, *, arch: str | None = None, condition: str = ORIGINAL,
     part: int | None = None,
