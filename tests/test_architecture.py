@@ -55,6 +55,7 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
     ("pebench.cli", "*"): "a command imports what it needs, so that `pebench --version` and `pebench list` start "
                           "without torch (issue 39)",
     ("pebench.cli.verify", "*"): "the same for `pebench verify`, whose arguments every command's parser holds",
+    ("pebench.cli.evaluate", "*"): "the same for `pebench evaluate`, whose arguments every command's parser holds",
     ("pebench.protocol", "pebench.tasks"): "the protocol is data that the package's version reads; only "
                                            "task_steps needs a task (and torch)",
     ("pebench.encodings", "pebench.encodings.base"): "the base class needs torch, and listing the encodings does "

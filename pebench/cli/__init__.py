@@ -16,6 +16,7 @@
     pebench show RESULTS [--experiment NAME ...] [--task NAME ...] [--encoding NAME ...] [--metric NAME ...]
                  [--width COLUMNS]
     pebench verify FOLDER [--sample N] [--seed S] [--device DEVICE]
+    pebench evaluate ENCODING [--plugin FILE] [--suite SUITE] [--filter KEY=VALUE ...] [--out DIR] [--no-run]
 
 ``--plugin`` (repeatable, before the command) imports a ``.py`` file or a
 module that registers encodings, tasks, metrics or experiments; plugins that
@@ -701,6 +702,7 @@ examples:
                                               (without results/standard: the one packaged with pebench)
   pebench --plugin my_pe.py run --suite standard --encoding my_pe
                                               compare your own encoding with every baseline
+  pebench evaluate my_pe --plugin my_pe.py    run its standard battery, then its verdict against the reference
   pebench verify results/local/standard --sample 3
                                               rerun 3 of a folder's runs: do they reproduce? (exit 1 if not)
 
@@ -728,8 +730,10 @@ def make_parser() -> argparse.ArgumentParser:
     _add_folder_commands(sub)
     _add_history_commands(sub)
     _add_show(sub)
-    from pebench.cli.verify import add_verify  # its own file; the command imports the rest when it runs
+    from pebench.cli.evaluate import add_evaluate  # their own files; a command imports the rest when it runs
+    from pebench.cli.verify import add_verify
 
+    add_evaluate(sub)
     add_verify(sub)
     return parser
 
