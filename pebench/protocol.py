@@ -152,6 +152,17 @@ LM_SPREAD_GOAL = 1.10
 SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2, 3, 4, 5], "extended": [0, 1, 2],
                                "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "replication": [0, 1, 2]}
 
+#: declared samples of a suite, run like a suite (``pebench run --suite quick``): the sampled suite's own runs
+#: (same configurations, same run ids), fewer of them, so that each compares with that suite's reference cell by
+#: cell (``pebench compare``). ``quick``: one run per stratum, experiment x arch x task, of the standard suite; its
+#: encodings are dealt from a deck shuffled with ``draw_seed`` (every encoding of an experiment once before any
+#: twice), its seeds likewise from the suite's seeds. Why one run per stratum: every task, architecture and
+#: experiment is checked, each encoding at least once, within :data:`SAMPLE_MINUTES` (a test times it from the
+#: reference's recorded seconds)
+SAMPLES: dict[str, dict[str, Any]] = {"quick": {"suite": "standard", "per_stratum": 1, "draw_seed": 65}}
+#: the most a sample may take on 2 CPU cores (2 workers), in minutes
+SAMPLE_MINUTES = 30
+
 
 #: the standard suite as protocol v2 declared it (scale, the caps that departed from it, seeds, encodings): the
 #: committed reference was made under it until the v3 reference replaces it, so that :func:`standard_v2` can

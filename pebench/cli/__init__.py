@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 
 try:  # Ctrl-C while the command starts (these imports take a few tenths of a second) ends it as main's handler does
     import pebench
-    from pebench.protocol import SUITES
+    from pebench.protocol import SAMPLES, SUITES
     from pebench.registry import UnknownNameError, load_plugins
     from pebench.render.seed_text import describe_experiment_seeds, describe_run_seeds, describe_seeds  # noqa: F401  (used and re-exported)
     from pebench.render.tables import terminal_text
@@ -271,6 +271,11 @@ def run_configs(suite: str) -> dict[str, list[dict[str, object]]]:
     from pebench.plan.experiment import load_experiments
 
     registry = load_experiments()
+    if suite in SAMPLES:  # a sample of another suite's runs (pebench.plan.experiment.sample_configs)
+        from pebench.plan.experiment import sample_configs
+
+        return sample_configs({name: registry.get(name).run_configs(SAMPLES[suite]["suite"])
+                               for name in registry.names()}, suite)
     return {name: registry.get(name).run_configs(suite) for name in registry.names()}
 
 
@@ -300,8 +305,9 @@ def _listing(what: str | None) -> str:
     from pebench.plan.experiment import load_experiments
 
     if what is None:
-        counts = {"encodings": len(encodings.names()), "tasks": len(tasks.names()), "suites": len(SUITES),
-                  "experiments": len(load_experiments().names()), "metrics": len(metrics.RUN_METRICS),
+        counts = {"encodings": len(encodings.names()), "tasks": len(tasks.names()),
+                  "suites": len(SUITES) + len(SAMPLES), "experiments": len(load_experiments().names()),
+                  "metrics": len(metrics.RUN_METRICS),
                   "protocol": "constants (fit criterion, step caps, seeds, lengths)"}
         return "\n".join(["pebench list WHAT, with WHAT one of:", *(f"  {name:12s} {counts[name]}" for name in LISTS)])
     if what == "suites":
@@ -331,7 +337,7 @@ def _listing(what: str | None) -> str:
 def _suites_listing() -> str:
     """``pebench list suites``: per suite, its runs and seeds."""
     rows = []
-    for suite in SUITES:
+    for suite in (*SUITES, *SAMPLES):
         configs = run_configs(suite)
         seeds = {name: [config["seed"] for config in runs] for name, runs in configs.items()}
         rows.append([suite, sum(map(len, configs.values())), describe_experiment_seeds(seeds)])
@@ -418,15 +424,16 @@ def suite_run_ids(folder: Path) -> list[str]:
     protocol its rows record (:func:`pebench.protocol.as_declared`: the committed v2 reference against v2's
     runs; none when the name is no suite's, or the experiment scripts are not installed)."""
     from pebench.plan.experiment import suite_runs
-    from pebench.protocol import SUITES, as_declared
+    from pebench.protocol import as_declared
     from pebench.store import first_rows
     from pebench.store.schema import recorded_protocols
 
-    if folder.name not in SUITES:
+    if folder.name not in (*SUITES, *SAMPLES):
         return []
     versions = recorded_protocols(first_rows(folder, ["experiment", "protocol"]))  # a row per run file
+    suite = SAMPLES[folder.name]["suite"] if folder.name in SAMPLES else folder.name
     try:
-        with as_declared(folder.name, versions.pop() if len(versions) == 1 else None):
+        with as_declared(suite, versions.pop() if len(versions) == 1 else None):
             return [spec.run_id for spec in suite_runs(folder.name)]
     except FileNotFoundError:
         return []
@@ -741,8 +748,9 @@ def make_parser() -> argparse.ArgumentParser:
 def _add_run(sub: argparse._SubParsersAction) -> None:
     """``pebench run``."""
     p = sub.add_parser("run", help="run or resume a suite")
-    p.add_argument("--suite", required=True, choices=SUITES,
-                   help="scale and grid: smoke (about a minute, CI), standard (the reference results), "
+    p.add_argument("--suite", required=True, choices=(*SUITES, *SAMPLES),
+                   help="scale and grid: smoke (about a minute, CI), standard (the reference results), quick (a "
+                        "declared sample of the standard suite's runs: does this machine reproduce the reference?), "
                         "extended (the standard protocol with the newer encodings and every algorithmic task), "
                         "paper (GPU / cluster scale), replication (published experiments replicated at laptop "
                         "scale, docs: replications); pebench list suites gives their runs and seeds")

@@ -44,6 +44,7 @@ from pebench.protocol import (
     POSITION_CAPACITY,
     PROTOCOL,
     PROTOCOLS,
+    SAMPLES,
     SCALES,
     SEEDS,
     SUITE_ENCODINGS,
@@ -467,20 +468,67 @@ def suite_runs(
     suite: str, experiments: Iterable[str] | None = None, extra_encodings: Sequence[str] = (),
     extra_tasks: Sequence[str] = (),
 ) -> list[RunSpec]:
-    """All run specs of ``suite`` (optionally only the named experiments), ids unique.
+    """All run specs of ``suite`` (optionally only the named experiments), ids unique. A declared sample
+    (:data:`~pebench.protocol.SAMPLES`, e.g. ``quick``) gives the sampled suite's specs it draws
+    (:func:`sample_configs`).
 
     ``extra_encodings``/``extra_tasks``: encodings and tasks compared beside the standard ones
     (see :meth:`Experiment.runs`).
     """
     registry = load_experiments()
     names = list(experiments) if experiments else registry.names()
-    specs: list[RunSpec] = []
-    for name in names:
-        specs.extend(registry.get(name).runs(suite, extra_encodings, extra_tasks))
+    if suite in SAMPLES:  # a declared sample: the sampled suite's own runs (same run ids), fewer of them
+        if extra_encodings or extra_tasks:
+            raise ValueError(f"the {suite} suite is a sample of the {SAMPLES[suite]['suite']} suite's reference "
+                             "runs; an encoding or task of your own joins that suite (pebench evaluate NAME)")
+        parent = SAMPLES[suite]["suite"]
+        drawn = sample_configs({name: registry.get(name).run_configs(parent) for name in names}, suite)
+        specs = [make_spec(parent, name, config) for name, configs in drawn.items() for config in configs]
+    else:
+        specs = [spec for name in names for spec in registry.get(name).runs(suite, extra_encodings, extra_tasks)]
     ids = [s.run_id for s in specs]
     if len(set(ids)) != len(ids):
         raise ValueError(f"suite {suite!r} contains duplicate runs; check the experiment grids")
     return specs
+
+
+def sample_configs(configs: Mapping[str, Sequence[Mapping[str, Any]]], sample: str) -> dict[str, list[dict[str, Any]]]:
+    """The configs of the declared ``sample`` (:data:`~pebench.protocol.SAMPLES`) among ``configs`` (per experiment,
+    those of the sampled suite): ``per_stratum`` per (experiment, arch, task), in the order the strata come. Each
+    stratum takes the next encoding it runs from a deck of the experiment's encodings, and the next seed from a deck
+    of its seeds, both shuffled with ``draw_seed`` and dealt again when empty: every encoding once before any twice.
+    Only the configs' names are read, so the draw is the same whatever their other values."""
+    import random
+
+    rule = SAMPLES[sample]
+    drawn: dict[str, list[dict[str, Any]]] = {}
+    for experiment, runs in configs.items():
+        strata: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for config in runs:
+            strata.setdefault((config.get("arch", "decoder"), config["task"]), []).append(config)
+        rng = random.Random(f"{rule['draw_seed']}/{experiment}")
+        encodings_deck: list[str] = []
+        seeds_deck: list[int] = []
+        every_encoding = list(dict.fromkeys(config["encoding"] for config in runs))
+        every_seed = sorted({config["seed"] for config in runs})
+        chosen = []
+        for members in strata.values():
+            for _ in range(rule["per_stratum"]):
+                here = {config["encoding"] for config in members}
+                if not here & set(encodings_deck):  # a new round of the deck
+                    encodings_deck += rng.sample(every_encoding, len(every_encoding))
+                encoding = next(name for name in encodings_deck if name in here)
+                encodings_deck.remove(encoding)
+                seeds = {config["seed"] for config in members if config["encoding"] == encoding}
+                if not seeds & set(seeds_deck):
+                    seeds_deck += rng.sample(every_seed, len(every_seed))
+                seed = next(s for s in seeds_deck if s in seeds)
+                seeds_deck.remove(seed)
+                chosen += [dict(config) for config in members
+                           if (config["encoding"], config["seed"]) == (encoding, seed)]
+        if chosen:
+            drawn[experiment] = chosen
+    return drawn
 
 
 class TaskGrids(list):
