@@ -1,12 +1,14 @@
 """How long a sweep will take here, said before it starts: each run's relative cost, a calibration of this
 machine's seconds per unit of cost on a few runs of each experiment, and the estimate from them
-(:func:`announce`, which ``pebench run`` and ``tox -e bench`` print first).
+(:func:`announce`, which ``pebench run`` and ``tox -e bench`` print first); and how long runs of a reference took
+when it was made (:func:`recorded_time`: the README's table of times, the quick suite's size).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -110,6 +112,49 @@ def time_estimate(todo: Sequence[RunSpec], workers: int, seconds_per_cost: float
 
     total = sum(expected_cost(spec) * rate(spec) for spec in todo) * RUN_OVERHEAD
     return total / max(1, min(workers, len(todo)))
+
+
+def wall_time(seconds: Sequence[float], workers: int) -> float:
+    """Wall seconds of runs that train for ``seconds`` each on ``workers`` workers, each worker taking the longest
+    run left when it is free (as :func:`~pebench.plan.runner.run_sweep` starts them), every run
+    :data:`RUN_OVERHEAD` times its training."""
+    finish = [0.0] * max(1, workers)
+    for run in sorted(seconds, reverse=True):
+        free = finish.index(min(finish))
+        finish[free] += run * RUN_OVERHEAD
+    return max(finish)
+
+
+def recorded_seconds(reference: str | Path, run_ids: Collection[str] | None = None) -> dict[str, float]:
+    """The training seconds each run of the results folder ``reference`` recorded (``train_seconds``), by run id:
+    of ``run_ids`` only, where given.
+
+    Raises:
+        ValueError: a run of ``run_ids`` that ``reference`` has no seconds of, naming how many and the first.
+    """
+    rows = first_rows(reference, ["train_seconds"])
+    if "train_seconds" not in rows:
+        rows = rows.assign(train_seconds=float("nan"))
+    seconds = {run_id: value for run_id, value in zip(rows["run_id"], rows["train_seconds"].astype(float),
+                                                      strict=True) if math.isfinite(value)}
+    if run_ids is None:
+        return seconds
+    missing = [run_id for run_id in run_ids if run_id not in seconds]
+    if missing:
+        raise ValueError(f"{len(missing)} of the {len(run_ids)} runs have no recorded seconds in {reference} (the "
+                         f"first: {missing[0]}): time runs of the reference's own configurations")
+    return {run_id: seconds[run_id] for run_id in run_ids}
+
+
+def recorded_time(run_ids: Collection[str], reference: str | Path, workers: int) -> float:
+    """Expected wall seconds of the runs ``run_ids`` on ``workers`` workers, from the training seconds the results
+    folder ``reference`` recorded for the same runs (:func:`recorded_seconds`, :func:`wall_time`). The committed
+    reference was made beside other work, so this is an upper bound for an idle machine of its kind.
+
+    Raises:
+        ValueError: as :func:`recorded_seconds`.
+    """
+    return wall_time(list(recorded_seconds(reference, run_ids).values()), workers)
 
 
 def announce(todo: Sequence[RunSpec], complete: int, workers: int, device: str | None,
