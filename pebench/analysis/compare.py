@@ -25,7 +25,10 @@ sides, so they are compared *paired*: for every seed completed on both sides,
 Only cells the rerun has run with every seed of the reference are judged. A reference cell with a
 seed the rerun has not run (no run file: a sweep still under way, or one that selected fewer runs)
 is *not yet run*, its own count, never "not reproduced": a rerun 9% done is not 91% failure.
-Two folders of different suites (smoke against standard) are refused, never compared.
+Two folders of different suites (smoke against standard) are refused, never compared. A rerun of a declared
+sample of the reference's suite (the ``quick`` suite: some of the standard suite's own runs,
+:data:`pebench.protocol.SAMPLES`) is compared with the reference's runs of that sample only (``sample``), so each
+of its cells is judged on the seeds the sample draws, and the reference's other runs are not "not yet run".
 
 On one machine a rerun is exact (every ``d_s`` is 0); across machines training
 differs at float level, and a seed whose training is on a knife edge may land
@@ -37,7 +40,7 @@ all its key metrics do (those its experiment declares,
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +88,7 @@ class Comparison:
         not_run: reference cells with a seed the rerun has not run, in ``seeds_not_run`` (``0,1,2``: the whole
             cell); neither reproduced nor not: not yet run.
         notes: protocol differences between the two result sets.
+        sample: the declared sample the rerun is compared on (``quick``), or ``""``: the reference's whole suite.
     """
 
     metrics: pd.DataFrame
@@ -92,6 +96,7 @@ class Comparison:
     only_local: pd.DataFrame
     not_run: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    sample: str = ""  # the declared sample of the reference the rerun ran (quick), or "" for the whole suite
 
     @property
     def n_cells(self) -> int:
@@ -124,7 +129,8 @@ class Comparison:
     def verdict(self) -> str:
         """One line, e.g. ``41 of 44 cells reproduce (...); 2 cells not yet run`` (cells not yet run are not
         counted among the 44)."""
-        text = (f"{self.n_reproduced} of {self.n_cells} cells reproduce (paired by seed: mean difference within "
+        text = (f"{self.sample} sample of the reference: " if self.sample else "") + (
+                f"{self.n_reproduced} of {self.n_cells} cells reproduce (paired by seed: mean difference within "
                 f"{MARGINS['acc'][0]}, no seed off by more than {MARGINS['acc'][1]}, every seed rerun)")
         extra = []
         if self.n_not_run:
@@ -341,10 +347,12 @@ def _sorted(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.sort_values(list(CELL_COLUMNS), key=sort_key).reset_index(drop=True) if len(cells) else cells
 
 
-def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[str, ReportSpec] | None = None
-            ) -> Comparison:
+def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[str, ReportSpec] | None = None,
+            sample: tuple[str, Collection[str]] | None = None) -> Comparison:
     """Compare a rerun (``local_dir``) with the reference results (``reference_dir``), cell by cell, seed by seed,
     on the key metrics each experiment declares (``declared``, else as the folders record it: :func:`key_metrics`).
+    ``sample``: the name and run ids of the declared sample of the reference's suite the rerun ran (``quick``):
+    the reference's runs of it are what the rerun is compared with.
 
     Raises:
         ResultsError: a folder has no valid results, the two hold different suites, the two share no cell, or a
@@ -353,6 +361,8 @@ def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[
     """
     local_data, reference_data = store.load(local_dir), store.load(reference_dir)
     check_same_suite(local_data, reference_data, local_dir, reference_dir)
+    if sample is not None:
+        reference_data = reference_data[reference_data["run_id"].isin(set(sample[1]))]
     versions = [recorded_protocols(data) for data in (local_data, reference_data)]
     if versions[0] != versions[1]:
         raise ProtocolMismatch(local_dir, reference_dir, *versions)
@@ -407,7 +417,8 @@ def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[
         metrics = pd.DataFrame(columns=[*CELL_COLUMNS, "metric", "difference", "tolerance", "worst_seed",
                                         "worst_seed_difference", "seed_tolerance", "missing_seeds", "reproduces"])
     cells = metrics.groupby(list(CELL_COLUMNS), sort=False, dropna=False)["reproduces"].all().reset_index()
-    return Comparison(metrics, cells, only_local, not_run, _protocol_notes(local_data, reference_data))
+    return Comparison(metrics, cells, only_local, not_run, _protocol_notes(local_data, reference_data),
+                      sample[0] if sample is not None else "")
 
 
 def _not_run(local_seeds: dict[tuple, set[int]], reference_seeds: dict[tuple, set[int]]) -> pd.DataFrame:
