@@ -805,7 +805,7 @@ def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
     commands = [line.strip() for line in tox["testenv:bench"]["commands"].splitlines()
                 if line.strip() and not line.strip().startswith("#")]
     assert len(commands) == 1 and commands[0].startswith("python -m pebench.bench ")
-    assert "--out results/local/standard" in commands[0]
+    assert "--out" not in commands[0]  # the bench's default: results/local/<suite> (-- --suite quick: its own)
     last = bench.bench_steps("results/local/standard", 2)[-1]
     assert last.argv[-3:] == ("compare", "results/local/standard", "results/standard") and not last.must_succeed
     assert "docs/_build/html/index.html" in bench.CLOSING

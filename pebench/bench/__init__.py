@@ -41,18 +41,29 @@ class Step:
     must_succeed: bool = True
 
 
-def bench_steps(out: str, workers: int, run_options: Sequence[str] = (), reference: str = "results/standard"
-                ) -> list[Step]:
-    """The steps of ``tox -e bench``: run (or resume) the standard suite into ``out``, report it, build the
-    site, compare with ``reference`` (last, so that its verdict is what the log ends with)."""
-    pebench = (sys.executable, "-m", "pebench")
+def bench_steps(out: str, workers: int, run_options: Sequence[str] = (), reference: str = "results/standard",
+                suite: str = "standard", plugins: Sequence[str] = ()) -> list[Step]:
+    """The steps of ``tox -e bench``: run (or resume) ``suite`` into ``out``, report it, build the site (for the
+    standard suite, whose rerun the site shows), compare with ``reference`` (last, so that its verdict is what the
+    log ends with; a sample of the reference's runs, the quick suite, is compared on its own runs). ``plugins``:
+    loaded by every step (``pebench --plugin``)."""
+    pebench = (sys.executable, "-m", "pebench", *(part for plugin in plugins for part in ("--plugin", plugin)))
+    site = [Step("site", (sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs",
+                          "docs/_build/html"))] if suite == "standard" else []
     return [
-        Step("run", (*pebench, "run", "--suite", "standard", "--workers", str(workers), "--out", out, *run_options)),
+        Step("run", (*pebench, "run", "--suite", suite, "--workers", str(workers), "--out", out, *run_options)),
         Step("report", (*pebench, "report", out)),
-        Step("site", (sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs",
-                      "docs/_build/html")),
+        *site,
         Step("compare", (*pebench, "compare", out, reference), must_succeed=False),
     ]
+
+
+def evaluate_steps(encoding: str, plugins: Sequence[str], workers: int, options: Sequence[str] = ()) -> list[Step]:
+    """``tox -e bench -- --encoding NAME [--plugin FILE]``: ``pebench evaluate`` of that encoding (its runs of the
+    standard suite, then its verdict against the reference)."""
+    loaded = [part for plugin in plugins for part in ("--plugin", plugin)]
+    return [Step("evaluate", (sys.executable, "-m", "pebench", "evaluate", encoding, *loaded, "--workers",
+                              str(workers), *options))]
 
 
 @contextlib.contextmanager
@@ -124,9 +135,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pebench.bench``: the bench's steps (:func:`bench_steps`) in the terminal's foreground."""
     parser = argparse.ArgumentParser(prog="python -m pebench.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2, help="local worker processes of the sweep (default 2)")
-    parser.add_argument("--out", default="results/local/standard", help="the rerun's results folder")
+    parser.add_argument("--suite", default="standard", help="the suite to rerun: standard, or quick (a sample of "
+                                                              "its runs); default standard")
+    parser.add_argument("--out", help="the rerun's results folder (default results/local/<suite>)")
+    parser.add_argument("--encoding", help="instead, pebench evaluate this encoding: its standard runs and verdict")
+    parser.add_argument("--plugin", action="append", default=[], help="the file or module that registers --encoding")
     args, run_options = parser.parse_known_args(argv)
     os.environ.setdefault("PEBENCH_RESUME_COMMAND", RESUME_COMMAND)  # the sweep's resume line names it
+    if args.encoding:
+        out = ["--out", args.out] if args.out else []
+        steps, closing = evaluate_steps(args.encoding, args.plugin, args.workers, [*out, *run_options]), ""
+    else:
+        out = args.out or f"results/local/{args.suite}"
+        steps = bench_steps(out, args.workers, run_options, suite=args.suite, plugins=args.plugin)
+        closing = CLOSING if args.suite == "standard" else "pebench: the verdict is the line above"
     with terminal_foreground():
-        return run_steps(bench_steps(args.out, args.workers, run_options), CLOSING)
+        return run_steps(steps, closing)
 
