@@ -21,7 +21,7 @@ POSITION_CAPACITY = {"smoke": 1024, "standard": 2048, "extended": 2048, "paper":
 #: were made under an older one keeps it in its :data:`SCALES` until they are regenerated
 PROTOCOL = 3
 #: the protocol versions a run spec may name
-PROTOCOLS = (2, 3)
+PROTOCOLS = (2, 3, 4)
 #: the kinds of protocol v3's boards, whose tables are named ``<kind>_<experiment>`` (:mod:`pebench.report.boards`)
 BOARD_KINDS = ("extrapolation", "capability", "harm")
 
@@ -138,6 +138,24 @@ def task_steps(suite: str, arch: str, task: str) -> int:
     return SCALES[suite]["steps"]
 
 
+#: steps a run still improving at its cap may train on, per suite (protocol v4, issue 66: the budget stops binding):
+#: a run unfitted at its cap ``steps`` continues to ``steps`` + this while its held-out accuracy rose by at least
+#: the scale's ``extend_min_gain`` over its last ``extend_window`` steps (:class:`pebench.config.TrainConfig`)
+EXTENSION_STEPS: dict[str, int] = {}
+#: order-dependent tasks a suite runs on one architecture only, beside its experiments' task lists (protocol v4:
+#: the decoder battery's tasks admitted by the battery pilot, results/pilots/battery_fit.json)
+ARCH_TASKS: dict[str, dict[str, tuple[str, ...]]] = {}
+
+
+def task_budget(suite: str, arch: str, task: str) -> dict[str, int]:
+    """The training budget of ``task`` on ``arch`` in ``suite``: its cap ``steps`` (:func:`task_steps`) and, where
+    the suite extends runs still improving at their cap (:data:`EXTENSION_STEPS`), ``extend_to``, the ceiling. The
+    same for every encoding of a task."""
+    steps = task_steps(suite, arch, task)
+    more = EXTENSION_STEPS.get(suite, 0)
+    return {"steps": steps, **({"extend_to": steps + more} if more else {})}
+
+
 #: optimizer steps of the character LM (``lm_extrapolation``) where a suite departs from its scale's ``steps``
 #: (a fixed budget: a language model has no fit criterion). Standard, protocol v3: the LM step pilot's rule
 #: (results/pilots/lm_step_pilot.json): no count up to 3200 brought the in-distribution spread within 1.10
@@ -176,6 +194,70 @@ STANDARD_V2: dict[str, Any] = {
 }
 
 
+#: the standard suite as protocol v3 declared it: the protocol in force until the v4 reference is complete
+STANDARD_V3: dict[str, Any] = {
+    "scale": dict(SCALES["standard"]),
+    "task_steps": dict(TASK_STEPS["standard"]),
+    "seeds": list(SEEDS["standard"]),
+    "encodings": SUITE_ENCODINGS["standard"],
+    "lm_steps": LM_STEPS["standard"],
+}
+
+#: protocol v4 of the standard suite (issue 66), declared before its first run (docs: protocol, "Protocol v4"):
+#: the decoder battery is v3's core battery plus the tasks the battery pilot admitted (results/pilots/
+#: battery_fit.json, its cap rule: twice the most steps a capable encoding took to fit, rounded up to 500, within
+#: 1000-5000), three seeds (the power analysis, results/pilots/power_v4.json: seeds barely move the detectable
+#: effect, tasks do), every encoding of the field including those of 2025-26, and runs still improving at their cap
+#: extended by up to :data:`V4_EXTENSION` steps. The encoder keeps v3's core battery
+V4_BATTERY: dict[tuple[str, str], int] = {}
+V4_SEEDS = [0, 1, 2]
+V4_EXTENSION = 4000
+STANDARD_V4: dict[str, Any] = {
+    "scale": {**SCALES["standard"], "extend_window": 1000, "extend_min_gain": 0.01, "protocol": 4},
+    "task_steps": {**TASK_STEPS["standard"], **V4_BATTERY},
+    "seeds": V4_SEEDS,
+    "encodings": COMPARED_ENCODINGS + NEWER_ENCODINGS + FIELD_2025,
+    "lm_steps": LM_STEPS["standard"],
+    "extension": V4_EXTENSION,
+    "arch_tasks": {"decoder": tuple(task for _, task in V4_BATTERY)},
+}
+#: the standard suite as each protocol declared it (:func:`as_declared`)
+STANDARD_DECLARED: dict[int, dict[str, Any]] = {3: STANDARD_V3, 4: STANDARD_V4}
+
+
+@contextlib.contextmanager
+def standard_as(version: int) -> Iterator[None]:
+    """Within the block, the standard suite expands as protocol ``version`` (3 or 4) declared it
+    (:data:`STANDARD_DECLARED`): its scale, caps, seeds, encodings, the LM's steps, its extension and the tasks it
+    adds on one architecture. For making a reference under a protocol declared before it is in force
+    (``pebench run --protocol 4``) and for reading a folder made under one; restored on leaving the block."""
+    declared = STANDARD_DECLARED[version]
+    saved = (SCALES["standard"], TASK_STEPS["standard"], SEEDS["standard"], SUITE_ENCODINGS["standard"],
+             LM_STEPS["standard"], EXTENSION_STEPS.get("standard"), ARCH_TASKS.get("standard"))
+    SCALES["standard"] = dict(declared["scale"])
+    TASK_STEPS["standard"] = dict(declared["task_steps"])
+    SEEDS["standard"] = list(declared["seeds"])
+    SUITE_ENCODINGS["standard"] = tuple(declared["encodings"])
+    LM_STEPS["standard"] = declared["lm_steps"]
+    _set(EXTENSION_STEPS, declared.get("extension"))
+    _set(ARCH_TASKS, declared.get("arch_tasks"))
+    try:
+        yield
+    finally:
+        (SCALES["standard"], TASK_STEPS["standard"], SEEDS["standard"], SUITE_ENCODINGS["standard"],
+         LM_STEPS["standard"], extension, arch_tasks) = saved
+        _set(EXTENSION_STEPS, extension)
+        _set(ARCH_TASKS, arch_tasks)
+
+
+def _set(table: dict[str, Any], value: Any) -> None:
+    """``table["standard"]`` set to ``value``, or removed where it is None."""
+    if value is None:
+        table.pop("standard", None)
+    else:
+        table["standard"] = value
+
+
 @contextlib.contextmanager
 def standard_v2() -> Iterator[None]:
     """Within the block, the standard suite expands as protocol v2 declared it (:data:`STANDARD_V2`), with v2's run
@@ -198,9 +280,14 @@ def standard_v2() -> Iterator[None]:
 @contextlib.contextmanager
 def as_declared(suite: str, version: int | None) -> Iterator[None]:
     """Within the block, ``suite`` expands as protocol ``version`` declared it: the standard suite under v2 by
-    :func:`standard_v2` while its scale is v3's; every other suite and version as now (``None``: as now)."""
-    if suite == "standard" and version == 2 and SCALES["standard"].get("protocol") != 2:
+    :func:`standard_v2`, under v3 or v4 by :func:`standard_as`, where it is not the one in force; every other suite
+    and version as now (``None``: as now)."""
+    current = SCALES["standard"].get("protocol")
+    if suite == "standard" and version == 2 and current != 2:
         with standard_v2():
+            yield
+    elif suite == "standard" and version in STANDARD_DECLARED and version != current:
+        with standard_as(version):
             yield
     else:
         yield

@@ -355,7 +355,19 @@ def _experiments_listing() -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run (or resume) a suite."""
+    """Run (or resume) a suite, as protocol ``--protocol`` declared it where given."""
+    from pebench.protocol import STANDARD_DECLARED, as_declared
+
+    version = getattr(args, "protocol", None)
+    if version is not None and (args.suite != "standard" or version not in STANDARD_DECLARED):
+        raise UsageError(f"--protocol {version}: only the standard suite is declared under another protocol, as "
+                         f"{', '.join(map(str, STANDARD_DECLARED))}")
+    with as_declared(args.suite, version):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """:func:`cmd_run` under the protocol it expands the suite as."""
     from pebench.plan.runner import RunnerError, SweepError, SweepInterrupted, parse_share, run_sweep, share_runs
     from pebench.store import FolderLockError
 
@@ -795,6 +807,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", help="results folder (default results/local/<suite>)")
     p.add_argument("--dry-run", action="store_true", help="list the runs without running them")
+    p.add_argument("--protocol", type=int, metavar="N",
+                   help="expand the suite as protocol N declared it (pebench list protocol; default: the one in "
+                        "force): to make a reference under a protocol declared before it is in force")
     p.add_argument("--share", metavar="I/N",
                    help="run only share I of N: in every cell, the I-th, (I+N)-th, ... of its seeds, so that N "
                         "machines (one --share each, 1/N to N/N, same other options) split every cell's seeds; "

@@ -41,6 +41,7 @@ from pebench.config import (
 )
 from pebench.lazy_torch import torch
 from pebench.protocol import (
+    ARCH_TASKS,
     POSITION_CAPACITY,
     PROTOCOL,
     PROTOCOLS,
@@ -49,7 +50,7 @@ from pebench.protocol import (
     SEEDS,
     SUITE_ENCODINGS,
     SUITES,
-    task_steps,
+    task_budget,
 )
 from pebench.registry import Registry, import_file
 from pebench.report_spec import ReportSpec, as_tuple
@@ -538,11 +539,11 @@ class TaskGrids(list):
     def __init__(self, suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> None:
         self.suite, self.base, self.tasks, self.archs = suite, dict(base), list(task_list), list(archs)
         super().__init__(
-            ({**SCALES[suite], "steps": task_steps(suite, arch, task),
+            ({**SCALES[suite], **task_budget(suite, arch, task),
               "train_min_len": max(1, tasks.get(task).min_length), **_defined_lengths(self.base, task)},
              {"task": [task], "arch": [arch], "encoding": _encodings_for(suite, arch), "seed": SEEDS[suite]})
             for arch in self.archs
-            for task in self.tasks
+            for task in self.tasks + [t for t in ARCH_TASKS.get(suite, {}).get(arch, ()) if t not in self.tasks]
             if arch == "decoder" or not getattr(tasks.TASKS.get(task), "decoder_only", False)
         )
 
@@ -569,7 +570,8 @@ def _encodings_for(suite: str, arch: str) -> list[str]:
 
 
 def per_task_grids(suite: str, base: Mapping[str, Any], task_list: Sequence[str], archs: Sequence[str]) -> TaskGrids:
-    """One ``(base, grid)`` pair per (arch, task), each with its :func:`~pebench.protocol.task_steps`, comparing
+    """One ``(base, grid)`` pair per (arch, task), each with its :func:`~pebench.protocol.task_budget`, comparing
     every encoding of the suite's :data:`~pebench.protocol.SUITE_ENCODINGS` over its seeds; ``pebench run --task
-    NAME`` adds more tasks to them (:meth:`TaskGrids.with_tasks`)."""
+    NAME`` adds more tasks to them (:meth:`TaskGrids.with_tasks`). An architecture also gets the tasks its suite
+    adds on it alone (:data:`~pebench.protocol.ARCH_TASKS`: protocol v4's decoder battery)."""
     return TaskGrids(suite, base, task_list, archs)
