@@ -18,6 +18,9 @@ before any pilot row was read):
 - **Admission**: a candidate joins the battery of an architecture if, at every pilot seed, every capable
   encoding fitted it within :data:`PILOT_CAP` steps (all of their runs: the battery must be one the capable
   encodings learn, or a task that one cannot learn would leave the board).
+- A candidate one of whose capable runs did not fit is refused at once (the rule above cannot admit it), so
+  its runs at later seeds are not made (``--tasks`` names the candidates still open; added to this docstring
+  after seed 0's rows, a saving of runs, not a change of the rule).
 - **Its cap** is protocol v3's rule: twice the most steps a capable run took to fit it, rounded up to 500,
   within 1000-5000 (:func:`cap_of`); protocol v4's extension then carries a run still improving at its cap
   on to its ceiling (``pebench.config.TrainConfig.extend_to``).
@@ -94,15 +97,16 @@ def reading(out: Path = OUT) -> dict:
         most = int(part.loc[fitted, "steps_to_fit"].max()) if fitted.any() else None
         complete = len(part) == expected
         admit = complete and bool(fitted.all())
+        refused = not fitted.all()  # one capable run that did not fit settles it: its other runs need not be made
         if admit:
             admitted.setdefault(arch, {})[task] = cap_of(most)
-        elif not complete:
+        elif not refused:
             pending.append(f"{arch} {task}")
         per_encoding = ", ".join(f"{encoding} {int(group['fitted'].astype(bool).sum())}/{len(group)}"
                                  for encoding, group in part.groupby("encoding", sort=True))
         lines.append([arch, task, per_encoding, most if most is not None else "-",
                       f"{part['fit_token_acc'].min():.3f}", f"{part['floor_token_acc'].iloc[0]:.3f}",
-                      "yes" if admit else "pending" if not complete else "no",
+                      "yes" if admit else "no" if refused else "pending",
                       admitted.get(arch, {}).get(task, "-")])
     made = sorted(set(rows["git_sha"].astype(str)))
     blocks = [
