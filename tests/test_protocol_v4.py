@@ -63,3 +63,16 @@ def test_run_protocol_4_lists_v4s_runs_and_refuses_what_is_not_declared(capsys):
         assert main(["run", *argv, "--dry-run"]) == 2
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "only the standard suite is declared under another protocol" in err
+
+
+def test_the_bench_calibrates_an_extended_run():
+    """``pebench run --protocol 4`` times a few steps of its runs before the sweep: a run with an extension is timed
+    without its fit criterion, so without its extension too (it raised before)."""
+    import dataclasses
+
+    from pebench.plan.sweep_time import calibrate
+
+    with protocol.as_declared("standard", 4):
+        spec = next(s for s in suite_runs("standard", ["length_extrapolation"]) if s.train.extend_to)
+    small = dataclasses.replace(spec, d_model=16, n_heads=2, n_layers=1)  # a second of CPU, not the scale's
+    assert calibrate(small, "cpu") > 0

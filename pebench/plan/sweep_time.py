@@ -74,7 +74,7 @@ def calibrate(spec: RunSpec, device: str | None = None) -> float:
     torch_device = torch.device(device) if device else default_device()
     task = tasks.get(spec.task)
     plain = dataclasses.replace(spec.train, fit_every=0, stop_at_fit=False, fit_patience=0, fit_disjoint=False,
-                                fit_lengths="longest")
+                                fit_lengths="longest", extend_to=0)  # no fit criterion, so no extension either
     seconds = []
     for steps in (CALIBRATION_STEPS, CALIBRATION_STEPS, 3 * CALIBRATION_STEPS):  # the first warms up, unread
         model = model_for(spec).to(torch_device)
