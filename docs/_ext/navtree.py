@@ -108,12 +108,9 @@ def unmarked(html: str, link: str) -> str:
     return _TAG.sub(unmark, html)
 
 
-def marked(html: str, link: str) -> str:
-    """Furo's navigation tree ``html``, drawn without marks, as Sphinx and furo draw it for the page whose own link
-    (its file name, relative to its folder) is ``link``: each internal link to it becomes ``#`` with the class
-    ``current``; every list and entry above one gets ``current`` (after Sphinx's classes, before furo's) and each
-    such entry's box is checked; the last such entry, in document order, gets furo's ``current-page``."""
-    tags = list(_TAG.finditer(html))
+def _links_and_branches(tags: list, link: str) -> tuple[list[int], set[int]]:
+    """Of a navigation tree's ``tags``: the indices of the internal links to ``link``, and of every list and entry
+    open above one of them (:func:`marked`)."""
     above: list[int] = []  # the lists and entries open at this tag
     links, current = [], set()
     for index, tag in enumerate(tags):
@@ -125,6 +122,16 @@ def marked(html: str, link: str) -> str:
         elif name == "a" and not close and f' href="{link}"' in attrs and "reference internal" in attrs:
             links.append(index)
             current.update(above)
+    return links, current
+
+
+def marked(html: str, link: str) -> str:
+    """Furo's navigation tree ``html``, drawn without marks, as Sphinx and furo draw it for the page whose own link
+    (its file name, relative to its folder) is ``link``: each internal link to it becomes ``#`` with the class
+    ``current``; every list and entry above one gets ``current`` (after Sphinx's classes, before furo's) and each
+    such entry's box is checked; the last such entry, in document order, gets furo's ``current-page``."""
+    tags = list(_TAG.finditer(html))
+    links, current = _links_and_branches(tags, link)
     entries = [index for index in current if tags[index].group(2) == "li"]
     boxes = set()
     for entry in entries:  # an entry's box is the first input before its own list or next entry

@@ -368,7 +368,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """:func:`cmd_run` under the protocol it expands the suite as."""
-    from pebench.plan.runner import RunnerError, SweepError, SweepInterrupted, parse_share, run_sweep, share_runs
+    from pebench.plan.runner import RunnerError, SweepError, SweepInterrupted, run_sweep
     from pebench.store import FolderLockError
 
     # the arguments first (cheap, one line each), then the runs they select
@@ -377,19 +377,7 @@ def _run(args: argparse.Namespace) -> int:
     _check_device(args.device, local=dask_address is None)
     if args.compile and args.seed_batch:
         raise UsageError("--compile cannot be combined with --seed-batch (seed-batched training runs eagerly)")
-    try:
-        share = parse_share(args.share) if args.share else None
-    except ValueError as error:
-        raise UsageError(f"--share: {error}") from None
-    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
-    if not specs:
-        raise UsageError("no runs match the given --experiment/--filter options")
-    if share:
-        planned, specs = len(specs), share_runs(specs, *share)
-        if not specs:
-            raise UsageError(f"share {args.share} holds no runs: no cell of this selection has more than "
-                             f"{share[0] - 1} seeds; use at most as many shares as a cell has seeds")
-        print(f"share {args.share}: {len(specs)} of the {planned} runs of this selection", file=sys.stderr)
+    specs = _selected_share(args)
     if args.dry_run:
         for spec in specs:
             print(f"{spec.run_id} {spec.experiment} {spec.task} {spec.encoding} {spec.arch} seed={spec.seed}")
@@ -421,6 +409,27 @@ def _run(args: argparse.Namespace) -> int:
         f"{summary.seconds:.0f}s -> {out}"
     )
     return EXIT_FAILED_RUNS if summary.failed or summary.blocked else EXIT_OK
+
+
+def _selected_share(args: argparse.Namespace) -> list[RunSpec]:
+    """The runs ``pebench run``'s arguments select (:func:`select_runs`), narrowed to its ``--share``; one line
+    and exit 2 where they select none."""
+    from pebench.plan.runner import parse_share, share_runs
+
+    try:
+        share = parse_share(args.share) if args.share else None
+    except ValueError as error:
+        raise UsageError(f"--share: {error}") from None
+    specs = select_runs(args.suite, args.experiment, args.filter, args.encoding, args.task)
+    if not specs:
+        raise UsageError("no runs match the given --experiment/--filter options")
+    if share:
+        planned, specs = len(specs), share_runs(specs, *share)
+        if not specs:
+            raise UsageError(f"share {args.share} holds no runs: no cell of this selection has more than "
+                             f"{share[0] - 1} seeds; use at most as many shares as a cell has seeds")
+        print(f"share {args.share}: {len(specs)} of the {planned} runs of this selection", file=sys.stderr)
+    return specs
 
 
 def declared_reports() -> dict:

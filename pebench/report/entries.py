@@ -125,23 +125,30 @@ def entries(out_dir: Path, cells: pd.DataFrame, emphasis: Mapping[str, str] | No
             for name, shown in rows.items():
                 if name in per_name:
                     per_name[name]["tables"][table] = {"header": header, "rows": shown}
-        replaced = {(emphasis[figure], figure_places(figure, experiments, archs)) for figure in emphasis}
-        for figure in figures:
-            owner = figure_places(figure, experiments, archs)
-            if figure in emphasis:
-                if column == "encoding" and emphasis[figure] in per_name and owner:
-                    per_name[emphasis[figure]]["figures"][figure] = emphasis_sentence(emphasis[figure], *owner)
-                continue
-            shown = part_tasks(figure, cells, owner) if owner and column == "task" else None
-            for name, entry in per_name.items():
-                if shown is not None and name not in shown:
-                    continue
-                if column == "encoding" and (name, owner) in replaced:
-                    continue
-                if owner and any(owner[0] == e and owner[1] in (None, a) for e, a in places.get(name, ())):
-                    entry["figures"][figure] = look_sentence(column, name, *owner)
+        _add_figures(per_name, column, figures, cells, places, emphasis, experiments, archs)
         found[column] = per_name
     return found
+
+
+def _add_figures(per_name: dict[str, Any], column: str, figures: Sequence[str], cells: pd.DataFrame,
+                 places: Mapping[str, Any], emphasis: Mapping[str, str], experiments: list[str], archs: list[str]
+                 ) -> None:
+    """Put in ``per_name`` (one :func:`entries` column's) each figure a name's page shows, with its sentence: a
+    figure emphasising an encoding on that encoding's page only, in place of its experiment's other figures there;
+    every other figure on the pages of the names drawn in it."""
+    replaced = {(emphasis[figure], figure_places(figure, experiments, archs)) for figure in emphasis}
+    for figure in figures:
+        owner = figure_places(figure, experiments, archs)
+        if figure in emphasis:
+            if column == "encoding" and emphasis[figure] in per_name and owner:
+                per_name[emphasis[figure]]["figures"][figure] = emphasis_sentence(emphasis[figure], *owner)
+            continue
+        shown = part_tasks(figure, cells, owner) if owner and column == "task" else None
+        for name, entry in per_name.items():
+            if (shown is not None and name not in shown) or (column == "encoding" and (name, owner) in replaced):
+                continue
+            if owner and any(owner[0] == e and owner[1] in (None, a) for e, a in places.get(name, ())):
+                entry["figures"][figure] = look_sentence(column, name, *owner)
 
 
 def part_tasks(figure: str, cells: pd.DataFrame, owner: tuple[str, str | None]) -> list[str] | None:

@@ -269,25 +269,7 @@ def _curve_panels(
         frame = curves[curves["task"] == task]
         _shade_training(ax, frame)
         for name, line in frame.groupby(hue, sort=False):
-            line = line.sort_values("eval_len")
-            x, mean, ci = line["eval_len"], line[f"{metric}_mean"], line[f"{metric}_ci95"].fillna(0.0)
-            line_style = styles[name]
-            fitted = bool(line["judged"].all()) if "judged" in line else True
-            if emphasised is not None and name != emphasised:  # the field: grey, under the emphasised line
-                ax.plot(x, mean, label=FIELD_LABEL + ("" if fitted else NOT_FITTED_LABEL),
-                        **{**FIELD_LINE, **({} if fitted else {"linestyle": ":"})})
-            elif emphasised is not None and fitted:
-                ax.plot(x, mean, markersize=4, label=name, **{**line_style, "linewidth": EMPHASIS_WIDTH, "zorder": 3})
-                ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.2, linewidth=0, zorder=2)
-            elif emphasised is not None:
-                ax.plot(x, mean, markersize=3, label=f"{name}{NOT_FITTED_LABEL}",
-                        **{**line_style, **NOT_FITTED_LINE, "linewidth": EMPHASIS_WIDTH / 2, "zorder": 3})
-            elif fitted:
-                ax.plot(x, mean, markersize=3, label=name, **line_style)
-                ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.15, linewidth=0)
-            else:
-                ax.plot(x, mean, markersize=2, label=f"{name}{NOT_FITTED_LABEL}",
-                        **{**line_style, **NOT_FITTED_LINE})
+            _draw_line(ax, line.sort_values("eval_len"), metric, name, styles[name], emphasised)
         if references:
             for column, line_style in ((chance, CHANCE), (f"floor_{metric}", FLOOR)):
                 level = frame.groupby("eval_len")[column].mean().dropna() if column in frame else pd.Series()
@@ -308,6 +290,29 @@ def _curve_panels(
         emphasised: {**styles[emphasised], "linewidth": EMPHASIS_WIDTH}, FIELD_LABEL: FIELD_LINE}))
     figure.suptitle(wrapped_title(title), fontsize="medium")
     return figure
+
+
+def _draw_line(ax, line: pd.DataFrame, metric: str, name: str, line_style: dict[str, object],
+               emphasised: str | None) -> None:
+    """One line of :func:`_curve_panels` (mean, and its 95% CI band where it has fitted seeds): in its style; or,
+    beside an ``emphasised`` one, in :data:`FIELD_LINE` (no band), or wider when it is the emphasised one. A line
+    without a fitted seed (``judged`` False) is drawn in :data:`NOT_FITTED_LINE`, without a band."""
+    x, mean, ci = line["eval_len"], line[f"{metric}_mean"], line[f"{metric}_ci95"].fillna(0.0)
+    fitted = bool(line["judged"].all()) if "judged" in line else True
+    if emphasised is not None and name != emphasised:  # the field: grey, under the emphasised line
+        ax.plot(x, mean, label=FIELD_LABEL + ("" if fitted else NOT_FITTED_LABEL),
+                **{**FIELD_LINE, **({} if fitted else {"linestyle": ":"})})
+        return
+    own = emphasised is not None
+    if not fitted:
+        width = {"linewidth": EMPHASIS_WIDTH / 2, "zorder": 3} if own else {}
+        ax.plot(x, mean, markersize=3 if own else 2, label=f"{name}{NOT_FITTED_LABEL}",
+                **{**line_style, **NOT_FITTED_LINE, **width})
+        return
+    wide = {"linewidth": EMPHASIS_WIDTH, "zorder": 3} if own else {}
+    ax.plot(x, mean, markersize=4 if own else 3, label=name, **{**line_style, **wide})
+    ax.fill_between(x, mean - ci, mean + ci, color=line_style["color"], alpha=0.2 if own else 0.15, linewidth=0,
+                    **({"zorder": 2} if own else {}))
 
 
 #: the legend's one entry for every line but the emphasised one's (:func:`encoding_vs_field`)
