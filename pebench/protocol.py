@@ -206,11 +206,15 @@ STANDARD_V3: dict[str, Any] = {
 #: protocol v4 of the standard suite (issue 66), declared before its first run (docs: protocol, "Protocol v4"):
 #: the decoder battery is v3's core battery plus the tasks the battery pilot admitted (results/pilots/
 #: battery_fit.json, its cap rule: twice the most steps a capable encoding took to fit, rounded up to 500, within
-#: 1000-5000), three seeds (the power analysis, results/pilots/power_v4.json: seeds barely move the detectable
-#: effect, tasks do), every encoding of the field including those of 2025-26, and runs still improving at their cap
-#: extended by up to :data:`V4_EXTENSION` steps. The encoder keeps v3's core battery
-V4_BATTERY: dict[tuple[str, str], int] = {}
-V4_SEEDS = [0, 1, 2]
+#: 1000-5000); two seeds (the power analysis, results/pilots/power_v4.json: tasks, not seeds, limit a task-level
+#: comparison, 2 seeds against 3 moving the detectable effect at 10 tasks by under 0.01, while 3 seeds would take
+#: the reference past its 20 h budget, results/pilots/v4_budget.json); every encoding of the field including those
+#: of 2025-26; and runs still improving at their cap extended by up to :data:`V4_EXTENSION` steps. The encoder
+#: keeps v3's core battery
+V4_BATTERY: dict[tuple[str, str], int] = {
+    ("decoder", "flip_flop"): 1000, ("decoder", "passkey"): 2000, ("decoder", "stack_manipulation"): 5000,
+}
+V4_SEEDS = [0, 1]
 V4_EXTENSION = 4000
 STANDARD_V4: dict[str, Any] = {
     "scale": {**SCALES["standard"], "extend_window": 1000, "extend_min_gain": 0.01, "protocol": 4},

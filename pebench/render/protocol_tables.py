@@ -162,6 +162,39 @@ def experiments_blocks(suite: str = REFERENCE_SUITE) -> list[dict[str, Any]]:
     return blocks
 
 
+def v4_declaration() -> list[PagePiece]:
+    """Protocol v4 of the standard suite as :data:`pebench.protocol.STANDARD_V4` declares it: its seeds, encodings,
+    extension and runs, and per architecture the tasks of its length experiment with their caps, ceilings and where
+    each cap comes from, as blocks."""
+    from pebench.render.blocks import table, text
+
+    declared = protocol.STANDARD_V4
+    with protocol.as_declared("standard", 4):
+        specs = suite_runs("standard")
+    length = [spec for spec in specs if spec.experiment == "length_extrapolation"]
+    counts: dict[str, int] = {}
+    for spec in specs:
+        counts[f"{spec.experiment} ({spec.arch})"] = counts.get(f"{spec.experiment} ({spec.arch})", 0) + 1
+    rows = {}
+    for spec in length:
+        kind = "order-dependent" if tasks.get(spec.task).order_dependent else "control"
+        source = "battery pilot" if (spec.arch, spec.task) in protocol.V4_BATTERY else "v3's cap"
+        rows[(spec.arch, spec.task)] = [spec.arch, spec.task, kind, f"{spec.train.steps:,}",
+                                        f"{spec.train.extend_to:,}", source]
+    dependent = {arch: sum(1 for (a, _), row in rows.items() if a == arch and row[2] == "order-dependent")
+                 for arch in ("decoder", "encoder")}
+    return [
+        text(f"{len(specs):,} runs ({', '.join(f'{key}: {n:,}' for key, n in sorted(counts.items()))}); seeds "
+             f"{', '.join(map(str, declared['seeds']))}; {len(declared['encodings'])} encodings (every encoding of "
+             f"protocol v3 and the six of 2025-26; causal-only ones on decoders only); a run unfitted at its cap "
+             f"continues in windows of {declared['scale']['extend_window']:,} steps while its held-out accuracy rose "
+             f"by at least {declared['scale']['extend_min_gain']} over the last one, to its ceiling, "
+             f"{declared['extension']:,} steps past its cap. The decoder board's battery has {dependent['decoder']} "
+             f"order-dependent tasks, the encoder's {dependent['encoder']}."),
+        table(["arch", "task", "kind", "cap", "ceiling", "cap from"], [rows[key] for key in sorted(rows)]),
+    ]
+
+
 def t5_shared_buckets(longest: int = 24) -> str:
     """The distances up to ``longest`` that share one bucket of T5's bidirectional (encoder) bucket
     function, as ``8-11, 12-15, ...`` (from :func:`pebench.encodings.t5.relative_position_bucket`)."""

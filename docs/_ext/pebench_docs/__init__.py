@@ -82,6 +82,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             "metrics_table": registry_tables.metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
             "experiments": "\n".join(render_blocks(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
             "v3_fit": "\n".join(render_blocks(protocol_tables.fit_criterion())),
+            "v4_declaration": "\n".join(render_blocks(protocol_tables.v4_declaration())),
             **{include: protocol_pages.pilot_reading(pilots / name, what, script)
                for include, (name, what, script) in pilot_readings.PILOT_READINGS.items()},
             "depth_pilot": protocol_pages.depth_pilot_include(pilots),
