@@ -204,3 +204,28 @@ def test_a_builtin_encoding_is_judged_on_its_new_runs_not_the_references():
     mine = found.per_task[found.per_task["own"]]
     assert len(mine) == len(TASKS) and np.allclose(mine["score"], 0.9)  # not the reference's 0.2
     assert set(found.per_task["encoding"]) == {"rope", "none"}
+
+
+def test_a_report_on_a_grid_with_gaps_writes_no_board(reference_folder, tmp_path):
+    """The issue's case: a few runs of one encoding beside a reference (pebench combine) ranked it on one task;
+    now a folder whose grid lacks runs gets per-task tables and a finding saying why it has no board."""
+    from pebench.analysis.leaderboard import grid_gaps
+    from pebench.analysis.results import run_metrics
+    from pebench.store import load, raw_files
+
+    folder = tmp_path / "partial"
+    shutil.copytree(reference_folder, folder)
+    rows = load(folder)
+    dropped = rows[(rows["encoding"] == "rope") & (rows["task"] == "copy")]["run_id"].iloc[0]
+    for path in raw_files(folder / "raw"):
+        if dropped in path.name:
+            path.unlink()
+    gaps = grid_gaps(run_metrics(load(folder)))
+    assert gaps[["encoding", "task", "missing"]].values.tolist() == [["rope", "copy", 1]]
+    assert grid_gaps(run_metrics(load(reference_folder))).empty
+    assert main(["report", str(folder)]) == 0
+    findings = json.loads((folder / "report.json").read_text())["findings"]
+    assert any("no board: 1 runs of its grid are not in the folder (rope on copy (decoder): 1 of 1 seeds)" in line
+               for line in findings)
+    assert not list((folder / "tables").glob("extrapolation_*")) and not list((folder / "tables").glob("leaderboard_*"))
+    assert list((folder / "tables").glob("*.md"))  # the per-task tables are there

@@ -241,6 +241,37 @@ TIER_SEED = 0
 TIER_CONFIDENCE = 0.9
 
 
+def grid_gaps(runs: pd.DataFrame) -> pd.DataFrame:
+    """The cells a board's grid lacks: per arch, every encoding present must have a run (completed or failed) of
+    every task of that arch at every seed any encoding ran it with; one row per (arch, encoding, task) short of it,
+    with ``missing`` (how many seeds) and ``seeds`` (the seeds the task has). A board is computed only on a full
+    grid (issue 65: no ranking on partial data, where a few runs of one encoding would rank it on a task or two)."""
+    columns = ["arch", "encoding", "task", "missing", "seeds"]
+    runs = trained_runs(runs)
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    have = runs.groupby(["arch", "encoding", "task"])["seed"].agg(set)
+    records = []
+    for arch, part in runs.groupby("arch", sort=True):
+        seeds = part.groupby("task")["seed"].agg(set)
+        for encoding in sorted(part["encoding"].unique(), key=encoding_rank):
+            for task, wanted in seeds.items():
+                missing = wanted - have.get((arch, encoding, task), set())
+                if missing:
+                    records.append(dict(arch=arch, encoding=encoding, task=task, missing=len(missing),
+                                        seeds=len(wanted)))
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def gaps_text(gaps: pd.DataFrame, named: int = 3) -> str:
+    """Why no board is written, in a sentence: how many runs the grid lacks, and the first cells that lack them."""
+    cells = "; ".join(f"{row.encoding} on {row.task} ({row.arch}): {row.missing} of {row.seeds} seeds"
+                      for row in gaps.head(named).itertuples())
+    more = f"; and {len(gaps) - named} more cells" if len(gaps) > named else ""
+    return (f"no board: {int(gaps['missing'].sum())} runs of its grid are not in the folder ({cells}{more}); a board "
+            "ranks only a full grid, every encoding on every task and seed")
+
+
 def capability(runs: pd.DataFrame) -> pd.DataFrame:
     """The capability board: per arch and encoding, how many runs met the fit criterion, on the
     order-dependent tasks and on the order-free controls (runs with a fit criterion, trained models only).
@@ -686,7 +717,9 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     Per arch and encoding: ``control_fit_rate``; ``ood_token_acc`` (mean over tasks of the mean over seeds,
     every control run, fitted or not: harm is what the encoding costs) with a 95% interval of the two-level
     bootstrap; ``vs_baseline``: the mean difference from the baseline on the same (task, seed) pairs, with
-    its interval (``diff_low``, ``diff_high``); ``harms``: True where that interval lies below 0.
+    its interval (``diff_low``, ``diff_high``); ``harms``: True where that interval lies below 0. Only the pairs
+    whose baseline run fitted: a baseline that did not learn a control is no measure of what it takes without
+    positions (issue 66: encoder bucket_sort, which NoPE does not fit).
     """
     columns = ["arch", "encoding", "control_runs", "control_fit_rate", "ood_token_acc", "low", "high",
                "vs_baseline", "diff_low", "diff_high", "harms"]
@@ -698,6 +731,7 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     records = []
     for arch, part in controls.groupby("arch", sort=True):
         wide = part.pivot_table(index=["task", "seed"], columns="encoding", values="ood_token_acc", aggfunc="first")
+        judged = _baseline_fitted(part, wide, baseline)
         fit = part.assign(fit=fitted).groupby("encoding")["fit"].mean() if "fitted" in part else None
         for encoding in sorted(wide.columns, key=encoding_rank):
             own = wide[encoding].dropna()
@@ -707,7 +741,7 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
             low, high = np.percentile(boot, [2.5, 97.5])
             diff = diff_low = diff_high = np.nan
             if baseline in wide and encoding != baseline:
-                paired = wide[[encoding, baseline]].dropna()
+                paired = wide[[encoding, baseline]].where(judged, np.nan).dropna()
                 differences = paired[encoding] - paired[baseline]
                 tables = [g.to_numpy(float)[:, None] for _, g in differences.groupby(level="task", sort=True)]
                 if tables:
@@ -720,6 +754,16 @@ def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataF
     table = pd.DataFrame.from_records(records, columns=columns)
     table.attrs["baseline"] = baseline
     return table
+
+
+def _baseline_fitted(part: pd.DataFrame, wide: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+    """Per (task, seed) row of ``wide`` (:func:`harm`'s), whether the baseline's run there fitted (True for every
+    row where there is no fit criterion), as a frame of ``wide``'s shape."""
+    if baseline is None or "fitted" not in part:
+        return pd.DataFrame(True, index=wide.index, columns=wide.columns)
+    own = part[part["encoding"] == baseline].assign(fit=fitted).set_index(["task", "seed"])["fit"]
+    rows = own.reindex(wide.index).fillna(False).astype(bool)
+    return pd.DataFrame({column: rows for column in wide.columns}, index=wide.index)
 
 
 def separable(n_pairs: int) -> bool:

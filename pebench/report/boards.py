@@ -27,10 +27,21 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     """The leaderboard (MRR and mean rank over tasks, bootstrap over seeds) and the declared pairwise
     comparisons of ``experiment`` on its primary metric (:mod:`pebench.analysis.leaderboard`), written as CSV,
     markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture.
+    On a grid with gaps (:func:`~pebench.analysis.leaderboard.grid_gaps`: an encoding without runs of a task and
+    seed the others have) it writes nothing and says why in one finding: no board on partial data (issue 65).
     Under ``protocol`` 3 the comparisons are scored as the extrapolation board is
     (:func:`pebench.analysis.leaderboard.pairwise` with ``jointly_fitted``), under 2 on the primary metric with an
     unfitted run scoring the worst; under 3, the run ``rows`` (their fit curves) say what the capable encodings'
     unfitted runs reached (:func:`pebench.analysis.leaderboard.capacity_shortfall`)."""
+    gaps = leaderboard.grid_gaps(runs)
+    if not gaps.empty:
+        return [], [f"{named(experiment, spec)}: {leaderboard.gaps_text(gaps)}"]
+    return _ranking_artifacts(runs, experiment, spec, directory, version, protocol, rows)
+
+
+def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str,
+                       protocol: int, rows: pd.DataFrame | None) -> tuple[list[Artifact], list[str]]:
+    """:func:`ranking_artifacts` of a full grid."""
     metric = spec.primary_metric
     label = metric_registry.get(metric).axis_label
     board = leaderboard.leaderboard(runs, metric)
