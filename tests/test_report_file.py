@@ -88,3 +88,13 @@ def test_a_name_that_leaves_the_folder_is_refused_by_the_store(tmp_path):
     for name in ("../escape", "raw/../../escape", ".."):
         with pytest.raises(store.ResultsError, match="not a plain file name"):
             store.path_in(tmp_path, name)
+
+
+def test_a_report_whose_encoding_figures_are_not_texts_is_refused():
+    """``encoding_figures`` (figure name -> the encoding it emphasises) is read by the encoding pages: a report.json
+    from a stranger whose map holds anything but texts is refused by its shape, before a page reads it."""
+    from pebench.store.report_file import report_shape_problem
+
+    assert report_shape_problem({"encoding_figures": {"length_extrapolation_decoder_rope": "rope"}}) is None
+    assert report_shape_problem({"encoding_figures": {"x": 3}}) == "its 'encoding_figures' is not an object of texts"
+    assert report_shape_problem({"encoding_figures": ["rope"]}) == "its 'encoding_figures' is not an object of texts"

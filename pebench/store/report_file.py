@@ -98,7 +98,7 @@ REPORT_FIELDS = {
     **dict.fromkeys(("figures", "tables"), "artifacts"),
     "summaries": "paths",
     **dict.fromkeys(("provenance", "fit_table", "floors_table", "fit_resolution"), "tables"),
-    "interval_edges": "text_map",
+    **dict.fromkeys(("interval_edges", "encoding_figures"), "text_map"),
     "entries": "entries",
     "replications": "replications",
 }
