@@ -288,6 +288,16 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
     Raises:
         ResultsError: ``path``: what is wrong, on one line.
     """
+    return read_run_records(path)[0]
+
+
+def read_run_records(path: str | Path) -> tuple[pd.DataFrame, list[list[str]]]:
+    """:func:`read_run_file`'s rows, and its records as written (header first, every field a text): for a reader
+    that compares fields as the file writes them (:mod:`pebench.store.verification`).
+
+    Raises:
+        ResultsError: ``path``: what is wrong, on one line.
+    """
     import pandas as pd
 
     path = Path(path)
@@ -298,7 +308,7 @@ def read_run_file(path: str | Path) -> pd.DataFrame:
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
     validate_frame(frame, path)
-    return verified_frame(frame, records, path)
+    return verified_frame(frame, records, path), records
 
 
 def path_in(folder: str | Path, name: str) -> Path:

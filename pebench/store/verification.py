@@ -16,7 +16,6 @@ rerun elsewhere and its rows compared with the file's (:func:`compare_rows`):
 
 from __future__ import annotations
 
-import io
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,12 +25,11 @@ from typing import TYPE_CHECKING
 from pebench.store import (
     ResultsError,
     read_manifest,
-    read_run_csv,
-    read_run_text,
+    read_run_records,
     run_file_id,
     run_files,
 )
-from pebench.store.run_file_check import configuration, validate_frame, verified_frame, verified_records
+from pebench.store.run_file_check import configuration
 from pebench.store.schema import BASE_VARIANT, CHECKSUM_COLUMN, completed
 
 if TYPE_CHECKING:
@@ -87,17 +85,8 @@ def read_run_rows(path: str | Path) -> RunRows:
     Raises:
         ResultsError: ``path``: what is wrong, on one line.
     """
-    import pandas as pd
-
     path = Path(path)
-    text = read_run_text(path)
-    records = verified_records(text, path)
-    try:
-        frame = read_run_csv(io.StringIO(text))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ResultsError(f"{path}: unreadable CSV ({str(exc).splitlines()[0]})") from None
-    validate_frame(frame, path)
-    verified_frame(frame, records, path)
+    frame, records = read_run_records(path)
     if records[1][records[0].index("run_id")] != run_file_id(path):
         raise ResultsError(f"{path}: its run_id {records[1][records[0].index('run_id')]} is not its file name's")
     return RunRows(path, records, frame)
