@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_docs import page_fields
 
-from pebench.store.report_file import DIGEST_KEY, raw_digest
+from pebench.store.report_file import DIGEST_KEY, StaleReport, raw_digest
 
 EXT = Path(__file__).resolve().parent.parent / "docs" / "_ext"
 
@@ -52,7 +52,7 @@ def test_a_page_reads_where_a_name_appears_from_its_entry(results_sections, tmp_
 
 def test_an_encoding_page_leads_with_its_own_figures_against_the_others(results_sections, tmp_path):
     """An encoding drawn emphasised against every other (``encoding_figures``) is shown with those figures, not
-    with a figure of every encoding whose legend the reader would search; a crafted field is ignored."""
+    with a figure of every encoding whose legend the reader would search; a crafted field is refused."""
     def figure(name: str) -> dict:
         return {"name": name, "title": name.title(), "caption": "", "paths": {"svg": f"figures/{name}.svg"}}
 
@@ -66,7 +66,8 @@ def test_an_encoding_page_leads_with_its_own_figures_against_the_others(results_
     shown = [line for line in lines if line.startswith(":::{figure}")]
     assert shown == [f":::{{figure}} /_generated/results/standard/figures/{own}.svg"]
     assert f"**{own.title()}.** RoPE: the coloured line; grey: every other." in lines
+    # a crafted field is refused with the rest of its report.json, in the one line of every malformed report
     crafted = reported(tmp_path / "b", figures=figures, encoding_figures=[own],
                        entries={"encoding": {"rope": entry}, "task": {}})
-    lines = results_sections("encoding", "rope", crafted, every=False)
-    assert ":::{figure} /_generated/results/standard/figures/length_extrapolation_ood_heatmap.svg" in lines
+    with pytest.raises(StaleReport, match="its 'encoding_figures' is not an object of texts"):
+        results_sections("encoding", "rope", crafted, every=False)

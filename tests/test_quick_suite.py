@@ -114,8 +114,9 @@ def test_the_readmes_table_of_times_is_what_the_times_script_prints():
 def test_the_bench_passes_suite_quick_and_an_encoding_with_its_plugin_through(monkeypatch):
     import pebench.bench as bench
 
+    monkeypatch.delenv("PEBENCH_RESUME_COMMAND", raising=False)
     seen = []
-    monkeypatch.setattr(bench, "run_steps", lambda steps, closing: seen.append([step.argv[2:] for step in steps]) or 0)
+    monkeypatch.setattr(bench, "run_steps", lambda steps, closing, env: seen.append([s.argv[2:] for s in steps]) or 0)
     monkeypatch.setattr(bench, "terminal_foreground", lambda: __import__("contextlib").nullcontext())
     bench.main(["--workers", "2", "--suite", "quick"])
     bench.main(["--workers", "2", "--encoding", "my_pe", "--plugin", "my_pe.py"])
@@ -123,3 +124,4 @@ def test_the_bench_passes_suite_quick_and_an_encoding_with_its_plugin_through(mo
     assert quick[0] == ("pebench", "run", "--suite", "quick", "--workers", "2", "--out", "results/local/quick")
     assert quick[-1] == ("pebench", "compare", "results/local/quick", "results/standard")
     assert evaluate == [("pebench", "evaluate", "my_pe", "--plugin", "my_pe.py", "--workers", "2")]
+    assert "PEBENCH_RESUME_COMMAND" not in __import__("os").environ  # the bench's steps get it, this process not

@@ -18,7 +18,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 #: the command that resumes an interrupted bench, named in the resume line (tox.ini sets it too)
@@ -101,16 +101,18 @@ def _give_terminal(terminal: int, group: int) -> None:
         signal.signal(signal.SIGTTOU, previous)
 
 
-def run_steps(steps: Sequence[Step], closing: str = "") -> int:
-    """Run ``steps`` in order, then print ``closing``; returns the bench's exit status: 0 when every step that
-    must succeed did, or when Ctrl-C (or SIGTERM) stopped a step, whose own last line says how to resume (the
-    steps after it and ``closing`` are skipped); else the exit status of the first step that failed."""
+def run_steps(steps: Sequence[Step], closing: str = "", env: Mapping[str, str] | None = None) -> int:
+    """Run ``steps`` in order (in the environment ``env``, default this process's), then print ``closing``;
+    returns the bench's exit status: 0 when every step that must succeed did, or when Ctrl-C (or SIGTERM) stopped
+    a step, whose own last line says how to resume (the steps after it and ``closing`` are skipped); else the exit
+    status of the first step that failed."""
+    env = dict(os.environ if env is None else env)
     for step in steps:
-        status, interrupted = _wait(subprocess.Popen(step.argv))
+        status, interrupted = _wait(subprocess.Popen(step.argv, env=env))
         if interrupted or status in INTERRUPTED:
             if step.name != "run":  # the sweep prints its own resume line
                 print(f"pebench: the bench stopped during its {step.name} step; the finished runs are saved: "
-                      f"run {os.environ.get('PEBENCH_RESUME_COMMAND') or RESUME_COMMAND} again to finish it",
+                      f"run {env.get('PEBENCH_RESUME_COMMAND') or RESUME_COMMAND} again to finish it",
                       file=sys.stderr)
             return 0
         if status and step.must_succeed:
@@ -141,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--encoding", help="instead, pebench evaluate this encoding: its standard runs and verdict")
     parser.add_argument("--plugin", action="append", default=[], help="the file or module that registers --encoding")
     args, run_options = parser.parse_known_args(argv)
-    os.environ.setdefault("PEBENCH_RESUME_COMMAND", RESUME_COMMAND)  # the sweep's resume line names it
+    env = {"PEBENCH_RESUME_COMMAND": RESUME_COMMAND, **os.environ}  # the sweep's resume line names it; this
+    # process's environment is left as it is (a caller's later sweeps say "the same command")
     if args.encoding:
         out = ["--out", args.out] if args.out else []
         steps, closing = evaluate_steps(args.encoding, args.plugin, args.workers, [*out, *run_options]), ""
@@ -150,5 +153,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps = bench_steps(out, args.workers, run_options, suite=args.suite, plugins=args.plugin)
         closing = CLOSING if args.suite == "standard" else "pebench: the verdict is the line above"
     with terminal_foreground():
-        return run_steps(steps, closing)
+        return run_steps(steps, closing, env)
 

@@ -23,7 +23,7 @@ from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.plan.experiment import RunSpec, load_experiments, registered_report_specs, suite_runs
 from pebench.render import table_width
-from pebench.render.blocks import PagePiece
+from pebench.render.blocks import PagePiece, table, text
 from pebench.render.fit_criterion import fit_criterion_blocks
 from pebench.render.results_text import not_in_results
 from pebench.render.seed_text import describe_run_seeds
@@ -166,8 +166,6 @@ def v4_declaration() -> list[PagePiece]:
     """Protocol v4 of the standard suite as :data:`pebench.protocol.STANDARD_V4` declares it: its seeds, encodings,
     extension and runs, and per architecture the tasks of its length experiment with their caps, ceilings and where
     each cap comes from, as blocks."""
-    from pebench.render.blocks import table, text
-
     declared = protocol.STANDARD_V4
     with protocol.as_declared("standard", 4):
         specs = suite_runs("standard")
@@ -528,3 +526,7 @@ def regeneration_text(results: Path, suite: str = REFERENCE_SUITE) -> str:
             "(resumable, run by run). Until every run is in, the results pages show the committed reference, "
             "made under the protocol its rows record.")
 
+
+#: the protocol page's includes made from the protocol alone (docs/_ext: ``_generated/includes/<name>.md``), each a
+#: function giving its blocks
+INCLUDES = {"v3_fit": fit_criterion, "v4_declaration": v4_declaration}

@@ -12,7 +12,7 @@ import pandas as pd
 from pebench.render.tables import Cell, Column, Style, Table, interval_text, number_text
 from pebench.store.schema import encoding_label, task_label
 
-#: how a verdict's tables are typeset: the caption led by the title, spanning both columns of a two-column paper
+# how a verdict's tables are typeset: the caption led by the title, spanning both columns of a two-column paper
 VERDICT_STYLE = Style(comment=True, font=r"\small", title_in_caption=True, caption_gap=1, environment="table*")
 #: the mark after a task's name in the per-task table saying which score its row shows (none: the floor-normalised
 #: out-of-distribution token accuracy of an order-dependent task), and the note explaining it
