@@ -47,11 +47,6 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
-def folder_name(encoding: str) -> str:
-    """``encoding`` as a folder name: ``randomized:rope`` -> ``randomized-rope``."""
-    return "".join(ch if ch.isalnum() or ch in "_-." else "-" for ch in encoding).strip("-.") or "encoding"
-
-
 def source_record(encoding: str) -> dict[str, Any]:
     """The source of ``encoding``: per registered part of its name (a wrapper's and its base's), the file that
     defines its class and that file's SHA-256; ``sha256`` the hash of those hashes (what a verdict names)."""
@@ -82,7 +77,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.suite not in SUITES:
         raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(SUITES)}")
     encodings.meta(args.encoding)  # an unknown name fails here, with suggestions (a plugin's: pass --plugin)
-    out = _output_folder(args.out, DEFAULT_ROOT / args.suite / folder_name(args.encoding))
+    from pebench.report.layouts import figure_stem  # an encoding's name as part of a path: randomized-rope
+
+    out = _output_folder(args.out, DEFAULT_ROOT / args.suite / figure_stem(args.encoding))
     filters = [*args.filter, f"encoding={args.encoding}"]
     specs = select_runs(args.suite, [], filters, [args.encoding])
     # the verdict expects every run the suite gives the encoding: a filtered one is partial, and ranks nothing
@@ -114,6 +111,7 @@ def judge(args: argparse.Namespace, out: Path, specs: list) -> int:
     from pebench import store
     from pebench.analysis.verdict import summary, verdict
     from pebench.cli import EXIT_OK, UsageError
+    from pebench.report.layouts import figure_stem
     from pebench.report.verdict import VERDICT_FOLDER, write_verdict
     from pebench.store.reference import temporary_reference
 
@@ -133,7 +131,7 @@ def judge(args: argparse.Namespace, out: Path, specs: list) -> int:
     sources = target / "source"
     sources.mkdir(parents=True, exist_ok=True)
     for file in source["files"]:  # the encoding's source beside its verdict: the folder is self-contained
-        shutil.copyfile(file["path"], store.path_in(sources, f"{folder_name(file['encoding'])}.py"))
+        shutil.copyfile(file["path"], store.path_in(sources, f"{figure_stem(file['encoding'])}.py"))
     data = pd.concat([reference[reference["encoding"] != args.encoding], own], ignore_index=True, sort=False)
     write_verdict(found, data, target, suite=args.suite, source=source, eta_seconds=eta)
     for line in summary(found):
