@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pebench.cli import declared_sample, main
-from pebench.plan.experiment import suite_runs
+from pebench.cli import main
+from pebench.plan.experiment import declared_sample, suite_runs
 from pebench.plan.sweep_time import RUN_OVERHEAD, recorded_time, wall_time
 from pebench.protocol import SAMPLE_MINUTES, SAMPLES
 
@@ -95,6 +95,24 @@ def test_compare_judges_a_quick_folder_on_the_samples_runs_and_refuses_a_smoke_o
     assert main(["compare", str(local), str(smoke)]) == 2
     err = capsys.readouterr().err
     assert "holds the standard suite" in err and "the smoke suite" in err
+
+
+def test_a_quick_folders_report_says_which_cells_of_the_sample_reproduce(quick, standard, tmp_path):
+    """``pebench report`` on a quick folder (``<results>/local/<name>``) judges it on the sample's runs of its
+    reference, as ``compare`` does: the reference's other runs are not counted as cells not yet run."""
+    from pebench.plan.experiment import registered_report_specs
+    from pebench.report.reruns import rerun_section
+
+    ids = [spec.run_id for spec in quick if spec.experiment == "length_extrapolation"][:3]
+    others = [run_id for run_id, spec in standard.items() if run_id not in ids and (spec.experiment, spec.task) ==
+              ("length_extrapolation", standard[ids[0]].task)][:20]
+    reference = copied(tmp_path / "standard", ids + others)
+    local = copied(tmp_path / "local" / "quick", ids)
+    section = rerun_section(local, reference, local, registered_report_specs())
+    summary = " ".join(section["summary"])
+    assert "reruns the quick sample of the `standard` suite" in summary
+    assert "3 of 3 cells of the quick sample reproduce the reference" in summary
+    assert "**quick sample of the reference: 3 of 3 cells reproduce" in section["comparison"]["verdict"]
 
 
 def test_run_and_list_know_the_quick_suite(quick, capsys):

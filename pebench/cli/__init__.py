@@ -559,32 +559,11 @@ def check_same_suite(local: Path, reference: tuple[str | None, str]) -> None:
                      f"reference of its own suite{hint}")
 
 
-def declared_sample(local: Path) -> tuple[str, frozenset[str]] | None:
-    """The declared sample (:data:`pebench.protocol.SAMPLES`, e.g. ``quick``) whose runs hold every run of the
-    results folder ``local``, with its run ids: what ``local`` is compared with the reference on
-    (:func:`pebench.analysis.compare.compare`); ``None`` when it holds a run of no sample (a rerun of the suite)."""
-    from pebench.plan.experiment import suite_runs
-    from pebench.protocol import SAMPLES
-    from pebench.store import raw_dir, raw_files, run_file_id
-
-    held = {run_file_id(path) for path in raw_files(raw_dir(local))}
-    suite = manifest_suite(local)
-    for name, rule in SAMPLES.items():
-        if not held or suite not in (None, rule["suite"]):
-            continue
-        try:
-            run_ids = frozenset(spec.run_id for spec in suite_runs(name))
-        except FileNotFoundError:  # no experiment scripts installed: no sample to know
-            return None
-        if held <= run_ids:
-            return name, run_ids
-    return None
-
-
 def compare_folders(local: str | Path, reference: str | Path) -> int:
     """Print whether the results folder ``local`` reproduces ``reference`` cell by cell; return the exit status
     (:data:`EXIT_OK` when every reference cell reproduces)."""
     from pebench.analysis.compare import compare, rerun_agreement, summary_with_agreement
+    from pebench.plan.experiment import declared_sample
 
     comparison = compare(local, reference, declared=declared_reports(), sample=declared_sample(Path(local)))
     status = EXIT_OK if comparison.all_reproduce else EXIT_FAILED_RUNS

@@ -493,6 +493,27 @@ def suite_runs(
     return specs
 
 
+def declared_sample(folder: Path) -> tuple[str, frozenset[str]] | None:
+    """The declared sample (:data:`~pebench.protocol.SAMPLES`, e.g. ``quick``) whose runs hold every run of the
+    results folder ``folder`` (by the names of its run files; its manifest, if any, names the sampled suite), with
+    the sample's run ids: what ``folder`` is compared with its reference on
+    (:func:`pebench.analysis.compare.compare`); ``None`` when it holds a run of no sample (a rerun of the suite)."""
+    from pebench import store
+
+    held = {store.run_file_id(path) for path in store.raw_files(store.raw_dir(folder))}
+    suite = (store.read_manifest(folder) or {}).get("suite") if Path(folder).is_dir() else None
+    for name, rule in SAMPLES.items():
+        if not held or suite not in (None, rule["suite"]):
+            continue
+        try:
+            run_ids = frozenset(spec.run_id for spec in suite_runs(name))
+        except FileNotFoundError:  # no experiment scripts installed: no sample to know
+            return None
+        if held <= run_ids:
+            return name, run_ids
+    return None
+
+
 def sample_configs(configs: Mapping[str, Sequence[Mapping[str, Any]]], sample: str) -> dict[str, list[dict[str, Any]]]:
     """The configs of the declared ``sample`` (:data:`~pebench.protocol.SAMPLES`) among ``configs`` (per experiment,
     those of the sampled suite): ``per_stratum`` per (experiment, arch, task), in the order the strata come. Each

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pebench.analysis import compare as compare_module
+from pebench.plan.experiment import declared_sample
 from pebench.render.tables import markdown_text
 from pebench.report.findings import timed_invocations
 from pebench.report_spec import ReportSpec
@@ -139,12 +140,14 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
     workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
     recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
     batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
-    return [f"`{FOLDER}` reruns the `{manifest.get('suite')}` suite on {device} (torch "
+    of_sample = f"of the {comparison.sample} sample " if comparison.sample else ""
+    what = f"the {comparison.sample} sample of the" if comparison.sample else "the"
+    return [f"`{FOLDER}` reruns {what} `{manifest.get('suite')}` suite on {device} (torch "
             f"{latest.get('torch_version', '?')}, {len(invocations)} invocation(s) of `pebench run` with {workers} "
             f"workers{batched}, {bound}{seconds / 60:.0f} min of wall time in all).",
             *([differences] if differences else []),
-            f"{comparison.n_reproduced} of {comparison.n_cells} cells reproduce the reference within the margins "
-            "of `pebench compare`.",
+            f"{comparison.n_reproduced} of {comparison.n_cells} cells {of_sample}reproduce the reference within the "
+            "margins of `pebench compare`.",
             *compare_module.rerun_agreement(rerun, reference, report)]
 
 
@@ -153,7 +156,7 @@ def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[
     ``declared`` so): the digest of its reference's run files (:func:`pebench.store.report_file.raw_digest`; a
     page refuses a section older than its reference), :func:`rerun_summary` and :func:`comparison_section`."""
     try:
-        comparison = compare_module.compare(rerun, reference, declared=declared)
+        comparison = compare_module.compare(rerun, reference, declared=declared, sample=declared_sample(rerun))
     except compare_module.ProtocolMismatch as mismatch:  # e.g. a v3 rerun while the reference is still v2's
         why = mismatch.sentence(f"`{FOLDER}`", f"`{REFERENCE}`")
         return {"reference": reference.name, "reference_raw_sha256": raw_digest(reference),
