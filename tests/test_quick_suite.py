@@ -99,7 +99,8 @@ def test_compare_judges_a_quick_folder_on_the_samples_runs_and_refuses_a_smoke_o
 
 def test_a_quick_folders_report_says_which_cells_of_the_sample_reproduce(quick, standard, tmp_path):
     """``pebench report`` on a quick folder (``<results>/local/<name>``) judges it on the sample's runs of its
-    reference, as ``compare`` does: the reference's other runs are not counted as cells not yet run."""
+    reference (the CLI passes :func:`declared_sample`), as ``compare`` does: the reference's other runs are not
+    counted as cells not yet run."""
     from pebench.plan.experiment import registered_report_specs
     from pebench.report.reruns import rerun_section
 
@@ -108,7 +109,7 @@ def test_a_quick_folders_report_says_which_cells_of_the_sample_reproduce(quick, 
               ("length_extrapolation", standard[ids[0]].task)][:20]
     reference = copied(tmp_path / "standard", ids + others)
     local = copied(tmp_path / "local" / "quick", ids)
-    section = rerun_section(local, reference, local, registered_report_specs())
+    section = rerun_section(local, reference, local, registered_report_specs(), declared_sample(local))
     summary = " ".join(section["summary"])
     assert "reruns the quick sample of the `standard` suite" in summary
     assert "3 of 3 cells of the quick sample reproduce the reference" in summary

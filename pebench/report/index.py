@@ -22,12 +22,14 @@ from pebench.store.report_file import DIGEST_KEY, count_runs, raw_digest
 
 def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Sequence[str],
              specs: Mapping[str, ReportSpec], suite_run_ids: Collection[str],
-             emphasis: Mapping[str, str] | None = None) -> dict[str, Any]:
+             emphasis: Mapping[str, str] | None = None, sample: tuple[str, Collection[str]] | None = None
+             ) -> dict[str, Any]:
     """The sections of ``report.json`` after the artifacts, for the report of ``results_dir`` (raw rows ``data``)
     written into ``out_dir`` (its summaries and tables already there; its suite defined as ``suite_run_ids``):
     see the module docstring. A rerun folder with its reference beside it
     (:func:`pebench.report.reruns.reference_of`) also gets ``rerun``. ``emphasis``: the figures that emphasise one
-    encoding, by name (:func:`pebench.report.entries.entries`)."""
+    encoding, by name (:func:`pebench.report.entries.entries`); ``sample``: the declared sample of the reference's
+    suite a rerun holds (:func:`pebench.report.reruns.rerun_section`)."""
     cells = pd.read_csv(out_dir / "summary" / "cells.csv", usecols=["experiment", "task", "encoding", "arch"])
     index: dict[str, Any] = {
         DIGEST_KEY: raw_digest(results_dir),
@@ -45,5 +47,5 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
     }
     reference = reruns.reference_of(results_dir)
     if reference is not None:
-        index["rerun"] = reruns.rerun_section(results_dir, reference, out_dir, specs)
+        index["rerun"] = reruns.rerun_section(results_dir, reference, out_dir, specs, sample)
     return index

@@ -9,14 +9,13 @@ folders' paths.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pebench.analysis import compare as compare_module
-from pebench.plan.experiment import declared_sample
 from pebench.render.tables import markdown_text
 from pebench.report.findings import timed_invocations
 from pebench.report_spec import ReportSpec
@@ -151,12 +150,15 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
             *compare_module.rerun_agreement(rerun, reference, report)]
 
 
-def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[str, ReportSpec]) -> dict[str, Any]:
+def rerun_section(rerun: Path, reference: Path, report: Path, declared: Mapping[str, ReportSpec],
+                  sample: tuple[str, Collection[str]] | None = None) -> dict[str, Any]:
     """The ``rerun`` section of a rerun's ``report.json`` (its report written into ``report``, its experiments
-    ``declared`` so): the digest of its reference's run files (:func:`pebench.store.report_file.raw_digest`; a
-    page refuses a section older than its reference), :func:`rerun_summary` and :func:`comparison_section`."""
+    ``declared`` so; compared on the reference's runs of ``sample`` when it holds a declared sample, as
+    :func:`pebench.analysis.compare.compare` does): the digest of its reference's run files
+    (:func:`pebench.store.report_file.raw_digest`; a page refuses a section older than its reference),
+    :func:`rerun_summary` and :func:`comparison_section`."""
     try:
-        comparison = compare_module.compare(rerun, reference, declared=declared, sample=declared_sample(rerun))
+        comparison = compare_module.compare(rerun, reference, declared=declared, sample=sample)
     except compare_module.ProtocolMismatch as mismatch:  # e.g. a v3 rerun while the reference is still v2's
         why = mismatch.sentence(f"`{FOLDER}`", f"`{REFERENCE}`")
         return {"reference": reference.name, "reference_raw_sha256": raw_digest(reference),

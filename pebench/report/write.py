@@ -85,13 +85,15 @@ class _Made:
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
-                 declared: Mapping[str, ReportSpec] | None = None, suite_run_ids: Collection[str] = ()) -> Report:
+                 declared: Mapping[str, ReportSpec] | None = None, suite_run_ids: Collection[str] = (),
+                 sample: tuple[str, Collection[str]] | None = None) -> Report:
     """Write summary CSVs, figures and tables of ``results_dir`` under ``out_dir`` (default ``results_dir``).
 
     Each experiment reports as ``declared`` (``pebench report`` passes the declarations of the experiments
     registered in this installation), else as the folder records it (:mod:`pebench.analysis.declarations`).
     ``suite_run_ids``: the run ids of the folder's suite as this installation defines it, to say in
-    ``report.json`` whether the folder holds them all (none: not said).
+    ``report.json`` whether the folder holds them all (none: not said). ``sample``: the declared sample of its
+    reference's suite the folder holds (:func:`pebench.plan.experiment.declared_sample`), its rerun compared on it.
 
     Raises:
         ResultsError: ``results_dir`` holds no valid results (the message names the bad file), or a report
@@ -137,7 +139,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     report.main_table = main.name if main is not None else ""
     report.lead_figure = lead_figure(made.own_figures, lead, [name for name, _, _ in experiments])
     report.encoding_figures = emphasis
-    report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids, emphasis)
+    report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids, emphasis,
+                                     sample)
     report.other_outputs = made.other_outputs
     report.shown = {"experiments": [name for name, _, _ in experiments], "tables": made.shown}
     _write_index(report, out_dir)
