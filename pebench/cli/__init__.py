@@ -467,6 +467,7 @@ REPORT_STAGING = ".report-"
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write summary CSVs, figures and tables of a results folder."""
+    from pebench.plan.experiment import declared_sample
     from pebench.report import check_report_folders, publish_report, write_report
     from pebench.store import own_files
 
@@ -485,7 +486,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     staging = own_files.staging_folder(out, REPORT_STAGING)
     try:
         report = write_report(results_dir, staging, declared=declared_reports(),
-                              suite_run_ids=suite_run_ids(results_dir))
+                              suite_run_ids=suite_run_ids(results_dir), sample=declared_sample(results_dir))
         published = publish_report(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -54,6 +54,7 @@ from pebench.protocol import (
 )
 from pebench.registry import Registry, import_file
 from pebench.report_spec import ReportSpec, as_tuple
+from pebench.store import raw_dir, raw_files, read_manifest, run_file_id
 from pebench.store.schema import BASE_VARIANT, VARIANT_LABEL, reads_as_number
 
 
@@ -498,10 +499,8 @@ def declared_sample(folder: Path) -> tuple[str, frozenset[str]] | None:
     results folder ``folder`` (by the names of its run files; its manifest, if any, names the sampled suite), with
     the sample's run ids: what ``folder`` is compared with its reference on
     (:func:`pebench.analysis.compare.compare`); ``None`` when it holds a run of no sample (a rerun of the suite)."""
-    from pebench import store
-
-    held = {store.run_file_id(path) for path in store.raw_files(store.raw_dir(folder))}
-    suite = (store.read_manifest(folder) or {}).get("suite") if Path(folder).is_dir() else None
+    held = {run_file_id(path) for path in raw_files(raw_dir(folder))}
+    suite = (read_manifest(folder) or {}).get("suite") if Path(folder).is_dir() else None
     for name, rule in SAMPLES.items():
         if not held or suite not in (None, rule["suite"]):
             continue
