@@ -391,6 +391,7 @@ def _run(args: argparse.Namespace) -> int:
         summary = run_sweep(
             specs, out, executor=executor, workers=args.workers, dask_address=dask_address, device=args.device,
             seed_batch=args.seed_batch, compile=args.compile, threads=args.threads,
+            predictions=args.predictions,
         )
     except SweepInterrupted as stop:
         done = stop.summary
@@ -808,6 +809,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compile", action="store_true",
                    help="train under torch.compile (inductor; needs a C++ compiler on CPU). Off by default: "
                         "measured slower on CPUs, compile time included (docs: performance)")
+    p.add_argument("--predictions", action="store_true",
+                   help="also write every evaluated example with the model's prediction, per run, to "
+                        "OUT/predictions/<run id>.jsonl.gz (runs already in OUT are not made again for it)")
     p.set_defaults(func=cmd_run)
 
 

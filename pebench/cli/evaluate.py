@@ -91,7 +91,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         run_args = argparse.Namespace(
             suite=args.suite, experiment=[], filter=filters, encoding=[args.encoding], task=[], out=str(out),
             dask=args.dask, workers=args.workers, dask_workers=args.dask_workers, threads=args.threads,
-            device=args.device, dry_run=False, share=None, seed_batch=None, compile=False)
+            device=args.device, dry_run=False, share=None, seed_batch=None, compile=False, predictions=True)
         status = cmd_run(run_args)
         if status not in (EXIT_OK, EXIT_FAILED_RUNS):  # stopped by a signal: the sweep said how to resume
             return status
@@ -113,7 +113,9 @@ def judge(args: argparse.Namespace, out: Path, specs: list) -> int:
     from pebench.cli import EXIT_OK, UsageError
     from pebench.report.layouts import figure_stem
     from pebench.report.verdict import VERDICT_FOLDER, write_verdict
+    from pebench.store.predictions import inventory
     from pebench.store.reference import temporary_reference
+    from pebench.store.schema import BASE_VARIANT
 
     expected = pd.DataFrame([{"run_id": s.run_id, "experiment": s.experiment, "arch": s.arch, "task": s.task}
                              for s in specs])
@@ -133,7 +135,10 @@ def judge(args: argparse.Namespace, out: Path, specs: list) -> int:
     for file in source["files"]:  # the encoding's source beside its verdict: the folder is self-contained
         shutil.copyfile(file["path"], store.path_in(sources, f"{figure_stem(file['encoding'])}.py"))
     data = pd.concat([reference[reference["encoding"] != args.encoding], own], ignore_index=True, sort=False)
-    write_verdict(found, data, target, suite=args.suite, source=source, eta_seconds=eta)
+    mine = own[own["run_id"].isin(set(expected["run_id"]))] if len(own) else own
+    base = mine[mine["variant"] == BASE_VARIANT] if "variant" in mine else mine
+    kept = inventory(out, {run_id: rows.to_dict("records") for run_id, rows in base.groupby("run_id")})
+    write_verdict(found, data, target, suite=args.suite, source=source, eta_seconds=eta, predictions=kept)
     for line in summary(found):
         print(terminal_text(line))
     if not found.complete:

@@ -40,9 +40,9 @@ def eval_generator(seed: int, length: int) -> torch.Generator:
 @torch.inference_mode()
 def _score(
     model: Transformer, task: Task, batch: Batch, decoding: str, device: torch.device
-) -> tuple[dict[str, float], list[float]]:
-    """Summed token hits, sequence hits, summed loss and counts for one batch, and each
-    example's mean loss per output token."""
+) -> tuple[dict[str, float], list[float], Tensor]:
+    """Summed token hits, sequence hits, summed loss and counts for one batch, each
+    example's mean loss per output token, and the predicted output tokens (N, L_out)."""
     tokens, logits, labels = teacher_forced(model, task, batch, device)  # logits (N, T', V) from the first label
     mask = labels != IGNORE  # (N, T - first)
     loss = F.cross_entropy(logits[mask], labels[mask], reduction="sum")
@@ -65,7 +65,23 @@ def _score(
         "n_tokens": float(hits.numel()),
         "n": float(hits.shape[0]),
     }
-    return totals, losses
+    return totals, losses, predictions
+
+
+def example_records(
+    length: int, condition: str, batch: Batch, predictions: Tensor, losses: list[float], first: int
+) -> list[dict]:
+    """One record per example of ``batch`` (numbered from ``first``) as :func:`evaluate` gives them in
+    ``examples``: its ``eval_len``, ``condition`` and number, its ``input``, ``target`` and ``prediction`` as
+    space-separated token ids (the input as the model saw it under ``condition``), its ``token_hits`` out of
+    ``n_tokens``, and its ``loss`` (mean per output token, nats)."""
+    predictions = predictions.cpu()
+    hits = (predictions == batch.targets).sum(dim=1).tolist()
+    inputs, targets, predicted = ([" ".join(map(str, row)) for row in tokens.tolist()]
+                                  for tokens in (batch.inputs, batch.targets, predictions))
+    return [{"eval_len": length, "condition": condition, "example": first + i, "input": inputs[i],
+             "target": targets[i], "prediction": predicted[i], "token_hits": hits[i],
+             "n_tokens": int(batch.targets.shape[1]), "loss": losses[i]} for i in range(len(inputs))]
 
 
 def _greedy(model: Transformer, tokens: Tensor, out_len: int) -> Tensor:
@@ -91,6 +107,7 @@ def evaluate(
     conditions: Iterable[str] = CONDITIONS,
     decoding: str = "teacher",
     device: torch.device | str | None = None,
+    examples: list[dict] | None = None,
 ) -> list[dict]:
     """Evaluate ``model`` on fresh examples at every input length.
 
@@ -108,6 +125,9 @@ def evaluate(
         conditions: subset of :data:`pebench.config.CONDITIONS`.
         decoding: ``teacher`` or ``greedy`` (see module doc).
         device: default the model's device.
+        examples: if given, every example scored is appended to it, one record per example, length and
+            condition (:func:`example_records`): what a run's per-example predictions file holds
+            (:func:`pebench.store.write_predictions`). The rows do not change.
 
     Returns:
         One dict per (length, condition) with ``eval_len``, ``condition``,
@@ -132,7 +152,8 @@ def evaluate(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed * 7_919 + length)
             rows.extend(
-                _evaluate_length(model, task, length, n_examples, batch_size, seed, conditions, decoding, device)
+                _evaluate_length(model, task, length, n_examples, batch_size, seed, conditions, decoding, device,
+                                 examples)
             )
     return rows
 
@@ -147,8 +168,9 @@ def _evaluate_length(
     conditions: tuple[str, ...],
     decoding: str,
     device: torch.device,
+    examples: list[dict] | None = None,
 ) -> list[dict]:
-    """Rows of one evaluation length (see :func:`evaluate`)."""
+    """Rows of one evaluation length (and its ``examples``, if given; see :func:`evaluate`)."""
     rows = []
     generator = eval_generator(seed, length)
     batches = task.eval_batches(length, n_examples, batch_size, generator)
@@ -159,7 +181,9 @@ def _evaluate_length(
         for batch in batches:
             if condition == "shuffled":
                 batch = Batch(inputs=shuffle_inputs(batch.inputs, shuffle_generator), targets=batch.targets)
-            scores, losses = _score(model, task, batch, decoding, device)
+            scores, losses, predictions = _score(model, task, batch, decoding, device)
+            if examples is not None:
+                examples.extend(example_records(length, condition, batch, predictions, losses, len(example_losses)))
             for key, value in scores.items():
                 totals[key] = totals.get(key, 0.0) + value
             example_losses.extend(losses)

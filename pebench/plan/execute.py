@@ -29,6 +29,11 @@ from pebench.store.schema import BASE_VARIANT
 
 log = logging.getLogger("pebench")
 
+#: the key of a run's first result row under which :func:`execute` hands over its per-example predictions when its
+#: spec keeps them (:attr:`~pebench.plan.experiment.RunSpec.keep_predictions`); the sweep takes it out of the row
+#: and writes it beside the run file (:func:`pebench.store.predictions.write_predictions`), never into a column
+PREDICTIONS_KEY = "_predictions"
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -73,6 +78,7 @@ def _rows(
     gap_trained = _gap(spec, model, task, device)
     variants = [(BASE_VARIANT, None)] + [(label, json.loads(opts)) for label, opts in spec.eval.variants]
     rows = []
+    examples: list[dict[str, Any]] | None = [] if spec.keep_predictions else None
     for label, options in variants:
         evaluated = model
         if options is not None:
@@ -88,6 +94,7 @@ def _rows(
             conditions=spec.eval.conditions,
             decoding=spec.eval.decoding,
             device=device,
+            examples=examples if label == BASE_VARIANT else None,
         ):
             rows.append({**row, "variant": label, "chance_token_acc": task.chance_accuracy(row["eval_len"]),
                          **_floor(task, row["eval_len"], spec.arch)})
@@ -112,7 +119,10 @@ def _rows(
         "compiled": compiled,
         "torch_threads": torch.get_num_threads(),
     }
-    return [{**_identity(spec, origin), **row, **common} for row in rows]
+    made = [{**_identity(spec, origin), **row, **common} for row in rows]
+    if examples is not None and made:
+        made[0][PREDICTIONS_KEY] = examples
+    return made
 
 
 def fit_curve_json(curve: Sequence[tuple[int, float]]) -> str:

@@ -100,6 +100,10 @@ class EvalConfig:
             raise ValueError(f"evaluation variant labels must differ, got {labels}")
 
 
+#: the fields of a :class:`RunSpec` that say what else a run writes, not what it is: not in :meth:`RunSpec.resolved`
+NOT_IDENTITY = frozenset({"keep_predictions"})
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """The complete configuration of one run (train once, evaluate at many lengths)."""
@@ -119,6 +123,9 @@ class RunSpec:
     protocol: int = PROTOCOL  # 2: the training context of protocol v2 (train_context); not in v2 run ids
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    # not part of the run (no run id, no column, no row changes): whether its evaluation also keeps every example's
+    # prediction, written beside its run file (pebench run --predictions: pebench.store.predictions)
+    keep_predictions: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         validate_spec(self)
@@ -176,6 +183,8 @@ class RunSpec:
         flat: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if f.name in NOT_IDENTITY:
+                continue
             if f.name == "train":
                 flat.update(value.to_dict())
             elif f.name == "eval":
@@ -289,7 +298,7 @@ def _check_encoding(registered: object, encoding: str, d_model: int, n_heads: in
 
 # --------------------------------------------------------------------------- grids
 
-RUN_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - {"train", "eval", "suite", "experiment"}
+RUN_FIELDS = {f.name for f in dataclasses.fields(RunSpec)} - {"train", "eval", "suite", "experiment", *NOT_IDENTITY}
 TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"}
 EVAL_FIELDS = {f"eval_{f.name}" for f in dataclasses.fields(EvalConfig)}
 KEYS = RUN_FIELDS | TRAIN_FIELDS | EVAL_FIELDS

@@ -38,6 +38,7 @@ and the signal handling, :mod:`pebench.plan.executors`'; how long a sweep will t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -52,11 +53,11 @@ import pandas as pd
 import torch
 
 from pebench.model import default_device
+from pebench.plan.execute import PREDICTIONS_KEY, group_runs
 
 # pebench 3.0 documented execute, model_for (docs/examples/python_api.py), PluginRefused and WorkerDied here: the
 # `as` imports keep them importable from the runner for code written against it
 from pebench.plan.execute import execute as execute
-from pebench.plan.execute import group_runs
 from pebench.plan.execute import model_for as model_for
 from pebench.plan.executors import (
     DASK_NO_WORKER_SECONDS,
@@ -91,6 +92,7 @@ from pebench.store import (
     write_manifest,
     write_rows_atomic,
 )
+from pebench.store.predictions import write_predictions
 
 log = logging.getLogger("pebench")
 
@@ -313,6 +315,7 @@ def run_sweep(
     seed_batch: bool | None = None,
     compile: bool = False,
     threads: int = 1,
+    predictions: bool = False,
 ) -> SweepSummary:
     """Run every spec not already complete in ``out`` and write its CSV the moment it finishes.
 
@@ -335,6 +338,9 @@ def run_sweep(
         threads: torch threads of every run, on every executor (recorded in the rows'
             ``torch_threads``). Floating-point sums depend on it, so the same value on every executor
             gives the same rows; the default 1 is what a pool of one worker per core uses anyway.
+        predictions: also write every example each run made here scored, with the model's prediction, beside
+            its run file (:mod:`pebench.store.predictions`); the rows are the same. A run already in ``out`` is
+            not made again for it.
 
     Runs are started longest first (by :func:`~pebench.plan.sweep_time.estimated_cost`), so that parallel workers finish
     together instead of one of them training the last long run alone.
@@ -354,7 +360,8 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     with remote, lock_folder(out):
         existing, blocked = _open_folder(out, specs)
-        todo = [s for s in specs if s.run_id not in existing.complete and s.run_id not in blocked]
+        todo = [dataclasses.replace(s, keep_predictions=True) if predictions else s for s in specs
+                if s.run_id not in existing.complete and s.run_id not in blocked]
         todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
         device_name = device or str(default_device())
         units = group_runs(todo, _seed_batched(seed_batch, device_name, compile))
@@ -471,7 +478,10 @@ def _run_file_writer(
         # atomic write, between its temporary file's creation and its cleanup, left that file behind, and one
         # between the write and the count left a saved run out of "N of M runs saved" (each seen once in CI)
         status = rows[0].get("status")
+        predictions = rows[0].pop(PREDICTIONS_KEY, None)
         with signals_deferred():
+            if predictions is not None:  # first: a run counted as made has its predictions
+                write_predictions(out, spec.run_id, predictions)
             if spec.run_id in retry:  # a failed run's record under another name would be a second file
                 for suffix in set(RUN_FILE_SUFFIXES) - {RUN_FILE_SUFFIX}:
                     with contextlib.suppress(FileNotFoundError):

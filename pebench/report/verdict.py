@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,30 +41,50 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
             for record in frame.to_dict("records")]
 
 
-def verdict_record(found: Verdict, suite: str, source: Mapping[str, Any], eta_seconds: float | None = None
-                   ) -> dict[str, Any]:
+def verdict_record(found: Verdict, suite: str, source: Mapping[str, Any], eta_seconds: float | None = None,
+                   predictions: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """What ``verdict.json`` holds: the encoding, suite, whether complete, the summary sentences, the results
     versions of the reference and of the encoding's runs, the encoding's source (path and SHA-256), the missing
-    cells (with ``eta_seconds``, the calibrated time to make them), failed runs and every table's rows."""
+    cells (with ``eta_seconds``, the calibrated time to make them), failed runs, every table's rows, and its runs'
+    per-example predictions files (``predictions``: :func:`pebench.store.predictions.inventory`)."""
     return {"encoding": found.encoding, "suite": suite, "complete": found.complete, "summary": summary(found),
             "reference_version": found.reference_version, "own_version": found.own_version,
             "source": dict(source), "baselines": list(VERDICT_BASELINES),
             "missing": _records(found.missing), "eta_seconds": eta_seconds, "failed": _records(found.failed),
             "per_task": _records(found.per_task), "placement": _records(placement(found)),
             "board": _records(found.board), "capability": _records(found.capability), "harm": _records(found.harm),
-            "comparisons": _records(found.comparisons), "parameters": _records(found.parameters)}
+            "comparisons": _records(found.comparisons), "parameters": _records(found.parameters),
+            "predictions": [dict(entry) for entry in predictions]}
+
+
+def predictions_sentence(predictions: Sequence[Mapping[str, Any]]) -> str:
+    """How many of the verdict's runs have their per-example predictions beside their run files, and whether
+    those agree with the run files (:func:`pebench.store.predictions.check_against_rows`), in one sentence."""
+    kept = [entry for entry in predictions if entry["file"]]
+    if not predictions:
+        return "Per-example predictions: no run yet."
+    wrong = [entry["run_id"] for entry in kept if entry["problems"]]
+    examples = sum(entry["examples"] for entry in kept)
+    agree = (f"{len(wrong)} disagree with their run files ({', '.join(wrong[:3])}{', ...' if len(wrong) > 3 else ''})"
+             if wrong else "each agrees with its run file")
+    sentence = (f"Per-example predictions: {len(kept)} of {len(predictions)} runs, {examples:,} examples in "
+                f"`predictions/<run id>.jsonl.gz` (hashes in verdict.json); {agree}.")
+    if len(kept) < len(predictions):
+        sentence += " A run made without `--predictions` has none: move its run file away and evaluate again."
+    return sentence
 
 
 def write_verdict(found: Verdict, data: pd.DataFrame, out: Path, *, suite: str, source: Mapping[str, Any],
-                  eta_seconds: float | None = None) -> list[Path]:
+                  eta_seconds: float | None = None, predictions: Sequence[Mapping[str, Any]] = ()) -> list[Path]:
     """Write the verdict's files into ``out`` (a folder this command owns, created here); returns their paths.
 
     ``data``: the rows of the reference (without the encoding's own runs there) and of the encoding, for the
-    figure; ``source``: the encoding's source file and its SHA-256."""
+    figure; ``source``: the encoding's source file and its SHA-256; ``predictions``: its runs' predictions files
+    (:func:`pebench.store.predictions.inventory`)."""
     out.mkdir(parents=True, exist_ok=True)
     version = (f"{suite} reference {found.reference_version}; {found.encoding} {found.own_version}; source sha256 "
                f"{str(source.get('sha256') or 'unknown')[:12]}")
-    record = verdict_record(found, suite, source, eta_seconds)
+    record = verdict_record(found, suite, source, eta_seconds, predictions)
     paths = [store.path_in(out, VERDICT_FILE)]
     paths[0].write_text(json.dumps(record, indent=1, default=str) + "\n")
     archs = sorted(set(found.per_task["arch"])) if len(found.per_task) else []
@@ -85,7 +105,7 @@ def write_verdict(found: Verdict, data: pd.DataFrame, out: Path, *, suite: str, 
     if not found.complete:
         lines += ["Missing runs:", "", *[f"- {row['experiment']} / {row['arch']} / {row['task']}: {row['runs']} run(s)"
                                          for row in record["missing"]], ""]
-    lines += [f"Results: {version}.", ""]
+    lines += [f"Results: {version}.", "", predictions_sentence(record["predictions"]), ""]
     for artifact in written:
         lines += [artifact.paths["md"].read_text(), ""]
     for name, drawn in figures:

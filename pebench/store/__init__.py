@@ -190,7 +190,7 @@ def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
             raise ResultsError(f"{path}: a folder, not a {what}")
         if not stat.S_ISREG(mode):
             raise ResultsError(f"{path}: not a regular file, not a {what}")
-        return _bounded(stream, path, what)
+        return bounded_read(stream, path, what)
 
 
 def read_plain_csv(path: str | Path, what: str) -> list[dict[str, str]]:
@@ -199,7 +199,7 @@ def read_plain_csv(path: str | Path, what: str) -> list[dict[str, str]]:
     return list(csv.DictReader(read_plain_file(path, what).decode("utf-8").splitlines()))
 
 
-def _bounded(stream: io.BufferedIOBase, path: Path, what: str) -> bytes:
+def bounded_read(stream: io.BufferedIOBase, path: Path, what: str) -> bytes:
     """At most :data:`MAX_FILE_BYTES` of ``stream`` (a file, or a gzip stream decompressing one)."""
     data = stream.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
@@ -222,7 +222,7 @@ def read_run_text(path: str | Path) -> str:
     if path.name.endswith(".gz"):
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:  # read in bounded steps: never a zip bomb
-                data = _bounded(stream, path, "run file")
+                data = bounded_read(stream, path, "run file")
         except EOFError:
             raise ResultsError(f"{path}: truncated (its gzip stream ends early)") from None
         except (gzip.BadGzipFile, zlib.error) as exc:

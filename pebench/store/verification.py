@@ -29,6 +29,7 @@ from pebench.store import (
     run_file_id,
     run_files,
 )
+from pebench.store.predictions import PREDICTIONS_FOLDER, PREDICTIONS_SUFFIX, inventory, predictions_files
 from pebench.store.run_file_check import configuration
 from pebench.store.schema import BASE_VARIANT, CHECKSUM_COLUMN, completed
 
@@ -124,7 +125,26 @@ def check_folder(folder: str | Path) -> FolderCheck:
             bad.append(f"{path.name}: a second file of run {rows.run_id} (also {runs[rows.run_id].path.name})")
             continue
         runs[rows.run_id] = rows
-    return FolderCheck(runs, bad, torch_versions(read_manifest(folder) or {}))
+    return FolderCheck(runs, bad + predictions_problems(folder, runs), torch_versions(read_manifest(folder) or {}))
+
+
+def predictions_problems(folder: str | Path, runs: Mapping[str, RunRows]) -> list[str]:
+    """One line per predictions file of ``folder`` (:mod:`pebench.store.predictions`) that is damaged or
+    disagrees with its run's verified file (``runs``): its examples' hits must be what their targets and
+    predictions give, and sum to the run file's token accuracies; a file of no run there is one line too."""
+    lines = []
+    for path in predictions_files(folder):
+        run_id = path.name.removesuffix(PREDICTIONS_SUFFIX)
+        if run_id not in runs:
+            lines.append(f"{path.name}: predictions of run {run_id}, which has no valid run file here")
+            continue
+        frame = runs[run_id].frame
+        rows = frame[frame["variant"] == BASE_VARIANT].to_dict("records") if "variant" in frame else []
+        [entry] = inventory(folder, {run_id: rows})
+        if entry["problems"]:
+            lines.append(f"{PREDICTIONS_FOLDER}/{path.name}: tampered or damaged: {entry['problems'][0]}"
+                         + (f" (and {len(entry['problems']) - 1} more)" if len(entry["problems"]) > 1 else ""))
+    return lines
 
 
 def torch_versions(manifest: Mapping[str, object]) -> set[str]:
