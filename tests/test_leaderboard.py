@@ -313,6 +313,27 @@ def test_declared_comparisons_under_v3_read_only_jointly_fitted_pairs_of_order_d
     assert v2["n_pairs"] == 4 * 6 and v2["mean_diff"] > 0  # every unfitted ALiBi run counted against it
 
 
+def test_from_protocol_4_the_mrr_leaderboard_is_only_in_the_archive(tmp_path):
+    """Issue 66, item 7: a v4 report ranks on the extrapolation board's tiers alone; v2 and v3 reports, archived,
+    keep their MRR leaderboard and its per-task ranks."""
+    from pebench.report.boards import ranking_artifacts
+    from pebench.report_spec import ReportSpec
+    from pebench.store.report_file import task_ranks_name
+
+    runs = v3_runs({"rope": 0.5, "alibi": 0.3}).assign(experiment="length_extrapolation")
+    spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("rope", "alibi"),))
+    names = {}
+    for protocol in (3, 4):
+        (tmp_path / f"v{protocol}").mkdir()
+        names[protocol] = {artifact.name for artifact in ranking_artifacts(
+            runs, "length_extrapolation", spec, tmp_path / f"v{protocol}", protocol=protocol)[0]}
+    assert names[3] - names[4] == {"leaderboard_length_extrapolation"}
+    assert {"extrapolation_length_extrapolation", "fit_length_extrapolation",
+            "pairwise_tasks_length_extrapolation"} <= names[4]
+    assert (tmp_path / "v3" / task_ranks_name("length_extrapolation")).exists()
+    assert not (tmp_path / "v4" / task_ranks_name("length_extrapolation")).exists()
+
+
 def test_a_protocol_3_report_writes_the_declared_comparisons_per_task_and_a_v2_report_does_not(tmp_path):
     from pebench.report.boards import ranking_artifacts
     from pebench.report_spec import ReportSpec

@@ -18,8 +18,14 @@ from pebench.render.tables import Table
 from pebench.report.artifacts import Artifact, save_table
 from pebench.report.layout_findings import named, titled
 from pebench.report_spec import ReportSpec
+from pebench.store import schema
 from pebench.store.report_file import task_ranks_name
 from pebench.store.schema import encoding_label
+
+#: the last protocol whose reports rank on the MRR leaderboard (a ranking of seed means that scores an unfitted run
+#: 0): from protocol v4 the extrapolation board's tiers on jointly fitted runs are the one ranking, and the MRR board
+#: is kept only in the archived v2 and v3 reports (issue 66)
+MRR_LAST_PROTOCOL = 3
 
 
 def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = "",
@@ -29,6 +35,7 @@ def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     markdown and LaTeX naming the results ``version``; returns the artifacts and one finding per architecture.
     On a grid with gaps (:func:`~pebench.analysis.leaderboard.grid_gaps`: an encoding without runs of a task and
     seed the others have) it writes nothing and says why in one finding: no board on partial data (issue 65).
+    From protocol v4 (after :data:`MRR_LAST_PROTOCOL`) the MRR leaderboard is not written.
     Under ``protocol`` 3 the comparisons are scored as the extrapolation board is
     (:func:`pebench.analysis.leaderboard.pairwise` with ``jointly_fitted``), under 2 on the primary metric with an
     unfitted run scoring the worst; under 3, the run ``rows`` (their fit curves) say what the capable encodings'
@@ -44,20 +51,9 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
     """:func:`ranking_artifacts` of a full grid."""
     metric = spec.primary_metric
     label = metric_registry.get(metric).axis_label
-    board = leaderboard.leaderboard(runs, metric)
-    if board.empty:
+    artifacts = _mrr_artifacts(runs, experiment, spec, directory, version, protocol)
+    if artifacts is None:
         return [], []
-    name = f"leaderboard_{experiment}"
-    caption = (f"Encodings ranked per architecture by {label} on every task of {named(experiment, spec)} (rank 1 = "
-               "best mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
-               "rank (MRR, Kazemnejad et al. 2023) and mean rank over tasks, each with a 95% percentile "
-               "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
-               "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
-               "a ranking.")
-    artifacts = [save_table(dataclasses.replace(
-        board_tables.leaderboard_table(board, caption, name),
-        title=titled(experiment, spec, f"leaderboard ({label})")), directory, version)]
-    leaderboard.task_ranks(runs, metric).to_csv(store.path_in(directory, task_ranks_name(experiment)), index=False)
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
         fit_name = f"fit_{experiment}"
@@ -202,6 +198,35 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     return [save_table(dataclasses.replace(
         board_tables.pairwise_by_task_table(table, caption, name),
         title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
+
+
+def _mrr_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str,
+                   protocol: int) -> list[Artifact] | None:
+    """The MRR leaderboard of ``runs`` under ``protocol`` (none after :data:`MRR_LAST_PROTOCOL`), or ``None`` when
+    no run completed: nothing to rank or report."""
+    if protocol > MRR_LAST_PROTOCOL:
+        return [] if schema.completed(runs).any() else None
+    board = leaderboard.leaderboard(runs, spec.primary_metric)
+    return None if board.empty else [_mrr_board(board, runs, experiment, spec, directory, version)]
+
+
+def _mrr_board(board: pd.DataFrame, runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path,
+               version: str) -> Artifact:
+    """The MRR leaderboard of protocols v2 and v3 (``board``: :func:`pebench.analysis.leaderboard.leaderboard` of
+    ``runs``), with its per-task ranks beside it."""
+    label = metric_registry.get(spec.primary_metric).axis_label
+    caption = (f"Encodings ranked per architecture by {label} on every task of {named(experiment, spec)} (rank 1 = "
+               "best mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
+               "rank (MRR, Kazemnejad et al. 2023) and mean rank over tasks, each with a 95% percentile "
+               "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
+               "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
+               "a ranking.")
+    name = f"leaderboard_{experiment}"
+    leaderboard.task_ranks(runs, spec.primary_metric).to_csv(store.path_in(directory, task_ranks_name(experiment)),
+                                                             index=False)
+    return save_table(dataclasses.replace(board_tables.leaderboard_table(board, caption, name),
+                                          title=titled(experiment, spec, f"leaderboard ({label})")),
+                      directory, version)
 
 
 def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
