@@ -11,11 +11,9 @@ read, never an out-of-distribution number.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
-from pebench.analysis.leaderboard import trained_runs
+from pebench.analysis.leaderboard import fit_curve, trained_runs
 from pebench.config import TrainConfig, still_improving
 from pebench.store.schema import fitted
 
@@ -24,15 +22,6 @@ BUDGET_ENDS = ("cap", "ceiling")
 #: the share of board runs still improving at their end that protocol v4 aims under
 GOAL = 0.05
 _DEFAULTS = TrainConfig()
-
-
-def _curve(value: object) -> list[tuple[int, float]] | None:
-    """A row's ``fit_curve`` JSON as ``[(steps, accuracy)]``; ``None`` for a missing or malformed one (the rows
-    may come from anyone)."""
-    try:
-        return [(int(step), float(accuracy)) for step, accuracy in json.loads(str(value))]
-    except (ValueError, TypeError):
-        return None
 
 
 def _rule(row: pd.Series) -> tuple[int, float]:
@@ -58,7 +47,7 @@ def still_improving_runs(runs: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame
     improving, unread = {}, set()
     for run_id in ended["run_id"]:
         row = first.loc[run_id] if run_id in first.index else None
-        curve = _curve(row["fit_curve"]) if row is not None else None
+        curve = fit_curve(row["fit_curve"]) if row is not None else None
         if not curve:
             unread.add(run_id)
             continue

@@ -359,17 +359,21 @@ STILL_RISING = 0.01
 FELL_BACK = 0.05
 
 
-def _curve_reading(curve: object, steps: float) -> tuple[float, float, float]:
-    """What one run's ``fit_curve`` JSON (``[[steps, accuracy], ...]``, :func:`pebench.plan.execute.fit_curve_json`)
-    says:
-    its best check, the gain of the best check in the last quarter of its ``steps`` over the best before (NaN
-    without checks on both sides) and its last check; NaNs for a missing or malformed curve (the rows may come
-    from anyone)."""
-    nan = float("nan")
+def fit_curve(value: object) -> list[tuple[int, float]] | None:
+    """A row's ``fit_curve`` JSON (``[[steps, accuracy], ...]``, :func:`pebench.plan.execute.fit_curve_json`) as
+    ``[(steps, accuracy)]``; ``None`` for a missing or malformed one (the rows may come from anyone)."""
     try:
-        points = [(float(step), float(accuracy)) for step, accuracy in json.loads(str(curve))]
+        return [(int(step), float(accuracy)) for step, accuracy in json.loads(str(value))]
     except (ValueError, TypeError):
-        return nan, nan, nan
+        return None
+
+
+def _curve_reading(curve: object, steps: float) -> tuple[float, float, float]:
+    """What one run's ``fit_curve`` JSON (:func:`fit_curve`) says: its best check, the gain of the best check in the
+    last quarter of its ``steps`` over the best before (NaN without checks on both sides) and its last check; NaNs
+    for a missing or malformed curve."""
+    nan = float("nan")
+    points = fit_curve(curve)
     if not points or not steps == steps:
         return nan, nan, nan
     late = [accuracy for step, accuracy in points if step > 0.75 * steps]
