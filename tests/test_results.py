@@ -359,3 +359,16 @@ def test_a_run_file_that_ends_inside_a_quote_is_refused(tmp_path):
         store.read_run_file(path)
     with pytest.raises(ResultsError, match=f"1 bad result file.*{path.name}"):
         store.load(folder)
+
+
+def test_differing_values_names_each_shared_column_whose_values_differ_and_compare_notes_them():
+    """The one reading of a protocol difference that ``compare`` (its notes) and ``evaluate`` (its verdict's
+    protocol problems) share: per column both sides have, the sorted distinct values of each, missing ones left out."""
+    from pebench.analysis.compare import _protocol_notes
+    from pebench.analysis.results import differing_values
+
+    a = pd.DataFrame({"experiment": ["e", "e"], "steps": [1000, 2000], "lr": [0.001, float("nan")], "only_a": [1, 2]})
+    b = pd.DataFrame({"experiment": ["e"], "steps": [1000], "lr": [0.001], "only_b": [3]})
+    assert differing_values(a, b, ("steps", "lr", "only_a", "only_b")) == [("steps", ["1000", "2000"], ["1000"])]
+    assert differing_values(a, a, ("steps", "lr")) == []
+    assert _protocol_notes(a, b) == ["e: steps differs (rerun 1000, 2000; reference 1000)"]

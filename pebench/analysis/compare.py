@@ -303,11 +303,8 @@ def _protocol_notes(local: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     notes = []
     for experiment in sorted(set(local["experiment"]) & set(reference["experiment"])):
         a, b = local[local["experiment"] == experiment], reference[reference["experiment"] == experiment]
-        for column in PROTOCOL_COLUMNS:
-            if column in a.columns and column in b.columns:
-                va, vb = sorted(map(str, a[column].dropna().unique())), sorted(map(str, b[column].dropna().unique()))
-                if va != vb:
-                    notes.append(f"{experiment}: {column} differs (rerun {', '.join(va)}; reference {', '.join(vb)})")
+        notes += [f"{experiment}: {column} differs (rerun {', '.join(va)}; reference {', '.join(vb)})"
+                  for column, va, vb in results.differing_values(a, b, PROTOCOL_COLUMNS)]
     return notes
 
 

@@ -413,6 +413,20 @@ def compare_to_best(
     return pd.DataFrame.from_records(records, columns=columns)
 
 
+def differing_values(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]
+                     ) -> list[tuple[str, list[str], list[str]]]:
+    """Per column of ``columns`` that both frames have, in that order: the column and the distinct values of each
+    side (as text, sorted, missing values left out), where the two differ. What :func:`pebench.analysis.compare`
+    and :mod:`pebench.analysis.verdict` call a protocol difference between two sets of runs."""
+    found = []
+    for column in columns:
+        if column in a.columns and column in b.columns:
+            values = [sorted(map(str, frame[column].dropna().unique())) for frame in (a, b)]
+            if values[0] != values[1]:
+                found.append((column, *values))
+    return found
+
+
 def results_version(data: pd.DataFrame) -> str:
     """The version of a set of results, for citing it: ``v<protocol>-<8 hex digits>``, the hex digits a hash of
     every run's id and row checksum (``rows_sha256``) in run-id order. The same runs always give the same

@@ -90,16 +90,13 @@ def protocol_problems(own: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     experiment, arch and task (:data:`PROTOCOL_COLUMNS`): one phrase per such cell and column; cells the reference
     lacks are a problem too (the encoding would be judged on tasks no baseline ran)."""
     problems = []
-    columns = [c for c in PROTOCOL_COLUMNS if c in own and c in reference]
     theirs = {key: part for key, part in reference.groupby(TASK_KEYS, sort=False)}
     for key, part in own.groupby(TASK_KEYS, sort=True):
         if key not in theirs:
             problems.append(f"{'/'.join(map(str, key))}: not in the reference")
             continue
-        for column in columns:
-            a, b = (sorted(map(str, frame[column].dropna().unique())) for frame in (part, theirs[key]))
-            if a != b:
-                problems.append(f"{'/'.join(map(str, key))}: {column} {', '.join(a)} (reference {', '.join(b)})")
+        problems += [f"{'/'.join(map(str, key))}: {column} {', '.join(a)} (reference {', '.join(b)})"
+                     for column, a, b in results.differing_values(part, theirs[key], PROTOCOL_COLUMNS)]
     return problems
 
 
