@@ -147,3 +147,17 @@ def test_the_verdict_sentence_counts_the_runs_with_predictions_and_names_disagre
     assert "1 of 2 runs" in predictions_sentence([kept, missing])
     assert "1 disagree with their run files (cccccccccccccccc)" in predictions_sentence(
         [kept, {**kept, "run_id": "c" * 16, "problems": ["x"]}])
+
+
+def test_verify_reruns_the_predictions_exactly_on_the_machine_that_made_them(folder, tmp_path, capsys):
+    """Made here, a sampled run must give its per-example predictions again byte for byte: an example's loss
+    edited (the sums still agree with the run file, so the folder's own check passes) is caught by the rerun."""
+    assert main(["verify", str(folder), "--sample", "2"]) == 0
+    assert sum(": exact, reproduced" in line for line in capsys.readouterr().out.splitlines()) == 2
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    for path in (copy / "predictions").iterdir():
+        _rewrite(path, lambda lines: lines[-1].update(loss=12.5))
+    assert main(["verify", str(copy), "--sample", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "tampered" not in out and "its rows reproduce, its per-example predictions (predictions/" in out

@@ -10,6 +10,7 @@ statistically otherwise (:func:`why_statistical`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Callable
@@ -18,11 +19,12 @@ from pathlib import Path
 
 import torch
 
-from pebench.plan.execute import execute, machine_name, torch_threads
+from pebench.plan.execute import PREDICTIONS_KEY, execute, machine_name, torch_threads
 from pebench.plan.executors import origin_here
 from pebench.plan.experiment import RunSpec, make_spec
 from pebench.registry import UnknownNameError
-from pebench.store import ResultsError, cpu_model, path_in, run_file_name, write_rows_atomic
+from pebench.store import ResultsError, cpu_model, path_in, read_plain_file, run_file_name, write_rows_atomic
+from pebench.store.predictions import PREDICTIONS_FOLDER, predictions_bytes, predictions_path
 from pebench.store.verification import (
     DEFAULT_SAMPLE,
     FolderCheck,
@@ -130,13 +132,24 @@ def plan_verification(folder: str | Path, n: int = DEFAULT_SAMPLE, seed: int = 0
 def verify_run(rows: RunRows, spec: RunSpec, scratch: Path, torch_versions: set[str],
                device: str | None = None) -> RunCheck:
     """Rerun ``spec`` (the run of ``rows``) into the folder ``scratch``, with the torch threads it was made with,
-    and compare the rows written there with the file's (:func:`~pebench.store.verification.compare_rows`)."""
+    and compare the rows written there with the file's (:func:`~pebench.store.verification.compare_rows`); compared
+    exactly, its per-example predictions too, where the folder has them (the same bytes)."""
     where = rerun_device(rows.first.get("device", ""), device)
+    statistical = why_statistical(rows, where, torch_versions)
+    kept = predictions_path(rows.path.parent.parent, spec.run_id)  # the run's folder: rows.path is raw/<id>.csv.gz
+    exact_predictions = not statistical and kept.is_file() and not kept.is_symlink()
     with torch_threads(_threads(rows)):
-        new = execute(spec, str(where), origin=origin_here())
+        new = execute(dataclasses.replace(spec, keep_predictions=exact_predictions), str(where),
+                      origin=origin_here())
+    examples = new[0].pop(PREDICTIONS_KEY, None)
     path = path_in(scratch, run_file_name(spec.run_id))
     write_rows_atomic(path, new)
-    return compare_rows(rows, read_run_rows(path), why_statistical(rows, where, torch_versions))
+    check = compare_rows(rows, read_run_rows(path), statistical)
+    if check.reproduced and examples is not None and predictions_bytes(spec.run_id, examples) != \
+            read_plain_file(kept, "predictions file"):
+        return dataclasses.replace(check, reproduced=False, difference=f"its rows reproduce, its per-example "
+                                   f"predictions ({PREDICTIONS_FOLDER}/{kept.name}) do not")
+    return check
 
 
 def verify(plan: VerifyPlan, device: str | None = None,
