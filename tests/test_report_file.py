@@ -98,3 +98,16 @@ def test_a_report_whose_encoding_figures_are_not_texts_is_refused():
     assert report_shape_problem({"encoding_figures": {"length_extrapolation_decoder_rope": "rope"}}) is None
     assert report_shape_problem({"encoding_figures": {"x": 3}}) == "its 'encoding_figures' is not an object of texts"
     assert report_shape_problem({"encoding_figures": ["rope"]}) == "its 'encoding_figures' is not an object of texts"
+
+
+def test_first_rows_keeps_a_run_id_that_reads_as_a_number(tmp_path):
+    """A run id is 16 hexadecimal digits, so some read as numbers ("2541511e19009924" as 2.5e25): each file's first
+    row parsed on its own once turned that id into ``inf``, and its run fell out of every merge on ``run_id``."""
+    import shutil
+
+    reference = Path(__file__).resolve().parent.parent / "results" / "standard" / "raw"
+    (tmp_path / "raw").mkdir()
+    for run_id in ("2541511e19009924", "5845972203967e66", "001f341732e8ae9e"):
+        shutil.copy(reference / f"{run_id}.csv.gz", tmp_path / "raw")
+    rows = store.first_rows(tmp_path, ("fitted",))
+    assert rows["run_id"].tolist() == ["001f341732e8ae9e", "2541511e19009924", "5845972203967e66"]

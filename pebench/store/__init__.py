@@ -255,16 +255,27 @@ def first_rows(folder: str | Path, columns: Sequence[str]) -> pd.DataFrame:
     """
     import pandas as pd
 
-    frames = []
+    wanted = ["run_id", *columns]
+    found: list[str] = []  # run_id and those of ``columns`` some file has, in the order the files first have them
+    records = []
     for path in raw_files(refuse_link(Path(folder) / "raw")):
-        try:
-            frame = pd.read_csv(io.StringIO(read_run_text(path)), usecols=lambda c: c in ("run_id", *columns),
-                                nrows=1)
-        except pd.errors.EmptyDataError:
-            raise ResultsError(f"{path}: empty, not a run file") from None
-        if len(frame.columns) > 1:
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id"])
+        lines = csv.reader(io.StringIO(read_run_text(path)))
+        header = next(lines, None)
+        if not header:
+            raise ResultsError(f"{path}: empty, not a run file")
+        first = next(lines, None)
+        has = [column for column in wanted if column in header]
+        if first is None or len(has) < 2 or "run_id" not in has:
+            continue
+        found += [column for column in header if column in has and column not in found]
+        records.append(dict(zip(header, first, strict=False)))
+    if not records:
+        return pd.DataFrame(columns=["run_id"])
+    text = io.StringIO()  # the fields as written, parsed once: each column's type read over every run at once
+    writer = csv.writer(text)
+    writer.writerow(found)
+    writer.writerows([record.get(column, "") for column in found] for record in records)
+    return pd.read_csv(io.StringIO(text.getvalue()), dtype={"run_id": str})  # an id of digits stays as written
 
 
 def run_file_bytes(rows: Sequence[dict], name: str) -> bytes:
