@@ -111,3 +111,16 @@ def test_first_rows_keeps_a_run_id_that_reads_as_a_number(tmp_path):
         shutil.copy(reference / f"{run_id}.csv.gz", tmp_path / "raw")
     rows = store.first_rows(tmp_path, ("fitted",))
     assert rows["run_id"].tolist() == ["001f341732e8ae9e", "2541511e19009924", "5845972203967e66"]
+
+
+def test_a_summary_whose_run_ids_read_as_numbers_keeps_them(tmp_path):
+    """``summary/runs.csv`` read back (the fit and floors tables, the replications) keeps every run id as written,
+    also where each of a small folder's ids reads as a number."""
+    from pebench.analysis.replication import experiment_runs
+    from pebench.report.fit import runs_frame
+
+    (tmp_path / "summary").mkdir()
+    (tmp_path / "summary" / "runs.csv").write_text("run_id,experiment,variant,fitted\n2541511e19009924,e,,True\n")
+    runs, _ = runs_frame(tmp_path, ("fitted",), "Fit")
+    assert runs["run_id"].tolist() == ["2541511e19009924"]
+    assert experiment_runs(tmp_path, "e")["run_id"].tolist() == ["2541511e19009924"]

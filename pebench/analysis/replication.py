@@ -312,7 +312,7 @@ def experiment_runs(folder: Path, experiment: str) -> pd.DataFrame | None:
     path = Path(folder) / "summary" / "runs.csv"
     if not path.exists():
         return None
-    runs = pd.read_csv(path)
+    runs = pd.read_csv(path, dtype={"run_id": str})  # an id of digits and one "e" is no number
     runs = runs[runs["experiment"] == experiment]
     return None if runs.empty else runs
 

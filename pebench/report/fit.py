@@ -42,7 +42,7 @@ def runs_frame(folder: Path, columns: Iterable[str], what: str) -> tuple[pd.Data
     if not path.exists():
         return None, not_in_results(what, f"no `{FOLDER}/summary/runs.csv`; `pebench report --results {FOLDER}` "
                                           "writes it")
-    runs = pd.read_csv(path)
+    runs = pd.read_csv(path, dtype={"run_id": str})  # an id of digits and one "e" is no number
     missing = [c for c in columns if c not in runs.columns]
     if missing:
         return None, not_in_results(what, f"`{FOLDER}/summary/runs.csv` has no {', '.join(f'`{c}`' for c in missing)}"
