@@ -48,7 +48,7 @@ def runs_frame(folder: Path, columns: Iterable[str], what: str) -> tuple[pd.Data
         return None, not_in_results(what, f"`{FOLDER}/summary/runs.csv` has no {', '.join(f'`{c}`' for c in missing)}"
                                           " column: these results were made before the protocol recorded it")
     if "variant" in runs.columns:
-        runs = runs[runs["variant"].fillna(BASE_VARIANT) == BASE_VARIANT]
+        runs = runs[runs["variant"].isna() | (runs["variant"] == BASE_VARIANT)]
     return runs, ""
 
 
