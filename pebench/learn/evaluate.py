@@ -127,7 +127,7 @@ def evaluate(
         device: default the model's device.
         examples: if given, every example scored is appended to it, one record per example, length and
             condition (:func:`example_records`): what a run's per-example predictions file holds
-            (:func:`pebench.store.write_predictions`). The rows do not change.
+            (:func:`pebench.store.predictions.write_predictions`). The rows do not change.
 
     Returns:
         One dict per (length, condition) with ``eval_len``, ``condition``,

@@ -76,7 +76,11 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
         ResultsError: a link, too large, not gzip, or a line that is not such a record; on one line.
     """
     path = Path(path)
-    raw = store.read_plain_file(path, "predictions file")
+    return _parsed(path, store.read_plain_file(path, "predictions file"))
+
+
+def _parsed(path: Path, raw: bytes) -> list[dict[str, Any]]:
+    """The records of the predictions file ``path`` whose bytes are ``raw`` (:func:`read_predictions`)."""
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
             text = store.bounded_read(stream, path, "predictions file").decode("utf-8")
@@ -142,12 +146,12 @@ def inventory(out: str | Path, rows: Mapping[str, Sequence[Mapping[str, Any]]]) 
             continue
         entry = {"run_id": run_id, "file": f"{PREDICTIONS_FOLDER}/{path.name}"}
         try:
-            records = read_predictions(path)
+            raw = store.read_plain_file(path, "predictions file")
+            records = _parsed(path, raw)
         except store.ResultsError as exc:
             found.append({**entry, "sha256": None, "examples": 0, "problems": [str(exc).removeprefix(f"{path}: ")]})
             continue
-        digest = hashlib.sha256(store.read_plain_file(path, "predictions file")).hexdigest()
-        found.append({**entry, "sha256": digest, "examples": len(records),
+        found.append({**entry, "sha256": hashlib.sha256(raw).hexdigest(), "examples": len(records),
                       "problems": check_against_rows(records, rows[run_id])})
     return found
 
