@@ -8,7 +8,7 @@ condition of the run's evaluation (the trained model as it is, not its evaluatio
     {"run_id": "...", "eval_len": 64, "condition": "original", "example": 0, "input": "3 0 7 ...",
      "target": "3 0 7 ...", "prediction": "3 0 5 ...", "token_hits": 41, "n_tokens": 64, "loss": 0.81}
 
-Token ids are the task's symbols (``pebench list --tasks`` names the task's vocabulary); a language model's
+Token ids are the task's symbols as :meth:`pebench.tasks.Task.sample` draws them; a language model's
 "example" is a window of its evaluation text. A row of the run file is the mean of its examples here: the
 ``token_acc`` of (length, condition) is the sum of their ``token_hits`` over the sum of their ``n_tokens``
 (:func:`check_against_rows`). The file is written before the run file, so that a run counted as made always
