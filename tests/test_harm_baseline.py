@@ -26,3 +26,17 @@ def test_pairs_whose_baseline_did_not_fit_leave_the_harm_comparison():
     assert table.loc["rope", "harms"]  # every replicate of the one task is -0.1: the interval lies below 0
     # the encoding's own level still counts every control run, fitted or not (what it costs)
     assert table.loc["rope", "ood_token_acc"] == pytest.approx((0.8 + 0.7) / 2)
+
+
+def test_the_harm_caption_says_only_pairs_with_a_fitted_baseline_count(tmp_path):
+    from test_leaderboard import v3_runs
+
+    from pebench.report.boards import board_artifacts
+    from pebench.report_spec import ReportSpec
+
+    runs = v3_runs({"none": 0.1, "rope": 0.8}, controls={"none": 0.9, "rope": 0.7}, seeds=2)
+    artifacts, _ = board_artifacts(runs.assign(experiment="length_extrapolation"), "length_extrapolation",
+                                   ReportSpec(primary_metric="ood_token_acc"), tmp_path)
+    caption = next(artifact.caption for artifact in artifacts if artifact.name.startswith("harm_"))
+    assert "counting only the pairs whose baseline run fitted" in caption
+    assert "a baseline that did not learn a control measures nothing" in caption

@@ -272,6 +272,8 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
         board("harm", harm, board_tables.harm_table,
               "Harm on the order-free controls (tasks whose answer the bag of input symbols gives): OOD token "
               "accuracy of every run, fitted or not, and its difference from the position-free baseline on the same "
-              "task-seed pairs, with 95% two-level bootstrap intervals; harms = the interval of the difference lies "
+              "task-seed pairs, counting only the pairs whose baseline run fitted (a baseline that did not learn a "
+              "control measures nothing; — where none did), with 95% two-level bootstrap intervals; harms = the "
+              "interval of the difference lies "
               "below 0. Look for encodings that cost accuracy where no order is needed.", "harm on the controls")
     return artifacts, findings
