@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pebench.cli import LISTS, list_cache, main
+from pebench.store import verified_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 #: prints a listing and whether torch was imported to make it
@@ -60,10 +61,10 @@ def test_the_cached_listing_is_the_computed_one(capsys):
     computed = capsys.readouterr().out
     assert main(["list", "suites"]) == 0  # from the cache
     assert capsys.readouterr().out == computed == _suites_listing() + "\n"
-    fingerprint = list_cache.code_fingerprint([])
-    assert list_cache.code_fingerprint([{"plugin": "mine.py", "sha256": "0" * 64}]) != fingerprint
-    assert len(fingerprint) == 64 and fingerprint == list_cache.code_fingerprint([])
-    files = list_cache.code_files()
+    fingerprint = verified_cache.code_fingerprint([])
+    assert verified_cache.code_fingerprint([{"plugin": "mine.py", "sha256": "0" * 64}]) != fingerprint
+    assert len(fingerprint) == 64 and fingerprint == verified_cache.code_fingerprint([])
+    files = verified_cache.code_files()
     assert any(path.parent.name == "cli" for path in files) and any(path.parent.name == "experiments" for path in files)
 
 

@@ -129,7 +129,7 @@ def test_a_link_or_a_damaged_file_is_refused_in_one_line(folder, tmp_path):
     path = predictions_path(copy, run_id)
     path.write_bytes(b"not gzip")
     [entry] = inventory(copy, {run_id: []})
-    assert entry["problems"][0].startswith("not a gzip-compressed predictions file")
+    assert entry["problems"][0].startswith("not a readable gzip file")
     path.unlink()
     os.symlink(folder / "predictions" / path.name, path)
     [entry] = inventory(copy, {run_id: []})

@@ -298,7 +298,7 @@ def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, mon
     first = store.load(folder)
     reads = []
     read = store.read_run_text  # every file's text is read once per load, however its rows are parsed
-    monkeypatch.setattr(store, "read_run_text", lambda path: reads.append(path) or read(path))
+    monkeypatch.setattr(store, "read_run_text", lambda path, data=None: reads.append(path) or read(path, data))
     again = store.load(folder)
     pd.testing.assert_frame_equal(again, first)
     assert reads == []  # nothing read again
@@ -309,7 +309,10 @@ def test_loading_a_folder_again_reads_it_again_once_a_file_changes(tmp_path, mon
     frame = store.read_run_file(path)
     text = store.read_run_text(path)
     reads.clear()
-    path.write_text(text)  # the same bytes, written again: read again
+    path.write_text(text)  # the same bytes, written again: not parsed again, the rows they gave are kept
+    pd.testing.assert_frame_equal(store.load(folder), first)
+    assert reads == []
+    path.write_text(text.replace("\n", "\r\n"))  # other bytes, the same rows: read and verified again
     pd.testing.assert_frame_equal(store.load(folder), first)
     assert len(reads) == len(store.raw_files(folder / "raw"))
     frame.to_csv(path, index=False)  # an edited file is named, though the folder was read before

@@ -4,7 +4,8 @@ Computing a listing takes about 0.5 s on a 2-core machine, idle (torch is not im
 read from their source, :func:`pebench.encodings.declared`, and the tasks, the run specs and the store import torch
 where they first use it, :mod:`pebench.lazy_torch`); ``list protocol`` imports torch and takes about 2.5 s. A
 listing's text depends only on pebench's code, its experiment scripts, the plugins loaded and the terminal's width,
-so it is kept in a file named by the SHA-256 of the first three (:func:`code_fingerprint`) and the width: the next
+so it is kept in a file named by the SHA-256 of the first three
+(:func:`pebench.store.verified_cache.code_fingerprint`) and the width: the next
 call with the same code prints it in about 0.1 s, and any edit, another version or another plugin computes it
 afresh. A call that computes one listing computes and keeps them all (:func:`cached_listing`), so that the experiment
 scripts are loaded once per code, not once per listing. The folder is ``$PEBENCH_CACHE_DIR``, else
@@ -13,35 +14,14 @@ scripts are loaded once per code, not once per listing. The folder is ``$PEBENCH
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pebench
 from pebench.store.own_files import CACHE_ENV, cache_dir  # noqa: F401  (the cache folder: the listings keep theirs there)
-
-
-def code_files() -> list[Path]:
-    """The files whose content a listing depends on: every module of the ``pebench`` package and every script
-    of the ``experiments/`` folder beside it (:func:`pebench.plan.experiment.experiments_dir`), sorted."""
-    package = Path(pebench.__file__).resolve().parent
-    experiments = package.parent / "experiments"
-    return sorted([*package.rglob("*.py"), *(experiments.glob("*.py") if experiments.is_dir() else [])])
-
-
-def code_fingerprint(plugins: Iterable[dict[str, Any]] = ()) -> str:
-    """SHA-256 of pebench's version, the path and content of each of :func:`code_files` and the records of the
-    ``plugins`` loaded (:func:`pebench.registry.plugin_records`: each with its file's SHA-256)."""
-    digest = hashlib.sha256(pebench.__version__.encode())
-    root = Path(pebench.__file__).resolve().parent.parent
-    for path in code_files():
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(json.dumps(list(plugins), sort_keys=True, default=str).encode())
-    return digest.hexdigest()
+from pebench.store.verified_cache import code_fingerprint
 
 
 def cached_listing(what: str, plugins: Iterable[dict[str, Any]], compute_all: Callable[[], Mapping[str, str]]) -> str:

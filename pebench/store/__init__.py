@@ -46,7 +46,7 @@ import numpy as np
 import pebench
 from pebench.lazy_torch import torch  # only a manifest reads it: loading a folder does without torch
 from pebench.registry import is_name, plugin_records
-from pebench.store import own_files
+from pebench.store import own_files, verified_cache
 from pebench.store.provenance import code_commit, git_state  # noqa: F401  (re-exported: part of the store's API)
 from pebench.store.run_file_check import (  # noqa: F401  (ResultsError, validate_frame, expected_rows: the store's API)
     ResultsError,
@@ -209,24 +209,34 @@ def bounded_read(stream: io.BufferedIOBase, path: Path, what: str) -> bytes:
     return data
 
 
-def read_run_text(path: str | Path) -> str:
+def gunzip_bounded(data: bytes, path: Path, what: str) -> bytes:
+    """The gzip-compressed bytes ``data`` of the file ``path`` (a ``what``) decompressed, at most
+    :data:`MAX_FILE_BYTES` of them (read in bounded steps: never a zip bomb).
+
+    Raises:
+        ResultsError: ``path``: truncated, not a readable gzip stream, or more than the bound, on one line.
+    """
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            return bounded_read(stream, path, what)
+    except EOFError:
+        raise ResultsError(f"{path}: truncated (its gzip stream ends early)") from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise ResultsError(f"{path}: not a readable gzip file ({exc})") from None
+
+
+def read_run_text(path: str | Path, data: bytes | None = None) -> str:
     """The CSV text of a run file, decompressed when its name ends in ``.gz``; a symbolic link is refused
-    (:func:`read_plain_file`).
+    (:func:`read_plain_file`). ``data``: the file's bytes, where the caller has read them already.
 
     Raises:
         ResultsError: ``path``: not a text file, a folder, a link, or a damaged or truncated gzip stream, on one
             line.
     """
     path = Path(path)
-    data = read_plain_file(path)
+    data = read_plain_file(path) if data is None else data
     if path.name.endswith(".gz"):
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:  # read in bounded steps: never a zip bomb
-                data = bounded_read(stream, path, "run file")
-        except EOFError:
-            raise ResultsError(f"{path}: truncated (its gzip stream ends early)") from None
-        except (gzip.BadGzipFile, zlib.error) as exc:
-            raise ResultsError(f"{path}: not a readable gzip file ({exc})") from None
+        data = gunzip_bounded(data, path, "run file")
     try:
         return data.decode()
     except UnicodeDecodeError:
@@ -465,8 +475,9 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     as one CSV, then checked file by file: the same rows, four times faster), and the runs must
     form one suite and protocol (:func:`mixed_configurations`). A process that loads one folder again
     (a docs build reads each several times) gets a copy of the first load's rows as long as the folder holds the
-    same files, none replaced or written since (:func:`files_fingerprint`); otherwise the files are read and
-    verified again.
+    same files, none replaced or written since (:func:`files_fingerprint`); another process, the rows verified
+    before from the same files' bytes by the same code (:mod:`pebench.store.verified_cache`); otherwise the files
+    are read and verified again.
 
     Args:
         directory: a suite folder (containing ``raw/``) or a folder of run files.
@@ -481,7 +492,7 @@ def load(directory: str | Path, *, include_failed: bool = True) -> pd.DataFrame:
     key = files_fingerprint(paths)
     data = _LOADED.get(key)
     if data is None:
-        data = _load_files(paths)
+        data = _kept_or_loaded(paths)
         _LOADED[key] = data
         while len(_LOADED) > _LOADED_FOLDERS:
             _LOADED.popitem(last=False)
@@ -516,12 +527,28 @@ _LOADED: collections.OrderedDict[tuple, pd.DataFrame] = collections.OrderedDict(
 _LOADED_FOLDERS = 8
 
 
-def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
-    """The verified rows of the run files ``paths`` (:func:`load` without its cache); errors are raised, never
-    kept."""
+def _kept_or_loaded(paths: Sequence[Path]) -> pd.DataFrame:
+    """The verified rows of the run files ``paths``: those kept from an earlier load of the same bytes by the same
+    code (:mod:`pebench.store.verified_cache`), else read and verified from these bytes (:func:`_load_files`), then
+    kept. A file that cannot be read is left to :func:`_load_files` to name."""
+    try:
+        contents = [read_plain_file(path) for path in paths]
+    except (ResultsError, OSError):
+        return _load_files(paths)
+    key = verified_cache.rows_key(zip([path.name for path in paths], contents, strict=True), plugin_records())
+    data = verified_cache.kept_rows(key)
+    if data is None:
+        data = _load_files(paths, contents)
+        verified_cache.keep_rows(key, data)
+    return data
+
+
+def _load_files(paths: Sequence[Path], contents: Sequence[bytes] | None = None) -> pd.DataFrame:
+    """The verified rows of the run files ``paths`` (:func:`load` without its caches), of their bytes ``contents``
+    where given (else read); errors are raised, never kept."""
     import pandas as pd
 
-    run_ids, errors, frames = _read_run_files(paths)
+    run_ids, errors, frames = _read_run_files(paths, contents)
     bad, files = [], {}
     for path, run_id, error in zip(paths, run_ids, errors, strict=True):
         if error:
@@ -546,7 +573,8 @@ def _load_files(paths: Sequence[Path]) -> pd.DataFrame:
 
 
 
-def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[tuple[np.ndarray, pd.DataFrame]]]:
+def _read_run_files(paths: Sequence[Path], contents: Sequence[bytes] | None = None
+                    ) -> tuple[list[str], list[str], list[tuple[np.ndarray, pd.DataFrame]]]:
     """Read and verify ``paths`` as :func:`read_run_file` does: per path, in order, its run id (``""`` where it does
     not verify) and the first line of its error (``""`` where it does); and the rows of those that verify, as frames
     each with the position in ``paths`` of the file of every row.
@@ -555,7 +583,7 @@ def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[t
     costs pandas about 10 ms, most of a folder's loading time): the text of each is checked as written, then the
     rows of all, then each file's rows on their own. Where any check of such a group fails, or its files parse
     otherwise together, its files are read one by one, so that a bad file is named as :func:`read_run_file`
-    names it."""
+    names it. ``contents``: the files' bytes, where the caller has read them."""
     import pandas as pd
 
     run_ids, errors, frames = [""] * len(paths), [""] * len(paths), []
@@ -563,7 +591,7 @@ def _read_run_files(paths: Sequence[Path]) -> tuple[list[str], list[str], list[t
     alone = []
     for position, path in enumerate(paths):
         try:
-            text = read_run_text(path)
+            text = read_run_text(path, None if contents is None else contents[position])
             records = verified_records(text, path)
         except ResultsError as exc:
             errors[position] = str(exc).splitlines()[0]

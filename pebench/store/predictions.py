@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -82,9 +81,8 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
 def _parsed(path: Path, raw: bytes) -> list[dict[str, Any]]:
     """The records of the predictions file ``path`` whose bytes are ``raw`` (:func:`read_predictions`)."""
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
-            text = store.bounded_read(stream, path, "predictions file").decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        text = store.gunzip_bounded(raw, path, "predictions file").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise store.ResultsError(f"{path}: not a gzip-compressed predictions file ({exc})") from None
     run_id = path.name.removesuffix(PREDICTIONS_SUFFIX)
     records = []
