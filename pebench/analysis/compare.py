@@ -285,13 +285,16 @@ def key_metrics(experiments: Sequence[str], *folders: str | Path, declared: Mapp
     return {experiment: list(declarations.key_metrics(specs[experiment])) for experiment in specs}
 
 
-def _mean(values: pd.Series) -> float:
-    return float(values.mean()) if len(values) else float("nan")
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(np.asarray(values, dtype=float))) if len(values) else float("nan")
 
 
-def _per_seed(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
-    """Completed runs' ``metrics`` indexed by cell and seed."""
-    return runs[completed(runs)].set_index([*CELL_COLUMNS, "seed"])[metrics].sort_index()
+def _per_seed(runs: pd.DataFrame, metrics: list[str]) -> dict[tuple, dict[str, dict[int, float]]]:
+    """Completed runs' ``metrics`` by cell, metric and seed (only the values that are not missing)."""
+    done = runs[completed(runs)]
+    return {key: {metric: {int(seed): value for seed, value in zip(rows["seed"], rows[metric], strict=True)
+                           if pd.notna(value)} for metric in metrics}
+            for key, rows in done.groupby(list(CELL_COLUMNS), sort=False, dropna=False)}
 
 
 def _seeds(runs: pd.DataFrame) -> dict[tuple, set[int]]:
@@ -383,31 +386,29 @@ def compare(local_dir: str | Path, reference_dir: str | Path, declared: Mapping[
     records = []
     for key in _sorted(pd.DataFrame(judged, columns=CELL_COLUMNS)).itertuples(index=False, name=None):
         cell = dict(zip(CELL_COLUMNS, key, strict=True))
-        a = local.loc[key] if key in local.index.droplevel("seed") else local.iloc[:0]
-        b = reference.loc[key] if key in reference.index.droplevel("seed") else reference.iloc[:0]
+        a, b = local.get(key, {}), reference.get(key, {})
         for metric in chosen[cell["experiment"]]:
-            x, y = a[metric].dropna(), b[metric].dropna()
-            if x.empty and y.empty:
+            x, y = a.get(metric, {}), b.get(metric, {})
+            if not x and not y:
                 continue  # e.g. no OOD lengths in this experiment
-            paired = x.index.intersection(y.index)
-            missing = sorted(set(y.index).symmetric_difference(x.index)
-                             | (local_seeds[key] ^ reference_seeds[key]))
-            differences = (x[paired] - y[paired]).astype(float)
-            margin, seed_margin = margins(metric, _mean(y[paired] if len(paired) else y))
-            difference = float(differences.mean()) if len(differences) else float("nan")
-            worst = differences.abs().idxmax() if len(differences) else None
+            paired = sorted(set(x) & set(y))
+            missing = sorted((set(y) ^ set(x)) | (local_seeds[key] ^ reference_seeds[key]))
+            differences = {seed: float(x[seed] - y[seed]) for seed in paired}
+            margin, seed_margin = margins(metric, _mean([y[s] for s in paired] if paired else list(y.values())))
+            difference = _mean(list(differences.values()))
+            worst = max(paired, key=lambda seed: abs(differences[seed])) if paired else None
             records.append({
                 **cell, "metric": metric,
                 # means over the paired seeds (over all a side has when none pair), so they differ by `difference`
-                "local_mean": _mean(x[paired] if len(paired) else x), "local_n": len(x),
-                "reference_mean": _mean(y[paired] if len(paired) else y), "reference_n": len(y),
-                "n_paired": len(paired), "difference": difference, "tolerance": margin,
+                "local_mean": _mean([x[s] for s in paired] if paired else list(x.values())), "local_n": len(x),
+                "reference_mean": _mean([y[s] for s in paired] if paired else list(y.values())),
+                "reference_n": len(y), "n_paired": len(paired), "difference": difference, "tolerance": margin,
                 "worst_seed": worst if worst is not None else np.nan,
-                "worst_seed_difference": float(differences[worst]) if worst is not None else float("nan"),
+                "worst_seed_difference": differences[worst] if worst is not None else float("nan"),
                 "seed_tolerance": seed_margin,
                 "missing_seeds": ",".join(str(int(s)) for s in missing),
-                "reproduces": bool(len(paired) and not missing and abs(difference) <= margin
-                                   and differences.abs().max() <= seed_margin),
+                "reproduces": bool(paired and not missing and abs(difference) <= margin
+                                   and abs(differences[worst]) <= seed_margin),
             })
     metrics = pd.DataFrame.from_records(records)
     if metrics.empty:
@@ -448,9 +449,10 @@ def check_same_suite(local: pd.DataFrame, reference: pd.DataFrame, local_dir: st
 def fit_agreement(local_dir: str | Path, reference_dir: str | Path) -> str:
     """How many runs judged by the fit criterion on both sides reached the same decision, and the share fitted
     on each side, in one sentence; "" when no run is judged on both sides."""
-    rerun, reference = (store.first_rows(folder, ("fitted",)) for folder in (local_dir, reference_dir))
+    rerun, reference = (store.load(folder).drop_duplicates("run_id") for folder in (local_dir, reference_dir))
     if "fitted" not in rerun or "fitted" not in reference:
         return ""
+    rerun, reference = rerun[["run_id", "fitted"]], reference[["run_id", "fitted"]]
     fits = rerun.merge(reference, on="run_id", suffixes=("_rerun", "_reference")).dropna()
     if fits.empty:
         return ""
@@ -465,8 +467,6 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
     the report folders ``local_report`` and ``reference_report``) on both sides: per architecture, for how many
     encodings the rerun's MRR lies inside the reference's 95% interval, the Spearman correlation of the two
     MRRs, and the first encoding on each side."""
-    from scipy.stats import spearmanr
-
     sentences = []
     for path in sorted((Path(reference_report) / "tables").glob("leaderboard_*.csv")):
         if not (Path(local_report) / "tables" / path.name).exists():
@@ -477,7 +477,7 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
         for arch, group in ref.groupby("arch", sort=True):
             both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
             inside = int(both["mrr_rerun"].between(both["mrr_low"], both["mrr_high"]).sum())
-            rho = spearmanr(both["mrr"], both["mrr_rerun"]).statistic
+            rho = both["mrr"].rank().corr(both["mrr_rerun"].rank())  # Spearman's: Pearson's of the ranks
             first = [encoding_label(name) for name in (group.loc[group["mrr"].idxmax(), "encoding"],
                                                         both.loc[both["mrr_rerun"].idxmax(), "encoding"])]
             arches.append(f"{arch}, the rerun's MRR inside the reference's interval for {inside} of {len(both)} "

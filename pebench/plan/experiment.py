@@ -514,12 +514,22 @@ def declared_sample(folder: Path) -> tuple[str, frozenset[str]] | None:
         if not held or suite not in (None, rule["suite"]):
             continue
         try:
+            if len(held) > sample_size(name):  # a rerun of the suite: the sample's run ids (torch) are not needed
+                continue
             run_ids = frozenset(spec.run_id for spec in suite_runs(name))
         except FileNotFoundError:  # no experiment scripts installed: no sample to know
             return None
         if held <= run_ids:
             return name, run_ids
     return None
+
+
+def sample_size(sample: str) -> int:
+    """How many runs the declared ``sample`` draws, counted from the sampled suite's configs alone (making their
+    run specs builds every encoding, which imports torch)."""
+    registry = load_experiments()
+    configs = {name: registry.get(name).run_configs(SAMPLES[sample]["suite"]) for name in registry.names()}
+    return sum(len(drawn) for drawn in sample_configs(configs, sample).values())
 
 
 def sample_configs(configs: Mapping[str, Sequence[Mapping[str, Any]]], sample: str) -> dict[str, list[dict[str, Any]]]:
