@@ -12,7 +12,9 @@ No evaluation beyond the fit check. Writes ``results/pilots/probe_fit.csv``.
 
 Why: a task joins a suite only if the encodings that can represent it fit it in distribution (rule 6,
 capacity before judging); the lead reads this pilot before adding the tasks to a suite and setting caps.
-``--encodings`` and ``--seeds`` run a declared subset (the reduced run of the issue's note).
+``--encodings`` and ``--seeds`` run a declared subset (the reduced run of the issue's note); ``--archs`` one
+architecture (the decoder's runs were made by ``battery_pilot.py``, with its longer cap: the encoder's are made
+here, into ``results/pilots/probe_encoder_fit.csv``).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ ID_LENGTHS = (2, 4, 6, 8)
 EXPERIMENT = "probe_pilot"
 
 
-def specs(task_names=TASKS, encodings=None, seeds=SEEDS) -> list:
-    """The pilot's run specs: every task, architecture, encoding (default the capable ones) and seed."""
+def specs(task_names=TASKS, encodings=None, seeds=SEEDS, archs=("decoder", "encoder")) -> list:
+    """The pilot's run specs: every task, architecture (of ``archs``), encoding (default the capable ones) and
+    seed."""
     from pebench import tasks
     from pebench.plan.experiment import make_spec
     from pebench.protocol import CAPABLE_ENCODINGS, SCALES, task_steps
@@ -39,7 +42,7 @@ def specs(task_names=TASKS, encodings=None, seeds=SEEDS) -> list:
     out = []
     for task in task_names:
         shortest = max(1, tasks.get(task).min_length)
-        for arch in ("decoder", "encoder"):
+        for arch in archs:
             for encoding in encodings or CAPABLE_ENCODINGS:
                 for seed in seeds:
                     out.append(make_spec("standard", EXPERIMENT, {
@@ -59,10 +62,11 @@ def main(argv=None) -> None:
     parser.add_argument("--tasks", nargs="*", default=list(TASKS))
     parser.add_argument("--encodings", nargs="*", default=None, help="default: the capable encodings")
     parser.add_argument("--seeds", nargs="*", type=int, default=list(SEEDS))
+    parser.add_argument("--archs", nargs="*", default=["decoder", "encoder"], choices=["decoder", "encoder"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    run_pilots(pilot, specs(args.tasks, args.encodings, args.seeds), args.workers, args.out)
+    run_pilots(pilot, specs(args.tasks, args.encodings, args.seeds, args.archs), args.workers, args.out)
 
 
 if __name__ == "__main__":

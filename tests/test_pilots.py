@@ -345,3 +345,5 @@ def test_the_probe_pilot_trains_the_capable_encodings_at_the_standard_scale_and_
         assert spec.train.train_max_len == 8 and max(spec.eval.lengths) <= 8, "in distribution only"
     reduced = probe_pilot.specs(["mqar"], ["rope"], [0])
     assert [(s.task, s.arch, s.encoding) for s in reduced] == [("mqar", "decoder", "rope"), ("mqar", "encoder", "rope")]
+    encoder = probe_pilot.specs(archs=["encoder"])
+    assert {s.arch for s in encoder} == {"encoder"} and len(encoder) == len(specs) // 2
