@@ -161,3 +161,27 @@ def test_verify_reruns_the_predictions_exactly_on_the_machine_that_made_them(fol
     assert main(["verify", str(copy), "--sample", "1"]) == 1
     out = capsys.readouterr().out
     assert "tampered" not in out and "its rows reproduce, its per-example predictions (predictions/" in out
+
+
+def test_combine_brings_each_runs_predictions_and_refuses_a_tampered_one(folder, tmp_path):
+    from pebench.store.combine import combine
+
+    runs = sorted(store.raw_files(folder / "raw"))
+    first, second = tmp_path / "first", tmp_path / "second"
+    for part, run_file in ((first, runs[0]), (second, runs[1])):
+        (part / "raw").mkdir(parents=True)
+        (part / "predictions").mkdir()
+        shutil.copy2(run_file, part / "raw")
+        run_id = store.run_file_id(run_file)
+        shutil.copy2(predictions_path(folder, run_id), part / "predictions")
+    predictions_path(second, store.run_file_id(runs[1])).unlink()  # a source without predictions of its run
+    combine([first, second], tmp_path / "both")
+    run_id = store.run_file_id(runs[0])
+    assert sorted(path.name for path in (tmp_path / "both" / "predictions").iterdir()) == [f"{run_id}.jsonl.gz"]
+    assert predictions_path(tmp_path / "both", run_id).read_bytes() == predictions_path(first, run_id).read_bytes()
+    records = read_predictions(predictions_path(first, run_id))
+    records[0] = {**records[0], "token_hits": records[0]["token_hits"] - 1}  # one example's hits edited
+    predictions_path(first, run_id).write_bytes(predictions_bytes(run_id, records))
+    with pytest.raises(store.ResultsError, match=f"predictions/{run_id}.jsonl.gz: "):
+        combine([first, second], tmp_path / "again")
+    assert not (tmp_path / "again").exists()

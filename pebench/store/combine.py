@@ -12,7 +12,9 @@ Each source folder is left as it is. Every run file is verified on its own
 run twice (e.g. a rerun and the reference): that is an error unless their rows are identical, because
 keeping either silently would credit one machine's numbers to the other; rows are compared on what a run
 is and computed, not on how long it took (:data:`NOT_COMPARED`). The new folder's ``manifest.json`` names
-every source with its own manifest, so the report says where each part came from. The folder is built in a
+every source with its own manifest, so the report says where each part came from. A run's per-example
+predictions (``predictions/<run id>.jsonl.gz``, :mod:`pebench.store.predictions`) come with its run file, from the
+folder its run file is taken from, once they agree with that run file. The folder is built in a
 staging folder beside it and renamed into place at the end, so an interrupted combine never leaves a
 folder without its manifest; ``--out`` must be a new (or empty) folder.
 """
@@ -31,7 +33,8 @@ import pandas as pd
 
 from pebench import store
 from pebench.store import ResultsError, own_files
-from pebench.store.schema import CHECKSUM_COLUMN
+from pebench.store.predictions import PREDICTIONS_FOLDER, inventory, predictions_path
+from pebench.store.schema import BASE_VARIANT, CHECKSUM_COLUMN
 
 
 @dataclass
@@ -112,6 +115,7 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
     _check_folders(folders, out)
     summary = CombineSummary(out)
     taken: dict[str, tuple[Path, pd.DataFrame]] = {}
+    origin: dict[str, Path] = {}  # run id -> the source folder its run file is taken from
     bad, conflicts = [], []
     for folder in folders:
         summary.runs[str(folder)] = 0
@@ -131,8 +135,9 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
                 else:
                     conflicts.append(f"{run_id} ({first} and {path})")
                 continue
-            taken[run_id] = (path, frame)
+            taken[run_id], origin[run_id] = (path, frame), folder
             summary.runs[str(folder)] += 1
+    predictions = _predictions(taken, origin, bad)
     if bad:
         raise ResultsError(f"{len(bad)} bad result file(s): {'; '.join(bad)}")
     if conflicts:
@@ -146,13 +151,34 @@ def combine(sources: Sequence[str | Path], out: str | Path) -> CombineSummary:
         raise ResultsError(f"these folders do not hold one suite and protocol ({store.named(mixed)}); "
                            "combine folders of the same suite")
     manifests = {folder: store.read_manifest(folder) for folder in folders}
-    _write(out, folders, manifests, taken, summary)
+    _write(out, folders, manifests, taken, summary, predictions)
     return summary
 
 
+def _predictions(taken: dict[str, tuple[Path, pd.DataFrame]], origin: dict[str, Path], bad: list[str]
+                 ) -> dict[str, bytes]:
+    """The bytes of the predictions file of each run of ``taken`` that has one in the folder its run file comes
+    from (``origin``); one line in ``bad`` for each that cannot be read or disagrees with its run file
+    (:func:`pebench.store.predictions.inventory`)."""
+    found = {}
+    for run_id, (_path, frame) in taken.items():
+        path = predictions_path(origin[run_id], run_id)
+        if not path.exists() and not path.is_symlink():
+            continue
+        rows = frame[frame["variant"] == BASE_VARIANT] if "variant" in frame else frame
+        [entry] = inventory(origin[run_id], {run_id: rows.to_dict("records")})
+        if entry["problems"]:
+            bad.append(f"{origin[run_id] / PREDICTIONS_FOLDER / path.name}: {entry['problems'][0]}")
+        else:
+            found[run_id] = store.read_plain_file(path, "predictions file")
+    return found
+
+
 def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
-           taken: dict[str, tuple[Path, pd.DataFrame]], summary: CombineSummary) -> None:
-    """Build the folder (run files, then the manifest) in a hidden staging folder beside ``out`` and rename it
+           taken: dict[str, tuple[Path, pd.DataFrame]], summary: CombineSummary, predictions: dict[str, bytes]
+           ) -> None:
+    """Build the folder (run files and their ``predictions`` by run id, then the manifest) in a hidden staging
+    folder beside ``out`` and rename it
     into place: until then ``out`` does not exist (or stays empty), so an interrupted combine leaves no folder
     that ``show`` or ``report`` would take for a complete one."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -163,6 +189,10 @@ def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
         for run_id, (path, _frame) in taken.items():
             # the bytes as they are, compressed or not
             store.copy_run_file(path, staging / "raw", run_id)
+        for run_id, data in predictions.items():
+            target = predictions_path(staging, run_id)
+            target.parent.mkdir(exist_ok=True)
+            store.write_bytes_atomic(target, data)
         suites = sorted({str(frame["suite"].iloc[0]) for _, frame in taken.values()})
         manifest = {
             "suite": suites[0] if len(suites) == 1 else "/".join(suites),
