@@ -299,9 +299,3 @@ def verdict_changes(before: str | Path, after: str | Path) -> Changes:
     (b, b_frame), (a, a_frame) = sides
     frame = changes(b_frame, a_frame)
     return Changes(b, a, frame, changes_table(frame, b, a), change_sentences(frame, b, a))
-
-
-def changes_blocks(before: str | Path, after: str | Path) -> list[blocks.PagePiece]:
-    """The blocks of :func:`verdict_changes` (:meth:`Changes.blocks`), for a page: ``before`` a snapshot,
-    ``after`` a results folder or another snapshot."""
-    return verdict_changes(before, after).blocks()

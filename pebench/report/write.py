@@ -84,6 +84,14 @@ class _Made:
     shown: list[dict] = field(default_factory=list)  # the layouts' tables as pebench show prints them (shown_record)
 
 
+def _run_tables(data: pd.DataFrame, runs: pd.DataFrame) -> list[Table]:
+    """The tables every report closes with: the encodings' parameters (with the model they were counted in) and
+    the runs' status."""
+    model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "
+             f"heads {joined_values(data['n_heads'])}, the same for every encoding.")
+    return [parameter_table(runs, model), status_table(runs)]
+
+
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
                  declared: Mapping[str, ReportSpec] | None = None, suite_run_ids: Collection[str] = (),
                  sample: tuple[str, Collection[str]] | None = None) -> Report:
@@ -123,10 +131,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
         made.tables.insert(0, save_table(main, folders["tables"], stamp))
     emphasis = _encoding_figures(made, data[data["experiment"] == lead], lead, lead_spec, folders["figures"]) \
         if lead_spec is not None else {}
-    model = (f"d_model {joined_values(data['d_model'])}, layers {joined_values(data['n_layers'])}, "
-             f"heads {joined_values(data['n_heads'])}, the same for every encoding.")
-    made.tables.append(save_table(parameter_table(runs, model), folders["tables"], stamp))
-    made.tables.append(save_table(status_table(runs), folders["tables"], stamp))
+    made.tables += [save_table(table, folders["tables"], stamp) for table in _run_tables(data, runs)]
     made.findings.append(findings_status(runs))
     made.findings += machine_findings(runs)
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
