@@ -58,8 +58,9 @@ LEADERBOARD_TABLES = (
      "Where sinusoidal, learned or RoPE missed the fit criterion: what their fit checks reached in distribution, and "
      "whether they were still improving at the step cap. Look at tasks where none was: there the scale or the "
      "training, not the budget, fell short (protocol v3's goal for its scale, on the protocol page)."),
-    ("leaderboard", "Mean reciprocal rank (protocol v2)",
-     "The ranking of protocol v2, kept beside the boards above: encodings ranked on every task of `{experiment}`, "
+    ("leaderboard", "Mean reciprocal rank (protocol v2's ranking)",
+     "The ranking protocol v2 used, computed on these runs and kept beside the boards above: encodings ranked on "
+     "every task of `{experiment}`, "
      "per architecture, by mean reciprocal rank. An unfitted run scores 0 here, so this order mixes fit rates with "
      "extrapolation (the reason protocol v3 ranks jointly fitted runs instead); encodings whose intervals overlap "
      "are not ranked apart by these seeds."),
