@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -61,32 +62,22 @@ class ALiBi(PositionalEncoding):
       plain symmetric bias.
 
     Args:
-        d_model: model width D.
-        n_heads: heads H (one slope each).
-        max_len, train_len: unused: the bias is defined for every distance.
-        causal: see above; from the model's architecture (a decoder is causal).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): one slope per head, ``causal`` as above;
+            ``max_len`` and ``train_len`` are unused.
         past_offset: see above.
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False,
-        train_len: int | None = None,
-        past_offset: float = 0.0,
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        if causal and past_offset:
+    def __init__(self, *args: Any, past_offset: float = 0.0, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        if self.causal and past_offset:
             raise ValueError("alibi past_offset breaks the symmetry of the bidirectional bias; "
                              "it has no effect with causal=True, so leave it at 0")
         self.past_offset = past_offset
-        self.register_buffer("slopes", torch.tensor(alibi_slopes(n_heads), dtype=torch.float32), persistent=False)
+        self.register_buffer("slopes", torch.tensor(alibi_slopes(self.n_heads), dtype=torch.float32), persistent=False)
 
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
         distance = (-relative_distance(q_pos, k_pos)).to(torch.float32)  # i - j: (Tq, Tk) or (B, Tq, Tk)

@@ -113,6 +113,18 @@ class PositionalEncoding(nn.Module):
             :func:`pebench.encodings.build` passes it to constructors that name
             it and sets :attr:`n_layers` on the others.
 
+    These are the *shared arguments* of every encoding. A subclass names only its own
+    options (keyword-only: :func:`pebench.encodings.options` lists them) and passes the
+    shared arguments on; after ``super().__init__`` it reads them as :attr:`d_model`,
+    :attr:`n_heads`, :attr:`head_dim`, :attr:`max_len`, :attr:`causal` and :attr:`train_len`::
+
+        def __init__(self, *args: Any, past_offset: float = 0.0, **shared: Any) -> None:
+            super().__init__(*args, **shared)
+
+    One that uses ``n_layers`` while it is built names it too (``n_layers: int | None = None``,
+    passed on as ``n_layers=n_layers``). Writing the shared arguments out in full
+    (``d_model, n_heads, max_len, *, causal=False, train_len=None``) works as well.
+
     Subclasses that cache tables derived from positions keep them in
     :class:`PositionCache` attributes; :meth:`clear_caches` empties them, and
     runs on every device or dtype move (``to``, ``cuda``, ``double``) and after

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -17,12 +19,10 @@ class CanonLayer(PositionalEncoding):
         ``mix(x)``: (B, T, D) -> (B, T, D); ``rotate``: RoPE's, or the identity.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, kernel_size: int = 4, rotary_fraction: float = 0.0) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        self.conv = nn.Conv1d(d_model, d_model, kernel_size, groups=d_model, bias=False)  # weight (D, 1, K)
-        self.rope = (rope.RoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len,
-                          rotary_fraction=rotary_fraction) if rotary_fraction else None)
+    def __init__(self, *args: Any, kernel_size: int = 4, rotary_fraction: float = 0.0, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        self.conv = nn.Conv1d(self.d_model, self.d_model, kernel_size, groups=self.d_model, bias=False)  # (D, 1, K)
+        self.rope = rope.RoPE(*args, rotary_fraction=rotary_fraction, **shared) if rotary_fraction else None
 
     def mix(self, x: Tensor) -> Tensor:
         channels = x.transpose(1, 2)  # (B, D, T)
@@ -58,8 +58,8 @@ class Canon(PositionalEncoding):
     local order, and breaks the permutation equivariance of NoPE.
 
     Args:
-        d_model, n_heads: model width D and heads H.
-        max_len, train_len, causal: passed to RoPE where it is used.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`), passed to RoPE where it is used.
         n_layers: one convolution per block; from the model (``None``: one, for a single block).
         kernel_size: K.
         rotary_fraction: 0 (no RoPE) or the fraction of head dims RoPE rotates, in (0, 1].
@@ -68,10 +68,9 @@ class Canon(PositionalEncoding):
         ``for_layer(i).mix(x)``: (B, T, D) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, n_layers: int | None = None, kernel_size: int = 4,
-                 rotary_fraction: float = 0.0) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len, n_layers=n_layers)
+    def __init__(self, *args: Any, n_layers: int | None = None, kernel_size: int = 4, rotary_fraction: float = 0.0,
+                 **shared: Any) -> None:
+        super().__init__(*args, n_layers=n_layers, **shared)
         if kernel_size < 1:
             raise ValueError(f"canon kernel_size must be >= 1, got {kernel_size}")
         if not 0 <= rotary_fraction <= 1:
@@ -79,8 +78,7 @@ class Canon(PositionalEncoding):
         self.kernel_size = kernel_size
         self.rotary_fraction = rotary_fraction
         self.layers = nn.ModuleList(
-            CanonLayer(d_model, n_heads, max_len, causal=causal, train_len=train_len, kernel_size=kernel_size,
-                       rotary_fraction=rotary_fraction)
+            CanonLayer(*args, kernel_size=kernel_size, rotary_fraction=rotary_fraction, **shared)
             for _ in range(n_layers or 1)
         )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -45,11 +47,9 @@ class CoPE(PositionalEncoding):
     a causal mask it is the paper's count.
 
     Args:
-        d_model: model width D.
-        n_heads: heads H.
-        max_len: unused.
-        train_len: the training context; the default of ``n_positions`` (``train_len + 1``).
-        causal: see above; from the model's architecture.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``train_len`` gives the default of
+            ``n_positions``, ``causal`` as above; ``max_len`` is unused.
         n_positions: size of the position table; positions beyond ``n_positions - 1`` are clamped.
 
     Shapes:
@@ -57,17 +57,8 @@ class CoPE(PositionalEncoding):
         -> (B, H, Tq, Tk). Queries are the last Tq of the Tk keys.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False,
-        train_len: int | None = None,
-        n_positions: int | None = None,
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, n_positions: int | None = None, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         n_positions = self.train_len + 1 if n_positions is None else n_positions
         if n_positions < 2:
             raise ValueError(f"cope needs n_positions >= 2 (positions 0 and 1 at least), got {n_positions}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -50,14 +52,12 @@ class FIRE(PositionalEncoding):
     positions shared by the batch.
 
     Args:
-        d_model: model width D (unused).
-        n_heads: heads H (outputs of the MLP).
-        max_len: unused: every distance has a bias.
-        train_len: the training context; default of ``init_threshold``.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): one MLP output per head, ``train_len`` the
+            default of ``init_threshold``, ``causal`` as above; ``d_model`` and ``max_len`` are unused.
         mlp_width: hidden width of f_theta (32 in the paper).
         init_c: initial c (0.1 in the reference).
         init_threshold: L0 (default ``train_len``; 512 in the reference).
-        causal: see above; from the model's architecture (a decoder is causal).
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
@@ -66,24 +66,16 @@ class FIRE(PositionalEncoding):
     eps = 1e-6
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        mlp_width: int = 32,
-        init_c: float = 0.1,
-        init_threshold: float | None = None,
-        causal: bool = False, train_len: int | None = None,
+        self, *args: Any, mlp_width: int = 32, init_c: float = 0.1, init_threshold: float | None = None, **shared: Any
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        super().__init__(*args, **shared)
         init_threshold = float(self.train_len) if init_threshold is None else init_threshold
         if mlp_width <= 0 or init_c <= 0 or init_threshold <= 0:
             raise ValueError(f"fire needs mlp_width, init_c and init_threshold > 0; got {mlp_width}, {init_c}, "
                              f"{init_threshold}")
         self.mlp_width = mlp_width
         self.init_c = init_c
-        self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, n_heads))
+        self.mlp = nn.Sequential(nn.Linear(1, mlp_width), nn.ReLU(), nn.Linear(mlp_width, self.n_heads))
         self.c = nn.Parameter(torch.tensor(float(init_c)))
         self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))
         self.register_buffer("init_threshold", torch.tensor(float(init_threshold)))

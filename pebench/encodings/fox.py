@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -16,10 +18,9 @@ class ForgetGate(PositionalEncoding):
         ``attention_weights(logits, x, q_pos, k_pos)``: logits (B, H, Tq, Tk), x (B, Tk, D) -> (B, H, Tq, Tk).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = True,
-                 train_len: int | None = None) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        self.gate = nn.Linear(d_model, n_heads)  # w_h, b_h of every head h
+    def __init__(self, *args: Any, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        self.gate = nn.Linear(self.d_model, self.n_heads)  # w_h, b_h of every head h
 
     def log_forget(self, x: Tensor) -> Tensor:
         """``log f_t`` (B, H, T) of the block input ``x`` (B, T, D)."""
@@ -59,11 +60,9 @@ class ForgettingAttention(PositionalEncoding):
     (``causal=False``) raises a ValueError.
 
     Args:
-        d_model: model width D.
-        n_heads: heads H (one gate each).
-        max_len: unused.
-        train_len: unused.
-        causal: must be True (a decoder).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): one gate per head; ``causal`` must be True (a
+            decoder); ``max_len`` and ``train_len`` are unused.
         n_layers: one gate per block; from the model (``None``: one gate, for a single block).
 
     Shapes:
@@ -71,15 +70,12 @@ class ForgettingAttention(PositionalEncoding):
         -> weights (B, H, Tq, Tk), each row summing to 1.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, n_layers: int | None = None) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len, n_layers=n_layers)
-        if not causal:
+    def __init__(self, *args: Any, n_layers: int | None = None, **shared: Any) -> None:
+        super().__init__(*args, n_layers=n_layers, **shared)
+        if not self.causal:
             raise ValueError("fox (forgetting attention) is defined for causal attention only: its forget gates "
                              "multiply over the keys in the past; use it in a decoder (arch='decoder')")
-        self.layers = nn.ModuleList(
-            ForgetGate(d_model, n_heads, max_len, causal=causal, train_len=train_len) for _ in range(n_layers or 1)
-        )
+        self.layers = nn.ModuleList(ForgetGate(*args, **shared) for _ in range(n_layers or 1))
 
     def for_layer(self, index: int) -> PositionalEncoding:
         if not 0 <= index < len(self.layers):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -17,9 +19,8 @@ class TemperedNoPE(PositionalEncoding):
         ``rotate(q, k, q_pos, k_pos)``: q (B, H, Tq, Dh), positions (Tq,) or (B, Tq) -> q, k of the same shapes.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, temperature: float = 0.1, temperature_length: int = 8192) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, temperature: float = 0.1, temperature_length: int = 8192, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         self.temperature = temperature
         self.temperature_length = temperature_length
 
@@ -61,10 +62,9 @@ class Interleave(PositionalEncoding):
     (interleaved pairs, RoFormer Eq. 15, as Llama 4's complex ``apply_rotary_emb``).
 
     Args:
-        d_model, n_heads: model width D and heads H.
-        max_len: unused.
-        train_len: the training context; the default of ``temperature_length``.
-        causal: unused.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``train_len`` gives the default of
+            ``temperature_length``; ``max_len`` and ``causal`` are unused.
         nope_every: k: every k-th block has no positional encoding; 0: none has.
         theta: RoPE's frequency base.
         temperature: a, the NoPE blocks' attention temperature; 0 leaves their queries as they are.
@@ -74,10 +74,9 @@ class Interleave(PositionalEncoding):
         ``for_layer(i).rotate(q, k, q_pos, k_pos)``: q (B, H, Tq, Dh), k (B, H, Tk, Dh) -> same shapes.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, nope_every: int = 4, theta: float = 10000.0,
-                 temperature: float = 0.1, temperature_length: int | None = None) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, nope_every: int = 4, theta: float = 10000.0, temperature: float = 0.1,
+                 temperature_length: int | None = None, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         if nope_every < 0:
             raise ValueError(f"irope nope_every must be >= 0 (0: no NoPE block), got {nope_every}")
         temperature_length = self.train_len if temperature_length is None else temperature_length
@@ -87,9 +86,8 @@ class Interleave(PositionalEncoding):
         self.theta = theta
         self.temperature = temperature
         self.temperature_length = temperature_length
-        self.rope = rope.RoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len, theta=theta)
-        self.nope = TemperedNoPE(d_model, n_heads, max_len, causal=causal, train_len=train_len,
-                                 temperature=temperature, temperature_length=temperature_length)
+        self.rope = rope.RoPE(*args, theta=theta, **shared)
+        self.nope = TemperedNoPE(*args, temperature=temperature, temperature_length=temperature_length, **shared)
 
     def is_nope(self, index: int) -> bool:
         """Whether block ``index`` (0-based) has no positional encoding."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -18,12 +20,10 @@ class _Kerple(PositionalEncoding):
     #: upper bound of ``r2`` (None: unbounded)
     r2_max: float | None = None
 
-    def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        self.r1 = nn.Parameter(torch.empty(n_heads))
-        self.r2 = nn.Parameter(torch.empty(n_heads))
+    def __init__(self, *args: Any, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        self.r1 = nn.Parameter(torch.empty(self.n_heads))
+        self.r2 = nn.Parameter(torch.empty(self.n_heads))
 
     def constrain(self) -> None:
         """Project ``r1`` and ``r2`` onto their constraints in place, as the reference does before every use."""
@@ -65,22 +65,19 @@ class KerpleLog(_Kerple):
     One module serves every layer (as T5's bias); the reference has one per model too.
 
     Args:
-        d_model: model width D (unused).
-        n_heads: heads H (one r1, r2 each).
-        max_len, train_len: unused: every distance has a bias.
-        causal: see above; from the model's architecture.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): one r1, r2 per head, ``causal`` as above;
+            ``d_model``, ``max_len`` and ``train_len`` are unused.
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
     """
 
-    def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         with torch.no_grad():
-            self.r1.copy_(2 * torch.rand(n_heads))
-            self.r2.copy_(torch.rand(n_heads))
+            self.r1.copy_(2 * torch.rand(self.n_heads))
+            self.r2.copy_(torch.rand(self.n_heads))
 
     def kernel(self, r1: Tensor, r2: Tensor, distance: Tensor) -> Tensor:
         return -r1 * torch.log1p(r2 * distance)
@@ -105,10 +102,9 @@ class KerplePower(_Kerple):
     monotonically with it (tested).
 
     Args:
-        d_model: model width D (unused).
-        n_heads: heads H (one r1, r2 each).
-        max_len, train_len: unused: every distance has a bias.
-        causal: future keys at distance 0 (decoders) or ``|i - j|`` (encoders); from the architecture.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): one r1, r2 per head, ``causal`` as for
+            :class:`KerpleLog`; ``d_model``, ``max_len`` and ``train_len`` are unused.
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
@@ -116,13 +112,11 @@ class KerplePower(_Kerple):
 
     r2_max = 2.0
 
-    def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         with torch.no_grad():
-            self.r2.copy_(2 * torch.rand(n_heads))
-            self.r1.copy_(torch.rand(n_heads))
+            self.r2.copy_(2 * torch.rand(self.n_heads))
+            self.r1.copy_(torch.rand(self.n_heads))
 
     def kernel(self, r1: Tensor, r2: Tensor, distance: Tensor) -> Tensor:
         return -r1 * distance.pow(r2)

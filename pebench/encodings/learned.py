@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 
 from pebench.encodings import register
@@ -35,24 +37,22 @@ class Learned(PositionalEncoding):
     ("repeat the last learned position") that must be chosen explicitly.
 
     Args:
-        d_model: model width D.
-        n_heads: attention heads (unused).
-        max_len: the position capacity: rows of the table, positions ``0 .. max_len - 1``.
-        train_len: unused (rows past it exist but are not trained).
-        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``max_len`` rows, positions
+            ``0 .. max_len - 1``; ``n_heads``, ``causal`` and ``train_len`` are unused (rows past ``train_len``
+            exist but are not trained).
         policy: ``"error"`` (default) or ``"clamp"`` for positions ``>= max_len``.
 
     Shapes:
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None,
-                 policy: str = "error") -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, policy: str = "error", **shared: Any) -> None:
+        super().__init__(*args, **shared)
         if policy not in POLICIES:
             raise ValueError(f"learned policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
-        self.table = nn.Embedding(max_len, d_model)
+        self.table = nn.Embedding(self.max_len, self.d_model)
         nn.init.normal_(self.table.weight, mean=0.0, std=1.0)  # the token embeddings' scale
         self._range = PositionCache()
 

@@ -28,8 +28,3 @@ class NoPE(PositionalEncoding):
         max_len, train_len: unused.
         causal: unused.
     """
-
-    def __init__(
-        self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)

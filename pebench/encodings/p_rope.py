@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -29,10 +31,9 @@ class PRoPE(PositionalEncoding):
     lowest kept frequency is ``theta^(-2(n-1) / Dh)`` (tested).
 
     Args:
-        d_model: model width D.
-        n_heads: heads H; the head width Dh = D / H must be even.
-        max_len, train_len: unused.
-        causal: unused.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): the head width Dh = D / H must be even;
+            ``max_len``, ``train_len`` and ``causal`` are unused.
         theta: frequency base (10000).
         fraction: p, the kept fraction of frequencies, in [0, 1] (0.75: the paper's best Gemma 2B
             setting, beside 0.25).
@@ -45,20 +46,12 @@ class PRoPE(PositionalEncoding):
     """
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False, train_len: int | None = None,
-        theta: float = 10000.0,
-        fraction: float = 0.75,
-        layout: str = "half",
+        self, *args: Any, theta: float = 10000.0, fraction: float = 0.75, layout: str = "half", **shared: Any
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        super().__init__(*args, **shared)
         if self.head_dim % 2:
             raise ValueError(f"p_rope rotates pairs of dimensions, so head_dim = d_model / n_heads must be even; "
-                             f"got {self.head_dim} (d_model={d_model}, n_heads={n_heads})")
+                             f"got {self.head_dim} (d_model={self.d_model}, n_heads={self.n_heads})")
         if not 0 <= fraction <= 1:
             raise ValueError(f"p_rope fraction must be in [0, 1], got {fraction}")
         if theta <= 1:

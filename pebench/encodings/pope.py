@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -19,11 +20,10 @@ class PolarLayer(PositionalEncoding):
         ``rotate(q, k, q_pos, k_pos)``: q (B, H, Tq, Dh), k (B, H, Tk, Dh) -> (B, H, Tq, 2 Dh), (B, H, Tk, 2 Dh).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, inv_freq: Tensor, *, causal: bool = False,
-                 train_len: int | None = None) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, inv_freq: Tensor, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (Dh,)
-        self.delta = nn.Parameter(torch.zeros(n_heads, self.head_dim))  # key phase offsets, clamped to [-2 pi, 0]
+        self.delta = nn.Parameter(torch.zeros(self.n_heads, self.head_dim))  # key phase offsets, clamped to [-2 pi, 0]
         self._cache = PositionCache()
 
     def angles(self, pos: Tensor) -> Tensor:
@@ -71,8 +71,9 @@ class PoPE(PositionalEncoding):
     (:meth:`for_layer`).
 
     Args:
-        d_model, n_heads: model width D and heads H.
-        max_len, train_len, causal: unused.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`); ``max_len``, ``train_len`` and ``causal`` are
+            unused.
         n_layers: one ``delta`` per block; from the model (``None``: one, for a single block).
         theta: frequency base (10000).
 
@@ -81,16 +82,14 @@ class PoPE(PositionalEncoding):
         (B, T) -> q (B, H, Tq, 2 Dh), k (B, H, Tk, 2 Dh).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, n_layers: int | None = None, theta: float = 10000.0) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len, n_layers=n_layers)
+    def __init__(self, *args: Any, n_layers: int | None = None, theta: float = 10000.0, **shared: Any) -> None:
+        super().__init__(*args, n_layers=n_layers, **shared)
         if theta <= 1:
             raise ValueError(f"pope theta must be > 1, got {theta}")
         self.theta = theta
         inv_freq = theta ** -(torch.arange(self.head_dim, dtype=torch.float64) / self.head_dim)
         self.layers = nn.ModuleList(
-            PolarLayer(d_model, n_heads, max_len, inv_freq.to(torch.float32), causal=causal, train_len=train_len)
-            for _ in range(n_layers or 1)
+            PolarLayer(*args, inv_freq=inv_freq.to(torch.float32), **shared) for _ in range(n_layers or 1)
         )
 
     def for_layer(self, index: int) -> PositionalEncoding:

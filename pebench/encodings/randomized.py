@@ -49,12 +49,11 @@ class Randomized(WrappedEncoding):
     to a CPU ``torch.Generator``; the positions are then moved to ``device``.
 
     Args:
-        d_model, n_heads: passed to the base encoding.
-        max_len: the position capacity; default of ``max_position``.
-        train_len: the training context, passed on to the base encoding (whose ``max_len`` is
-            ``max_position``).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`), passed on to the base encoding (``causal``:
+            e.g. T5's causal buckets in a decoder), whose ``max_len`` is ``max_position``; this one's ``max_len``,
+            the position capacity, is the default of ``max_position``.
         base: registered name of the wrapped encoding.
-        causal: passed on to the wrapped encoding (e.g. T5's causal buckets in a decoder).
         n_layers: passed on to the wrapped encoding; its per-layer views are the blocks' (:meth:`for_layer`).
         max_position: L; positions are drawn from ``[0, L)``.
         eval_positions: ``"random"`` or ``"arange"``, positions in eval mode.
@@ -69,19 +68,17 @@ class Randomized(WrappedEncoding):
 
     def __init__(
         self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
+        *args: Any,
         base: str,
-        *,
-        causal: bool = False, train_len: int | None = None, n_layers: int | None = None,
+        n_layers: int | None = None,
         max_position: int | None = None,
         eval_positions: str = "random",
         per_example: bool = True,
         base_options: dict[str, Any] | None = None,
+        **shared: Any,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len, n_layers=n_layers)
-        max_position = max_len if max_position is None else max_position
+        super().__init__(*args, n_layers=n_layers, **shared)
+        max_position = self.max_len if max_position is None else max_position
         if max_position <= 0:
             raise ValueError(f"randomized max_position must be positive, got {max_position}")
         if eval_positions not in EVAL_POSITIONS:
@@ -91,12 +88,12 @@ class Randomized(WrappedEncoding):
                              f"e.g. 'randomized:rope'")
         if "causal" in (base_options or {}):
             raise ValueError(f"randomized:{base}: drop 'causal' from base_options; the wrapped encoding gets "
-                             f"causal={causal} from the model's architecture")
+                             f"causal={self.causal} from the model's architecture")
         self.base_name = base
         self.max_position = max_position
         self.eval_positions = eval_positions
         self.per_example = per_example
-        self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_position, causal=causal,
+        self.inner = build(base, d_model=self.d_model, n_heads=self.n_heads, max_len=max_position, causal=self.causal,
                            train_len=self.train_len, n_layers=n_layers, **(base_options or {}))
         self.generator: torch.Generator | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -122,11 +123,10 @@ class RoPE(PositionalEncoding):
     tensors, so the layers of one forward pass share them).
 
     Args:
-        d_model: model width D.
-        n_heads: heads H; the head width Dh = D / H must give an even ``Dr``.
-        max_len: unused.
-        train_len: the training context; the default ``original_max_len`` of YaRN, unused otherwise.
-        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): the head width Dh = D / H must give an even
+            ``Dr``; ``train_len`` is the default ``original_max_len`` of YaRN, unused otherwise; ``max_len`` and
+            ``causal`` are unused.
         theta: frequency base (10000 in the paper).
         layout: ``"interleaved"`` or ``"half"``.
         rotary_fraction: fraction of each head's dims that is rotated, in (0, 1].
@@ -143,11 +143,7 @@ class RoPE(PositionalEncoding):
 
     def __init__(
         self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False, train_len: int | None = None,
+        *args: Any,
         theta: float = 10000.0,
         layout: str = "interleaved",
         rotary_fraction: float = 1.0,
@@ -156,8 +152,9 @@ class RoPE(PositionalEncoding):
         original_max_len: int | None = None,
         beta_fast: float = 32.0,
         beta_slow: float = 1.0,
+        **shared: Any,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        super().__init__(*args, **shared)
         if layout not in LAYOUTS:
             raise ValueError(f"rope layout must be one of {LAYOUTS}, got {layout!r}")
         if not 0 < rotary_fraction <= 1:
@@ -166,9 +163,9 @@ class RoPE(PositionalEncoding):
         if rotary_dim == 0 or rotary_dim % 2:
             raise ValueError(
                 f"rope rotates pairs of dimensions, so the rotated width must be even and > 0, but "
-                f"head_dim={self.head_dim} (d_model={d_model} / n_heads={n_heads}) x rotary_fraction={rotary_fraction}"
-                f" gives {rotary_dim}; choose d_model and n_heads with an even head_dim, or a rotary_fraction "
-                f"that makes int(head_dim * rotary_fraction) even"
+                f"head_dim={self.head_dim} (d_model={self.d_model} / n_heads={self.n_heads}) x "
+                f"rotary_fraction={rotary_fraction} gives {rotary_dim}; choose d_model and n_heads with an even "
+                f"head_dim, or a rotary_fraction that makes int(head_dim * rotary_fraction) even"
             )
         if theta <= 1:
             raise ValueError(f"rope theta must be > 1, got {theta}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -28,27 +30,17 @@ class Sandwich(PositionalEncoding):
     bias is symmetric in ``i - j`` (cos is even).
 
     Args:
-        d_model: model width D.
-        n_heads: heads H.
-        max_len, train_len: unused: every distance has a bias.
-        causal: see above; from the model's architecture.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``causal`` as above; ``max_len`` and
+            ``train_len`` are unused: every distance has a bias.
         sinusoid_dim: d', the width of the sinusoidal embeddings (even); default the head width D / H.
 
     Shapes:
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False,
-        train_len: int | None = None,
-        sinusoid_dim: int | None = None,
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+    def __init__(self, *args: Any, sinusoid_dim: int | None = None, **shared: Any) -> None:
+        super().__init__(*args, **shared)
         sinusoid_dim = self.head_dim if sinusoid_dim is None else sinusoid_dim
         if sinusoid_dim <= 0 or sinusoid_dim % 2:
             raise ValueError(f"sandwich sinusoid_dim must be even and positive, got {sinusoid_dim}; "
@@ -56,7 +48,7 @@ class Sandwich(PositionalEncoding):
         self.sinusoid_dim = sinusoid_dim
         k = torch.arange(1, sinusoid_dim // 2 + 1, dtype=torch.float64)
         self.register_buffer("inv_freq", (10000.0 ** (-2 * k / sinusoid_dim)).to(torch.float32), persistent=False)
-        head_scale = 8 * torch.arange(1, n_heads + 1, dtype=torch.float32) / n_heads  # 8h / H
+        head_scale = 8 * torch.arange(1, self.n_heads + 1, dtype=torch.float32) / self.n_heads  # 8h / H
         self.register_buffer("head_scale", head_scale, persistent=False)
 
     def bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -31,26 +33,24 @@ class Sinusoidal(PositionalEncoding):
     ``max_len``, also randomized) is exact and no table has to be grown.
 
     Args:
-        d_model: model width D (must be even).
-        n_heads: attention heads (unused).
-        max_len, train_len: unused: the encoding is defined for every position.
-        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``d_model`` must be even; the others are unused
+            (the encoding is defined for every position).
         theta: the base of the geometric frequency progression (10000 in the paper).
 
     Shapes:
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, train_len: int | None = None,
-                 theta: float = 10000.0) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        if d_model % 2:
-            raise ValueError(f"sinusoidal needs an even d_model (sin/cos pairs), got d_model={d_model}; "
-                             f"use d_model={d_model + 1} or {d_model - 1}")
+    def __init__(self, *args: Any, theta: float = 10000.0, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        if self.d_model % 2:
+            raise ValueError(f"sinusoidal needs an even d_model (sin/cos pairs), got d_model={self.d_model}; "
+                             f"use d_model={self.d_model + 1} or {self.d_model - 1}")
         if theta <= 1:
             raise ValueError(f"sinusoidal theta must be > 1, got {theta}")
         self.theta = theta
-        exponents = torch.arange(0, d_model, 2, dtype=torch.float64) / d_model  # 2i / D
+        exponents = torch.arange(0, self.d_model, 2, dtype=torch.float64) / self.d_model  # 2i / D
         self.register_buffer("inv_freq", (theta ** -exponents).to(torch.float32), persistent=False)  # (D/2,)
         self._tables = PositionCache()  # the model reuses one position tensor per length
 

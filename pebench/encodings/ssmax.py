@@ -73,9 +73,10 @@ class ScalableSoftmax(WrappedEncoding):
     score, which a full ``s log n z`` would scale too; for NoPE and rotary bases the two are equal.
 
     Args:
-        d_model, n_heads: model width D and heads H.
-        max_len, train_len, causal, n_layers: passed on to the base encoding.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`), passed on to the base encoding.
         base: registered name of the wrapped encoding.
+        n_layers: passed on to the base encoding; one scale per block.
         init_scale: the initial ``s`` of every head and block.
         base_options: keyword options of the base encoding, e.g. ``{"layout": "half"}``.
 
@@ -85,22 +86,21 @@ class ScalableSoftmax(WrappedEncoding):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, base: str, *, causal: bool = False,
-        train_len: int | None = None, n_layers: int | None = None, init_scale: float = 0.43,
-        base_options: dict[str, Any] | None = None,
+        self, *args: Any, base: str, n_layers: int | None = None, init_scale: float = 0.43,
+        base_options: dict[str, Any] | None = None, **shared: Any,
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len, n_layers=n_layers)
+        super().__init__(*args, n_layers=n_layers, **shared)
         if base.partition(":")[0] == "ssmax":
             raise ValueError(f"ssmax:{base} scales the softmax twice; wrap a plain encoding, e.g. 'ssmax:rope'")
         if "causal" in (base_options or {}):
             raise ValueError(f"ssmax:{base}: drop 'causal' from base_options; the wrapped encoding gets "
-                             f"causal={causal} from the model's architecture")
+                             f"causal={self.causal} from the model's architecture")
         if base.partition(":")[0] == "randomized":
             raise ValueError(f"ssmax:{base}: write randomized positions outside, 'randomized:ssmax:"
                              f"{base.partition(':')[2]}', so that the model draws them")
         self.base_name = base
         self.init_scale = init_scale
-        self.inner = build(base, d_model=d_model, n_heads=n_heads, max_len=max_len, causal=causal,
+        self.inner = build(base, d_model=self.d_model, n_heads=self.n_heads, max_len=self.max_len, causal=self.causal,
                            train_len=self.train_len, n_layers=n_layers, **(base_options or {}))
         self.layers = nn.ModuleList(ScaledLayer(self.inner.for_layer(i), init_scale) for i in range(n_layers or 1))
 

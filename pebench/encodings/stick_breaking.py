@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -35,9 +37,9 @@ class StickBreaking(PositionalEncoding):
     Causal only: building it for an encoder (``causal=False``) raises a ValueError.
 
     Args:
-        d_model, n_heads: model width D and heads H.
-        max_len, train_len: unused.
-        causal: must be True (a decoder).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``causal`` must be True (a decoder);
+            ``max_len`` and ``train_len`` are unused.
         attend_self: also give the query's own key a share (``j <= i``, the diagonal ``A_ii =
             sigmoid(z_ii)`` first); the reference's default, False, attends strictly to the past.
 
@@ -46,10 +48,9 @@ class StickBreaking(PositionalEncoding):
         queries are the last Tq of the Tk keys.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False,
-                 train_len: int | None = None, attend_self: bool = False) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        if not causal:
+    def __init__(self, *args: Any, attend_self: bool = False, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        if not self.causal:
             raise ValueError("stick_breaking attention is defined for causal attention only: each key's share is "
                              "what the keys between it and the query left; use it in a decoder (arch='decoder')")
         self.attend_self = attend_self

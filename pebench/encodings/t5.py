@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -74,10 +75,10 @@ class T5RelativeBias(PositionalEncoding):
     ``randomized:t5``).
 
     Args:
-        d_model: model width D (sets the init scale).
-        n_heads: heads H (one bias each).
-        max_len, train_len: unused: every distance has a bucket (``max_distance`` is fixed).
-        causal: causal (decoder) or bidirectional (encoder) buckets; from the model's architecture.
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``d_model`` sets the init scale, one bias per
+            head, causal (decoder) or bidirectional (encoder) buckets; ``max_len`` and ``train_len`` are unused:
+            every distance has a bucket (``max_distance`` is fixed).
         num_buckets: number of buckets (32 in T5).
         max_distance: distance from which all keys share the last bucket (128 in T5).
 
@@ -85,29 +86,20 @@ class T5RelativeBias(PositionalEncoding):
         ``bias(q_pos, k_pos)``: (Tq,), (Tk,) -> (H, Tq, Tk); (B, Tq), (B, Tk) -> (B, H, Tq, Tk); float32.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False, train_len: int | None = None,
-        num_buckets: int = 32,
-        max_distance: int = 128,
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        side = num_buckets if causal else num_buckets // 2
-        if side < 2 or (not causal and num_buckets % 2):
+    def __init__(self, *args: Any, num_buckets: int = 32, max_distance: int = 128, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        side = num_buckets if self.causal else num_buckets // 2
+        if side < 2 or (not self.causal and num_buckets % 2):
             raise ValueError(f"t5 needs num_buckets >= 2 per side (and even when bidirectional), got {num_buckets}")
         if max_distance <= side // 2:
             raise ValueError(f"t5 max_distance must exceed the {side // 2} exact buckets, got {max_distance}")
         self.num_buckets = num_buckets
         self.max_distance = max_distance
-        self.relative_attention_bias = nn.Embedding(num_buckets, n_heads)
+        self.relative_attention_bias = nn.Embedding(num_buckets, self.n_heads)
         # the bias is the table times sqrt(Dh) (x-transformers' RelativePositionBias scale): the same
         # initial bias as HF's N(0, 1/D), but Adam moves it sqrt(Dh) times faster (see the class docstring)
-        self.scale = math.sqrt(d_model // n_heads)
-        nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=d_model**-0.5 / self.scale)
+        self.scale = math.sqrt(self.head_dim)
+        nn.init.normal_(self.relative_attention_bias.weight, mean=0.0, std=self.d_model**-0.5 / self.scale)
         self._buckets = PositionCache()  # the buckets depend on the positions only
 
     def buckets(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -54,10 +55,10 @@ class TransformerXL(PositionalEncoding):
     across layers; DeepMind's has a set per layer): pebench's encodings are one module per model.
 
     Args:
-        d_model: model width D (the width of R and of W_R).
-        n_heads: heads H.
-        max_len, train_len: unused: every offset has an embedding.
-        causal: unused (future keys are masked by the model).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): ``d_model`` is the width of R and of W_R;
+            ``max_len`` and ``train_len`` are unused (every offset has an embedding), ``causal`` too (future keys
+            are masked by the model).
         max_timescale: the sinusoids' timescale (10000).
 
     Shapes:
@@ -65,26 +66,17 @@ class TransformerXL(PositionalEncoding):
         positions (T,) or (B, T) -> (B, H, Tq, Tk), q's dtype.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False,
-        train_len: int | None = None,
-        max_timescale: float = 10000.0,
-    ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
-        if d_model % 2:
-            raise ValueError(f"transformer_xl needs an even d_model for its sin/cos embeddings, got {d_model}")
+    def __init__(self, *args: Any, max_timescale: float = 10000.0, **shared: Any) -> None:
+        super().__init__(*args, **shared)
+        if self.d_model % 2:
+            raise ValueError(f"transformer_xl needs an even d_model for its sin/cos embeddings, got {self.d_model}")
         if max_timescale <= 1:
             raise ValueError(f"transformer_xl max_timescale must be > 1, got {max_timescale}")
         self.max_timescale = max_timescale
-        self.content_bias = nn.Parameter(torch.randn(n_heads, self.head_dim) * 0.02)  # u
-        self.position_bias = nn.Parameter(torch.randn(n_heads, self.head_dim) * 0.02)  # v
-        self.relative_keys = nn.Linear(d_model, d_model, bias=False)  # W_R
-        std = d_model**-0.5
+        self.content_bias = nn.Parameter(torch.randn(self.n_heads, self.head_dim) * 0.02)  # u
+        self.position_bias = nn.Parameter(torch.randn(self.n_heads, self.head_dim) * 0.02)  # v
+        self.relative_keys = nn.Linear(self.d_model, self.d_model, bias=False)  # W_R
+        std = self.d_model**-0.5
         nn.init.trunc_normal_(self.relative_keys.weight, std=std, a=-2 * std, b=2 * std)
         self._offsets = PositionCache()  # sinusoids and gather indices depend on the positions only
 

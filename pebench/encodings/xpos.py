@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -41,10 +43,10 @@ class XPos(PositionalEncoding):
     encoder without error; that is then an extension the paper does not cover.
 
     Args:
-        d_model: model width D.
-        n_heads: heads H; the head width Dh = D / H must be even.
-        max_len, train_len: unused (the decay scale is ``scale_base``, not a length of the run).
-        causal: unused (see :class:`~pebench.encodings.base.PositionalEncoding`).
+        d_model, n_heads, max_len, causal, train_len: the shared arguments
+            (:class:`~pebench.encodings.base.PositionalEncoding`): the head width Dh = D / H must be even;
+            ``max_len`` and ``train_len`` are unused (the decay scale is ``scale_base``, not a length of the run),
+            ``causal`` too.
         theta: rotary frequency base (10000).
         gamma: decay shape (0.4 in the paper).
         scale_base: decay length scale (512 in the paper).
@@ -55,22 +57,14 @@ class XPos(PositionalEncoding):
     """
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        max_len: int,
-        *,
-        causal: bool = False, train_len: int | None = None,
-        theta: float = 10000.0,
-        gamma: float = 0.4,
-        scale_base: float = 512.0,
+        self, *args: Any, theta: float = 10000.0, gamma: float = 0.4, scale_base: float = 512.0, **shared: Any
     ) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, train_len=train_len)
+        super().__init__(*args, **shared)
         if self.head_dim % 2:
             raise ValueError(
                 f"xpos rotates pairs of dimensions, so head_dim = d_model / n_heads must be even; got "
-                f"{self.head_dim} (d_model={d_model}, n_heads={n_heads}); "
-                f"choose e.g. d_model={n_heads * (self.head_dim + 1)}"
+                f"{self.head_dim} (d_model={self.d_model}, n_heads={self.n_heads}); "
+                f"choose e.g. d_model={self.n_heads * (self.head_dim + 1)}"
             )
         if theta <= 1 or gamma <= 0 or scale_base <= 0:
             raise ValueError(f"xpos needs theta > 1, gamma > 0, scale_base > 0; got {theta}, {gamma}, {scale_base}")
