@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -19,10 +21,8 @@ class ScaledSinusoidal(Sinusoidal):
     starts out equal to ``sinusoidal`` and learns how loud positions should be.
 
     Args:
-        d_model: model width D (even).
-        n_heads: attention heads (unused).
-        max_len: unused: defined for every position.
-        causal: given by pebench from the model's architecture (unused here: the table is the same).
+        d_model, n_heads, max_len, causal, train_len: the arguments every encoding shares, given by pebench
+            (:class:`~pebench.encodings.base.PositionalEncoding`); ``d_model`` must be even.
         theta: base of the frequencies (10000).
         init_scale: initial value of ``g``.
 
@@ -30,9 +30,8 @@ class ScaledSinusoidal(Sinusoidal):
         ``embed(x, pos)``: x (B, T, D), pos (T,) or (B, T) -> (B, T, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, *, causal: bool = False, theta: float = 10000.0,
-                 init_scale: float = 1.0) -> None:
-        super().__init__(d_model, n_heads, max_len, causal=causal, theta=theta)
+    def __init__(self, *args: Any, theta: float = 10000.0, init_scale: float = 1.0, **shared: Any) -> None:
+        super().__init__(*args, theta=theta, **shared)
         self.scale = nn.Parameter(torch.tensor(float(init_scale)))
 
     def embed(self, x: Tensor, pos: Tensor) -> Tensor:
