@@ -14,7 +14,10 @@ Why: a task joins a suite only if the encodings that can represent it fit it in 
 capacity before judging); the lead reads this pilot before adding the tasks to a suite and setting caps.
 ``--encodings`` and ``--seeds`` run a declared subset (the reduced run of the issue's note); ``--archs`` one
 architecture (the decoder's runs were made by ``battery_pilot.py``, with its longer cap: the encoder's are made
-here, into ``results/pilots/probe_encoder_fit.csv``).
+here, into ``results/pilots/probe_encoder_fit.csv``). ``python pilots/probe_pilot.py read`` reads those encoder
+runs by the battery pilot's admission rule, declared before any of them was made (``battery_pilot.py``: a task is
+admitted if every capable encoding fits it at every seed; one capable run that did not fit refuses it), into
+``results/pilots/probe_encoder_fit.json``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "pilots" / "probe_fit.csv"
+#: the encoder's runs (``--archs encoder``), read by :func:`reading`
+ENCODER_OUT = ROOT / "results" / "pilots" / "probe_encoder_fit.csv"
 TASKS = ("mqar", "s5_word_problem", "a5_word_problem")
 SEEDS = (0,)
 TRAIN_MAX_LEN = 8
@@ -53,10 +58,27 @@ def specs(task_names=TASKS, encodings=None, seeds=SEEDS, archs=("decoder", "enco
     return out
 
 
+def reading(out: Path = ENCODER_OUT) -> dict:
+    """The reading of the encoder's runs ``out``: the battery pilot's (``battery_pilot.reading``: per task, the
+    capable runs fitted, the most steps a fit took, whether the task is admitted), as page blocks and data."""
+    from battery_pilot import reading as battery_reading
+
+    return battery_reading(out)
+
+
 def main(argv=None) -> None:
-    """Run the pilots (``--encodings``, ``--seeds``, ``--tasks`` narrow them) on ``--workers`` and write ``--out``."""
+    """Run the pilots (``--encodings``, ``--seeds``, ``--tasks``, ``--archs`` narrow them) on ``--workers`` and write
+    ``--out``; or ``read``: write the reading of the encoder's runs beside them (:func:`reading`)."""
     sys.path.insert(0, str(ROOT / "pilots"))
     from task_pilots import pilot, run_pilots
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["read"]:
+        from pebench.render.blocks import write_blocks
+
+        found = reading()
+        print(f"reading -> {write_blocks(ENCODER_OUT.with_suffix('.json'), found.pop('blocks'), **found)}")
+        return
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="*", default=list(TASKS))

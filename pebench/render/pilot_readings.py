@@ -26,6 +26,7 @@ PILOT_READINGS = {
     "lm_step_pilot": ("lm_step_pilot.json", "LM step pilot", "pilots/lm_step_pilot.py"),
     "v4_power_analysis": ("power_v4.json", "Power analysis of protocol v4", "pilots/power_analysis.py"),
     "v4_battery_pilot": ("battery_fit.json", "Battery pilot of protocol v4", "pilots/battery_pilot.py"),
+    "probe_encoder_pilot": ("probe_encoder_fit.json", "Probe pilot, encoder", "pilots/probe_pilot.py"),
     "v4_budget": ("v4_budget.json", "Budget of protocol v4", "pilots/v4_budget.py"),
 }
 
