@@ -101,6 +101,25 @@ def test_task_page(gen, name):
     assert ("Rendered for the encoder" in page) == (not tasks.TASKS.meta(name).get("decoder_only", False))
 
 
+def test_a_task_page_shows_its_in_distribution_pilot_runs(gen, tmp_path):
+    """The pilots that decided whether a task joins a suite (results/pilots) show on its page, one table per pilot
+    file with runs of it; a folder without pilots, or a task no pilot ran, shows none."""
+    pilots = tmp_path / "results" / "pilots"
+    pilots.mkdir(parents=True)
+    header = "task,arch,encoding,seed,step_cap,fitted,steps_to_fit,fit_token_acc,floor_token_acc,git_sha\n"
+    (pilots / "probe_encoder_fit.csv").write_text(
+        header + "mqar,encoder,rope,0,5000,False,,0.7148,0.3415,e207255312ae\n"
+        "mqar,encoder,learned,0,5000,True,1900.0,0.9941,0.3415,e207255312ae\n"
+        "s5_word_problem,encoder,rope,0,1000,False,,0.0098,0.0207,e207255312ae\n")
+    page = gen.task_page("mqar", results=tmp_path / "results")
+    assert "## In-distribution pilots" in page
+    assert "`results/pilots/probe_encoder_fit.csv`, made at commit e207255" in page
+    assert "| encoder | Learned | 0 | 5000 | yes | 1900 | 0.994 | 0.342 |" in page
+    assert "| encoder | RoPE | 0 | 5000 | no | — | 0.715 | 0.342 |" in page  # learned before RoPE: the registry's order
+    assert page.index("| encoder | Learned") < page.index("| encoder | RoPE") and "s5" not in page.split("## Def")[0]
+    assert "## In-distribution pilots" not in gen.task_page("copy", results=tmp_path / "results")
+
+
 def test_missing_results_page_shows_no_numbers(gen, tmp_path):
     pages = gen.generate_results(tmp_path / "results", tmp_path / "out", srcdir=tmp_path)
     assert pages == ["standard"]

@@ -75,3 +75,33 @@ def depth_pilot_blocks(pilots: Path, shown: str = "") -> list[PagePiece] | None:
         blocks.append(table(["arch", "task", "step cap"], [[c["arch"], task_label(c["task"]), str(c["cap"])]
                                                            for c in outcome["caps"]]))
     return blocks
+
+
+#: the pilots whose rows say how a task fitted in distribution, on each task's page: file under ``results/pilots``
+#: and the script that made it
+TASK_PILOTS = {"task_fit.csv": "pilots/task_pilots.py", "battery_fit.csv": "pilots/battery_pilot.py",
+               "probe_encoder_fit.csv": "pilots/probe_pilot.py"}
+
+
+def task_pilot_blocks(task: str, pilots: Path) -> list[PagePiece]:
+    """The in-distribution pilot runs of ``task`` in the folder ``pilots`` (:data:`TASK_PILOTS`), one table per pilot
+    file that has any: per architecture, encoding and seed, its step cap, whether it fitted and in how many steps,
+    its held-out accuracy at the fit check and the position-free floor; nothing when no pilot ran the task."""
+    blocks = []
+    for name, script in TASK_PILOTS.items():
+        path = Path(pilots) / name
+        rows = [row for row in store.read_plain_csv(path, "pilot table") if row["task"] == task] \
+            if path.exists() else []
+        if not rows:
+            continue
+        commits = ", ".join(sorted({row["git_sha"][:7] for row in rows}))
+        blocks += [text(f"`{script}` (`results/pilots/{name}`, made at commit {commits}):"),
+                   table(["arch", "encoding", "seed", "step cap", "fitted", "steps to fit", "held-out acc",
+                          "floor"],
+                         [[row["arch"], encoding_label(row["encoding"]), row["seed"], row["step_cap"],
+                           "yes" if row["fitted"] == "True" else "no",
+                           f"{float(row['steps_to_fit']):.0f}" if row["steps_to_fit"] else "—",
+                           f"{float(row['fit_token_acc']):.3f}", f"{float(row['floor_token_acc']):.3f}"]
+                          for row in sorted(rows, key=lambda r: (r["arch"], encoding_rank(r["encoding"]),
+                                                                 int(r["seed"])))])]
+    return blocks
