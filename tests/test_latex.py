@@ -17,7 +17,6 @@ import pebench
 from pebench.render import table_width
 from pebench.render.tables import Cell, Column, Table, latex_escape, to_latex
 from pebench.report import write_report
-from pebench.report.entries import markdown_rows
 from pebench.report.main_table import main_table
 
 ROOT = Path(pebench.__file__).resolve().parent.parent
@@ -233,11 +232,10 @@ def test_text_width_errs_wide_of_pdftex_by_little(tmp_path):
     table_width.text_width is never narrower (up to 0.1%, its glyph widths rounded to hundredths of a point: 3.33
     for 3.3333) and at most 5% wider (kerning, 'fi' ligatures and the largest font scale of the smaller sizes), or
     in bold at most table_width.BOLD times (the largest ratio of any glyph, applied to all)."""
-    write_report(write_synthetic_results(tmp_path / "results"), out_dir=tmp_path / "report")
+    report = write_report(write_synthetic_results(tmp_path / "results"), out_dir=tmp_path / "report")
     texts = set()
-    for md in (tmp_path / "report" / "tables").glob("*.md"):
-        headers, rows = markdown_rows(md.read_text())
-        texts |= {cell.replace("\\|", "|").strip("*") for cell in [*headers, *(c for row in rows for c in row)]}
+    for table in (artifact.table for artifact in report.tables):
+        texts |= {*table.headers, *(cell.shown for row in table.display_rows() for cell in row)}
     texts = sorted(text for text in texts if text)
     assert len(texts) > 100
     fonts = [("", False), (r"\small", False), (r"\footnotesize", False), ("", True)]

@@ -3,44 +3,48 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from pebench.render.entry_lead import figure_places, lead
-from pebench.render.tables import Cell, Column, Table, to_markdown
-from pebench.report.entries import entries, markdown_rows, table_rows
+from pebench.render.tables import Cell, Column, Table
+from pebench.report.entries import entries, table_rows
 
 
-def _board() -> tuple[str, pd.DataFrame]:
+def _board() -> Table:
     """A board as the report writes it: a key column Markdown leaves blank below an equal cell, labels shown."""
     data = pd.DataFrame({"arch": ["decoder", "decoder", "encoder"], "encoding": ["none", "rope", "rope"],
                          "score": [0.1, 0.5, 0.4]})
-    table = Table("board", "Board", "A board.", [Column("Arch", "l", key=True), Column("Encoding", "l"),
-                                                 Column("Score", "r")],
-                  [[Cell(a, a), Cell(label, e), Cell(f"{s:.2f}", s, mark="best" if s == 0.5 else None)]
-                   for a, e, label, s in zip(data["arch"], data["encoding"], ["NoPE", "RoPE", "RoPE"], data["score"],
-                                             strict=True)])
-    return to_markdown(table), data
+    return Table("board", "Board", "A board.", [Column("Arch", "l", key=True), Column("Encoding", "l"),
+                                                Column("Score", "r")],
+                 [[Cell(a, a), Cell(label, e), Cell(f"{s:.2f}", s, mark="best" if s == 0.5 else None)]
+                  for a, e, label, s in zip(data["arch"], data["encoding"], ["NoPE", "RoPE", "RoPE"], data["score"],
+                                            strict=True)], data=data)
 
 
-def test_markdown_rows_read_a_pipe_table_with_an_escaped_pipe():
-    header, rows = markdown_rows("| a | b |\n|:--|--:|\n| x \\| y | 1 |\n\nCaption.\n")
-    assert header == ["a", "b"] and rows == [["x \\| y", "1"]]
-
-
-def test_table_rows_pair_markdown_rows_with_the_csv_and_fill_blank_key_cells():
-    markdown, data = _board()
-    header, rows = table_rows(markdown, data, "encoding")
+def test_table_rows_pair_the_markdown_cells_with_the_data_and_fill_blank_key_cells():
+    header, rows = table_rows(_board(), "encoding")
     assert header == ["Arch", "Encoding", "Score"]
     assert rows == {"none": [["decoder", "NoPE", "0.10"]],
                     "rope": [["decoder", "RoPE", "**0.50**"], ["encoder", "RoPE", "0.40"]]}
 
 
+def test_a_key_right_of_the_name_s_column_stays_blank_below_an_equal_one_of_the_same_name():
+    data = pd.DataFrame({"encoding": ["rope", "rope", "none"], "arch": "decoder", "task": ["copy", "sort", "copy"]})
+    table = Table("keys", "Keys", "", [Column("Encoding", key=True), Column("Arch", key=True), Column("Task")],
+                  [[Cell(label), Cell(arch), Cell(task)] for label, arch, task in
+                   zip(["RoPE", "RoPE", "NoPE"], data["arch"], data["task"], strict=True)], data=data)
+    assert table_rows(table, "encoding")[1]["rope"] == [["RoPE", "decoder", "copy"], ["RoPE", "", "sort"]]
+    assert table_rows(table, "task")[1]["sort"] == [["RoPE", "decoder", "sort"]]  # every key left of it filled
+
+
 def test_a_table_that_does_not_show_the_column_row_by_row_gives_no_rows():
-    markdown, data = _board()
-    assert table_rows(markdown, data, "task") == ([], {})  # no such column in the CSV
-    assert table_rows(markdown, data.iloc[:2], "encoding") == ([], {})  # CSV and Markdown do not pair
-    shuffled = data.iloc[[1, 0, 2]].reset_index(drop=True)
-    assert table_rows(markdown, shuffled, "encoding") == ([], {})  # no column shows the CSV's values in its order
+    board = _board()
+    assert table_rows(board, "task") == ([], {})  # no such column in the data
+    assert table_rows(dataclasses.replace(board, data=board.data.iloc[:2]), "encoding") == ([], {})  # do not pair
+    shuffled = board.data.iloc[[1, 0, 2]].reset_index(drop=True)
+    assert table_rows(dataclasses.replace(board, data=shuffled), "encoding") == ([], {})  # no column shows them
 
 
 def test_a_figure_belongs_to_the_longest_experiment_its_name_begins_with_and_the_arch_it_names():
@@ -53,17 +57,13 @@ def test_a_figure_belongs_to_the_longest_experiment_its_name_begins_with_and_the
 
 
 def test_entries_give_each_encoding_and_task_its_rows_and_the_figures_of_its_experiments(tmp_path):
-    markdown, data = _board()
-    (tmp_path / "tables").mkdir()
-    (tmp_path / "tables" / "board.md").write_text(markdown)
-    data.to_csv(tmp_path / "tables" / "board.csv", index=False)
     (tmp_path / "figures").mkdir()
     for name in ("exp_decoder_acc", "exp_encoder_acc", "exp_heatmap", "other"):
         for ext in ("svg", "pdf"):
             (tmp_path / "figures" / f"{name}.{ext}").write_text("")
     cells = pd.DataFrame({"experiment": ["exp", "exp", "exp"], "task": ["copy", "copy", "copy"],
                           "encoding": ["none", "rope", "rope"], "arch": ["decoder", "decoder", "encoder"]})
-    found = entries(tmp_path, cells)
+    found = entries(tmp_path, cells, [_board()])
     assert set(found["encoding"]) == {"none", "rope"} and set(found["task"]) == {"copy"}
     none = found["encoding"]["none"]
     assert none["tables"] == {"board": {"header": ["Arch", "Encoding", "Score"], "rows": [["decoder", "NoPE", "0.10"]]}}
@@ -88,7 +88,7 @@ def test_a_task_page_lists_only_the_part_of_a_battery_s_figures_that_draws_its_p
     for name in ("exp_decoder_acc_part1", "exp_decoder_acc_part2", "exp_heatmap"):
         (tmp_path / "figures" / f"{name}.svg").write_text("")
     cells = pd.DataFrame({"experiment": "exp", "task": battery, "encoding": "rope", "arch": "decoder"})
-    found = entries(tmp_path, cells)
+    found = entries(tmp_path, cells, [])
     first, second = plots.split_tasks(battery)
     assert len(first) == len(second) == 6
     assert list(found["task"][first[0]]["figures"]) == ["exp_decoder_acc_part1", "exp_heatmap"]

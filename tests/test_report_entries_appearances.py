@@ -13,7 +13,7 @@ def test_each_entry_holds_its_experiments_and_architectures_in_the_order_of_the_
     cells = pd.DataFrame({"experiment": ["b", "a", "b", "a"], "task": ["copy", "copy", "sort", "copy"],
                           "encoding": ["rope", "rope", "none", "rope"], "arch": ["encoder", "decoder", "decoder",
                                                                                   "decoder"]})
-    found = entries(tmp_path, cells)
+    found = entries(tmp_path, cells, [])
     assert found["encoding"]["rope"]["appearances"] == [["b", "encoder"], ["a", "decoder"]]
     assert found["task"]["sort"]["appearances"] == [["b", "decoder"]]
     assert found["task"]["copy"]["appearances"] == [["b", "encoder"], ["a", "decoder"]]

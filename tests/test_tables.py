@@ -22,6 +22,7 @@ from pebench.render.tables import (
     is_number_text,
     latex_escape,
     latex_label,
+    markdown_cells,
     number_text,
     text_table,
     to_latex,
@@ -47,6 +48,15 @@ def test_markdown_marks_escapes_and_ends_with_caption_and_version():
     assert "|  | 50% & #1 | *0.95* |" in text  # the repeated key is blank within its group
     assert "| copy |" in text  # a new group prints its key again
     assert text.endswith("\n\nTitle. Caption with ~ ^ \\ { } $ and −.\n\npebench results: standard v3-0123abcd\n")
+
+
+def test_markdown_cells_are_the_cells_the_markdown_writes():
+    table = grid()
+    header, rows = markdown_cells(table)
+    assert header == ["Task", "Encoding", "Acc"]
+    assert rows[:2] == [["sum_mod", "a\\|b", "**0.97 ± 0.01**"], ["", "50% & #1", "*0.95*"]]
+    assert all("| " + " | ".join(row) + " |\n" in to_markdown(table) for row in rows)
+    assert markdown_cells(table, table.rows)[1][1][0] == "sum_mod"  # the rows as given: every key cell shown
 
 
 def test_latex_escapes_every_special_character_and_names_the_version_in_its_footer():

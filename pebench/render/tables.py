@@ -380,18 +380,25 @@ def _markdown_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _marked_cell(cell: Cell) -> str:
+    text = _markdown_cell(cell.shown)
+    return f"**{text}**" if cell.mark == "best" and text else f"*{text}*" if cell.mark == "tied" and text else text
+
+
+def markdown_cells(table: Table, rows: Iterable[Sequence[Cell]] | None = None) -> tuple[list[str], list[list[str]]]:
+    """The header and the cells of ``table`` as :func:`to_markdown` writes them: ``|`` escaped, line breaks as
+    spaces, best cells in bold and tied ones in italics. ``rows``: the cells to write, by default its
+    :meth:`Table.display_rows` (its ``rows``: every key cell shown)."""
+    rows = table.display_rows() if rows is None else rows
+    return [_markdown_cell(h) for h in table.headers], [[_marked_cell(cell) for cell in row] for row in rows]
+
+
 def to_markdown(table: Table) -> str:
-    """A pipe table (MyST and GitHub): marked cells in bold (best) or italics (tied), then the caption, the
-    notes and the results version, each a paragraph."""
-    lines = ["| " + " | ".join(_markdown_cell(h) for h in table.headers) + " |",
-             "|" + "|".join(_MARKDOWN_ALIGN[c.align] for c in table.columns) + "|"]
-    for row in table.display_rows():
-        cells = []
-        for cell in row:
-            text = _markdown_cell(cell.shown)
-            cells.append(f"**{text}**" if cell.mark == "best" and text else f"*{text}*" if cell.mark == "tied" and text
-                         else text)
-        lines.append("| " + " | ".join(cells) + " |")
+    """A pipe table (MyST and GitHub) of :func:`markdown_cells`, then the caption, the notes and the results
+    version, each a paragraph."""
+    header, rows = markdown_cells(table)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(_MARKDOWN_ALIGN[c.align] for c in table.columns) + "|",
+             *("| " + " | ".join(row) + " |" for row in rows)]
     out = "\n".join(lines) + "\n"
     caption = table.full_caption
     if caption:

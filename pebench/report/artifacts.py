@@ -8,7 +8,7 @@ import dataclasses
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pebench import store
@@ -26,12 +26,14 @@ TABLE_FORMATS = ("csv", "md", "tex")
 
 @dataclass
 class Artifact:
-    """A written figure or table: its ``paths`` map a format (``svg``, ``tex``, ...) to a file."""
+    """A written figure or table: its ``paths`` map a format (``svg``, ``tex``, ...) to a file; a table's
+    ``table`` is the model it was written from (``report.json`` records the files, not the model)."""
 
     name: str
     title: str
     caption: str
     paths: dict[str, Path]
+    table: Table | None = field(default=None, repr=False, compare=False)
 
 
 def save_figure(figure, directory: Path, name: str, formats: tuple[str, ...] = FIGURE_FORMATS) -> dict[str, Path]:
@@ -53,13 +55,13 @@ def save_figure(figure, directory: Path, name: str, formats: tuple[str, ...] = F
 
 def save_table(table: Table, directory: Path, version: str = "") -> Artifact:
     """Write ``table`` as ``<name>.csv`` (its data), ``.md`` and ``.tex``, naming the results ``version``
-    (:func:`pebench.render.tables.version_line`) under it; returns the artifact."""
+    (:func:`pebench.render.tables.version_line`) under it; returns the artifact, with the table as written."""
     table = dataclasses.replace(table, version=version or table.version)
     paths = {ext: store.path_in(directory, f"{table.name}.{ext}") for ext in TABLE_FORMATS}
     table.data.to_csv(paths["csv"], index=False)
     paths["md"].write_text(to_markdown(table))
     paths["tex"].write_text(to_latex(table))
-    return Artifact(table.name, table.title, table.caption, paths)
+    return Artifact(table.name, table.title, table.caption, paths, table)
 
 
 #: the folders a report writes into under its output folder; report.json is written beside them

@@ -1,10 +1,10 @@
 """Where each encoding and each task appears in a report: its rows of the report's tables and the figures
 that draw it, for the encoding and task pages of the site (``report.json``'s ``entries``).
 
-A row is taken as the table's Markdown shows it (the display text, with the key cells that Markdown leaves
-blank below an equal one filled in), paired with the table's CSV row by position; a table whose Markdown
-and CSV do not pair row by row, or whose CSV has no such column, is left out. A figure belongs to the
-experiment its name begins with (the longest such name) and, when its name names an architecture, to that
+A row is taken from the table model the report wrote, as its Markdown writes it (the display text, with the key
+cells that Markdown leaves blank below an equal one filled in), paired with the table's data row by position; a
+table whose rows and data do not pair row by row, or whose data has no such column, is left out. A figure belongs
+to the experiment its name begins with (the longest such name) and, when its name names an architecture, to that
 architecture only; a part ``<name>_part<k>`` of a battery's figures to the tasks it draws. A figure that
 emphasises one encoding against the others (``report.json``'s :data:`ENCODING_FIGURES`) belongs to that encoding
 only, and replaces, on its entry, the figures of its experiment and architecture in which the reader would look
@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from pebench.render.entry_lead import figure_places
+from pebench.render.tables import Table, markdown_cells
 from pebench.report import plots
 from pebench.report.findings import people_words
 from pebench.store.schema import shown_name
@@ -34,54 +35,23 @@ LOOK_FOR = {"encoding": "its colour in the legend, its row or its bars", "task":
 ENCODING_FIGURES = "encoding_figures"
 
 
-def markdown_rows(text: str) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of the first pipe table in ``text`` (as :func:`pebench.render.tables.to_markdown` writes
-    it: cells separated by ``|``, a literal ``|`` escaped as ``\\|``), each cell stripped."""
-    lines = [line for line in text.splitlines() if line.startswith("|")]
-    table = []
-    for line in lines:
-        if table and not line.startswith("|"):
-            break
-        cells = line.strip().removeprefix("|").removesuffix("|").replace("\\|", "\0").split("|")
-        table.append([cell.strip().replace("\0", "\\|") for cell in cells])
-    if len(table) < 2:
-        return [], []
-    return table[0], table[2:]
-
-
-def _filled(rows: Sequence[Sequence[str]], upto: int) -> list[list[str]]:
-    """``rows`` with every blank cell of the first ``upto`` + 1 columns replaced by the cell above it (the key
-    cells Markdown leaves blank below an equal one)."""
-    filled, above = [], None
-    for row in rows:
-        row = list(row)
-        for j in range(min(upto + 1, len(row))):
-            if row[j] == "" and above is not None:
-                row[j] = above[j]
-        filled.append(row)
-        above = row
-    return filled
-
-
-def _unbolded(text: str) -> str:
-    return text.strip("*")
-
-
-def table_rows(markdown: str, data: pd.DataFrame, column: str) -> tuple[list[str], dict[str, list[list[str]]]]:
-    """The header of the Markdown table ``markdown`` and, per value of ``data[column]`` (its CSV), the rows
-    that show it, key cells filled in; ``([], {})`` when the table has no column showing ``column`` row by
-    row (as :func:`pebench.store.schema.shown_name` shows a value)."""
-    header, rows = markdown_rows(markdown)
-    if column not in data.columns or not rows or len(rows) != len(data):
+def table_rows(table: Table, column: str) -> tuple[list[str], dict[str, list[list[str]]]]:
+    """The header of ``table`` and, per value of its ``data[column]``, the rows that show it, as its Markdown writes
+    them (:func:`pebench.render.tables.markdown_cells`) with the key cells up to that column filled in; ``([], {})``
+    when no column of the table shows ``column`` row by row (as :func:`pebench.store.schema.shown_name` shows a
+    value)."""
+    data = table.data
+    if data is None or column not in data.columns or len(data) != len(table.rows):
         return [], {}
     names = [str(value) for value in data[column]]
     shown = [shown_name(column, name) for name in names]
+    header, displayed = markdown_cells(table)
+    _, keyed = markdown_cells(table, table.rows)
     for j in range(len(header)):
-        filled = _filled(rows, j)
-        if [_unbolded(row[j]) for row in filled] == shown:
+        if [row[j].shown for row in table.rows] == shown:
             found: dict[str, list[list[str]]] = {}
-            for name, row in zip(names, filled, strict=True):
-                found.setdefault(name, []).append(row)
+            for name, full, row in zip(names, keyed, displayed, strict=True):
+                found.setdefault(name, []).append(full[: j + 1] + row[j + 1:])
             return header, found
     return [], {}
 
@@ -99,20 +69,19 @@ def emphasis_sentence(name: str, experiment: str, arch: str | None) -> str:
             "above the grey ones extrapolates better than most encodings on that task.")
 
 
-def entries(out_dir: Path, cells: pd.DataFrame, emphasis: Mapping[str, str] | None = None
+def entries(out_dir: Path, cells: pd.DataFrame, tables: Sequence[Table], emphasis: Mapping[str, str] | None = None
             ) -> dict[str, dict[str, Any]]:
     """Per column of :data:`COLUMNS` and name in ``cells`` (``summary/cells.csv``): ``{"appearances": [[experiment,
     arch], ...], "tables": {table: {"header", "rows"}}, "figures": {figure: sentence}}``, its experiments and
-    architectures in the order of the cells, the rows of each table in ``out_dir/tables`` (``<name>.md`` beside
-    ``<name>.csv``) that show it and the figures in ``out_dir/figures`` drawn from its experiments and
+    architectures in the order of the cells, the rows of each of ``tables`` (those the report wrote, by name; of a
+    name written twice, the last) that show it and the figures in ``out_dir/figures`` drawn from its experiments and
     architectures, each with :func:`look_sentence` (a page orders both as ``report.json`` lists its tables and
     figures). ``emphasis``: figure name -> the encoding it emphasises (:data:`ENCODING_FIGURES`), which gets it with
     :func:`emphasis_sentence` instead of the other figures of its experiment and architecture; no other name gets
     it."""
     emphasis = emphasis or {}
     figures = sorted({path.stem for path in Path(out_dir, "figures").glob("*.*")})
-    tables = {path.stem: (path.read_text(), pd.read_csv(path.with_suffix(".csv")))
-              for path in sorted(Path(out_dir, "tables").glob("*.md")) if path.with_suffix(".csv").exists()}
+    by_name = {table.name: table for table in tables}
     experiments = sorted(set(cells["experiment"]))
     archs = sorted(set(cells["arch"]))
     found: dict[str, dict[str, Any]] = {}
@@ -120,8 +89,8 @@ def entries(out_dir: Path, cells: pd.DataFrame, emphasis: Mapping[str, str] | No
         places = _places(cells, column)
         per_name: dict[str, Any] = {name: {"appearances": [list(pair) for pair in pairs], "tables": {}, "figures": {}}
                                     for name, pairs in places.items()}
-        for table, (markdown, data) in tables.items():
-            header, rows = table_rows(markdown, data, column)
+        for table in sorted(by_name):
+            header, rows = table_rows(by_name[table], column)
             for name, shown in rows.items():
                 if name in per_name:
                     per_name[name]["tables"][table] = {"header": header, "rows": shown}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.render.tables import Table
 from pebench.report import findings as findings_module
 from pebench.report import fit, reruns
 from pebench.report.entries import entries
@@ -20,13 +21,13 @@ from pebench.store import read_manifest
 from pebench.store.report_file import DIGEST_KEY, count_runs, raw_digest
 
 
-def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Sequence[str],
+def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Sequence[str], tables: Sequence[Table],
              specs: Mapping[str, ReportSpec], suite_run_ids: Collection[str],
              emphasis: Mapping[str, str] | None = None, sample: tuple[str, Collection[str]] | None = None
              ) -> dict[str, Any]:
     """The sections of ``report.json`` after the artifacts, for the report of ``results_dir`` (raw rows ``data``)
-    written into ``out_dir`` (its summaries and tables already there; its suite defined as ``suite_run_ids``):
-    see the module docstring. A rerun folder with its reference beside it
+    written into ``out_dir`` (its summaries and ``tables``, the models of the tables it wrote, already there; its
+    suite defined as ``suite_run_ids``): see the module docstring. A rerun folder with its reference beside it
     (:func:`pebench.report.reruns.reference_of`) also gets ``rerun``. ``emphasis``: the figures that emphasise one
     encoding, by name (:func:`pebench.report.entries.entries`); ``sample``: the declared sample of the reference's
     suite a rerun holds (:func:`pebench.report.reruns.rerun_section`)."""
@@ -43,7 +44,7 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
         "fit_table": fit.fit_table(out_dir, raw=results_dir),
         "floors_table": fit.floors_table(out_dir, raw=results_dir),
         "fit_resolution": fit.fit_resolution(data),
-        "entries": entries(out_dir, cells, emphasis),
+        "entries": entries(out_dir, cells, tables, emphasis),
     }
     reference = reruns.reference_of(results_dir)
     if reference is not None:

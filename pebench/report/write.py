@@ -144,8 +144,9 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     report.main_table = main.name if main is not None else ""
     report.lead_figure = lead_figure(made.own_figures, lead, [name for name, _, _ in experiments])
     report.encoding_figures = emphasis
-    report.sections = index_sections(results_dir, out_dir, data, made.findings, specs, suite_run_ids, emphasis,
-                                     sample)
+    tables = [artifact.table for artifact in made.tables if artifact.table is not None]
+    report.sections = index_sections(results_dir, out_dir, data, made.findings, tables, specs, suite_run_ids,
+                                     emphasis, sample)
     report.other_outputs = made.other_outputs
     report.shown = {"experiments": [name for name, _, _ in experiments], "tables": made.shown}
     _write_index(report, out_dir)
