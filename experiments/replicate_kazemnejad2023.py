@@ -150,8 +150,8 @@ EXPERIMENT = register_experiment(Experiment(
     ),
 ))
 
-REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
-    experiment=EXPERIMENT,
+REPLICATION = replication.declare(
+    EXPERIMENT,
     paper="kazemnejad2023nope",
     metric=METRIC,
     aggregate_label="MRR over tasks (Figure 1; higher is better)",
@@ -161,14 +161,13 @@ REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
     published=published_aggregate,
     claims=CLAIMS,
     score=score,
-    script=f"experiments/{Path(__file__).name}",
     declared_in="ba88c84",
     tasks=tuple(TASKS),
     task_tables=("mean",),
     per_task_note="No per-task Kendall tau is scored: the paper shows its per-task results as plots only (Figure 3, "
                   "Figures F.4-F.6), and pebench records published values, not values read off plots "
                   "(pebench/data/published/README.md); the aggregate ranking above is the score.",
-))
+)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Pre-registered (committed before any of its runs was made):
 
 import functools
 import sys
-from pathlib import Path
 
 from pebench.analysis import replication
 from pebench.plan.experiment import Experiment, register_experiment
@@ -79,19 +78,14 @@ EXPERIMENT = register_experiment(Experiment(
 ))
 
 
-def _record() -> replication.Replication:
-    """The replication's record with this experiment, its score and its script, read against the replication it
-    re-makes (:func:`pebench.analysis.replication.remake_comparison`)."""
-    import dataclasses
-
-    module = _replication()
-    return dataclasses.replace(
-        module.REPLICATION, experiment=EXPERIMENT, remakes=REMAKES,
-        score=functools.partial(module.score, name=NAME, fit_check=FIT_CHECK, closing=""),
-        script=f"experiments/{Path(__file__).name}", declared_in="eba8dcf")
-
-
-REPLICATION = replication.REPLICATIONS.register(NAME)(_record())
+#: the replication's record with this experiment and its score, read against the replication it re-makes
+#: (:func:`pebench.analysis.replication.remake_comparison`)
+REPLICATION = replication.declare(
+    EXPERIMENT,
+    _replication().REPLICATION,
+    score=functools.partial(_replication().score, name=NAME, fit_check=FIT_CHECK, closing=""),
+    declared_in="eba8dcf",
+)
 
 
 if __name__ == "__main__":

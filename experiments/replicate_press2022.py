@@ -151,8 +151,8 @@ EXPERIMENT = register_experiment(Experiment(
     ),
 ))
 
-REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
-    experiment=EXPERIMENT,
+REPLICATION = replication.declare(
+    EXPERIMENT,
     paper="press2022alibi",
     metric="loss",
     aggregate_label="perplexity growth, 16L / L (Table 2, L = 512; lower is better)",
@@ -163,9 +163,8 @@ REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
     published=published_aggregate,
     claims=CLAIMS,
     score=score,
-    script=f"experiments/{Path(__file__).name}",
     declared_in="ed3c572",
-))
+)
 
 
 if __name__ == "__main__":

@@ -138,8 +138,8 @@ EXPERIMENT = register_experiment(Experiment(
     ),
 ))
 
-REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
-    experiment=EXPERIMENT,
+REPLICATION = replication.declare(
+    EXPERIMENT,
     paper="ruoss2023randomized",
     metric=METRIC,
     aggregate_label="mean OOD accuracy gain of randomized over base (abstract; percentage points)",
@@ -150,13 +150,12 @@ REPLICATION = replication.REPLICATIONS.register(NAME)(replication.Replication(
     published=published_aggregate,
     claims=CLAIMS,
     score=score,
-    script=f"experiments/{Path(__file__).name}",
     declared_in="7f4107c",
     encodings=ENCODINGS,
     tasks=tuple(TASKS),
     # the mean over seeds, and the maximum (the paper's statistic)
     task_tables=("mean", "max"),
-))
+)
 
 
 if __name__ == "__main__":

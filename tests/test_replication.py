@@ -316,6 +316,10 @@ def test_the_v3_remake_changes_only_the_model_and_fit_criterion_and_is_scored_al
     assert (remake.claims, remake.metric, remake.published().to_dict()) == (
         record.claims, record.metric, record.published().to_dict())
     assert remake.score.keywords["name"] == "kazemnejad2023_v3" and remake.remakes == "kazemnejad2023"
+    assert remake.script == "experiments/replicate_kazemnejad2023_v3.py" and remake.experiment.name == remake.name
+    changed = {"experiment", "script", "declared_in", "score", "remakes"}
+    assert all(getattr(remake, field.name) == getattr(record, field.name)
+               for field in dataclasses.fields(record) if field.name not in changed)
 
 
 def test_the_v3_remake_reads_its_tau_against_the_replications_by_the_declared_rule(tmp_path):

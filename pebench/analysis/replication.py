@@ -10,14 +10,15 @@ Two scores, both computed from run-level results (one row per run, as :mod:`pebe
   ``agrees``, ``contradicts`` or ``unresolved`` (no significant difference, or not tested).
 
 Every replication is a record in :data:`REPLICATIONS` (:class:`Replication`: its paper, metric, setup, published
-aggregate, claims and score), registered by its experiment script; a check declared for it (a scale check or a
-check in arms) is a record in :data:`CHECKS`. ``pebench report`` reads them (:mod:`pebench.report.replications`).
+aggregate, claims and score), registered by its experiment script through :func:`declare`; a check declared for it
+(a scale check or a check in arms) is a record in :data:`CHECKS`. ``pebench report`` reads them
+(:mod:`pebench.report.replications`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -326,11 +327,12 @@ def fit_counts(runs: pd.DataFrame, encodings: Sequence[str]) -> str:
 
 class Declared(Protocol):
     """What a replication reads of an experiment's declaration (a :class:`pebench.plan.experiment.Experiment`, which the
-    experiment script registers and hands to the record): its name, description, report declaration, the suites
-    it belongs to, and its run specs in a suite."""
+    experiment script registers and hands to the record): its name, description, script, report declaration, the
+    suites it belongs to, and its run specs in a suite."""
 
     name: str
     description: str
+    script: str
     report: Any
     configs: Mapping[str, Any]
 
@@ -504,6 +506,18 @@ class ArmCheck:
 REPLICATIONS: Registry[Replication] = Registry("replication", base=Replication)
 #: every check declared for a replication, by name
 CHECKS: Registry[ScaleCheck | ArmCheck] = Registry("replication check")
+
+
+def declare(experiment: Declared, original: Replication | None = None, **fields: Any) -> Replication:
+    """Register the replication whose runs ``experiment`` makes (as its script registered it), under its name: the
+    record of ``fields``, or for a re-make the ``original`` replication's record with ``fields`` changed and read
+    against the original (``remakes``). Its ``script`` is the experiment's, relative to the repository."""
+    script = f"experiments/{Path(experiment.script).name}"
+    if original is None:
+        record = Replication(experiment=experiment, script=script, **fields)
+    else:
+        record = replace(original, experiment=experiment, script=script, remakes=original.name, **fields)
+    return REPLICATIONS.register(experiment.name)(record)
 
 
 def paragraph(text: str, index: int) -> str:
