@@ -78,8 +78,22 @@ def test_first_rows_gives_the_columns_the_run_files_have(tmp_path):
                                                                                    "fitted": [1.0, 0.0]}
     assert list(store.first_rows(folder, ("floor_method",)).columns) == ["run_id"]
     assert list(store.first_rows(tmp_path / "no_results", ("fitted",)).columns) == ["run_id"]
-    rerun = results_folder(tmp_path / "rerun", fitted=(1.0, 1.0))
-    assert fit_agreement(rerun, folder).startswith("1 of 2 runs judged by the fit criterion on both sides")
+
+
+def test_fit_agreement_counts_the_runs_whose_fit_decision_both_sides_share(tmp_path):
+    from test_results import write_synthetic_results
+
+    sides = []
+    for name in ("reference", "rerun"):
+        folder = write_synthetic_results(tmp_path / name)
+        for k, path in enumerate(store.raw_files(folder / "raw")):  # these files predate the checksum
+            flip = name == "rerun" and k == 0  # the rerun's first run decides otherwise
+            store.read_run_file(path).assign(fitted=k % 2 != flip).to_csv(path, index=False)
+        sides.append(folder)
+    reference, rerun = sides
+    runs = len(store.raw_files(reference / "raw"))
+    assert fit_agreement(rerun, reference).startswith(f"{runs - 1} of {runs} runs judged by the fit criterion on "
+                                                      "both sides reached the same decision")
     assert fit_agreement(rerun, tmp_path / "no_results") == ""
 
 

@@ -448,7 +448,10 @@ def check_same_suite(local: pd.DataFrame, reference: pd.DataFrame, local_dir: st
 
 def fit_agreement(local_dir: str | Path, reference_dir: str | Path) -> str:
     """How many runs judged by the fit criterion on both sides reached the same decision, and the share fitted
-    on each side, in one sentence; "" when no run is judged on both sides."""
+    on each side, in one sentence, from the folders' verified rows (:func:`pebench.store.load`, whose errors it
+    raises); "" when no run is judged on both sides, or a side is not a folder."""
+    if not (Path(local_dir).is_dir() and Path(reference_dir).is_dir()):
+        return ""
     rerun, reference = (store.load(folder).drop_duplicates("run_id") for folder in (local_dir, reference_dir))
     if "fitted" not in rerun or "fitted" not in reference:
         return ""
