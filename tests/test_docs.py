@@ -1004,14 +1004,14 @@ def test_the_replication_and_pilot_pages_render_the_blocks_they_are_given(gen, t
     assert gen.pilot_reading(results / "pilots" / "cap_pilot.json", "Step-cap pilot", "pilots/cap_pilot.py") == \
         "A **finding**.\n"
     with pytest.raises(ValueError, match="kind 'figure' cannot be rendered"):
-        gen.render_blocks([dict(kind="figure")])
+        gen.markdown_lines([dict(kind="figure")])
     # blocks read from a folder may come from anyone: one of the wrong shape is refused on one line
     for block, said in ((dict(kind="table", header=["a"], rows=5), "a table block's 'rows' is not rows of cells"),
                         (dict(kind="heading", level="2", text="x"), "a heading block's 'level' is not a level (1-6)"),
                         (dict(kind="code", language="bash"), "a code block's 'lines' is not a list of texts"),
                         ("text", "a block is not an object")):
         with pytest.raises(ValueError, match=re.escape(said)):
-            gen.render_blocks([block])
+            gen.markdown_lines([block])
     report["replications"] = [{"heading": "x"}]
     (results / "replication" / "report.json").write_text(json.dumps(report))
     with pytest.raises(RuntimeError, match="its 'replications' is not a list of replication sections"):

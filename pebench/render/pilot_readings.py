@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pebench import store
-from pebench.render.blocks import PagePiece, bullet_list, table, text
+from pebench.render.blocks import PagePiece, bullet_list, heading, table, text
 from pebench.store.schema import encoding_label, encoding_rank, task_label
 
 #: each pilot reading written as blocks (:func:`pebench.render.blocks.write_blocks`) that the protocol and pilots pages
@@ -84,9 +84,10 @@ TASK_PILOTS = {"task_fit.csv": "pilots/task_pilots.py", "battery_fit.csv": "pilo
 
 
 def task_pilot_blocks(task: str, pilots: Path) -> list[PagePiece]:
-    """The in-distribution pilot runs of ``task`` in the folder ``pilots`` (:data:`TASK_PILOTS`), one table per pilot
-    file that has any: per architecture, encoding and seed, its step cap, whether it fitted and in how many steps,
-    its held-out accuracy at the fit check and the position-free floor; nothing when no pilot ran the task."""
+    """The in-distribution pilot runs of ``task`` in the folder ``pilots`` (:data:`TASK_PILOTS`) for its page, under a
+    heading: one table per pilot file that has any, per architecture, encoding and seed, its step cap, whether it
+    fitted and in how many steps, its held-out accuracy at the fit check and the position-free floor; nothing when
+    no pilot ran the task."""
     blocks = []
     for name, script in TASK_PILOTS.items():
         path = Path(pilots) / name
@@ -104,4 +105,7 @@ def task_pilot_blocks(task: str, pilots: Path) -> list[PagePiece]:
                            f"{float(row['fit_token_acc']):.3f}", f"{float(row['floor_token_acc']):.3f}"]
                           for row in sorted(rows, key=lambda r: (r["arch"], encoding_rank(r["encoding"]),
                                                                  int(r["seed"])))])]
-    return blocks
+    lead = [heading(2, "In-distribution pilots"),
+            text("Runs that only checked whether the encodings fit this task in distribution (evaluation never went "
+                 "beyond the training lengths), made before the task was admitted to a suite or refused:")]
+    return lead + blocks if blocks else []

@@ -21,11 +21,12 @@ from buildtree import hold_build_lock, regenerated
 import pebench
 from pebench import encodings, store, tasks
 from pebench.render import page_check, performance_text, pilot_readings, protocol_tables, registry_tables, results_text
+from pebench.render.blocks import markdown_lines
 from pebench.render.tables import is_number_text
 from pebench.store.report_file import StaleReport
 
 from . import leaderboard_pages, protocol_pages, registry_pages, results_pages
-from .common import DOCS, REFERENCE_SUITE, ROOT, one_build, render_blocks, write
+from .common import DOCS, REFERENCE_SUITE, ROOT, one_build, write
 
 
 def performance_includes(srcdir: Path = DOCS) -> list[Path]:
@@ -80,8 +81,8 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
         includes = {
             "encodings_table": registry_pages.encodings_table(), "tasks_table": registry_pages.tasks_table(),
             "metrics_table": registry_tables.metrics_table().to_markdown(), "cite": registry_pages.cite_include(),
-            "experiments": "\n".join(render_blocks(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
-            **{name: "\n".join(render_blocks(blocks())) for name, blocks in protocol_tables.INCLUDES.items()},
+            "experiments": "\n".join(markdown_lines(protocol_tables.experiments_blocks(REFERENCE_SUITE))),
+            **{name: "\n".join(markdown_lines(blocks())) for name, blocks in protocol_tables.INCLUDES.items()},
             **{include: protocol_pages.pilot_reading(pilots / name, what, script)
                for include, (name, what, script) in pilot_readings.PILOT_READINGS.items()},
             "depth_pilot": protocol_pages.depth_pilot_include(pilots),

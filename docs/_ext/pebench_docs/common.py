@@ -11,7 +11,6 @@ from typing import Any
 
 import matplotlib
 
-from pebench.render.blocks import markdown_lines
 from pebench.render.page_check import check_page
 from pebench.render.tables import text_table, to_markdown
 from pebench.store.report_file import PAGE_FIELDS, current_report, display_path, filled
@@ -103,8 +102,3 @@ def table_text(section: Mapping[str, Any], folder: Path) -> str:
 def tables_text(part: Mapping[str, Any], folder: Path) -> str:
     """Tables of a ``report.json`` (``{"sections": [...]}`` of :func:`table_text`'s, or ``{"missing"}``)."""
     return "\n".join(table_text(section, folder) for section in part.get("sections", [part]))
-
-
-def render_blocks(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of blocks (:func:`pebench.render.blocks.markdown_lines`)."""
-    return markdown_lines(blocks)

@@ -7,11 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pebench import store
+from pebench.render.blocks import markdown_lines
 from pebench.render.pilot_readings import depth_pilot_blocks
 from pebench.render.protocol_tables import battery_tables as battery
 from pebench.render.results_text import changes_list, not_in_results
 
-from .common import REFERENCE_SUITE, ROOT, markdown_table, render_blocks, report_index, shown
+from .common import REFERENCE_SUITE, ROOT, markdown_table, report_index, shown
 
 
 def battery_tables(suite: str = REFERENCE_SUITE) -> dict[str, str]:
@@ -26,7 +27,7 @@ def pilot_reading(path: Path, what: str, script: str) -> str:
     rendered; or the line that says how to write it."""
     if not path.exists():
         return not_in_results(what, f"`{shown(path)}` is missing; run `python {script} read`")
-    return "\n".join(render_blocks(store.read_json(path, "pilot reading")["blocks"]))
+    return "\n".join(markdown_lines(store.read_json(path, "pilot reading")["blocks"]))
 
 
 def depth_pilot_include(pilots: Path) -> str:
@@ -36,12 +37,12 @@ def depth_pilot_include(pilots: Path) -> str:
     if blocks is None:
         return not_in_results("The depth pilot", f"`{shown(pilots)}` holds no `depth_pilot.csv` and "
                               "`depth_pilot.json` yet (`python pilots/depth_pilot.py read` writes them)")
-    return "\n".join(render_blocks(blocks))
+    return "\n".join(markdown_lines(blocks))
 
 
 def changes_include(results: Path = ROOT / "results") -> str:
     """The protocol page's "What changed from v2" (:func:`pebench.render.results_text.changes_list`), rendered."""
-    return "\n".join(render_blocks(changes_list(results, REFERENCE_SUITE)))
+    return "\n".join(markdown_lines(changes_list(results, REFERENCE_SUITE)))
 
 
 REPLICATION_SUITE = "replication"
@@ -55,5 +56,5 @@ def replications_include(results: Path = ROOT / "results") -> str:
         return not_in_results("Replications", f"no `{shown(path)}`; `pebench report --results "
                                               f"{shown(path.parent)}` writes it")
     sections = report_index(path.parent).get("replications", [])
-    lines = [line for section in sections for line in render_blocks(section["blocks"])]
+    lines = [line for section in sections for line in markdown_lines(section["blocks"])]
     return "\n".join(lines) if lines else not_in_results("Replications", "no replication experiment is declared")

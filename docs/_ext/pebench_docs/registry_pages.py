@@ -11,11 +11,12 @@ from pathlib import Path
 import pebench
 from pebench import encodings, explain, tasks
 from pebench.render import pilot_readings, registry_tables, results_text
+from pebench.render.blocks import markdown_lines
 from pebench.render.registry_tables import bib_entries, cited_papers, suite_bibtex
 from pebench.store.report_file import suite_folders
 from pebench.store.schema import page_title, people_words, shown_name
 
-from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, render_blocks, report_index, save_figure, source_path
+from .common import DOCS, REFERENCE_SUITE, ROOT, markdown_table, report_index, save_figure, source_path
 
 
 def results_sections(column: str, name: str, results: Path = ROOT / "results", every: bool = True) -> list[str]:
@@ -104,12 +105,9 @@ def task_page(name: str, results: Path = ROOT / "results") -> str:
              f"## Examples (length {registry_tables.example_length(task)}, seed 0)", "", examples.to_markdown()]
     for arch, table in rendered.items():
         lines += [f"### Rendered for the {arch}", "", table.to_markdown()]
-    lines += results_links("task", name, results)
-    if pilots := pilot_readings.task_pilot_blocks(name, results / "pilots"):
-        lines += ["## In-distribution pilots", "", "Runs that only checked whether the encodings fit this task in "
-                  "distribution (evaluation never went beyond the training lengths), made before the task was "
-                  "admitted to a suite or refused:", "", *render_blocks(pilots)]
-    lines += ["`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
+    pilots = pilot_readings.task_pilot_blocks(name, results / "pilots")
+    lines += [*results_links("task", name, results), *markdown_lines(pilots),
+              "`SEP` separates input and output, `_` is the blank an encoder fills in, `·` a position without loss "
               "(label -100); see {func}`pebench.tasks.base.render_pair`.", "", "## Definition", "",
               *autoclass_block(type(task))]
     return "\n".join(lines)
