@@ -33,7 +33,7 @@ import pandas as pd
 
 from pebench import store
 from pebench.store import ResultsError, own_files
-from pebench.store.predictions import PREDICTIONS_FOLDER, inventory, predictions_path
+from pebench.store.predictions import PREDICTIONS_FOLDER, check_against_rows, parsed_predictions, predictions_path
 from pebench.store.schema import BASE_VARIANT, CHECKSUM_COLUMN
 
 
@@ -159,18 +159,22 @@ def _predictions(taken: dict[str, tuple[Path, pd.DataFrame]], origin: dict[str, 
                  ) -> dict[str, bytes]:
     """The bytes of the predictions file of each run of ``taken`` that has one in the folder its run file comes
     from (``origin``); one line in ``bad`` for each that cannot be read or disagrees with its run file
-    (:func:`pebench.store.predictions.inventory`)."""
+    (:func:`pebench.store.predictions.check_against_rows`)."""
     found = {}
     for run_id, (_path, frame) in taken.items():
         path = predictions_path(origin[run_id], run_id)
         if not path.exists() and not path.is_symlink():
             continue
         rows = frame[frame["variant"] == BASE_VARIANT] if "variant" in frame else frame
-        [entry] = inventory(origin[run_id], {run_id: rows.to_dict("records")})
-        if entry["problems"]:
-            bad.append(f"{origin[run_id] / PREDICTIONS_FOLDER / path.name}: {entry['problems'][0]}")
+        try:
+            raw = store.read_plain_file(path, "predictions file")  # read once: what is checked is what is copied
+            problems = check_against_rows(parsed_predictions(path, raw), rows.to_dict("records"))
+        except ResultsError as exc:
+            problems = [str(exc).removeprefix(f"{path}: ")]
+        if problems:
+            bad.append(f"{origin[run_id] / PREDICTIONS_FOLDER / path.name}: {problems[0]}")
         else:
-            found[run_id] = store.read_plain_file(path, "predictions file")
+            found[run_id] = raw
     return found
 
 

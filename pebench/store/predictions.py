@@ -75,11 +75,12 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
         ResultsError: a link, too large, not gzip, or a line that is not such a record; on one line.
     """
     path = Path(path)
-    return _parsed(path, store.read_plain_file(path, "predictions file"))
+    return parsed_predictions(path, store.read_plain_file(path, "predictions file"))
 
 
-def _parsed(path: Path, raw: bytes) -> list[dict[str, Any]]:
-    """The records of the predictions file ``path`` whose bytes are ``raw`` (:func:`read_predictions`)."""
+def parsed_predictions(path: Path, raw: bytes) -> list[dict[str, Any]]:
+    """The records of the predictions file ``path`` whose bytes, read already, are ``raw``, checked as
+    :func:`read_predictions` checks them."""
     try:
         text = store.gunzip_bounded(raw, path, "predictions file").decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -145,7 +146,7 @@ def inventory(out: str | Path, rows: Mapping[str, Sequence[Mapping[str, Any]]]) 
         entry = {"run_id": run_id, "file": f"{PREDICTIONS_FOLDER}/{path.name}"}
         try:
             raw = store.read_plain_file(path, "predictions file")
-            records = _parsed(path, raw)
+            records = parsed_predictions(path, raw)
         except store.ResultsError as exc:
             found.append({**entry, "sha256": None, "examples": 0, "problems": [str(exc).removeprefix(f"{path}: ")]})
             continue
