@@ -13,6 +13,7 @@ no one else may write (pickle runs what it reads); where the folder cannot be wr
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -47,12 +48,25 @@ def code_files() -> list[Path]:
 
 def code_fingerprint(plugins: Iterable[dict[str, Any]] = ()) -> str:
     """SHA-256 of pebench's version, the path and content of each of :func:`code_files` and the records of the
-    ``plugins`` loaded (:func:`pebench.registry.plugin_records`: each with its file's SHA-256)."""
+    ``plugins`` loaded (:func:`pebench.registry.plugin_records`: each with its file's SHA-256). The files are read
+    again only when one of them was written since (their sizes and times, :func:`_code_digest`)."""
+    files = code_files()
+    stats = tuple((str(path), status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+                  for path, status in ((path, path.stat()) for path in files))
+    digest = hashlib.sha256(_code_digest(stats).encode())
+    digest.update(json.dumps(list(plugins), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=4)
+def _code_digest(stats: tuple[tuple[str, int, int, int], ...]) -> str:
+    """SHA-256 of pebench's version and of the path (relative to the repository) and content of each file of
+    ``stats`` (path, size and times: the key that reads the files again once one is written)."""
     digest = hashlib.sha256(pebench.__version__.encode())
     root = Path(pebench.__file__).resolve().parent.parent
-    for path in code_files():
+    for name, *_ in stats:
+        path = Path(name)
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(json.dumps(list(plugins), sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
