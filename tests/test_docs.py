@@ -1066,4 +1066,6 @@ def test_encoding_and_task_pages_lead_with_the_main_table_boards_and_two_figures
     assert "### Per task" in page and "### Main results" in page and "other.svg" not in page
     assert page.count(":::{figure}") == 4  # every figure that draws it, none that does not
     assert "Not part of the committed reference results" in gen.results_links("task", "copy", results)[2]
+    assert "--task copy --filter task=copy` runs it" in gen.results_links("task", "copy", results)[2]
+    assert "`pebench evaluate fire` runs" in gen.results_links("encoding", "fire", results)[2]
     assert gen.all_results_page("task", "copy", results) is None

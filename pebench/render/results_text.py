@@ -62,9 +62,14 @@ ALL_RESULTS = "every suite, every table row and every figure that draws it."
 
 
 def not_in_reference_text(column: str, name: str) -> str:
-    """What the page of ``name`` (an encoding or a task, ``column``) says when the reference results lack it."""
-    return (f"Not part of the committed reference results; run it with `pebench run --suite standard --{column} "
-            f"{name}`.")
+    """What the page of ``name`` (an encoding or a task, ``column``) says when the reference results lack it: the
+    command that runs only its runs under the standard protocol and sets them beside the reference's."""
+    if column == "encoding":
+        return (f"Not part of the committed reference results; `pebench evaluate {name}` runs its standard battery "
+                "and judges it against every baseline of the reference.")
+    return (f"Not part of the committed reference results; `pebench run --suite standard --task {name} --filter "
+            f"task={name}` runs it with every encoding of the standard suite, and `pebench combine` sets that folder "
+            "beside `results/standard` for `pebench report`.")
 
 
 def entry_view(index: dict[str, Any], column: str, name: str, lead_only: bool = False
