@@ -100,8 +100,8 @@ def test_a_complete_verdict_ranks_the_encoding_among_the_reference(plugin, refer
         paper = tmp_path / "paper.tex"
         inputs = "".join(f"\\input{{{out / 'verdict' / name}.tex}}\n" for name in
                          ("verdict_per_task_decoder", "verdict_board"))
-        paper.write_text("\\documentclass[twocolumn]{article}\n\\usepackage{booktabs}\n\\begin{document}\nText.\n"
-                         f"{inputs}\\end{{document}}\n")
+        paper.write_text("\\documentclass[twocolumn]{article}\n\\usepackage{booktabs,graphicx}\n"
+                         f"\\begin{{document}}\nText.\n{inputs}\\end{{document}}\n")
         done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", paper.name], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stdout[-2000:]

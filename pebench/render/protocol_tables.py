@@ -22,12 +22,11 @@ from pebench import protocol, store, tasks
 from pebench.config import TrainConfig
 from pebench.encodings.t5 import relative_position_bucket
 from pebench.plan.experiment import RunSpec, load_experiments, registered_report_specs, suite_runs
-from pebench.render import table_width
 from pebench.render.blocks import PagePiece, table, text
 from pebench.render.fit_criterion import fit_criterion_blocks
 from pebench.render.results_text import not_in_results
 from pebench.render.seed_text import describe_run_seeds
-from pebench.render.tables import Table, text_table
+from pebench.render.tables import BLOCK_COLUMNS, FLOAT_ROWS, PARAGRAPH_CHARS, WIDE_COLUMNS, Table, text_table
 from pebench.store import report_file
 from pebench.store.provenance import manifest_history
 from pebench.store.report_file import display_path
@@ -236,7 +235,7 @@ def experiment_values(suite: str = REFERENCE_SUITE) -> dict[str, str]:
 def protocol_values() -> dict[str, str]:
     """The protocol's constants by name, as the protocol page quotes them: the fit criterion, the step caps,
     seeds, position capacity, compared encodings, T5's shared buckets and :func:`experiment_values`; and the
-    page a LaTeX table is fitted to (:mod:`pebench.render.table_width`), as the cite page quotes it."""
+    fixed layout of a LaTeX table (:func:`pebench.render.tables.to_latex`), as the cite page quotes it."""
     standard = protocol.SCALES[REFERENCE_SUITE]
     defaults = TrainConfig()
     return {
@@ -268,10 +267,11 @@ def protocol_values() -> dict[str, str]:
         "capable_encodings": ", ".join(f"`{name}`" for name in protocol.CAPABLE_ENCODINGS),
         "capable_fit_goal": f"{100 * protocol.CAPABLE_FIT_GOAL:.0f}%",
         "t5_shared_buckets": t5_shared_buckets(),
-        # the page a LaTeX table is fitted to (the cite page)
-        "table_column_width": f"{table_width.COLUMN_WIDTH:g}",
-        "table_text_width": f"{table_width.TEXT_WIDTH:g}",
-        "table_text_height": f"{table_width.TEXT_HEIGHT:g}",
+        # the fixed layout of a LaTeX table (the cite page)
+        "table_wide_columns": str(WIDE_COLUMNS),
+        "table_block_columns": str(BLOCK_COLUMNS),
+        "table_paragraph_chars": str(PARAGRAPH_CHARS),
+        "table_float_rows": str(FLOAT_ROWS),
         **experiment_values(),
         **inference_values(),
     }

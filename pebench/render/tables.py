@@ -17,9 +17,9 @@ is one, rendered by :func:`to_markdown`, :func:`to_latex` or :func:`to_text`::
     pebench results: standard v3-0123abcd
     <BLANKLINE>
 
-The LaTeX always compiles in a document with ``\\usepackage{booktabs}``: every character is written as
-LaTeX source in ASCII (:func:`latex_escape`), the results version is printed under the table, and the table
-fits a paper's page (:mod:`pebench.render.table_width`).
+The LaTeX always compiles in a document with ``\\usepackage{booktabs,graphicx}``: every character is written
+as LaTeX source in ASCII (:func:`latex_escape`), the results version is printed under the table, and a table
+wider than the page is scaled down to it (:func:`to_latex`).
 This module imports neither pandas nor the analysis modules: the site's extension renders with it too.
 """
 
@@ -30,8 +30,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from pebench.render import table_width
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,6 +46,20 @@ BOUND_LEGEND = "≥ marks a lower bound: the exact value is at least the number 
 UNDEFINED = "—"
 #: Markdown's alignment row per column alignment ("": the renderer's default, left)
 _MARKDOWN_ALIGN = {"l": ":--", "r": "--:", "c": ":-:", "": "---"}
+#: a LaTeX table of more columns than this spans both columns of a two-column paper (``table*``): one column
+#: (ACL's 219 pt) holds four of pebench's columns in ``\small`` (a task, an encoding, two counts), five only scaled down
+WIDE_COLUMNS = 4
+#: the most columns a LaTeX tabular sets beside those naming a row; more go in blocks one under the other, so that
+#: a wide table is not scaled down to unreadable (a synthetic report's widest: 0.7 of their size in article's 469 pt)
+BLOCK_COLUMNS = 8
+#: a column of words whose longest cell has more characters than this (a verdict) wraps, in a ragged-right paragraph
+PARAGRAPH_CHARS = 40
+#: the width of that paragraph, and the characters a line of it holds (Computer Modern's are about half an em)
+PARAGRAPH_WIDTH, PARAGRAPH_LINE = "15em", 30
+#: the most lines a LaTeX float holds, each block's rows and each line of a wrapped cell counted; more continue in
+#: further floats: 36 lines of ``\small`` (11 pt) with four blocks' rules, a caption and notes stay within
+#: article's page (550 pt; the major ML styles' are taller)
+FLOAT_ROWS = 36
 
 
 # --------------------------------------------------------------------------- numbers and text
@@ -261,13 +273,12 @@ class Style:
     """How a table is typeset.
 
     Attributes:
-        comment: the LaTeX begins with a comment naming the package it needs.
-        font: LaTeX size command inside the float (``\\small``, ``\\footnotesize``), or ``""``; a table too wide for
-            the page is set smaller (:func:`pebench.render.table_width.fit`).
+        comment: the LaTeX begins with a comment naming the packages it needs.
+        font: LaTeX size command inside the float (``\\small``, ``\\footnotesize``), or ``""``.
         title_in_caption: the caption begins with the title (``Title. Caption``).
         caption_gap: blank lines between a Markdown table and its caption.
         environment: the LaTeX float: ``table``, or ``table*`` to span both columns of a two-column paper (a
-            ``table`` wider than one column spans both).
+            table of more than :data:`WIDE_COLUMNS` columns spans both).
     """
 
     comment: bool = False
@@ -408,15 +419,6 @@ def to_markdown(table: Table) -> str:
     return out
 
 
-def _latex_header(lines: Sequence[str], align: str) -> str:
-    """A header cell: its one line, or its lines stacked in a tabular aligned as its column, bottom line on the
-    row's baseline (a line that begins with ``[`` after ``{}``, which ``\\\\`` would read as its argument)."""
-    if len(lines) == 1:
-        return latex_escape(lines[0])
-    stacked = r" \\ ".join(("{}" if line.startswith("[") else "") + latex_escape(line) for line in lines)
-    return f"\\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}{stacked}\\end{{tabular}}"
-
-
 def _row_names(table: Table, words: Sequence[bool]) -> int:
     """How many leading columns name a row (repeated in each block of a table set in blocks): its key columns, or
     in a table without any, its leading columns of ``words`` (an arch, an encoding, a pair of them)."""
@@ -425,34 +427,50 @@ def _row_names(table: Table, words: Sequence[bool]) -> int:
     return next((k for k, word in enumerate(words) if not word), len(words))
 
 
-def to_latex(table: Table) -> str:
-    """A booktabs float that compiles with ``\\usepackage{booktabs}``: every text escaped (:func:`latex_escape`),
-    a ``\\midrule`` above each group, best cells in bold and tied ones underlined, the notes and the results
-    version in a footnote-sized footer inside the float (so they travel with it).
+def _floats(table: Table, blocks: int, paragraphs: set[int]) -> list[range]:
+    """The rows of each float: whole groups while :data:`FLOAT_ROWS` allows, a group split only where it alone holds
+    more. A row counts a line per block, times the lines of its longest wrapped cell (:data:`PARAGRAPH_LINE`)."""
+    lines = [blocks * max([1, *(math.ceil(len(row[k].shown) / PARAGRAPH_LINE) for k in paragraphs)])
+             for row in table.rows]
+    starts = sorted({0, *(i for i in table.group_starts if 0 < i < len(table.rows))})
+    parts: list[range] = []
+    for start, stop in zip(starts, [*starts[1:], len(table.rows)], strict=True):
+        if parts and sum(lines[parts[-1].start:stop]) <= FLOAT_ROWS:  # the group joins the float before it
+            parts[-1] = range(parts[-1].start, stop)
+            continue
+        parts.append(range(start, min(start + 1, stop)))  # empty only in a table of no rows
+        for i in range(start + 1, stop):
+            fits = sum(lines[parts[-1].start:i + 1]) <= FLOAT_ROWS
+            parts[-1:] = [range(parts[-1].start, i + 1)] if fits else [parts[-1], range(i, i + 1)]
+    return parts
 
-    It fits a paper's page as :mod:`pebench.render.table_width` decides. Across: one column, or both columns no wider
-    than :data:`pebench.render.table_width.TEXT_WIDTH`, with a smaller font, headers on several lines, tighter columns,
-    a column of words wrapped or, as a last resort, its columns in blocks one under the other, each repeating the
-    columns that name a row. Down: a table taller than :data:`pebench.render.table_width.TEXT_HEIGHT` continues in
-    further floats of the same number (its rows split between its groups), each captioned "(continued)", the
-    notes under the last.
+
+def to_latex(table: Table) -> str:
+    """A booktabs float that compiles with ``\\usepackage{booktabs,graphicx}``: every text escaped
+    (:func:`latex_escape`), a ``\\midrule`` above each group, best cells in bold and tied ones underlined, the notes
+    and the results version in a footnote-sized footer inside the float (so they travel with it).
+
+    Its layout is fixed, not measured: each tabular keeps its natural width, scaled down to the line where wider
+    (graphicx's ``\\resizebox``); a table of more than :data:`WIDE_COLUMNS` columns spans both columns of a
+    two-column paper (``table*``); more than :data:`BLOCK_COLUMNS` columns beside those that name a row are set in
+    blocks one under the other, each repeating those; a column of words longer than :data:`PARAGRAPH_CHARS`
+    characters wraps in :data:`PARAGRAPH_WIDTH`; more than :data:`FLOAT_ROWS` lines continue in further floats of
+    the same number, split between groups where possible, each captioned "(continued)", the notes under the last.
     """
-    style = table.style
-    rows = table.display_rows()
-    words = [kind == "words" for kind in column_kinds(table.rows)]
-    fitted = table_width.fit(table.headers, [[(cell.shown, cell.mark == "best") for cell in row] for row in rows],
-                             _row_names(table, words), style.environment, style.font, words)
+    style, columns = table.style, len(table.columns)
+    kinds = column_kinds(table.rows)
+    names = _row_names(table, [kind == "words" for kind in kinds])
+    blocks = [[*range(names), *range(k, min(k + BLOCK_COLUMNS, columns))]
+              for k in range(names, columns, BLOCK_COLUMNS)] or [list(range(columns))]
+    paragraphs = {k for k, kind in enumerate(kinds)
+                  if kind == "words" and max(len(row[k].shown) for row in table.rows) > PARAGRAPH_CHARS}
+    environment = "table*" if columns > WIDE_COLUMNS else style.environment
     notes = [*table.legends, *table.notes, *([version_line(table.version)] if table.version else [])]
-    parts = table_width.pages(fitted, [[cell.shown for cell in row] for row in rows], table.group_starts,
-                              table.full_caption, notes)
+    parts = _floats(table, len(blocks), paragraphs)
     shown = table.display_rows([part.start for part in parts])  # key cells printed again where a float begins
-    lines = ["% generated by pebench report; needs \\usepackage{booktabs}"] if style.comment else []
+    lines = ["% generated by pebench report; needs \\usepackage{booktabs,graphicx}"] if style.comment else []
     for p, part in enumerate(parts):
-        lines += [f"\\begin{{{fitted.environment}}}[tp]", r"\centering"]
-        if fitted.font:
-            lines.append(fitted.font)
-        if fitted.column_sep != table_width.COLUMN_SEP:
-            lines.append(f"\\setlength{{\\tabcolsep}}{{{fitted.column_sep:g}pt}}")
+        lines += [f"\\begin{{{environment}}}[tp]", r"\centering", *([style.font] if style.font else [])]
         if p == 0:
             lines += [f"\\caption{{{latex_escape(table.full_caption)}}}",
                       f"\\label{{{latex_label(table)}}}"]
@@ -460,24 +478,23 @@ def to_latex(table: Table) -> str:
             lines += [r"\addtocounter{table}{-1}",
                       f"\\caption{{{latex_escape(' '.join(filter(None, [table.title, '(continued)'])))}}}"]
         lines.append(r"\smallskip")  # LaTeX leaves no space below a caption: its last line would touch the top rule
-        for n, block in enumerate(fitted.blocks):
+        for n, block in enumerate(blocks):
             if n:
                 lines.append(r"\par\medskip")
-            lines += _latex_block(table, fitted, block, [(i, shown[i]) for i in part], part.start)
+            lines += _latex_block(table, block, paragraphs, [(i, shown[i]) for i in part], part.start)
         if p == len(parts) - 1:
             lines += [rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}" for note in notes]
-        lines += [f"\\end{{{fitted.environment}}}", ""]
+        lines += [f"\\end{{{environment}}}", ""]
     return "\n".join(lines)
 
 
-def _latex_block(table: Table, fitted: table_width.Fit, block: Sequence[int], rows: Sequence[tuple[int, list[Cell]]],
+def _latex_block(table: Table, block: Sequence[int], paragraphs: set[int], rows: Sequence[tuple[int, list[Cell]]],
                  first: int) -> list[str]:
     """The tabular of ``block``'s columns and of ``rows`` (by their index in the table), a rule above each group
-    that begins after row ``first``."""
-    aligns = [table.columns[k].align or "l" for k in block]
-    lines = [f"\\begin{{tabular}}{{{''.join(aligns)}}}", r"\toprule",
-             " & ".join(_latex_header(fitted.headers[k], a) for k, a in zip(block, aligns, strict=True)) + r" \\",
-             r"\midrule"]
+    that begins after row ``first``, scaled down to the line where wider (graphicx's ``\\resizebox``)."""
+    lines = [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+             f"\\begin{{tabular}}{{{''.join(table.columns[k].align or 'l' for k in block)}}}", r"\toprule",
+             " & ".join(latex_escape(table.columns[k].header) for k in block) + r" \\", r"\midrule"]
     for i, row in rows:
         if i in table.group_starts and i > first:
             lines.append(r"\midrule")
@@ -486,10 +503,10 @@ def _latex_block(table: Table, fitted: table_width.Fit, block: Sequence[int], ro
             cell, text = row[k], latex_escape(row[k].shown)
             text = (f"\\textbf{{{text}}}" if cell.mark == "best" else f"\\underline{{{text}}}"
                     if cell.mark == "tied" else text)
-            cells.append(f"\\parbox[t]{{{fitted.paragraphs[k]:g}pt}}{{\\raggedright {text}}}"
-                         if k in fitted.paragraphs and text else text)
+            cells.append(f"\\parbox[t]{{{PARAGRAPH_WIDTH}}}{{\\raggedright {text}}}" if k in paragraphs and text
+                         else text)
         lines.append(" & ".join(cells) + r" \\")
-    return [*lines, r"\bottomrule", r"\end{tabular}"]
+    return [*lines, r"\bottomrule", r"\end{tabular}}"]  # the box closes on this line: a line break would add a space
 
 
 def to_text(table: Table, width: int | None = None) -> str:
