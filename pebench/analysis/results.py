@@ -333,16 +333,16 @@ def curves(data: pd.DataFrame) -> pd.DataFrame:
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values (Holm 1979), by statsmodels' maintained implementation
-    (``statsmodels.stats.multitest.multipletests(method="holm")``); NaN entries are left out of the family and
-    stay NaN."""
-    from statsmodels.stats.multitest import multipletests
+    """Holm's step-down adjusted p-values (Holm 1979): sorted ascending, the ``i``-th smallest of ``m`` times
+    ``m - i``, each at least the one before, at most 1. NaN entries are left out of the family and stay NaN.
 
+    The same operations as statsmodels' ``multipletests(method="holm")`` (tests/test_results.py checks they agree
+    bit for bit), without its ``gc.collect()`` on every call, which took a quarter of a report's time."""
     p = np.asarray(p_values, dtype=float)
     adjusted = np.full_like(p, np.nan)
-    finite = np.isfinite(p)
-    if finite.any():
-        adjusted[finite] = multipletests(p[finite], method="holm")[1]
+    finite = np.flatnonzero(np.isfinite(p))
+    order = finite[np.argsort(p[finite])]
+    adjusted[order] = np.minimum(np.maximum.accumulate(p[order] * np.arange(len(order), 0, -1)), 1.0)
     return adjusted
 
 
