@@ -193,7 +193,7 @@ class Task:
         :data:`COUNT_DRAWS` fixed draws (held-out ones: one in :data:`HELD_OUT_SHARE` of them), so a count of a few
         hundred or fewer is the exact size of a uniformly drawn space; counting stops at :data:`COUNT_ENOUGH` or
         more, where the space holds at least as many (computed once per task version, length and part)."""
-        return _distinct_inputs(type(self), self.name, self.version, length, held_out and self.is_split(length))
+        return _distinct_counts(type(self), self.name, self.version, length)[held_out and self.is_split(length)]
 
     def describe(self) -> str:
         """A one-paragraph description (first paragraph of the docstring)."""
@@ -212,17 +212,19 @@ def _is_split(cls: type[Task], name: str, version: int, length: int) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _distinct_inputs(cls: type[Task], name: str, version: int, length: int, held_out_part: bool) -> int:
+def _distinct_counts(cls: type[Task], name: str, version: int, length: int) -> tuple[int, int]:
+    """The distinct inputs of the whole space and of its held-out part among the same fixed draws (one pass
+    draws for both: each count stops growing once it reaches :data:`COUNT_ENOUGH`, as it would alone)."""
     task, generator = cls(), torch.Generator().manual_seed(7_919 * length + 2)
-    seen = torch.empty(0, length, dtype=torch.long)
+    seen = [torch.empty(0, length, dtype=torch.long)] * 2  # the whole space, the held-out part
     for _ in range(COUNT_DRAWS // COUNT_CHUNK):
         inputs = task.sample(COUNT_CHUNK, length, generator, split="eval").inputs.long()
-        if held_out_part:
-            inputs = inputs[is_held_out(inputs)]
-        seen = torch.unique(torch.cat([seen, inputs]), dim=0)
-        if len(seen) >= COUNT_ENOUGH:
+        for part, drawn in enumerate((inputs, inputs[is_held_out(inputs)])):
+            if len(seen[part]) < COUNT_ENOUGH:
+                seen[part] = torch.unique(torch.cat([seen[part], drawn]), dim=0)
+        if min(map(len, seen)) >= COUNT_ENOUGH:
             break
-    return len(seen)
+    return len(seen[0]), len(seen[1])
 
 
 class SequenceTask(Task):
