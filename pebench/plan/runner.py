@@ -167,11 +167,11 @@ class SweepSummary:
 
     total: int
     skipped: int
-    done: int
-    failed: int
-    diverged: int
-    blocked: list[str]
-    seconds: float
+    done: int = 0
+    failed: int = 0
+    diverged: int = 0
+    blocked: list[str] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
     #: runs this sweep planned to train in seed batches of two or more (0 when ``seed_batch`` is off or no
     #: runs share a ``length_seed``); a batch that raises falls back to one run at a time
     seed_batched: int = 0
@@ -303,72 +303,46 @@ def _log_lines(
     return log_line
 
 
-def run_sweep(
-    specs: Sequence[RunSpec],
-    out: Path,
-    *,
-    executor: str = "serial",
-    workers: int = 1,
-    dask_address: str | None = None,
-    device: str | None = None,
-    on_done: Callable[[RunSpec, list[dict[str, Any]]], None] | None = None,
-    seed_batch: bool | None = None,
-    compile: bool = False,
-    threads: int = 1,
-    predictions: bool = False,
-) -> SweepSummary:
+def run_sweep(specs: Sequence[RunSpec], out: Path, *, executor: str = "serial", workers: int = 1,
+              dask_address: str | None = None, device: str | None = None,
+              on_done: Callable[[RunSpec, list[dict[str, Any]]], None] | None = None, seed_batch: bool | None = None,
+              compile: bool = False, threads: int = 1, predictions: bool = False) -> SweepSummary:
     """Run every spec not already complete in ``out`` and write its CSV the moment it finishes.
 
     Args:
-        specs: the runs (typically :func:`pebench.plan.experiment.suite_runs`).
-        out: the suite's results folder; CSVs go to ``out/raw/``.
-        executor: ``serial`` (in this process), ``processes`` (a local pool of
-            ``workers`` processes) or ``dask`` (``dask_address``, or a
-            LocalCluster of ``workers`` single-threaded workers if ``None``).
+        specs: the runs (typically :func:`pebench.plan.experiment.suite_runs`), started longest first
+            (:func:`~pebench.plan.sweep_time.estimated_cost`), so that parallel workers finish together.
+        out: the suite's results folder; run files go to ``out/raw/``.
+        executor: ``serial`` (this process), ``processes`` (a local pool of ``workers`` processes) or ``dask``
+            (``dask_address``, or a LocalCluster of ``workers`` single-threaded workers if ``None``).
         workers: parallel workers for ``processes`` / local Dask.
         device: torch device for every run (default CUDA if available).
-        on_done: called with (spec, rows) after each run's file is written;
-            default a progress bar / log lines.
-        seed_batch: train runs that differ only in seed (and share a
-            ``length_seed``) as one seed-batched model (:func:`~pebench.plan.execute.execute_group`).
-            Default: on CUDA only; on the 2-core CPU it measured at most 1.2x
-            faster and it balances worse across workers (docs: performance).
-        compile: train every run under ``torch.compile`` (:func:`pebench.learn.train.train`); cannot be
-            combined with ``seed_batch``. Off by default (docs: performance).
-        threads: torch threads of every run, on every executor (recorded in the rows'
-            ``torch_threads``). Floating-point sums depend on it, so the same value on every executor
-            gives the same rows; the default 1 is what a pool of one worker per core uses anyway.
-        predictions: also write every example each run made here scored, with the model's prediction, beside
-            its run file (:mod:`pebench.store.predictions`); the rows are the same. A run already in ``out`` is
-            not made again for it.
-
-    Runs are started longest first (by :func:`~pebench.plan.sweep_time.estimated_cost`), so that parallel workers finish
-    together instead of one of them training the last long run alone.
+        on_done: called with (spec, rows) after each run's file is written; default a progress bar or log lines.
+        seed_batch: train runs that differ only in seed (and share a ``length_seed``) as one seed-batched model
+            (:func:`~pebench.plan.execute.execute_group`); default on CUDA only (docs: performance).
+        compile: train under ``torch.compile`` (:func:`pebench.learn.train.train`), never with ``seed_batch``.
+        threads: torch threads of every run, on every executor (the rows' ``torch_threads``): floating-point sums
+            depend on it, so the same value on every executor gives the same rows.
+        predictions: also write every example each run made here scored, with the model's prediction, beside its
+            run file (:mod:`pebench.store.predictions`); a run already in ``out`` is not made again for it.
 
     Raises:
-        FolderLockError: another sweep holds the folder (:func:`pebench.store.lock_folder`).
-        RunnerError: the Dask scheduler cannot be reached.
-        ResultsError: the folder holds another suite or protocol, or a malformed manifest.
-        SweepInterrupted: Ctrl-C or SIGTERM; SweepError: an error in this process (both after stopping
-            every worker, with the summary of what was saved).
+        FolderLockError: another sweep holds the folder (:func:`pebench.store.lock_folder`); RunnerError: the Dask
+            scheduler cannot be reached; ResultsError: the folder holds another suite or protocol, or a malformed
+            manifest; SweepInterrupted (Ctrl-C or SIGTERM) or SweepError (an error in this process), after
+            stopping every worker, with the summary of what was saved.
     """
     _check_sweep_arguments(executor, workers, threads, compile, seed_batch)
-    start = time.perf_counter()
-    out = Path(out)
+    start, out, device_name = time.perf_counter(), Path(out), device or str(default_device())
     remote = contextlib.ExitStack()  # a scheduler is reached before the folder is touched: if not, it is left as it was
     client = remote.enter_context(dask_client(dask_address, workers)) if executor == "dask" and dask_address else None
     out.mkdir(parents=True, exist_ok=True)
     with remote, lock_folder(out):
         existing, blocked = _open_folder(out, specs)
-        todo = [dataclasses.replace(s, keep_predictions=True) if predictions else s for s in specs
-                if s.run_id not in existing.complete and s.run_id not in blocked]
-        todo.sort(key=estimated_cost, reverse=True)  # stable: equal costs keep the suite's order
-        device_name = device or str(default_device())
-        units = group_runs(todo, _seed_batched(seed_batch, device_name, compile))
+        todo, units = _todo(specs, existing, blocked, predictions, _seed_batched(seed_batch, device_name, compile))
         local = executor == "processes" or (executor == "dask" and dask_address is None)
         _warn_if_oversubscribed(workers if local and units else 0)
-        summary = SweepSummary(total=len(specs), skipped=len(existing.complete), done=0, failed=0, diverged=0,
-                               blocked=blocked, seconds=0.0,
+        summary = SweepSummary(len(specs), len(existing.complete), blocked=blocked,
                                seed_batched=sum(len(unit) for unit in units if len(unit) > 1))
         rates: dict[str, float] = {}  # seconds per unit of cost per experiment, filled by the announcement
         callback = on_done or _progress(len(specs), len(existing.complete) + len(blocked), todo, rates)
@@ -381,15 +355,32 @@ def run_sweep(
                                rates, threads), file=sys.stderr, flush=True)
             if executor == "dask" and units and client is None:
                 client = stack.enter_context(dask_client(None, workers))
-            experiments = [spec.experiment for spec in specs]
-            invocation.entry = write_manifest(out, specs[0].suite if specs else "", len(specs), device_name,
-                                              executor, workers, compile, threads, experiments, len(todo),
-                                              report_declarations=report_declarations(experiments))
+            invocation.entry = _manifest(out, specs, len(todo), device_name, executor, workers, compile, threads)
             dispatch(units, finish, executor, client, workers, device, threads, compile,
                      stall_seconds=None if dask_address else DASK_NO_WORKER_SECONDS,
                      started=getattr(callback, "started", lambda unit: None),
                      progressed=getattr(callback, "progressed", None))
     return summary
+
+
+def _manifest(out: Path, specs: Sequence[RunSpec], to_make: int, device: str, executor: str, workers: int,
+              compile: bool, threads: int) -> dict[str, Any]:
+    """Write the folder's manifest for a sweep of ``specs`` that makes ``to_make`` runs
+    (:func:`pebench.store.write_manifest`), with its experiments' report declarations; returns its entry."""
+    experiments = [spec.experiment for spec in specs]
+    return write_manifest(out, specs[0].suite if specs else "", len(specs), device, executor, workers, compile,
+                          threads, experiments, to_make, report_declarations=report_declarations(experiments))
+
+
+def _todo(specs: Sequence[RunSpec], existing: ExistingResults, blocked: Sequence[str], predictions: bool,
+          seed_batched: bool) -> tuple[list[RunSpec], list[list[RunSpec]]]:
+    """The runs of ``specs`` a sweep makes (not complete in its folder, not blocked by a bad file), longest first
+    (a stable sort: equal costs keep the suite's order), each keeping its predictions where asked, and the units
+    they are trained in (:func:`~pebench.plan.execute.group_runs`)."""
+    todo = [dataclasses.replace(s, keep_predictions=True) if predictions else s for s in specs
+            if s.run_id not in existing.complete and s.run_id not in blocked]
+    todo.sort(key=estimated_cost, reverse=True)
+    return todo, group_runs(todo, seed_batched)
 
 
 def _seed_batched(seed_batch: bool | None, device: str, compile: bool) -> bool:
