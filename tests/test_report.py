@@ -906,3 +906,23 @@ def test_the_fitted_metric_describes_the_criterion_of_every_protocol():
     description = metrics.get("fitted").description
     assert "every training length since protocol v3" in description and "at the longest training length" not in \
         description
+
+
+def test_a_protocol_4_report_writes_its_boards_without_the_mrr_leaderboard(synthetic, tmp_path):
+    """From protocol v4 the MRR leaderboard and its per-task ranks are not written, so the report must not list
+    the ranks file among its outputs (a report of the partial v4 reference failed on it)."""
+    from pebench.config import run_id_of
+    from pebench.store.schema import RUN_ID_COLUMNS
+
+    folder = copy_results(synthetic, tmp_path / "v4")
+    shutil.copy(synthetic / "manifest.json", folder)
+    for path in (folder / "raw").glob("*.csv"):
+        frame = pd.read_csv(path).assign(protocol=4)
+        first = frame.iloc[0].to_dict()
+        frame["run_id"] = run_id_of({key: first[key] for key in RUN_ID_COLUMNS if key in first})
+        path.unlink()
+        frame.to_csv(folder / "raw" / f"{frame['run_id'].iloc[0]}.csv", index=False)
+    made = write_report(folder, out_dir=tmp_path / "out")
+    names = {artifact.name for artifact in made.tables}
+    assert "harm_length_extrapolation" in names and "leaderboard_length_extrapolation" not in names
+    assert not list((tmp_path / "out" / "tables").glob("task_ranks_*"))

@@ -27,7 +27,7 @@ from pebench.report.artifacts import (
     save_figure,
     save_table,
 )
-from pebench.report.boards import ranking_artifacts
+from pebench.report.boards import MRR_LAST_PROTOCOL, ranking_artifacts
 from pebench.report.entries import ENCODING_FIGURES
 from pebench.report.index import sections as index_sections
 from pebench.report.layout_findings import titled
@@ -189,11 +189,12 @@ def _experiment_artifacts(data: pd.DataFrame, runs: pd.DataFrame, cells: pd.Data
                 made.shown.append(shown_record(shown(table), experiment))
             made.findings.extend(view.findings(part_runs, part_cells, experiment, view_spec))
         if spec.primary_metric:
+            protocol = max(schema.recorded_protocols(part_data), default=2)
             artifacts, sentences = ranking_artifacts(part_runs, experiment, spec, folders["tables"], stamp,
-                                                     max(schema.recorded_protocols(part_data), default=2), part_data)
+                                                     protocol, part_data)
             made.tables.extend(artifacts)
             made.findings.extend(sentences)
-            if artifacts:  # a board was written, and beside it the per-task ranks the leaderboard page reads
+            if artifacts and protocol <= MRR_LAST_PROTOCOL:  # an MRR board, and beside it its per-task ranks
                 made.other_outputs.append(folders["tables"] / task_ranks_name(experiment))
     return made
 
