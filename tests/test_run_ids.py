@@ -41,10 +41,22 @@ GOLDEN = {
         ("lm_extrapolation", "charlm", "rope", "decoder", 0): "fb4df8c9fc85f0e9",
         ("lm_extrapolation", "charlm", "randomized:rope", "decoder", 2): "e7a2d6842309c783",
     },
+    4: {  # two seeds, the mechanisms of 2025-26, the decoder battery's new tasks, runs extended at their cap
+        ("length_extrapolation", "flip_flop", "fox", "decoder", 0): "0482b6585569f452",
+        ("length_extrapolation", "passkey", "pope", "decoder", 0): "150b879accef72ce",
+        ("length_extrapolation", "stack_manipulation", "rope", "decoder", 0): "5933b46426ef67e9",
+        ("length_extrapolation", "odds_first", "ssmax:rope", "decoder", 0): "395e1cbfba4b18db",
+        ("length_extrapolation", "copy", "canon", "encoder", 0): "e2bda98636026c88",
+        ("length_extrapolation", "selective_copy", "learned", "decoder", 1): "9b5686c433893bc5",
+        ("lm_extrapolation", "charlm", "irope", "decoder", 1): "d22ea6487eeecb83",
+        ("rope_scaling", "copy", "rope", "decoder", 0): "f5275acd9db769e9",
+    },
 }
-# where the reference of each protocol lies, in order: the v3 reference is made into results/next/standard
-# and then replaces results/standard, whose v2 reference moves to the archive (docs/protocol.md)
-REFERENCES = {2: ["standard", "archive/v2/standard"], 3: ["standard", "next/standard"]}
+# where the reference of each protocol lies, in order: a new protocol's reference is made into its own folder
+# (results/next/standard for v3, results/v4/standard for v4) and then replaces results/standard, whose reference
+# moves to the archive (docs/protocol.md)
+REFERENCES = {2: ["standard", "archive/v2/standard"], 3: ["standard", "next/standard", "archive/v3/standard"],
+              4: ["standard", "v4/standard"]}
 CASES = [pytest.param(version, run, run_id, id=f"v{version}-" + "-".join(map(str, run)))
          for version, golden in GOLDEN.items() for run, run_id in golden.items()]
 
