@@ -322,12 +322,20 @@ def test_from_protocol_4_the_mrr_leaderboard_is_only_in_the_archive(tmp_path):
 
     runs = v3_runs({"rope": 0.5, "alibi": 0.3}).assign(experiment="length_extrapolation")
     spec = ReportSpec(primary_metric="ood_token_acc", comparisons=(("rope", "alibi"),))
-    names = {}
+    names, findings = {}, {}
     for protocol in (3, 4):
         (tmp_path / f"v{protocol}").mkdir()
-        names[protocol] = {artifact.name for artifact in ranking_artifacts(
-            runs, "length_extrapolation", spec, tmp_path / f"v{protocol}", protocol=protocol)[0]}
+        artifacts, findings[protocol] = ranking_artifacts(runs, "length_extrapolation", spec,
+                                                          tmp_path / f"v{protocol}", protocol=protocol)
+        names[protocol] = {artifact.name for artifact in artifacts}
     assert names[3] - names[4] == {"leaderboard_length_extrapolation"}
+    # and from v4 the board's stability on halves of its seeds and tasks (issue 66), which v3 reports never said
+    stability = [sentence for sentence in findings[4] if "Kendall's tau" in sentence]
+    assert not any("Kendall's tau" in sentence for sentence in findings[3])
+    assert stability == ["Length extrapolation, decoder: the board's order on halves of its evidence, Kendall's "
+                         "tau between the halves' orders of the encodings ranked on both: mean 1.00 over the 10 "
+                         "splits of its 6 seeds into two halves of 3; mean 1.00 over the 3 splits of its 4 "
+                         "order-dependent tasks into two halves of 2 (1: the same order, 0: unrelated)."]
     assert {"extrapolation_length_extrapolation", "fit_length_extrapolation",
             "pairwise_tasks_length_extrapolation"} <= names[4]
     assert (tmp_path / "v3" / task_ranks_name("length_extrapolation")).exists()
@@ -499,3 +507,23 @@ def test_a_board_names_each_architecture_once_and_a_pairs_tasks_under_the_pair()
     shown = [line.split("|")[1:5] for line in rendered.splitlines()[2:4]]
     assert [[cell.strip() for cell in row] for row in shown] == [["decoder", "RoPE", "ALiBi", "copy"],
                                                                  ["", "", "", "reverse"]]
+
+
+def test_split_half_reads_the_boards_order_on_halves_of_the_seeds_and_of_the_tasks():
+    """Issue 66's stability: an order that every task and seed shows holds on every half (tau 1); one that half
+    of the tasks reverse does not hold on any split of the tasks."""
+    steady = v3_runs({"rope": 0.9, "alibi": 0.6, "t5": 0.3, "fire": 0.1}, n_tasks=6, seeds=4, noise=0.01)
+    by_task = lb.split_half(steady, "task").iloc[0]
+    assert (by_task["n_units"], by_task["n_splits"], by_task["n_encodings"]) == (6, 10, 4)  # C(6, 3) / 2 splits
+    assert by_task["tau_mean"] == by_task["tau_min"] == 1.0
+    by_seed = lb.split_half(steady, "seed").iloc[0]
+    assert (by_seed["n_units"], by_seed["n_splits"], by_seed["tau_min"]) == (4, 3, 1.0)
+    flipped = steady.copy()
+    reverse = flipped["task"].isin(["task0", "task1", "task2"])
+    flipped.loc[reverse, "ood_normalised_acc"] = 1.0 - flipped.loc[reverse, "ood_normalised_acc"]
+    split = lb.split_half(flipped, "task").iloc[0]
+    assert split["tau_min"] == -1.0 and split["tau_max"] < 0  # {0,1,2} against {3,4,5}; any split: more reversed
+    # tasks on one side than the other
+    assert lb.split_half(steady[steady["seed"] == 0], "seed").empty  # one seed: nothing to split
+    with pytest.raises(ValueError, match="by seed or task"):
+        lb.split_half(steady, "encoding")

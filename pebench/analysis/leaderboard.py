@@ -21,6 +21,8 @@ metrics, and ``fitted`` when known):
   tiers from the pairwise tests of a seeded 10,000-replicate bootstrap, each
   with the probability of its tier, "no extrapolation" at or below the floor;
   :func:`capability` and :func:`harm` beside it;
+* :func:`split_half` — how well the board's order holds on halves of its
+  seeds or tasks (Kendall's tau between the halves' orders);
 * :func:`capacity_goal`, :func:`capacity_shortfall` — whether the capable
   encodings fit the battery (protocol v3's goal for its scale), and what their
   unfitted runs reached in distribution, from their fit curves;
@@ -697,7 +699,8 @@ def _arch_board(scores: np.ndarray, valid: np.ndarray, n_seeds: np.ndarray, n_bo
         last = np.array([place[tier[eligible] == t].max() for t in tier[eligible]])
         replicate = np.where(np.isnan(boot_advantage[:, eligible]), -np.inf, boot_advantage[:, eligible])
         replicate_place = np.argsort(np.argsort(-replicate, axis=1, kind="stable"), axis=1)  # (B, eligible)
-        probability[eligible] = ((replicate_place >= first) & (replicate_place <= last)).mean(0)
+        if n_boot:  # without replicates (split_half's point orders) no probability
+            probability[eligible] = ((replicate_place >= first) & (replicate_place <= last)).mean(0)
     p_first = np.full(n_encodings, np.nan)
     if ranked.any() and n_boot:
         boot_ranked = np.where(np.isnan(boot_advantage[:, ranked]), -np.inf, boot_advantage[:, ranked])
@@ -712,6 +715,55 @@ def _arch_board(scores: np.ndarray, valid: np.ndarray, n_seeds: np.ndarray, n_bo
                 advantage_high=advantage_high, win_rate=win_rate, p_first=p_first, n_tasks=judged.sum(0),
                 few_tasks=ranked & (judged.sum(0) < BOARD_MIN_FIT * n_tasks),
                 n_pairs=(fitted_runs * judged.T).sum(1))
+
+
+#: the most splits :func:`split_half` reads per arch (all of them below it; 10 tasks give 126)
+MAX_SPLITS = 256
+
+
+def split_half(runs: pd.DataFrame, by: str, metric: str = PRIMARY_SCORE) -> pd.DataFrame:
+    """How well the extrapolation board's order holds on halves of its evidence: per arch, the order-dependent
+    runs split into two disjoint halves of ``by`` (``"seed"`` or ``"task"``) of equal size (with an odd count, the
+    lowest unit outside the first half is left out),
+    the board's point advantages (:func:`extrapolation_board`, no bootstrap) computed on each half, and Kendall's
+    tau-b between the two orders over the encodings ranked on both halves, for every split (up to
+    :data:`MAX_SPLITS`, the first in :func:`itertools.combinations` order; each split once, never with its
+    mirror). Columns: ``arch``, ``by``, ``n_units`` (the seeds or tasks split), ``n_splits``, ``tau_mean``,
+    ``tau_min``, ``tau_max``, ``n_encodings`` (the fewest ranked on both halves of a split). Empty where an arch
+    has fewer than two units."""
+    if by not in ("seed", "task"):
+        raise ValueError(f"split_half splits by seed or task, not {by!r}")
+    from scipy.stats import kendalltau  # here: only a report of a protocol-4 folder reads it
+
+    runs = trained_runs(runs)
+    records = []
+    if "fitted" not in runs or metric not in runs:
+        return pd.DataFrame(columns=_SPLIT_COLUMNS)
+    dependent = runs[runs["order_dependent"] == True]  # noqa: E712
+    for arch, part in dependent.groupby("arch", sort=True):
+        units = sorted(part[by].unique())
+        half = len(units) // 2
+        if half < 1:
+            continue
+        splits = [first for first in itertools.combinations(units, half)
+                  if len(units) % 2 or units[0] in first][:MAX_SPLITS]
+        taus, shared = [], []
+        for first in splits:
+            rest = [unit for unit in units if unit not in first][-half:]
+            sides = [extrapolation_board(part[part[by].isin(side)], metric, n_boot=0)
+                     .set_index("encoding")["advantage"].dropna() for side in (first, rest)]
+            common = sides[0].index.intersection(sides[1].index)
+            shared.append(len(common))
+            taus.append(kendalltau(sides[0][common], sides[1][common]).statistic if len(common) > 1 else np.nan)
+        taus = np.array(taus, dtype=float)
+        if np.isfinite(taus).any():
+            records.append(dict(arch=arch, by=by, n_units=len(units), n_splits=len(splits),
+                                tau_mean=np.nanmean(taus), tau_min=np.nanmin(taus), tau_max=np.nanmax(taus),
+                                n_encodings=min(shared)))
+    return pd.DataFrame.from_records(records, columns=_SPLIT_COLUMNS)
+
+
+_SPLIT_COLUMNS = ["arch", "by", "n_units", "n_splits", "tau_mean", "tau_min", "tau_max", "n_encodings"]
 
 
 def harm(runs: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:

@@ -268,6 +268,22 @@ def tier_sentence(board: pd.DataFrame, arch: str) -> str:
                                f"order-dependent tasks; tiers from {n_boot:,} bootstrap replicates, seed {seed}).")
 
 
+def split_half_sentence(halves: pd.DataFrame, arch: str) -> str:
+    """What :func:`~pebench.analysis.leaderboard.split_half` (both splits, seeds and tasks) says about ``arch``: per
+    split, Kendall's tau between the board's orders on the two halves, with its range over the splits."""
+    parts = []
+    for row in halves[halves["arch"] == arch].itertuples():
+        units = "seeds" if row.by == "seed" else "order-dependent tasks"
+        size = row.n_units // 2
+        over = (f"over the {row.n_splits} splits of its {row.n_units} {units} into two halves of {size}"
+                if row.n_splits > 1 else f"between its {row.n_units} {units}" if size == 1
+                else f"between two halves of {size} of its {row.n_units} {units}")
+        spread = f" (from {row.tau_min:.2f} to {row.tau_max:.2f})" if row.tau_min != row.tau_max else ""
+        parts.append(f"{'mean ' if row.n_splits > 1 else ''}{row.tau_mean:.2f}{spread} {over}")
+    return ("the board's order on halves of its evidence, Kendall's tau between the halves' orders of the "
+            f"encodings ranked on both: {'; '.join(parts)} (1: the same order, 0: unrelated).")
+
+
 def _described(rows: pd.DataFrame, probability: bool = True) -> str:
     """The encodings of ``rows`` with their score intervals (and the probability of their tier)."""
     return ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"

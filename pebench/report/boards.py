@@ -67,6 +67,7 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
             board_tables.fit_table(fits, fit_caption, fit_name),
             title=titled(experiment, spec, "seeds fitted per task")), directory, version))
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
+    findings += _stability(runs, experiment, spec, protocol)
     if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6), and what its unfitted runs reached
         shortfall = leaderboard.capacity_shortfall(runs, rows if rows is not None else pd.DataFrame())
         findings += [f"{named(experiment, spec, arch)}: {sentence}"
@@ -198,6 +199,17 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     return [save_table(dataclasses.replace(
         board_tables.pairwise_by_task_table(table, caption, name),
         title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
+
+
+def _stability(runs: pd.DataFrame, experiment: str, spec: ReportSpec, protocol: int) -> list[str]:
+    """From protocol v4 (issue 66), one finding per architecture: does the extrapolation board's order hold on
+    halves of its seeds and of its tasks (:func:`pebench.analysis.leaderboard.split_half`)? None before v4."""
+    if protocol <= MRR_LAST_PROTOCOL:
+        return []
+    halves = [leaderboard.split_half(runs, by) for by in ("seed", "task")]
+    halves = pd.concat([frame for frame in halves if not frame.empty] or [halves[0]], ignore_index=True)
+    return [f"{named(experiment, spec, arch)}: {board_tables.split_half_sentence(halves, arch)}"
+            for arch in halves["arch"].unique()]
 
 
 def _mrr_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str,
