@@ -79,16 +79,18 @@ SCALE_V2: dict[str, Any] = {
     "d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 2500, "batch_size": 64, "warmup_steps": 100, "lr": 3e-3,
     "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True, "fit_patience": 1000, "protocol": 2,
 }
+#: protocol v3's scale of the standard suite: depth 3 at width 64, chosen by the width pilot's rule
+#: (results/pilots/width_pilot.json) from the depth pilot without a plateau stop; no plateau stop (the plateau
+#: pilot); steps is the cap of a task without one in TASK_STEPS (every core task has one). Protocol v4 keeps it
+SCALE_V3: dict[str, Any] = {
+    "d_model": 64, "n_layers": 3, "n_heads": 4, "steps": 5000, "batch_size": 64, "warmup_steps": 100, "lr": 3e-3,
+    "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True, "fit_patience": 0, **FIT_V3, "protocol": 3,
+}
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"d_model": 32, "n_layers": 1, "n_heads": 4, "steps": 30, "batch_size": 16, "warmup_steps": 5,
               "lr": 1e-3, "eval_n_examples": 32, "fit_every": 10, "stop_at_fit": True,
               **FIT_V3, "fit_examples": 64},
-    # protocol v3: depth 3 at width 64, chosen by the width pilot's rule (results/pilots/width_pilot.json) from
-    # the depth pilot without a plateau stop; no plateau stop (the plateau pilot); steps is the cap of a task
-    # without one in TASK_STEPS (every core task has one)
-    "standard": {"d_model": 64, "n_layers": 3, "n_heads": 4, "steps": 5000, "batch_size": 64, "warmup_steps": 100,
-                 "lr": 3e-3, "eval_n_examples": 256, "fit_every": 100, "stop_at_fit": True, "fit_patience": 0,
-                 **FIT_V3, "protocol": 3},
+    "standard": dict(SCALE_V3),
     "extended": dict(SCALE_V2),
     # length_seed: the seeds of a cell share one stream of training lengths, so that on a GPU
     # they train as one seed-batched model (pebench run --seed-batch; pebench.learn.batched)
@@ -101,19 +103,27 @@ SCALES["replication"] = {**SCALE_V2, "length_seed": 0}
 
 #: optimizer steps per (arch, task) where a suite departs from its scale's ``steps``: the same budget for every
 #: encoding, sized from declared pilots so that the capable encodings fit the task in distribution (docs: protocol)
+#: protocol v3's caps of the standard suite: the width pilot's rule at depth 3, width 64 (results/pilots/
+#: width_pilot.json): twice the most steps sinusoidal, learned and RoPE took to fit each task there, rounded up to
+#: 500, within 1000-5000. Protocol v4 keeps them
+TASK_STEPS_V3: dict[tuple[str, str], int] = {
+    ("decoder", "bucket_sort"): 5000, ("decoder", "copy"): 4000, ("decoder", "cycle_navigation"): 5000,
+    ("decoder", "duplicate"): 5000, ("decoder", "even_pairs"): 2500, ("decoder", "majority"): 3000,
+    ("decoder", "missing_duplicate"): 5000, ("decoder", "odds_first"): 5000, ("decoder", "parity_check"): 5000,
+    ("decoder", "reverse"): 5000, ("decoder", "reverse_string"): 5000, ("decoder", "selective_copy"): 5000,
+    ("encoder", "bucket_sort"): 4000, ("encoder", "copy"): 3000, ("encoder", "cycle_navigation"): 5000,
+    ("encoder", "duplicate"): 5000, ("encoder", "even_pairs"): 4000, ("encoder", "majority"): 2000,
+    ("encoder", "missing_duplicate"): 5000, ("encoder", "odds_first"): 5000, ("encoder", "parity_check"): 5000,
+    ("encoder", "reverse"): 5000, ("encoder", "reverse_string"): 5000, ("encoder", "selective_copy"): 5000,
+}
+#: protocol v4's decoder tasks beside v3's core battery, admitted by the battery pilot (results/pilots/
+#: battery_fit.json), with their caps by its rule (twice the most steps a capable encoding took to fit, rounded up
+#: to 500, within 1000-5000)
+V4_BATTERY: dict[tuple[str, str], int] = {
+    ("decoder", "flip_flop"): 1000, ("decoder", "passkey"): 2000, ("decoder", "stack_manipulation"): 5000,
+}
 TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
-    # protocol v3: the width pilot's rule caps at depth 3, width 64 (results/pilots/width_pilot.json): twice the
-    # most steps sinusoidal, learned and RoPE took to fit each task there, rounded up to 500, within 1000-5000
-    "standard": {
-        ("decoder", "bucket_sort"): 5000, ("decoder", "copy"): 4000, ("decoder", "cycle_navigation"): 5000,
-        ("decoder", "duplicate"): 5000, ("decoder", "even_pairs"): 2500, ("decoder", "majority"): 3000,
-        ("decoder", "missing_duplicate"): 5000, ("decoder", "odds_first"): 5000, ("decoder", "parity_check"): 5000,
-        ("decoder", "reverse"): 5000, ("decoder", "reverse_string"): 5000, ("decoder", "selective_copy"): 5000,
-        ("encoder", "bucket_sort"): 4000, ("encoder", "copy"): 3000, ("encoder", "cycle_navigation"): 5000,
-        ("encoder", "duplicate"): 5000, ("encoder", "even_pairs"): 4000, ("encoder", "majority"): 2000,
-        ("encoder", "missing_duplicate"): 5000, ("encoder", "odds_first"): 5000, ("encoder", "parity_check"): 5000,
-        ("encoder", "reverse"): 5000, ("encoder", "reverse_string"): 5000, ("encoder", "selective_copy"): 5000,
-    },
+    "standard": dict(TASK_STEPS_V3),
     # doubled: RoPE was still learning these multi-token tasks at the 2500-step cap (results/pilots/task_fit.csv)
     "extended": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in (
         "binary_addition", "binary_multiplication", "compute_sqrt", "duplicate_string", "stack_manipulation")}
@@ -142,6 +152,8 @@ def task_steps(suite: str, arch: str, task: str) -> int:
 #: a run unfitted at its cap ``steps`` continues to ``steps`` + this while its held-out accuracy rose by at least
 #: the scale's ``extend_min_gain`` over its last ``extend_window`` steps (:class:`pebench.config.TrainConfig`)
 EXTENSION_STEPS: dict[str, int] = {}
+#: protocol v4's extension of the standard suite's runs still improving at their cap
+V4_EXTENSION = 4000
 #: order-dependent tasks a suite runs on one architecture only, beside its experiments' task lists (protocol v4:
 #: the decoder battery's tasks admitted by the battery pilot, results/pilots/battery_fit.json)
 ARCH_TASKS: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -169,6 +181,8 @@ LM_SPREAD_GOAL = 1.10
 #: (standard, protocol v3: six, so that a per-task paired sign-flip test over seeds can reach p < 0.05)
 SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2, 3, 4, 5], "extended": [0, 1, 2],
                                "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "replication": [0, 1, 2]}
+#: protocol v4's seeds of the standard suite (:data:`STANDARD_V4`)
+V4_SEEDS = [0, 1]
 
 #: declared samples of a suite, run like a suite (``pebench run --suite quick``): the sampled suite's own runs
 #: (same configurations, same run ids), fewer of them, so that each compares with that suite's reference cell by
@@ -194,13 +208,14 @@ STANDARD_V2: dict[str, Any] = {
 }
 
 
-#: the standard suite as protocol v3 declared it: the protocol in force until the v4 reference is complete
+#: the standard suite as protocol v3 declared it: the protocol in force until the v4 reference is complete (six
+#: seeds, so that a per-task paired sign-flip test over seeds can reach p < 0.05)
 STANDARD_V3: dict[str, Any] = {
-    "scale": dict(SCALES["standard"]),
-    "task_steps": dict(TASK_STEPS["standard"]),
-    "seeds": list(SEEDS["standard"]),
-    "encodings": SUITE_ENCODINGS["standard"],
-    "lm_steps": LM_STEPS["standard"],
+    "scale": SCALE_V3,
+    "task_steps": TASK_STEPS_V3,
+    "seeds": [0, 1, 2, 3, 4, 5],
+    "encodings": COMPARED_ENCODINGS + NEWER_ENCODINGS,
+    "lm_steps": 6400,
 }
 
 #: protocol v4 of the standard suite (issue 66), declared before its first run (docs: protocol, "Protocol v4"):
@@ -211,17 +226,12 @@ STANDARD_V3: dict[str, Any] = {
 #: the reference past its 20 h budget, results/pilots/v4_budget.json); every encoding of the field including those
 #: of 2025-26; and runs still improving at their cap extended by up to :data:`V4_EXTENSION` steps. The encoder
 #: keeps v3's core battery
-V4_BATTERY: dict[tuple[str, str], int] = {
-    ("decoder", "flip_flop"): 1000, ("decoder", "passkey"): 2000, ("decoder", "stack_manipulation"): 5000,
-}
-V4_SEEDS = [0, 1]
-V4_EXTENSION = 4000
 STANDARD_V4: dict[str, Any] = {
-    "scale": {**SCALES["standard"], "extend_window": 1000, "extend_min_gain": 0.01, "protocol": 4},
-    "task_steps": {**TASK_STEPS["standard"], **V4_BATTERY},
+    "scale": {**SCALE_V3, "extend_window": 1000, "extend_min_gain": 0.01, "protocol": 4},
+    "task_steps": {**TASK_STEPS_V3, **V4_BATTERY},
     "seeds": V4_SEEDS,
     "encodings": COMPARED_ENCODINGS + NEWER_ENCODINGS + FIELD_2025,
-    "lm_steps": LM_STEPS["standard"],
+    "lm_steps": 6400,
     "extension": V4_EXTENSION,
     "arch_tasks": {"decoder": tuple(task for _, task in V4_BATTERY)},
 }
