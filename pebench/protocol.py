@@ -236,12 +236,12 @@ STANDARD_V4: dict[str, Any] = {
     "arch_tasks": {"decoder": tuple(task for _, task in V4_BATTERY)},
 }
 #: the standard suite as each protocol declared it (:func:`as_declared`)
-STANDARD_DECLARED: dict[int, dict[str, Any]] = {3: STANDARD_V3, 4: STANDARD_V4}
+STANDARD_DECLARED: dict[int, dict[str, Any]] = {2: STANDARD_V2, 3: STANDARD_V3, 4: STANDARD_V4}
 
 
 @contextlib.contextmanager
 def standard_as(version: int) -> Iterator[None]:
-    """Within the block, the standard suite expands as protocol ``version`` (3 or 4) declared it
+    """Within the block, the standard suite expands as protocol ``version`` (2, 3 or 4) declared it
     (:data:`STANDARD_DECLARED`): its scale, caps, seeds, encodings, the LM's steps, its extension and the tasks it
     adds on one architecture. For making a reference under a protocol declared before it is in force
     (``pebench run --protocol 4``) and for reading a folder made under one; restored on leaving the block."""
@@ -272,35 +272,20 @@ def _set(table: dict[str, Any], value: Any) -> None:
         table["standard"] = value
 
 
-@contextlib.contextmanager
-def standard_v2() -> Iterator[None]:
+def standard_v2() -> contextlib.AbstractContextManager[None]:
     """Within the block, the standard suite expands as protocol v2 declared it (:data:`STANDARD_V2`), with v2's run
     ids: for reading the committed v2 reference against the code that made it, and for the pilots that repeat its
     runs. Never used to make new standard runs; the protocol is restored on leaving the block."""
-    saved = (SCALES["standard"], TASK_STEPS["standard"], SEEDS["standard"], SUITE_ENCODINGS["standard"],
-             LM_STEPS["standard"])
-    SCALES["standard"] = dict(STANDARD_V2["scale"])
-    TASK_STEPS["standard"] = dict(STANDARD_V2["task_steps"])
-    SEEDS["standard"] = list(STANDARD_V2["seeds"])
-    SUITE_ENCODINGS["standard"] = tuple(STANDARD_V2["encodings"])
-    LM_STEPS["standard"] = STANDARD_V2["lm_steps"]
-    try:
-        yield
-    finally:
-        (SCALES["standard"], TASK_STEPS["standard"], SEEDS["standard"], SUITE_ENCODINGS["standard"],
-         LM_STEPS["standard"]) = saved
+    return standard_as(2)
 
 
 @contextlib.contextmanager
 def as_declared(suite: str, version: int | None) -> Iterator[None]:
-    """Within the block, ``suite`` expands as protocol ``version`` declared it: the standard suite under v2 by
-    :func:`standard_v2`, under v3 or v4 by :func:`standard_as`, where it is not the one in force; every other suite
-    and version as now (``None``: as now)."""
+    """Within the block, ``suite`` expands as protocol ``version`` declared it: the standard suite by
+    :func:`standard_as`, where ``version`` is not the one in force; every other suite and version as now (``None``:
+    as now)."""
     current = SCALES["standard"].get("protocol")
-    if suite == "standard" and version == 2 and current != 2:
-        with standard_v2():
-            yield
-    elif suite == "standard" and version in STANDARD_DECLARED and version != current:
+    if suite == "standard" and version in STANDARD_DECLARED and version != current:
         with standard_as(version):
             yield
     else:
