@@ -226,12 +226,18 @@ def test_the_standard_suite_of_v3_is_the_scale_the_width_pilot_chose():
     from pebench import protocol
 
     outcome = json.loads((Path(__file__).resolve().parent.parent / "results/pilots/width_pilot.json").read_text())
-    scale = protocol.SCALES["standard"]
+    v3 = protocol.STANDARD_V3  # as declared, whichever protocol is in force
+    scale = v3["scale"]
     assert (scale["n_layers"], scale["d_model"]) == tuple(outcome["chosen"]) and scale["protocol"] == 3
     assert scale["fit_patience"] == 0 and {k: scale[k] for k in FIT_V3} == FIT_V3
-    assert protocol.TASK_STEPS["standard"] == {(c["arch"], c["task"]): c["cap"] for c in outcome["caps"]}
-    assert len(protocol.SEEDS["standard"]) == 6
-    assert set(protocol.SUITE_ENCODINGS["standard"]) == set(protocol.COMPARED_ENCODINGS + protocol.NEWER_ENCODINGS)
+    assert v3["task_steps"] == {(c["arch"], c["task"]): c["cap"] for c in outcome["caps"]}
+    assert len(v3["seeds"]) == 6
+    assert set(v3["encodings"]) == set(protocol.COMPARED_ENCODINGS + protocol.NEWER_ENCODINGS)
+    # protocol v4 keeps v3's scale and caps (issue 66), beside its extension and the battery's new tasks
+    v4 = protocol.STANDARD_V4
+    assert {k: v for k, v in v4["scale"].items() if not k.startswith("extend_") and k != "protocol"} == {
+        k: v for k, v in scale.items() if k != "protocol"}
+    assert {key: cap for key, cap in v4["task_steps"].items() if key not in protocol.V4_BATTERY} == v3["task_steps"]
 
 
 def test_the_standard_lm_trains_the_step_count_the_lm_step_pilot_chose():
@@ -308,7 +314,9 @@ def test_the_regeneration_sentence_counts_the_runs_of_the_next_reference(tmp_pat
         shutil.copy(first, raw / run_file_name(spec.run_id))  # only the names are counted
     (raw / run_file_name("0123456789abcdef")).write_bytes(b"")  # not a run of the suite: not counted
     text = regeneration_text(results)
-    assert text.startswith("The standard reference is being regenerated under protocol v3: 3 of its "
+    from pebench.protocol import PROTOCOL
+
+    assert text.startswith(f"The standard reference is being regenerated under protocol v{PROTOCOL}: 3 of its "
                            f"{len(specs):,} runs are committed under `results/next/standard`")
     shutil.rmtree(raw)
     raw.symlink_to(source)

@@ -16,8 +16,9 @@ from pebench.plan.experiment import suite_runs
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_v4_expands_the_standard_suite_as_declared_and_v3_is_restored():
+def test_v4_expands_the_standard_suite_as_declared_and_the_protocol_in_force_is_restored():
     before = [spec.run_id for spec in suite_runs("standard")]
+    in_force = (protocol.EXTENSION_STEPS.get("standard"), protocol.ARCH_TASKS.get("standard"))
     with protocol.as_declared("standard", 4):
         v4 = suite_runs("standard")
         assert {spec.protocol for spec in v4} == {4}
@@ -32,18 +33,26 @@ def test_v4_expands_the_standard_suite_as_declared_and_v3_is_restored():
         assert encoder == set(protocol.CORE_TASKS)
         for (arch, task), cap in protocol.V4_BATTERY.items():
             assert {s.train.steps for s in length if (s.arch, s.task) == (arch, task)} == {cap}
-    assert [spec.run_id for spec in suite_runs("standard")] == before  # v3, as before the block
-    assert "standard" not in protocol.EXTENSION_STEPS and "standard" not in protocol.ARCH_TASKS
-    with pytest.raises(RuntimeError), protocol.as_declared("standard", 4):
-        raise RuntimeError("restored even when the block raises")
-    assert [spec.run_id for spec in suite_runs("standard")] == before
+    assert [spec.run_id for spec in suite_runs("standard")] == before  # as before the block
+    assert (protocol.EXTENSION_STEPS.get("standard"), protocol.ARCH_TASKS.get("standard")) == in_force
+    for version in (2, 3):  # the earlier protocols extend nothing and add no task to one architecture
+        with pytest.raises(RuntimeError), protocol.as_declared("standard", version):
+            assert "standard" not in protocol.EXTENSION_STEPS and "standard" not in protocol.ARCH_TASKS
+            assert {spec.protocol for spec in suite_runs("standard")} == {version}
+            raise RuntimeError("restored even when the block raises")
+        assert [spec.run_id for spec in suite_runs("standard")] == before
 
 
-def test_v3_is_in_force_and_declared_as_it_is():
-    assert protocol.SCALES["standard"]["protocol"] == 3
-    assert protocol.STANDARD_V3["scale"] == protocol.SCALES["standard"]
-    with protocol.as_declared("standard", 3):
-        assert protocol.SCALES["standard"]["protocol"] == 3
+def test_the_protocol_in_force_is_declared_as_it_is():
+    version = protocol.SCALES["standard"]["protocol"]
+    declared = protocol.STANDARD_DECLARED[version]
+    assert declared["scale"] == protocol.SCALES["standard"] and declared["seeds"] == protocol.SEEDS["standard"]
+    assert declared["task_steps"] == protocol.TASK_STEPS["standard"]
+    assert declared["encodings"] == protocol.SUITE_ENCODINGS["standard"]
+    assert declared.get("extension") == protocol.EXTENSION_STEPS.get("standard")
+    assert declared.get("arch_tasks") == protocol.ARCH_TASKS.get("standard")
+    with protocol.as_declared("standard", version):
+        assert protocol.SCALES["standard"]["protocol"] == version
 
 
 def test_the_v4_battery_is_the_battery_pilots_admitted_tasks_with_their_caps():
