@@ -22,6 +22,7 @@ import itertools
 import json
 import numbers
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -535,9 +536,11 @@ def sample_size(sample: str) -> int:
 def sample_configs(configs: Mapping[str, Sequence[Mapping[str, Any]]], sample: str) -> dict[str, list[dict[str, Any]]]:
     """The configs of the declared ``sample`` (:data:`~pebench.protocol.SAMPLES`) among ``configs`` (per experiment,
     those of the sampled suite): ``per_stratum`` per (experiment, arch, task), in the order the strata come. Each
-    stratum takes the next encoding it runs from a deck of the experiment's encodings, and the next seed from a deck
-    of its seeds, both shuffled with ``draw_seed`` and dealt again when empty: every encoding once before any twice.
-    Only the configs' names are read, so the draw is the same whatever their other values."""
+    stratum takes an encoding it runs from a deck of the experiment's encodings, and the next seed from a deck of its
+    seeds, both shuffled with ``draw_seed`` and dealt again when empty: every encoding once before any twice. Of the
+    deck's encodings a stratum runs, it takes the one the fewest later strata run (the first in the deck among
+    those), so that an encoding only some strata run (a causal one, on the decoder) is dealt where it can be rather
+    than left in the deck. Only the configs' names are read, so the draw is the same whatever their other values."""
     import random
 
     rule = SAMPLES[sample]
@@ -552,12 +555,14 @@ def sample_configs(configs: Mapping[str, Sequence[Mapping[str, Any]]], sample: s
         every_encoding = list(dict.fromkeys(config["encoding"] for config in runs))
         every_seed = sorted({config["seed"] for config in runs})
         chosen = []
-        for members in strata.values():
+        runs_here = [{config["encoding"] for config in members} for members in strata.values()]
+        for index, members in enumerate(strata.values()):
+            later = Counter(name for names in runs_here[index + 1:] for name in names)
             for _ in range(rule["per_stratum"]):
-                here = {config["encoding"] for config in members}
+                here = runs_here[index]
                 if not here & set(encodings_deck):  # a new round of the deck
                     encodings_deck += rng.sample(every_encoding, len(every_encoding))
-                encoding = next(name for name in encodings_deck if name in here)
+                encoding = min((name for name in encodings_deck if name in here), key=later.__getitem__)
                 encodings_deck.remove(encoding)
                 seeds = {config["seed"] for config in members if config["encoding"] == encoding}
                 if not seeds & set(seeds_deck):
