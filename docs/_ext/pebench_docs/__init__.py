@@ -88,7 +88,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
             "depth_pilot": protocol_pages.depth_pilot_include(pilots),
             **{f"battery_{name}": table for name, table in protocol_pages.battery_tables().items()},
             "replications": protocol_pages.replications_include(results),
-            "changes_from_v2": protocol_pages.changes_include(results),
+            "changes_from_previous": protocol_pages.changes_include(results),
             **{key: leaderboard_pages.report_tables(reference, key) for key in leaderboard_pages.REPORT_TABLES},
             "fit_resolution": leaderboard_pages.fit_resolution([reference, results / "extended"]),
             **{name: include(results, out / "leaderboard", srcdir) for name, include in (

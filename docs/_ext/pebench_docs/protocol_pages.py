@@ -41,7 +41,8 @@ def depth_pilot_include(pilots: Path) -> str:
 
 
 def changes_include(results: Path = ROOT / "results") -> str:
-    """The protocol page's "What changed from v2" (:func:`pebench.render.results_text.changes_list`), rendered."""
+    """The protocol page's list of the verdicts that moved since the previous reference
+    (:func:`pebench.render.results_text.changes_list`), rendered."""
     return "\n".join(markdown_lines(changes_list(results, REFERENCE_SUITE)))
 
 
