@@ -113,9 +113,8 @@ def pdf_problem(data: bytes) -> str | None:
 
 #: the control words a table of ``pebench report`` writes (:func:`pebench.render.tables.to_latex`,
 #: :data:`pebench.render.tables._LATEX_SPECIAL`); none reads or writes a file or redefines anything
-#: (``setlength`` and ``tabcolsep``: tables written before the layout was fixed)
 TEX_WORDS = frozenset({
-    "begin", "end", "centering", "small", "footnotesize", "setlength", "tabcolsep", "caption", "label",
+    "begin", "end", "centering", "small", "footnotesize", "caption", "label",
     "addtocounter", "smallskip", "medskip", "par", "toprule", "midrule", "bottomrule", "textbf", "underline",
     "parbox", "raggedright", "resizebox", "ifdim", "width", "linewidth", "else", "fi", "pm", "geq", "leq", "times",
     "approx", "cdot", "dag", "textbackslash", "textasciitilde", "textbar", "textasciicircum",
