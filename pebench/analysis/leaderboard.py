@@ -724,43 +724,58 @@ MAX_SPLITS = 256
 def split_half(runs: pd.DataFrame, by: str, metric: str = PRIMARY_SCORE) -> pd.DataFrame:
     """How well the extrapolation board's order holds on halves of its evidence: per arch, the order-dependent
     runs split into two disjoint halves of ``by`` (``"seed"`` or ``"task"``) of equal size (with an odd count, the
-    lowest unit outside the first half is left out),
-    the board's point advantages (:func:`extrapolation_board`, no bootstrap) computed on each half, and Kendall's
-    tau-b between the two orders over the encodings ranked on both halves, for every split (up to
-    :data:`MAX_SPLITS`, the first in :func:`itertools.combinations` order; each split once, never with its
-    mirror). Columns: ``arch``, ``by``, ``n_units`` (the seeds or tasks split), ``n_splits``, ``tau_mean``,
-    ``tau_min``, ``tau_max``, ``n_encodings`` (the fewest ranked on both halves of a split). Empty where an arch
-    has fewer than two units."""
+    lowest unit outside the first half is left out), the board's point advantages (:func:`extrapolation_board`'s,
+    from the same arrays, without a bootstrap) on each half, and Kendall's tau-b between the two orders over the
+    encodings ranked on both halves, for every split (up to :data:`MAX_SPLITS`, the first in
+    :func:`itertools.combinations` order; each split once, never with its mirror). Columns: ``arch``, ``by``,
+    ``n_units`` (the seeds or tasks split), ``n_splits``, ``tau_mean``, ``tau_min``, ``tau_max``, ``n_encodings``
+    (the fewest ranked on both halves of a split). Empty where an arch has fewer than two units."""
     if by not in ("seed", "task"):
         raise ValueError(f"split_half splits by seed or task, not {by!r}")
     from scipy.stats import kendalltau  # here: only a report of a protocol-4 folder reads it
 
     runs = trained_runs(runs)
-    records = []
     if "fitted" not in runs or metric not in runs:
         return pd.DataFrame(columns=_SPLIT_COLUMNS)
-    dependent = runs[runs["order_dependent"] == True]  # noqa: E712
+    sign = 1.0 if higher_is_better(metric) else -1.0
+    dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
+    dependent = dependent[completed(dependent)].assign(fit=fitted)
+    records = []
     for arch, part in dependent.groupby("arch", sort=True):
+        names = sorted(part["encoding"].unique(), key=encoding_rank)
+        battery = sorted(part["task"].unique())
+        scores, valid, n_seeds = _board_arrays(part, names, battery, metric, sign)
+        slot_seeds = [sorted(part.loc[part["task"] == task, "seed"].unique()) for task in battery]
         units = sorted(part[by].unique())
         half = len(units) // 2
-        if half < 1:
-            continue
         splits = [first for first in itertools.combinations(units, half)
-                  if len(units) % 2 or units[0] in first][:MAX_SPLITS]
+                  if half and (len(units) % 2 or units[0] in first)][:MAX_SPLITS]
         taus, shared = [], []
         for first in splits:
-            rest = [unit for unit in units if unit not in first][-half:]
-            sides = [extrapolation_board(part[part[by].isin(side)], metric, n_boot=0)
-                     .set_index("encoding")["advantage"].dropna() for side in (first, rest)]
-            common = sides[0].index.intersection(sides[1].index)
-            shared.append(len(common))
-            taus.append(kendalltau(sides[0][common], sides[1][common]).statistic if len(common) > 1 else np.nan)
+            sides = [_half_advantage(scores, valid, battery, slot_seeds, by, side)
+                     for side in (set(first), set([unit for unit in units if unit not in first][-half:]))]
+            common = np.isfinite(sides[0]) & np.isfinite(sides[1])
+            shared.append(int(common.sum()))
+            taus.append(kendalltau(sides[0][common], sides[1][common]).statistic if common.sum() > 1 else np.nan)
         taus = np.array(taus, dtype=float)
         if np.isfinite(taus).any():
             records.append(dict(arch=arch, by=by, n_units=len(units), n_splits=len(splits),
                                 tau_mean=np.nanmean(taus), tau_min=np.nanmin(taus), tau_max=np.nanmax(taus),
                                 n_encodings=min(shared)))
     return pd.DataFrame.from_records(records, columns=_SPLIT_COLUMNS)
+
+
+def _half_advantage(scores: np.ndarray, valid: np.ndarray, battery: list, slot_seeds: list[list], by: str,
+                    side: set) -> np.ndarray:
+    """The board's point advantage of every encoding (NaN where it shares no task) on the runs of one half ``side``
+    of the tasks or seeds (``by``), from one arch's arrays (:func:`_board_arrays`; ``slot_seeds``: each task's seed
+    of each slot)."""
+    n_slots = scores.shape[2]
+    weights = np.array([[slot < len(seeds) and (by == "task" or seeds[slot] in side) for slot in range(n_slots)]
+                        for seeds in slot_seeds], dtype=float)  # (T, S)
+    tasks = np.array([t for t, task in enumerate(battery) if by == "seed" or task in side])
+    _, pair, _, _ = _replicate(scores, valid, tasks[None], weights[tasks][None])
+    return _advantage(pair[0])
 
 
 _SPLIT_COLUMNS = ["arch", "by", "n_units", "n_splits", "tau_mean", "tau_min", "tau_max", "n_encodings"]
