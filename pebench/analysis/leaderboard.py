@@ -552,12 +552,10 @@ def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_bo
     An encoding with no task fitted alongside another is ``ranked`` False (``placement`` ``"not ranked"``). Rows
     sorted by arch, then the tiered encodings by tier and advantage, those with no extrapolation, the unranked.
     """
-    runs = trained_runs(runs)
-    if "fitted" not in runs or metric not in runs:
+    dependent = _board_runs(runs, metric)
+    if dependent is None:
         return pd.DataFrame(columns=_EXTRAPOLATION_COLUMNS)
     sign = 1.0 if higher_is_better(metric) else -1.0
-    dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
-    dependent = dependent[completed(dependent)].assign(fit=fitted)
     records = []
     for arch, part in dependent.groupby("arch", sort=True):
         rates = part.groupby("encoding")["fit"].mean()
@@ -578,6 +576,16 @@ def extrapolation_board(runs: pd.DataFrame, metric: str = PRIMARY_SCORE, *, n_bo
     board = board.drop(columns=["_group", "_order", "_e"]).reset_index(drop=True)
     board.attrs.update(metric=metric, n_boot=n_boot, seed=seed)
     return board
+
+
+def _board_runs(runs: pd.DataFrame, metric: str) -> pd.DataFrame | None:
+    """The runs the extrapolation board reads: trained, completed, order-dependent and fit-checked, with ``fit``
+    (:func:`~pebench.store.schema.fitted`); ``None`` where ``runs`` lack the fit flag or ``metric``."""
+    runs = trained_runs(runs)
+    if "fitted" not in runs or metric not in runs:
+        return None
+    dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
+    return dependent[completed(dependent)].assign(fit=fitted)
 
 
 _EXTRAPOLATION_COLUMNS = ["arch", "encoding", "ranked", "placement", "tier", "tier_probability", "extrapolates",
@@ -734,12 +742,10 @@ def split_half(runs: pd.DataFrame, by: str, metric: str = PRIMARY_SCORE) -> pd.D
         raise ValueError(f"split_half splits by seed or task, not {by!r}")
     from scipy.stats import kendalltau  # here: only a report of a protocol-4 folder reads it
 
-    runs = trained_runs(runs)
-    if "fitted" not in runs or metric not in runs:
+    dependent = _board_runs(runs, metric)
+    if dependent is None:
         return pd.DataFrame(columns=_SPLIT_COLUMNS)
     sign = 1.0 if higher_is_better(metric) else -1.0
-    dependent = runs[(runs["order_dependent"] == True) & runs["fitted"].notna()]  # noqa: E712
-    dependent = dependent[completed(dependent)].assign(fit=fitted)
     records = []
     for arch, part in dependent.groupby("arch", sort=True):
         names = sorted(part["encoding"].unique(), key=encoding_rank)
