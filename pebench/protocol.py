@@ -17,9 +17,9 @@ SUITES = ("smoke", "standard", "extended", "paper", "replication")
 #: positions every encoding of a suite supports (learned tables, the range of randomized positions), fixed so
 #: that no model depends on the lengths it is evaluated at (docs: protocol)
 POSITION_CAPACITY = {"smoke": 1024, "standard": 2048, "extended": 2048, "paper": 8192, "replication": 4096}
-#: the protocol version of new runs (docs: protocol, "What changed from v2"); a suite whose committed results
-#: were made under an older one keeps it in its :data:`SCALES` until they are regenerated
-PROTOCOL = 3
+#: the protocol version of new runs (docs: protocol, "Protocol v4"); a suite whose committed results were made
+#: under an older one keeps it in its :data:`SCALES` until they are regenerated
+PROTOCOL = 4
 #: the protocol versions a run spec may name
 PROTOCOLS = (2, 3, 4)
 #: the kinds of protocol v3's boards, whose tables are named ``<kind>_<experiment>`` (:mod:`pebench.report.boards`)
@@ -39,14 +39,14 @@ CORE_TASKS = (
     "reverse_string",  # deterministic context-free
     "odds_first", "missing_duplicate", "bucket_sort",  # context-sensitive (bucket_sort: a control)
 )
-#: the position mechanisms of 2025-26 (issue 64): in the extended suite only until a reference under protocol v4
-#: is made with them (the v3 reference predates them; docs: protocol)
+#: the position mechanisms of 2025-26 (issue 64): in the standard suite from protocol v4 (the v3 reference
+#: predates them; docs: protocol)
 FIELD_2025 = ("fox", "stick_breaking", "ssmax:rope", "irope", "pope", "canon")
 #: the encodings each suite compares in its per-task grids
 SUITE_ENCODINGS: dict[str, tuple[str, ...]] = {
     "smoke": COMPARED_ENCODINGS,
-    # protocol v3: the whole field on the core battery (issue 36)
-    "standard": COMPARED_ENCODINGS + NEWER_ENCODINGS,
+    # protocol v4: the whole field, the mechanisms of 2025-26 included (issue 66)
+    "standard": COMPARED_ENCODINGS + NEWER_ENCODINGS + FIELD_2025,
     "extended": COMPARED_ENCODINGS + NEWER_ENCODINGS + FIELD_2025,
     "paper": COMPARED_ENCODINGS + NEWER_ENCODINGS,
     "replication": COMPARED_ENCODINGS + NEWER_ENCODINGS,
@@ -90,7 +90,8 @@ SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"d_model": 32, "n_layers": 1, "n_heads": 4, "steps": 30, "batch_size": 16, "warmup_steps": 5,
               "lr": 1e-3, "eval_n_examples": 32, "fit_every": 10, "stop_at_fit": True,
               **FIT_V3, "fit_examples": 64},
-    "standard": dict(SCALE_V3),
+    # protocol v4: v3's scale, with runs still improving at their cap extended (EXTENSION_STEPS)
+    "standard": {**SCALE_V3, "extend_window": 1000, "extend_min_gain": 0.01, "protocol": 4},
     "extended": dict(SCALE_V2),
     # length_seed: the seeds of a cell share one stream of training lengths, so that on a GPU
     # they train as one seed-batched model (pebench run --seed-batch; pebench.learn.batched)
@@ -123,7 +124,8 @@ V4_BATTERY: dict[tuple[str, str], int] = {
     ("decoder", "flip_flop"): 1000, ("decoder", "passkey"): 2000, ("decoder", "stack_manipulation"): 5000,
 }
 TASK_STEPS: dict[str, dict[tuple[str, str], int]] = {
-    "standard": dict(TASK_STEPS_V3),
+    # protocol v4: v3's caps and the battery's
+    "standard": {**TASK_STEPS_V3, **V4_BATTERY},
     # doubled: RoPE was still learning these multi-token tasks at the 2500-step cap (results/pilots/task_fit.csv)
     "extended": {(arch, task): 5000 for arch in ("decoder", "encoder") for task in (
         "binary_addition", "binary_multiplication", "compute_sqrt", "duplicate_string", "stack_manipulation")}
@@ -151,12 +153,12 @@ def task_steps(suite: str, arch: str, task: str) -> int:
 #: steps a run still improving at its cap may train on, per suite (protocol v4, issue 66: the budget stops binding):
 #: a run unfitted at its cap ``steps`` continues to ``steps`` + this while its held-out accuracy rose by at least
 #: the scale's ``extend_min_gain`` over its last ``extend_window`` steps (:class:`pebench.config.TrainConfig`)
-EXTENSION_STEPS: dict[str, int] = {}
 #: protocol v4's extension of the standard suite's runs still improving at their cap
 V4_EXTENSION = 4000
+EXTENSION_STEPS: dict[str, int] = {"standard": V4_EXTENSION}
 #: order-dependent tasks a suite runs on one architecture only, beside its experiments' task lists (protocol v4:
 #: the decoder battery's tasks admitted by the battery pilot, results/pilots/battery_fit.json)
-ARCH_TASKS: dict[str, dict[str, tuple[str, ...]]] = {}
+ARCH_TASKS: dict[str, dict[str, tuple[str, ...]]] = {"standard": {"decoder": tuple(task for _, task in V4_BATTERY)}}
 
 
 def task_budget(suite: str, arch: str, task: str) -> dict[str, int]:
@@ -179,10 +181,10 @@ LM_SPREAD_GOAL = 1.10
 
 #: seeds per suite
 #: (standard, protocol v3: six, so that a per-task paired sign-flip test over seeds can reach p < 0.05)
-SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": [0, 1, 2, 3, 4, 5], "extended": [0, 1, 2],
-                               "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "replication": [0, 1, 2]}
 #: protocol v4's seeds of the standard suite (:data:`STANDARD_V4`)
 V4_SEEDS = [0, 1]
+SEEDS: dict[str, list[int]] = {"smoke": [0], "standard": list(V4_SEEDS), "extended": [0, 1, 2],
+                               "paper": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "replication": [0, 1, 2]}
 
 #: declared samples of a suite, run like a suite (``pebench run --suite quick``): the sampled suite's own runs
 #: (same configurations, same run ids), fewer of them, so that each compares with that suite's reference cell by
@@ -208,7 +210,7 @@ STANDARD_V2: dict[str, Any] = {
 }
 
 
-#: the standard suite as protocol v3 declared it: the protocol in force until the v4 reference is complete (six
+#: the standard suite as protocol v3 declared it: the protocol in force until the v4 reference replaced it (six
 #: seeds, so that a per-task paired sign-flip test over seeds can reach p < 0.05)
 STANDARD_V3: dict[str, Any] = {
     "scale": SCALE_V3,

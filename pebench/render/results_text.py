@@ -195,7 +195,7 @@ def headline_source_text(report: Path, root: Path, page: str) -> str:
 
 def changes_file(results: str | Path, suite: str) -> Path:
     """Where ``pebench changes <snapshot> <results>/<suite> --blocks FILE`` writes the verdicts that moved for the
-    site: ``<results>/history/<suite>-changes.json`` (the protocol page's "What changed from v2")."""
+    site: ``<results>/history/<suite>-changes.json`` (the protocol page's "What changed from v3")."""
     return Path(results) / "history" / f"{suite}-changes.json"
 
 
