@@ -199,7 +199,7 @@ SAMPLE_MINUTES = 30
 
 
 #: the standard suite as protocol v2 declared it (scale, the caps that departed from it, seeds, encodings): the
-#: committed reference was made under it until the v3 reference replaces it, so that :func:`standard_v2` can
+#: committed reference was made under it until the v3 reference replaced it, so that :func:`standard_v2` can
 #: expand it again
 STANDARD_V2: dict[str, Any] = {
     "scale": SCALE_V2,

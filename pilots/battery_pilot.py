@@ -1,15 +1,16 @@
 """In-distribution fit pilot of the candidate tasks of protocol v4's battery (issue 66) at standard scale.
 
 A pilot (never loaded as an experiment): ``python pilots/battery_pilot.py`` trains each candidate task of
-:data:`CANDIDATES` with the capable encodings (``pebench.protocol.CAPABLE_ENCODINGS``: sinusoidal, learned,
-RoPE), in the architectures of ``--archs`` (default the decoder, whose board needs ten or more order-dependent
-tasks), seeds :data:`SEEDS`, at the standard scale of protocol v3 (``pebench.protocol.SCALES["standard"]``:
-depth 3, width 64, its optimiser and fit criterion, stopping at fit) and the length experiment's training
-lengths (the task's shortest .. 8), with one generous step cap for every task (:data:`PILOT_CAP`) in place of
-the suite's caps, so that the steps each run took to fit can set v4's caps. It records whether and when each
-run fitted its training distribution, its held-out accuracy curve, and the position-free floor at length 8.
-No evaluation beyond the fit check: nothing here can depend on out-of-distribution results (rules 2 and 6).
-Writes ``results/pilots/battery_fit.csv`` after every run; a stopped pilot resumes at the same commit.
+:data:`CANDIDATES` with the capable encodings (``pebench.protocol.CAPABLE_ENCODINGS``: sinusoidal, learned, RoPE),
+in the architectures of ``--archs`` (default the decoder, whose board needs ten or more order-dependent tasks),
+seeds :data:`SEEDS`, at the standard scale of protocol v3 (``pebench.protocol.SCALES["standard"]`` as v3 declared
+it, ``pebench.protocol.as_declared``: depth 3, width 64, its optimiser and fit criterion, stopping at fit) and the
+length experiment's training lengths (the task's shortest .. 8), with one generous step cap for every task
+(:data:`PILOT_CAP`) in place of the suite's caps, so that the steps each run took to fit can set v4's caps. It
+records whether and when each run fitted its training distribution, its held-out accuracy curve, and the
+position-free floor at length 8. No evaluation beyond the fit check: nothing here can depend on out-of-distribution
+results (rules 2 and 6). Writes ``results/pilots/battery_fit.csv`` after every run; a stopped pilot resumes at the
+same commit.
 
 Why: a task joins v4's battery only if the encodings that can represent it fit it in distribution at the
 scale (rule 6, capacity before judging). The reading (``python pilots/battery_pilot.py read``, declared here
@@ -58,19 +59,20 @@ def specs(task_names=CANDIDATES, archs=("decoder",), encodings=None, seeds=SEEDS
     """The pilot's run specs: every task, architecture, encoding (default the capable ones) and seed."""
     from pebench import tasks
     from pebench.plan.experiment import make_spec
-    from pebench.protocol import CAPABLE_ENCODINGS, SCALES
+    from pebench.protocol import CAPABLE_ENCODINGS, SCALES, as_declared
 
     out = []
-    for seed in seeds:  # seed-major, so that a pilot stopped part way has every task at its first seeds
-        for task in task_names:
-            shortest = max(1, tasks.get(task).min_length)
-            for arch in archs:
-                for encoding in encodings or CAPABLE_ENCODINGS:
-                    out.append(make_spec("standard", EXPERIMENT, {
-                        **SCALES["standard"], "task": task, "encoding": encoding, "arch": arch, "seed": seed,
-                        "steps": PILOT_CAP, "train_min_len": shortest, "train_max_len": TRAIN_MAX_LEN,
-                        "eval_lengths": [n for n in ID_LENGTHS if n >= shortest],
-                    }))
+    with as_declared("standard", 3):  # the pilot was declared and run under protocol v3
+        for seed in seeds:  # seed-major, so that a pilot stopped part way has every task at its first seeds
+            for task in task_names:
+                shortest = max(1, tasks.get(task).min_length)
+                for arch in archs:
+                    for encoding in encodings or CAPABLE_ENCODINGS:
+                        out.append(make_spec("standard", EXPERIMENT, {
+                            **SCALES["standard"], "task": task, "encoding": encoding, "arch": arch, "seed": seed,
+                            "steps": PILOT_CAP, "train_min_len": shortest, "train_max_len": TRAIN_MAX_LEN,
+                            "eval_lengths": [n for n in ID_LENGTHS if n >= shortest],
+                        }))
     return out
 
 

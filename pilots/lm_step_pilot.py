@@ -65,16 +65,14 @@ def specs(steps: int) -> list:
     """The pilot's runs at ``steps``: the standard ``lm_extrapolation`` runs of seeds :data:`SEEDS`, with
     ``steps`` optimizer steps and the training context as the only evaluation length.
 
-    Raises:
-        RuntimeError: the standard suite's scale is not protocol v3's yet.
+    The runs are the standard suite's as protocol v3 declared it (the pilot set v3's LM steps), whichever
+    protocol is in force (``pebench.protocol.as_declared``).
     """
     from pebench.plan.experiment import suite_runs
-    from pebench.protocol import SCALES
+    from pebench.protocol import as_declared
 
-    if SCALES["standard"].get("protocol") != 3:
-        raise RuntimeError("the standard suite's scale is still protocol v2's: declare v3's scale (from the depth, "
-                           "plateau and width pilots) before this pilot runs")
-    runs = [s for s in suite_runs("standard", ["lm_extrapolation"]) if s.seed in SEEDS]
+    with as_declared("standard", 3):
+        runs = [s for s in suite_runs("standard", ["lm_extrapolation"]) if s.seed in SEEDS]
     if not runs or {s.train.train_max_len for s in runs} != {CONTEXT}:
         raise RuntimeError(f"lm_extrapolation's standard runs no longer train at context {CONTEXT}")
     return [dataclasses.replace(s, experiment=EXPERIMENT, train=dataclasses.replace(s.train, steps=steps),

@@ -1,7 +1,7 @@
 """Power analysis of protocol v4's battery (issue 66) from protocol v3's variance components.
 
 A pilot (no training): ``python pilots/power_analysis.py`` reads the committed v3 reference
-(``results/standard``, its length experiment), and per architecture:
+(``results/archive/v3/standard`` since v4 replaced it, its length experiment), and per architecture:
 
 1. **Variance components of a paired difference.** For every pair of encodings and every order-dependent task,
    the differences of their floor-normalised out-of-distribution scores (``ood_normalised_acc``) on the seeds
@@ -34,7 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "pilots" / "power_v4.json"
-REFERENCE = ROOT / "results" / "standard"
+REFERENCE = ROOT / "results" / "archive" / "v3" / "standard"
 METRIC = "ood_normalised_acc"
 ALPHA = 0.05
 POWER = 0.8

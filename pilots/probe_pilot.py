@@ -1,14 +1,14 @@
 """In-distribution fit pilot of the probe tasks of issue 64 (MQAR, the S5 and A5 word problems) at standard scale.
 
-A pilot (never loaded as an experiment; the tasks are in no suite yet): ``python pilots/probe_pilot.py``
-trains each task of :data:`TASKS` with the standard scale's capable encodings
-(``pebench.protocol.CAPABLE_ENCODINGS``: sinusoidal, learned, RoPE), encoder and decoder, seeds :data:`SEEDS`,
-under the standard scale of protocol v3 (``pebench.protocol.SCALES["standard"]``: depth 3, width 64, its
-optimiser and fit criterion), at the training lengths of the length experiment (the task's shortest .. 8),
-with the step cap the standard suite's rule gives the task (``pebench.protocol.task_steps``: 1000 for a
-one-token answer, the scale's 5000 otherwise). It records whether and when each run fitted its training
-distribution, beside the position-free floor at length 8 (the fit columns of ``task_pilots.pilot``).
-No evaluation beyond the fit check. Writes ``results/pilots/probe_fit.csv``.
+A pilot (never loaded as an experiment; the tasks are in no suite yet): ``python pilots/probe_pilot.py`` trains
+each task of :data:`TASKS` with the standard scale's capable encodings (``pebench.protocol.CAPABLE_ENCODINGS``:
+sinusoidal, learned, RoPE), encoder and decoder, seeds :data:`SEEDS`, under the standard scale of protocol v3
+(``pebench.protocol.SCALES["standard"]`` as v3 declared it, ``pebench.protocol.as_declared``: depth 3, width 64,
+its optimiser and fit criterion), at the training lengths of the length experiment (the task's shortest .. 8), with
+the step cap the standard suite's rule gives the task (``pebench.protocol.task_steps``: 1000 for a one-token
+answer, the scale's 5000 otherwise). It records whether and when each run fitted its training distribution, beside
+the position-free floor at length 8 (the fit columns of ``task_pilots.pilot``). No evaluation beyond the fit check.
+Writes ``results/pilots/probe_fit.csv``.
 
 Why: a task joins a suite only if the encodings that can represent it fit it in distribution (rule 6,
 capacity before judging); the lead reads this pilot before adding the tasks to a suite and setting caps.
@@ -42,19 +42,20 @@ def specs(task_names=TASKS, encodings=None, seeds=SEEDS, archs=("decoder", "enco
     seed."""
     from pebench import tasks
     from pebench.plan.experiment import make_spec
-    from pebench.protocol import CAPABLE_ENCODINGS, SCALES, task_steps
+    from pebench.protocol import CAPABLE_ENCODINGS, SCALES, as_declared, task_steps
 
     out = []
-    for task in task_names:
-        shortest = max(1, tasks.get(task).min_length)
-        for arch in archs:
-            for encoding in encodings or CAPABLE_ENCODINGS:
-                for seed in seeds:
-                    out.append(make_spec("standard", EXPERIMENT, {
-                        **SCALES["standard"], "task": task, "encoding": encoding, "arch": arch, "seed": seed,
-                        "steps": task_steps("standard", arch, task), "train_min_len": shortest,
-                        "train_max_len": TRAIN_MAX_LEN, "eval_lengths": [n for n in ID_LENGTHS if n >= shortest],
-                    }))
+    with as_declared("standard", 3):  # the pilot was declared and run under protocol v3
+        for task in task_names:
+            shortest = max(1, tasks.get(task).min_length)
+            for arch in archs:
+                for encoding in encodings or CAPABLE_ENCODINGS:
+                    for seed in seeds:
+                        out.append(make_spec("standard", EXPERIMENT, {
+                            **SCALES["standard"], "task": task, "encoding": encoding, "arch": arch, "seed": seed,
+                            "steps": task_steps("standard", arch, task), "train_min_len": shortest,
+                            "train_max_len": TRAIN_MAX_LEN, "eval_lengths": [n for n in ID_LENGTHS if n >= shortest],
+                        }))
     return out
 
 

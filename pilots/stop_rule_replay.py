@@ -180,7 +180,7 @@ def main(argv=None) -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="read: write the replay's reading of its rows instead")
-    parser.add_argument("--results", type=Path, default=ROOT / "results" / "standard")
+    parser.add_argument("--results", type=Path, default=ROOT / "results" / "archive" / "v2" / "standard")
     parser.add_argument("--experiment", default="length_extrapolation")
     parser.add_argument("--wall-minutes", type=float, required=True,
                         help="the measured wall time of the suite that made --results (results/performance/suites.csv)")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "pilots" / "v4_budget.json"
-V3_BUDGET = ROOT / "results" / "standard" / "tables" / "budget_length_extrapolation.csv"
+V3_BUDGET = ROOT / "results" / "archive" / "v3" / "standard" / "tables" / "budget_length_extrapolation.csv"
 WORKERS = 2
 #: the declared budget of the v4 reference (issue 66): hours of uncontended wall time on 2 CPU cores
 BUDGET_HOURS = 20.0

@@ -38,8 +38,10 @@ def test_seed_counts_are_not_read_as_zero_seeds():
 def test_a_suites_seeds_are_those_of_its_runs_per_experiment():
     """The replication suite's experiments run 3, 5 or 10 seeds: the listing says so, not the suite default."""
     from pebench.plan.experiment import suite_runs
+    from pebench.protocol import SEEDS
 
-    assert describe_run_seeds(suite_runs("standard")) == "6 (seeds 0-5)"
+    seeds = SEEDS["standard"]  # protocol v3: six; v4: two
+    assert describe_run_seeds(suite_runs("standard")) == f"{len(seeds)} (seeds {seeds[0]}-{seeds[-1]})"
     assert describe_run_seeds(suite_runs("replication")) == "3-10 per experiment (seeds 0-9)"
     assert describe_run_seeds([]) == "0"
 

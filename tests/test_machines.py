@@ -18,6 +18,7 @@ from pebench.cli import main
 from pebench.plan import execute
 from pebench.plan.experiment import suite_runs
 from pebench.plan.runner import parse_share, share_runs
+from pebench.protocol import SEEDS
 from pebench.render.machine_text import machine_effect_text
 
 
@@ -59,7 +60,7 @@ def test_shares_partition_the_plan_and_split_every_cell(plan, cells, count):
     for cell, cell_seeds in seeds.items():
         if len(cell_seeds) >= count:
             assert all(cell in share for share in held), f"a share without seeds of a cell of {len(cell_seeds)}"
-    assert {spec.seed for spec in shares[0] if spec.suite == "standard"} == set(range(0, 6, count))
+    assert {spec.seed for spec in shares[0] if spec.suite == "standard"} == set(SEEDS["standard"][::count])
 
 
 def test_a_share_keeps_the_plan_order_and_is_the_same_every_time(plan):
@@ -85,7 +86,7 @@ def test_run_share_on_the_command_line(capsys):
     assert main(["run", "--suite", "standard", "--experiment", "length_extrapolation", "--share", "2/3",
                  "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert {line.split("seed=")[1] for line in out[:-1]} == {"1", "4"}
+    assert {line.split("seed=")[1] for line in out[:-1]} == {str(seed) for seed in SEEDS["standard"][1::3]}
 
 
 # --------------------------------------------------------------------------- the machine effect

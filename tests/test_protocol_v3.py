@@ -288,11 +288,13 @@ def test_as_declared_changes_only_the_standard_suite_under_v2():
     smoke, standard = ([spec.run_id for spec in suite_runs(suite)] for suite in ("smoke", "standard"))
     with protocol.as_declared("smoke", 2):
         assert [spec.run_id for spec in suite_runs("smoke")] == smoke
-    for version in (3, None):
+    for version in (protocol.SCALES["standard"]["protocol"], None):  # the version in force, or as now
         with protocol.as_declared("standard", version):
             assert [spec.run_id for spec in suite_runs("standard")] == standard
     with protocol.as_declared("standard", 2):
         assert len(suite_runs("standard")) == 606
+    with protocol.as_declared("standard", 3):
+        assert len(suite_runs("standard")) == 2040
 
 
 def test_the_regeneration_sentence_counts_the_runs_of_the_next_reference(tmp_path):
