@@ -1,4 +1,4 @@
-"""The LM step pilot of protocol v3 (pilots/lm_step_pilot.py): it waits for v3's scale, runs the standard LM at
+"""The LM step pilot of protocol v3 (pilots/lm_step_pilot.py): its runs are v3's standard LM at
 each step count evaluated at its training context only, and takes the smallest count whose spread is small."""
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ def pilot(load_pilot):
     return load_pilot("lm_step_pilot")
 
 
-def test_the_pilot_refuses_to_run_before_the_v3_scale_is_declared(pilot, monkeypatch):
-    monkeypatch.setitem(protocol.SCALES, "standard", {**protocol.SCALES["standard"], "protocol": 2})
-    with pytest.raises(RuntimeError, match="declare v3's scale"):
-        pilot.specs(800)
+def test_the_pilots_runs_are_protocol_v3s_whichever_protocol_is_in_force(pilot):
+    """The pilot set v3's LM steps: its runs are v3's standard LM runs (v3's scale and encodings), also once a
+    later protocol is in force."""
+    runs = pilot.specs(800)
+    assert {s.encoding for s in runs} == set(protocol.STANDARD_V3["encodings"])
+    assert {s.protocol for s in runs} == {3} and {s.train.steps for s in runs} == {800}
 
 
 def test_the_runs_are_the_standard_lm_at_each_step_count_evaluated_in_distribution(pilot, monkeypatch):

@@ -390,3 +390,23 @@ def test_differing_values_names_each_shared_column_whose_values_differ_and_compa
     assert differing_values(a, b, ("steps", "lr", "only_a", "only_b")) == [("steps", ["1000", "2000"], ["1000"])]
     assert differing_values(a, a, ("steps", "lr")) == []
     assert _protocol_notes(a, b) == ["e: steps differs (rerun 1000, 2000; reference 1000)"]
+
+
+def test_identical_encodings_are_the_pairs_whose_shared_runs_match_number_for_number():
+    """``irope`` at a depth below its NoPE interval is ``rope``: the report must say the two are one model."""
+    from pebench.report.overview import findings_identical
+
+    runs = [curve_run(seed, {4: 1.0, 8: 0.5 + seed / 10, 16: 0.2}, encoding=encoding, task=task)
+            for seed in (0, 1) for task in ("copy", "reverse") for encoding in ("rope", "irope")]
+    runs += [curve_run(seed, {4: 1.0, 8: 0.5 + seed / 10, 16: 0.2 + (seed == 1) / 100}, encoding="alibi")
+             for seed in (0, 1)]  # one length of one run differs: not the same model
+    runs += [curve_run(0, {4: 1.0, 8: 0.5, 16: 0.2}, encoding="fire", task="duplicate")]  # shares no run
+    data = pd.concat(runs, ignore_index=True)
+    assert results.identical_encodings(data) == [(("rope", "{}"), ("irope", "{}"), 4)]
+    assert findings_identical(data) == [
+        "Identical models: iRoPE gave the same rows as RoPE in every one of the 4 runs they share (every length, "
+        "condition and metric, number for number), so at this scale they are one model: their places on the "
+        "boards are one result, not two."]
+    other = data["encoding"].eq("irope") & data["eval_len"].eq(16) & data["seed"].eq(1) & data["task"].eq("reverse")
+    data.loc[other, "loss"] += 1e-9  # one loss of one run: no longer one model
+    assert results.identical_encodings(data) == [] and findings_identical(data) == []

@@ -47,6 +47,7 @@ from pebench.store.schema import (
     CHECKSUM_COLUMN,
     GROUP_COLUMNS,
     completed,
+    encoding_rank,
     fit_flag,
     fit_flags,
     fitted,
@@ -425,6 +426,42 @@ def differing_values(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]
             if values[0] != values[1]:
                 found.append((column, *values))
     return found
+
+
+#: what two runs must share, number for number, to be the same model (:func:`identical_encodings`)
+IDENTITY_COLUMNS = ("token_acc", "seq_acc", "loss")
+
+
+def identical_encodings(data: pd.DataFrame) -> list[tuple[tuple[str, str], tuple[str, str], int]]:
+    """Pairs of encodings that are one model in these results: every run one shares with the other (the same
+    experiment, task, architecture, training length, variant and seed) has the same rows number for number
+    (:data:`IDENTITY_COLUMNS` at every evaluation length and condition), over at least one shared run. A
+    per-layer encoding configured so that no layer departs from another encoding (``irope`` with fewer blocks
+    than its NoPE interval is ``rope``) is the case this finds. Each pair once, as ``(a, b, shared runs)`` with
+    ``a`` and ``b`` ``(encoding, encoding_options)``, in the folder's encoding order."""
+    rows = data[completed(data)]
+    measured = [c for c in IDENTITY_COLUMNS if c in rows]
+    if rows.empty or not measured:
+        return []
+    rows = rows.assign(variant=rows["variant"].fillna(BASE_VARIANT) if "variant" in rows else BASE_VARIANT,
+                       condition=rows["condition"] if "condition" in rows else "original",
+                       encoding_options=rows["encoding_options"].fillna("").astype(str)
+                       if "encoding_options" in rows else "")
+    cell = [c for c in ("experiment", "task", "task_version", "arch", "train_max_len", "variant", "seed")
+            if c in rows]
+    rows = rows.sort_values(["eval_len", "condition"], kind="stable")
+    rows = rows.assign(row_hash=pd.util.hash_pandas_object(rows[["eval_len", "condition", *measured]], index=False))
+    runs = rows.groupby(["encoding", "encoding_options", *cell], sort=False, dropna=False)["row_hash"].agg(tuple)
+    table = runs.rename("rows").reset_index().pivot(index=cell, columns=["encoding", "encoding_options"],
+                                                    values="rows")
+    models = sorted(table.columns, key=lambda model: (encoding_rank(model[0]), model))
+    pairs = []
+    for i, a in enumerate(models):
+        for b in models[i + 1:]:
+            both = table[[a, b]].dropna()
+            if len(both) and (both[a] == both[b]).all():
+                pairs.append((a, b, len(both)))
+    return pairs
 
 
 def results_version(data: pd.DataFrame) -> str:

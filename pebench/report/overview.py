@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from pebench import encodings
+from pebench.analysis import results
 from pebench.render.tables import RESULTS_STYLE, Cell, Table
 from pebench.render.tables import Column as TableColumn
 from pebench.report import plots
@@ -81,3 +82,13 @@ def findings_status(runs: pd.DataFrame) -> str:
     counts = unique["status"].value_counts()
     return (f"{len(unique)} runs: {counts.get('ok', 0)} ok, {counts.get('diverged', 0)} diverged (included in the "
             f"means), {counts.get('failed', 0)} failed (counted, listed in tables/runs).")
+
+
+def findings_identical(data: pd.DataFrame) -> list[str]:
+    """One sentence per pair of encodings that are one model in these results
+    (:func:`pebench.analysis.results.identical_encodings`): their places on the boards are one result, not two.
+    None where every encoding's runs differ."""
+    return [f"Identical models: {plots.label(*b)} gave the same rows as {plots.label(*a)} in every one of the {n} "
+            f"runs they share (every length, condition and metric, number for number), so at this scale they are "
+            f"one model: their places on the boards are one result, not two."
+            for a, b, n in results.identical_encodings(data)]

@@ -34,7 +34,7 @@ from pebench.report.layout_findings import titled
 from pebench.report.layout_tables import floor_bounds
 from pebench.report.layouts import encoding_figures, experiments_in_order, views
 from pebench.report.main_table import lead_experiment, main_table
-from pebench.report.overview import findings_status, parameter_table, status_table
+from pebench.report.overview import findings_identical, findings_status, parameter_table, status_table
 from pebench.report.protocol_text import (
     citation_bibtex,
     distinct_values,
@@ -134,6 +134,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     made.tables += [save_table(table, folders["tables"], stamp) for table in _run_tables(data, runs)]
     made.findings.append(findings_status(runs))
     made.findings += machine_findings(runs)
+    made.findings += findings_identical(data)
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
     if suite == "smoke":
         made.findings.insert(0, SMOKE_NOTE)
