@@ -16,6 +16,9 @@ from pebench.analysis.leaderboard import FELL_BACK, verdict_text
 from pebench.render.tables import Cell, Column, Table, column_kinds, interval_text
 from pebench.store.schema import encoding_label, task_label
 
+#: how the board's split-half stability sentence begins (:func:`split_half_sentence`; a headline finding)
+SPLIT_HALF_LEAD = "the board's order on halves of its evidence"
+
 
 def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,
            label: str | None, keys: int = 1) -> Table:
@@ -280,7 +283,7 @@ def split_half_sentence(halves: pd.DataFrame, arch: str) -> str:
                 else f"between two halves of {size} of its {row.n_units} {units}")
         spread = f" (from {row.tau_min:.2f} to {row.tau_max:.2f})" if row.tau_min != row.tau_max else ""
         parts.append(f"{'mean ' if row.n_splits > 1 else ''}{row.tau_mean:.2f}{spread} {over}")
-    return ("the board's order on halves of its evidence, Kendall's tau between the halves' orders of the "
+    return (f"{SPLIT_HALF_LEAD}, Kendall's tau between the halves' orders of the "
             f"encodings ranked on both: {'; '.join(parts)} (1: the same order, 0: unrelated).")
 
 

@@ -13,7 +13,9 @@ from typing import Any
 
 import pandas as pd
 
+from pebench.render.board_tables import SPLIT_HALF_LEAD
 from pebench.render.tables import markdown_code, markdown_text
+from pebench.report.overview import IDENTICAL_LEAD
 from pebench.report_spec import ReportSpec
 from pebench.store import raw_files, run_file_id
 from pebench.store.report_file import FOLDER
@@ -28,8 +30,9 @@ PROVENANCE_KEYS = ("date", "git_sha", "git_dirty", "pebench_version", "torch_ver
 
 
 def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[str]:
-    """The ranking findings among ``findings`` (the boards' tiers and first places and the declared comparisons
-    of every experiment in ``specs`` with a primary metric, in the order of ``specs``), else the first three."""
+    """The ranking findings among ``findings`` (the boards' tiers, first places and split-half stability and the
+    declared comparisons of every experiment in ``specs`` with a primary metric, in the order of ``specs``, then
+    any pair of encodings that are one model), else the first three."""
     lines = []
     for name, spec in specs.items():
         if not spec.primary_metric:
@@ -37,7 +40,8 @@ def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[s
         pairs = [f"{encoding_label(a)} vs {encoding_label(b)}:" for a, b in spec.comparisons]  # as findings name them
         lead = f"{people_words(name)}, "  # as the report names an experiment and its arch
         lines += [f for f in findings if f.startswith(lead)
-                  and ("tier" in f or " is first" in f or any(pair in f for pair in pairs))]
+                  and ("tier" in f or " is first" in f or SPLIT_HALF_LEAD in f or any(pair in f for pair in pairs))]
+    lines += [f for f in findings if f.startswith(IDENTICAL_LEAD)] if lines else []
     return lines or list(findings[:3])
 
 

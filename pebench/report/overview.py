@@ -84,11 +84,15 @@ def findings_status(runs: pd.DataFrame) -> str:
             f"means), {counts.get('failed', 0)} failed (counted, listed in tables/runs).")
 
 
+#: how the sentence on two encodings that are one model begins (:func:`findings_identical`; a headline finding)
+IDENTICAL_LEAD = "Identical models:"
+
+
 def findings_identical(data: pd.DataFrame) -> list[str]:
     """One sentence per pair of encodings that are one model in these results
     (:func:`pebench.analysis.results.identical_encodings`): their places on the boards are one result, not two.
     None where every encoding's runs differ."""
-    return [f"Identical models: {plots.label(*b)} gave the same rows as {plots.label(*a)} in every one of the {n} "
+    return [f"{IDENTICAL_LEAD} {plots.label(*b)} gave the same rows as {plots.label(*a)} in every one of the {n} "
             f"runs they share (every length, condition and metric, number for number), so at this scale they are "
             f"one model: their places on the boards are one result, not two."
             for a, b, n in results.identical_encodings(data)]
