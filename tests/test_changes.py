@@ -143,6 +143,23 @@ def test_an_encoding_at_or_below_the_floor_is_no_extrapolation_never_a_tier():
     assert "no extrapolation = at or below the position-free floor" in table.caption
 
 
+def test_an_encoding_whose_tier_holds_in_under_90_percent_is_between_tiers_as_the_board_says():
+    """Protocol v4's boards (issue 66): an encoding whose tier holds in under 90% of the bootstrap replicates is
+    between tiers, never "tier k", also in what changed; between tiers on both sides is no move."""
+    held = (dict(row("rope", 1), tier_probability=0.95), *BEFORE[1:])
+    found, said = compared(dict(row("rope", 2, score=-0.2), tier_probability=0.726), *BEFORE[1:], before=held)
+    assert moved(found) == {"rope": ["tier"]}
+    assert said[1] == ("Length extrapolation, decoder: RoPE moved from tier 1 to between tiers (P(tier 2) 0.726 under "
+                       "v3; score 0.10 [0.00, 0.20] under v2, −0.20 [−0.30, −0.10] under v3).")
+    shown = {r[1].text: [c.shown for c in r] for r in changes_table(found, V2, V3).rows}
+    assert shown["RoPE"][2:4] == ["1", "between tiers (0.726)"]
+    between = (dict(row("rope", 1), tier_probability=0.6), *BEFORE[1:])
+    same, said = compared(dict(row("rope", 2), tier_probability=0.8), *BEFORE[1:], before=between)
+    assert moved(same) == {} and said[0].startswith("No verdict moved")
+    with pytest.raises(ResultsError, match="tier_probability outside"):
+        frame(dict(row("rope", 1), tier_probability=1.5))
+
+
 # --------------------------------------------------------------------------- folders
 
 

@@ -188,9 +188,14 @@ KEYS = ("experiment", "arch", "encoding")
 #: the main table's columns a comparison reads (:func:`pebench.report.main_table.main_table`'s data)
 VERDICT_COLUMNS = ("ranked", "tier", "score", "score_low", "score_high", "dependent_fit_rate",
                    "control_vs_baseline", "control_low", "control_high", "harms")
+#: main-table columns a comparison reads where the table has them: ``tier_probability`` from the boards of protocol
+#: v4 (an encoding whose tier holds in under :data:`~pebench.analysis.leaderboard.TIER_CONFIDENCE` of the bootstrap
+#: replicates is between tiers); NaN where the table has none
+OPTIONAL_VERDICT_COLUMNS = ("tier_probability",)
 
 def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.DataFrame:
-    """A main table's CSV (``tables/main.csv``) as a frame of :data:`KEYS` and :data:`VERDICT_COLUMNS`:
+    """A main table's CSV (``tables/main.csv``) as a frame of :data:`KEYS`, :data:`VERDICT_COLUMNS` and
+    :data:`OPTIONAL_VERDICT_COLUMNS`:
     ``ranked`` a bool, ``tier`` a number (NaN when not ranked, or ranked without a tier: tier 0, an encoding at or
     below the position-free floor, :func:`pebench.analysis.leaderboard.extrapolation_board`), ``harms`` True, False
     or None (None where there is no control interval: the baseline itself, or no controls).
@@ -207,10 +212,10 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
         raise ResultsError(f"{source}: not a main table of pebench, missing column(s) {', '.join(missing)}")
     if frame.empty:
         raise ResultsError(f"{source}: no rows; a main table has one row per architecture and encoding")
-    frame = frame[[*KEYS, *VERDICT_COLUMNS]].copy()
+    frame = frame.reindex(columns=[*KEYS, *VERDICT_COLUMNS, *OPTIONAL_VERDICT_COLUMNS])  # optional ones: NaN
     truth = {True: True, "True": True, "true": True, False: False, "False": False, "false": False}
     frame["ranked"] = frame["ranked"].map(lambda v: truth.get(v, False)).astype(bool)
-    for column in VERDICT_COLUMNS:
+    for column in (*VERDICT_COLUMNS, *OPTIONAL_VERDICT_COLUMNS):
         if column not in ("ranked", "harms"):
             written = frame[column]
             frame[column] = pd.to_numeric(written, errors="coerce")
@@ -218,6 +223,8 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
             if bad.any():
                 raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
                                    "not a main table pebench writes")
+    if not frame["tier_probability"].dropna().between(0, 1).all():
+        raise ResultsError(f"{source}: a tier_probability outside [0, 1]; not a main table pebench writes")
     tiers = frame.loc[frame["ranked"], "tier"]
     if not (tiers.isna() | ((tiers >= 0) & (tiers == tiers.round()))).all():
         raise ResultsError(f"{source}: a ranked encoding's tier is not a whole number >= 0; not a main table pebench "

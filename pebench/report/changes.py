@@ -2,10 +2,11 @@
 current one, per experiment, architecture and encoding.
 
 A verdict *moved* when an encoding's tier changed (ranked on both sides; a ranked encoding without a tier, at or
-below the position-free floor, has "no extrapolation", and moves only from or to a tier), it became ranked or
-unranked, or its harm verdict on the order-free controls flipped (both sides with a control interval); an encoding
-compared on one side only is *new* or *gone*. Scores are shown beside the tiers with their 95% intervals and never
-compared as numbers: scores measured under different protocols are not comparable.
+below the position-free floor, has "no extrapolation", and moves only from or to a tier; one whose tier holds in
+under 90% of the board's bootstrap replicates is "between tiers", and moves only from or to another placement), it
+became ranked or unranked, or its harm verdict on the order-free controls flipped (both sides with a control
+interval); an encoding compared on one side only is *new* or *gone*. Scores are shown beside the tiers with their
+95% intervals and never compared as numbers: scores measured under different protocols are not comparable.
 
 :func:`verdict_changes` reads two folders and returns a :class:`Changes` (its table model, its sentences and the
 blocks a page renders); :func:`changes`, :func:`changes_table` and :func:`change_sentences` work on main-table
@@ -23,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from pebench import encodings
-from pebench.analysis.compare import KEYS, VERDICT_COLUMNS, main_table_frame
+from pebench.analysis.compare import KEYS, OPTIONAL_VERDICT_COLUMNS, VERDICT_COLUMNS, main_table_frame
+from pebench.analysis.leaderboard import TIER_CONFIDENCE
 from pebench.render import blocks
 from pebench.render.tables import Cell, Column, Table, interval_text, markdown_code
 from pebench.report.findings import people_words
@@ -43,7 +45,8 @@ def changes(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     ``<column>_after``, ``side`` (``both``, ``before``, ``after``), ``moved`` (what moved, of :data:`MOVES`, or
     :data:`NEW` / :data:`GONE`; empty when nothing did). Rows in ``after``'s order, each architecture's encodings
     of ``before`` only at the end of its group."""
-    merged = pd.merge(before[[*KEYS, *VERDICT_COLUMNS]], after[[*KEYS, *VERDICT_COLUMNS]], on=list(KEYS),
+    columns = [*KEYS, *VERDICT_COLUMNS, *OPTIONAL_VERDICT_COLUMNS]
+    merged = pd.merge(before.reindex(columns=columns), after.reindex(columns=columns), on=list(KEYS),
                       how="outer", suffixes=("_before", "_after"), indicator=True, sort=False)
     merged["side"] = merged.pop("_merge").map({"both": "both", "left_only": "before", "right_only": "after"})
     order = pd.concat([after[list(KEYS)], before[list(KEYS)]]).drop_duplicates()
@@ -62,8 +65,7 @@ def _moved(row: Mapping[str, Any]) -> list[str]:
         return [NEW if row["side"] == "after" else GONE]
     moved = []
     ranked = bool(row["ranked_before"]), bool(row["ranked_after"])
-    tiers = row["tier_before"], row["tier_after"]
-    if all(ranked) and not (tiers[0] == tiers[1] or (pd.isna(tiers[0]) and pd.isna(tiers[1]))):
+    if all(ranked) and _placement(row, "before") != _placement(row, "after"):
         moved.append("tier")
     if ranked[0] != ranked[1]:
         moved.append("ranking")
@@ -99,12 +101,31 @@ def _interval(point: float, low: float, high: float, digits: int = 2) -> str:
 NO_EXTRAPOLATION = "no extrapolation"
 
 
-def _tier(row: Mapping[str, Any], side: str) -> str:
-    """``tier k``, ``no extrapolation`` or ``not ranked``."""
+#: a ranked encoding in a tier that holds in under :data:`~pebench.analysis.leaderboard.TIER_CONFIDENCE` of the
+#: board's bootstrap replicates (protocol v4's boards)
+BETWEEN_TIERS = "between tiers"
+
+
+def _between(row: Mapping[str, Any], side: str) -> bool:
+    probability = row.get(f"tier_probability_{side}")
+    return pd.notna(row[f"tier_{side}"]) and probability is not None and pd.notna(probability) \
+        and probability < TIER_CONFIDENCE
+
+
+def _placement(row: Mapping[str, Any], side: str) -> str:
+    """What a verdict places an encoding as, the probability of its tier aside: ``tier k``, between tiers, no
+    extrapolation or not ranked."""
     if not row[f"ranked_{side}"]:
         return "not ranked"
     tier = row[f"tier_{side}"]
-    return NO_EXTRAPOLATION if pd.isna(tier) else f"tier {int(tier)}"
+    return NO_EXTRAPOLATION if pd.isna(tier) else BETWEEN_TIERS if _between(row, side) else f"tier {int(tier)}"
+
+
+def _tier(row: Mapping[str, Any], side: str) -> str:
+    """``tier k``, ``between tiers (P(tier k) p)``, ``no extrapolation`` or ``not ranked``."""
+    if _between(row, side):
+        return f"{BETWEEN_TIERS} (P(tier {int(row[f'tier_{side}'])}) {row[f'tier_probability_{side}']:.3f})"
+    return _placement(row, side)
 
 
 def _score(row: Mapping[str, Any], side: str) -> str:
@@ -132,7 +153,9 @@ CELL_COLUMNS = ("tier", "score", "dependent_fit_rate", "harms")
 
 def _cell_texts(row: Mapping[str, Any], side: str) -> dict[str, str]:
     """The table's texts of one side of a row (:data:`CELL_COLUMNS`)."""
-    tier = "—" if not row[f"ranked_{side}"] else _tier(row, side).removeprefix("tier ")
+    tier = "—" if not row[f"ranked_{side}"] else _placement(row, side).removeprefix("tier ")
+    if _between(row, side):  # as the main table writes it: the probability of its point estimate's tier
+        tier += f" ({row[f'tier_probability_{side}']:.3f})"
     return {"tier": tier, "score": _score(row, side), "dependent_fit_rate": _fit(row, side),
             "harms": _harms(row, side)}
 
@@ -158,8 +181,10 @@ def _sentence(row: Mapping[str, Any], names: tuple[str, str], baseline: str) -> 
         return f"{who} is compared {_under(before)} only ({_verdict(row, 'before')})."
     parts = []
     if "tier" in row["moved"]:
-        parts.append(f"moved from {_tier(row, 'before')} to {_tier(row, 'after')} (score {_score(row, 'before')} "
-                     f"{_under(before)}, {_score(row, 'after')} {_under(after)})")
+        held = "".join(f"P(tier {int(row[f'tier_{side}'])}) {row[f'tier_probability_{side}']:.3f} {_under(name)}; "
+                       for side, name in zip(SIDES, names, strict=True) if _between(row, side))
+        parts.append(f"moved from {_placement(row, 'before')} to {_placement(row, 'after')} ({held}score "
+                     f"{_score(row, 'before')} {_under(before)}, {_score(row, 'after')} {_under(after)})")
     if "ranking" in row["moved"]:
         parts.append(f"moved from {_tier(row, 'before')} to {_tier(row, 'after')} (it fitted {_fit(row, 'before')} "
                      f"of its order-dependent runs {_under(before)}, {_fit(row, 'after')} {_under(after)})")
@@ -236,10 +261,12 @@ def changes_table(frame: pd.DataFrame, before: Mapping[str, Any], after: Mapping
     title = f"{'' if several else people_words(experiments[0]) + ': '}what changed from {b} to {a}"
     title = title[0].upper() + title[1:]
     caption = (f"The verdicts of the main table of {before['suite']} {before['results_version']} ({b}) beside those "
-               f"of {after['suite']} {after['results_version']} ({a}), per architecture and encoding. Tier: 1 = top; "
-               f"{NO_EXTRAPOLATION} = at or below the position-free floor, ranked but in no tier; — = not ranked (too "
-               "few of its order-dependent runs fitted to compare it). Score: floor-normalised OOD score with its "
-               "95% interval. Fit: share of its order-dependent runs that met the fit criterion. Harms: the 95% "
+               f"of {after['suite']} {after['results_version']} ({a}), per architecture and encoding. Tier: 1 = "
+               f"top; {BETWEEN_TIERS} = its tier holds in under {TIER_CONFIDENCE:.0%} of the board's bootstrap "
+               f"replicates (in brackets: the share for its point estimate's tier); {NO_EXTRAPOLATION} = at or below "
+               "the position-free floor, ranked but in no tier; — = not ranked (too few of its order-dependent runs "
+               "fitted to compare it). Score: floor-normalised OOD score with its 95% interval. Fit: share of its "
+               "order-dependent runs that met the fit criterion. Harms: the 95% "
                f"interval of its difference from {baseline} on the order-free controls lies below 0 (— = no such "
                "interval). Moved: the tier, the ranking or the harm verdict changed; new or gone: compared on one "
                "side only (its cells on the other side are empty).")
