@@ -178,6 +178,17 @@ def test_an_encoding_better_on_every_task_leads_the_board_and_beats_its_baseline
     assert np.allclose(mine["score"], 0.9)  # the mean of 0.9, 0.92, 0.88: exact in binary to 1e-15
 
 
+def test_the_summary_gives_the_probability_of_a_tier_and_none_below_the_floor():
+    """An encoding at or below the position-free floor has no tier, so no probability of one (it said "P nan")."""
+    own = _rows("mine", {t: [0.9, 0.92, 0.88] for t in TASKS})
+    top = verdict(own, _reference(), "mine", _expected(own), baselines=("none",))
+    assert verdict_module.summary(top)[0].startswith("decoder: tier 1 (P(tier) 1.000), score ")
+    own = _rows("mine", {t: [0.0, 0.0, 0.0] for t in TASKS})  # the floor (0.0) on every task
+    below = verdict(own, _reference(), "mine", _expected(own), baselines=("none",))
+    line = verdict_module.summary(below)[0]
+    assert line.startswith("decoder: no extrapolation, score ") and "nan" not in line and "P(tier)" not in line
+
+
 def test_partial_runs_give_per_task_numbers_and_no_board():
     own = _rows("mine", {t: [0.9, 0.92, 0.88] for t in TASKS})
     expected = pd.concat([_expected(own), _expected(own).assign(run_id=lambda f: f["run_id"] + "-later")])

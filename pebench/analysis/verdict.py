@@ -233,7 +233,8 @@ def summary(found: Verdict) -> list[str]:
                          f"(battery {row.battery} tasks)")
             continue
         where = row.placement if row.tier == 0 or row.placement != f"tier {row.tier}" else f"tier {row.tier}"
-        lines.append(f"{row.arch}: {where} (P {row.tier_probability:.2f}), score {row.score:.2f} "
+        held = f" (P(tier) {row.tier_probability:.3f})" if np.isfinite(row.tier_probability) else ""  # none below floor
+        lines.append(f"{row.arch}: {where}{held}, score {row.score:.2f} "
                      f"[{row.low:.2f}, {row.high:.2f}], advantage {row.advantage:+.3f}, wins {row.win_rate:.0%} of "
                      f"its task comparisons, judged on {row.n_tasks} of {row.battery} tasks"
                      + (" (few tasks)" if row.few_tasks else ""))
