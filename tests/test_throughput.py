@@ -90,7 +90,7 @@ def test_suite_measurements_are_appended_and_the_last_is_current(tmp_path, monke
 
     minutes = iter([80.0, 2.0, 70.0])
 
-    def timed(suite, workers, out, note=""):
+    def timed(suite, workers, out, note="", plugin=None):
         wall = next(minutes) * 60
         return {"suite": suite, "workers": workers, "runs": 6, "wall_seconds": wall, "wall_minutes": wall / 60,
                 "git_sha": "a" * 40, "date": "2026-11-24", "load_before": 0.1, "reference_step_ms_before": 9.0,
@@ -165,3 +165,13 @@ def test_the_step_profile_accounts_for_the_whole_traced_time():
     assert profile.share.sum() == pytest.approx(1.0, abs=1e-3)
     assert set(profile.operator[profile.matmul]) <= set(throughput.MATMUL_OPERATORS) and profile.matmul.any()
     assert (profile.share >= 0).all() and profile.operator.tolist()[-2:] == ["other operators", "outside operators"]
+
+
+def test_a_timed_verdict_runs_pebench_evaluate_with_its_plugin(tmp_path):
+    """``evaluate:NAME`` times one encoding's verdict (issue 65: the README's measured time of it)."""
+    out, plugin = tmp_path / "out", tmp_path / "mine.py"
+    assert throughput.suite_command("smoke", 2, out)[-7:] == ["run", "--suite", "smoke", "--workers", "2", "--out",
+                                                              str(out)]
+    assert throughput.suite_command("evaluate:scaled_sinusoidal", 2, out, plugin)[-8:] == [
+        "evaluate", "scaled_sinusoidal", "--plugin", str(plugin), "--workers", "2", "--out", str(out)]
+    assert "--plugin" not in throughput.suite_command("evaluate:rope", 2, out)

@@ -506,8 +506,25 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
                          for name, seconds, calls in rows])
 
 
-def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict:
-    """Wall time of ``pebench run --suite SUITE --workers N --out OUT`` in a fresh interpreter.
+#: how a timed suite names one encoding's verdict: ``evaluate:NAME`` times ``pebench evaluate NAME`` (the standard
+#: suite's runs of that encoding, then its verdict against the reference)
+EVALUATE_PREFIX = "evaluate:"
+
+
+def suite_command(suite: str, workers: int, out: Path, plugin: Path | None = None) -> list[str]:
+    """The command :func:`suite_wall_time` times: ``pebench run --suite SUITE``, or for ``evaluate:NAME``
+    ``pebench evaluate NAME`` (with ``--plugin PLUGIN``, the file that registers it, where given)."""
+    command = [sys.executable, "-m", "pebench.cli"]
+    if suite.startswith(EVALUATE_PREFIX):
+        command += ["evaluate", suite.removeprefix(EVALUATE_PREFIX), *(["--plugin", str(plugin)] if plugin else [])]
+    else:
+        command += ["run", "--suite", suite]
+    return [*command, "--workers", str(workers), "--out", str(out)]
+
+
+def suite_wall_time(suite: str, workers: int, out: Path, note: str = "", plugin: Path | None = None) -> dict:
+    """Wall time of ``pebench run --suite SUITE --workers N --out OUT`` (or of an encoding's verdict,
+    :func:`suite_command`) in a fresh interpreter.
 
     ``out`` must hold no results: a resumed sweep would skip runs and time only part of the suite. The row
     also records the machine's state around it: the 1-minute load average before the start
@@ -519,8 +536,7 @@ def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict
         raise SystemExit(f"{out} already holds results, so a sweep would resume and time only part of {suite}; "
                          "choose an empty --suite-out folder")
 
-    command = [sys.executable, "-m", "pebench.cli", "run", "--suite", suite, "--workers", str(workers),
-               "--out", str(out)]
+    command = suite_command(suite, workers, out, plugin)
     code = git_state()  # of the code that runs, before anything is written
     load_before = os.getloadavg()[0]
     step_before = reference_step_ms()
@@ -535,7 +551,8 @@ def suite_wall_time(suite: str, workers: int, out: Path, note: str = "") -> dict
     return row
 
 
-def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: Path, note: str = "") -> None:
+def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: Path, note: str = "",
+                   plugin: Path | None = None) -> None:
     """Time each of ``suites`` into ``out/<suite>`` (default a temporary folder, removed afterwards) and
     append their rows to ``csv``: it keeps every measurement, the last row of a suite being its current one
     (:func:`pebench.render.protocol_tables.measured_suite_times`), so the history shows how much the machine, not only
@@ -547,7 +564,7 @@ def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: P
     for suite in suites:
         folder = Path(tempfile.mkdtemp(prefix=f"pebench-{suite}-")) if out is None else out / suite
         try:
-            rows.append(suite_wall_time(suite, workers, folder, note))
+            rows.append(suite_wall_time(suite, workers, folder, note, plugin))
         finally:
             if out is None:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -771,7 +788,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="only print the performance page's sentences, generated from the CSVs")
     parser.add_argument("--suites", nargs="*", default=["smoke"],
                         help="suites whose wall time the 'suites' part measures (default smoke; standard takes "
-                             "over an hour on 2 cores: results/performance/suites.csv)")
+                             "over an hour on 2 cores: results/performance/suites.csv); evaluate:NAME times "
+                             "'pebench evaluate NAME', one encoding's verdict")
+    parser.add_argument("--suite-plugin", type=Path,
+                        help="the file registering the encoding of an evaluate:NAME suite (pebench evaluate --plugin)")
     parser.add_argument("--suite-workers", type=int, default=2,
                         help="workers of the timed suites and estimate samples (default 2)")
     parser.add_argument("--estimate-suite", default="standard",
@@ -822,7 +842,8 @@ def _measure(args: argparse.Namespace) -> None:
         measure_estimates(args.estimate_suite, args.estimate_runs, args.estimate_seeds, args.suite_workers,
                           args.out / "estimates.csv", args.suite_note)
     if "suites" in args.only and args.suites:
-        measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv", args.suite_note)
+        measure_suites(args.suites, args.suite_workers, args.suite_out, args.out / "suites.csv", args.suite_note,
+                       args.suite_plugin)
 
 
 if __name__ == "__main__":

@@ -461,16 +461,16 @@ def suite_time_values(performance: Path) -> dict[str, str]:
     times = {}
     with protocol.as_declared("standard", 2):
         v2_runs = len(suite_runs("standard"))  # a measurement of v2's suite (606 runs) is judged by v2's budget
-    v3_runs = len(suite_runs("standard"))
+    now, runs = protocol.SCALES["standard"].get("protocol", protocol.PROTOCOL), len(suite_runs("standard"))
     for measured in measured_suite_times(performance):
         times[f"{measured.suite}_time"] = f"{measured.text()} (measured {measured.date}, {{doc}}`performance`)"
         if measured.suite == "standard":
-            if measured.runs == v2_runs != v3_runs:  # say which suite that was
-                times["standard_scope"] = (f"That was protocol v2's standard suite; protocol v3's, of {v3_runs:,} "
-                                           "runs, is timed once its reference is complete.")
+            if measured.runs == v2_runs != runs:  # say which suite that was
+                times["standard_scope"] = (f"That was protocol v2's standard suite; protocol v{now}'s, of {runs:,} "
+                                           "runs, has not been timed whole on an idle machine.")
             times["standard_budget"] = (standard_budget_text(measured.wall_minutes) if measured.runs == v2_runs
-                                        else "the suite of protocol v3, which declares no time budget: its scale "
-                                        "is the one its pilots chose ({doc}`pilots`)")
+                                        else f"the suite of protocol v{now}, whose scale is the one its pilots "
+                                        "chose ({doc}`pilots`)")
     times.setdefault("standard_budget", "not measured yet")
     times.setdefault("standard_scope", "")
     for suite in ("smoke", "standard", "paper"):
