@@ -562,7 +562,8 @@ def measure_suites(suites: Sequence[str], workers: int, out: Path | None, csv: P
 
     rows = []
     for suite in suites:
-        folder = Path(tempfile.mkdtemp(prefix=f"pebench-{suite}-")) if out is None else out / suite
+        name = suite.replace(EVALUATE_PREFIX, "evaluate-")  # a folder name without a colon, on every system
+        folder = Path(tempfile.mkdtemp(prefix=f"pebench-{name}-")) if out is None else out / name
         try:
             rows.append(suite_wall_time(suite, workers, folder, note, plugin))
         finally:
