@@ -77,7 +77,7 @@ def test_an_edited_file_is_tampered_before_any_rerun(smoke_folder, tmp_path, cap
     assert main(["verify", str(folder), "--sample", "1"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"{edited.name}: tampered or damaged: edited or damaged (its rows_sha256")
-    assert out[-1].startswith("NOT verified: 1 of 1 sampled runs reproduce") and "1 run file(s) tampered" in out[-1]
+    assert out[-1].startswith("NOT verified: 1 of 1 sampled runs reproduce") and "1 file(s) tampered" in out[-1]
 
 
 def test_an_edited_file_with_its_checksum_fixed_is_caught_by_the_rerun(smoke_folder, tmp_path, capsys):

@@ -311,4 +311,6 @@ class Verification:
         why = "; ".join(sorted({check.why_statistical for check in self.checks if check.why_statistical}))
         text = (f"{'verified' if self.ok else 'NOT verified'}: {reproduced} of {len(self.checks)} sampled runs "
                 f"reproduce (compared {' and '.join(how) or 'on none'}{f': {why}' if why else ''})")
-        return text + (f"; {len(self.bad)} run file(s) tampered or damaged" if self.bad else "")
+        # run files and their predictions alike: a prediction file of a tampered run is bad with it
+        return text + (f"; {len(self.bad)} file(s) tampered, damaged or of no valid run (listed above)"
+                       if self.bad else "")
