@@ -66,6 +66,9 @@ def test_a_plugin_encoding_gets_a_complete_verdict_with_its_source(plugin, refer
     # per task: the encoding's row first, then the reference's encodings on the same seeds
     tasks = {row["task"] for row in record["per_task"] if row["encoding"] == PLUGIN}
     assert tasks == {"copy", "majority"}
+    caption = next(line for line in (out / "verdict" / "verdict_per_task_decoder.md").read_text().splitlines()
+                   if "per task" in line)
+    assert caption.count("per task") == 1  # the title names the encoding once, the caption does not repeat it
     # the source: its hash names the bytes of the plugin, and a copy is kept beside the verdict
     digest = hashlib.sha256(plugin.read_bytes()).hexdigest()
     assert [f["sha256"] for f in record["source"]["files"]] == [digest]

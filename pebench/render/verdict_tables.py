@@ -54,7 +54,7 @@ def per_task_table(per_task: pd.DataFrame, encoding: str, baselines: Sequence[st
         rows.append([Cell(task_label(task) + SCORE_MARKS.get(own["metric"], "?"), task),
                      Cell(f"{own['fitted']}/{own['seeds']}", own["fitted"] / own["seeds"]), _score(own, True),
                      *(_score(by_name.get(b), False) for b in shown)])
-    caption = (f"{encoding_label(encoding)} per task ({arch}) beside the declared baselines, on the same seeds: its "
+    caption = ("Beside the declared baselines, on the same seeds: its "  # after the title, which names it
                "fitted seeds of those it ran (Fit) and its score with a 95% t-interval over the fitted ones; each "
                "baseline's mean over the seeds it fitted of the same ones (n.f.: none fitted). Look at the tasks "
                "where its interval lies above every baseline's mean.")
