@@ -63,7 +63,28 @@ def test_a_rerun_says_how_its_main_table_tiers_agree_with_the_reference(tmp_path
     # each top tier in the canonical order of the encodings, whatever order the table lists them in
     assert main_table_agreement(tmp_path / "rerun", tmp_path / "ref") == [
         "Main table of Length extrapolation, decoder: the top tier is Sinusoidal, RoPE, T5 bias in the rerun and "
-        "RoPE, T5 bias in the reference; 3 of 4 encodings have the same tier on both sides (or are unranked on both).",
+        "RoPE, T5 bias in the reference; 3 of 4 encodings have the same placement on both sides (a tier, between "
+        "tiers, no extrapolation, or not ranked).",
         "Main table of Length extrapolation, encoder: the top tier is Learned, T5 bias on both sides; 2 of 2 encodings "
-        "have the same tier on both sides (or are unranked on both)."]
+        "have the same placement on both sides (a tier, between tiers, no extrapolation, or not ranked)."]
     assert main_table_agreement(tmp_path / "rerun", tmp_path / "nowhere") == []  # a side without a main table
+
+
+def test_a_tier_that_holds_in_under_90_percent_is_no_top_tier_and_a_rerun_without_a_board_is_not_compared(tmp_path):
+    """Protocol v4's boards: an encoding between tiers (P(tier) < 0.9) is not in its point estimate's tier; a quick
+    sample ranks nothing, and "the top tier is no encoding in the rerun" said nothing true."""
+    import pandas as pd
+
+    from pebench.analysis.compare import main_table_agreement
+
+    write_main(tmp_path / "ref", [("decoder", "t5", 1), ("decoder", "rope", 1), ("decoder", "none", 0)])
+    main = pd.read_csv(tmp_path / "ref" / "tables" / "main.csv").assign(tier_probability=[0.95, 0.6, None])
+    main.to_csv(tmp_path / "ref" / "tables" / "main.csv", index=False)
+    write_main(tmp_path / "rerun", [("decoder", "t5", 1), ("decoder", "rope", 2), ("decoder", "none", 0)])
+    assert main_table_agreement(tmp_path / "rerun", tmp_path / "ref") == [
+        "Main table of Length extrapolation, decoder: the top tier is T5 bias on both sides; 2 of 3 "
+        "encodings have the same placement on both sides (a tier, between tiers, no extrapolation, or not ranked)."]
+    write_main(tmp_path / "sample", [("decoder", "t5", None), ("decoder", "rope", None)])
+    assert main_table_agreement(tmp_path / "sample", tmp_path / "ref") == [
+        "Main table of Length extrapolation, decoder: the rerun ranks no encoding (its runs are fewer than a board "
+        "needs), so its placements are not compared."]

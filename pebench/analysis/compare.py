@@ -43,6 +43,7 @@ import io
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,7 @@ import pandas as pd
 from pebench import metrics as metric_registry
 from pebench import store
 from pebench.analysis import declarations, results
+from pebench.analysis.leaderboard import TIER_CONFIDENCE
 from pebench.report_spec import ReportSpec
 from pebench.store import ResultsError
 from pebench.store.schema import (
@@ -499,17 +501,36 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
     return sentences
 
 
-def _tiers(main: pd.DataFrame) -> dict[str, float | None]:
-    """Each encoding's tier in one experiment and architecture of a main table
-    (:func:`main_table_frame`); None where it has none (not ranked, or no extrapolation)."""
-    rows = zip(main["encoding"], main["tier"], main["ranked"], strict=True)
-    return {encoding: (float(tier) if ranked and tier == tier else None) for encoding, tier, ranked in rows}
+#: a ranked encoding without a tier, at or below the position-free floor (:func:`main_table_frame` reads its tier 0
+#: as NaN)
+NO_EXTRAPOLATION = "no extrapolation"
+#: a ranked encoding whose tier holds in under :data:`~pebench.analysis.leaderboard.TIER_CONFIDENCE` of the board's
+#: bootstrap replicates (protocol v4's boards): in no tier, as the board says
+BETWEEN_TIERS = "between tiers"
+
+
+def placement(row: Mapping[str, Any], suffix: str = "") -> str:
+    """Where a row of :func:`main_table_frame` (its columns named with ``suffix``, e.g. ``_before``) places an
+    encoding, as its board does: ``tier k``, :data:`BETWEEN_TIERS`, :data:`NO_EXTRAPOLATION` or ``not ranked``."""
+    if not row[f"ranked{suffix}"]:
+        return "not ranked"
+    tier, held = row[f"tier{suffix}"], row.get(f"tier_probability{suffix}")
+    if pd.isna(tier):
+        return NO_EXTRAPOLATION
+    return BETWEEN_TIERS if held is not None and pd.notna(held) and held < TIER_CONFIDENCE else f"tier {int(tier)}"
+
+
+def _placements(main: pd.DataFrame) -> dict[str, str]:
+    """Each encoding's :func:`placement` in one experiment and architecture of a main table."""
+    return {row["encoding"]: placement(row) for row in main.to_dict("records")}
 
 
 def main_table_agreement(local_report: str | Path, reference_report: str | Path) -> list[str]:
     """One sentence per experiment and architecture of the main table (``tables/main.csv``, written by
     ``pebench report`` into the report folders ``local_report`` and ``reference_report``) on both sides: the top
-    tier of each side, and for how many encodings the tier (or being unranked) is the same on both."""
+    tier of each side (its encodings placed in tier 1, none between tiers), and for how many encodings the
+    placement (a tier, between tiers, no extrapolation, not ranked) is the same on both; a side that ranks no
+    encoding has no board to compare (a sample of a suite, or a folder missing runs), and the sentence says so."""
     paths = [Path(reference_report) / "tables" / "main.csv", Path(local_report) / "tables" / "main.csv"]
     if not all(path.is_file() for path in paths):
         return []
@@ -517,18 +538,23 @@ def main_table_agreement(local_report: str | Path, reference_report: str | Path)
     sentences = []
     for (experiment, arch), group in ref.groupby(["experiment", "arch"], sort=False):
         rerun = new[(new["experiment"] == experiment) & (new["arch"] == arch)]
-        before, after = _tiers(group), _tiers(rerun)
+        before, after = _placements(group), _placements(rerun)
         both = [e for e in before if e in after]
         if not both:
             continue
+        if not rerun["ranked"].any():
+            sentences.append(f"Main table of {people_words(experiment, arch)}: the rerun ranks no encoding (its "
+                             "runs are fewer than a board needs), so its placements are not compared.")
+            continue
         # in the canonical order, so that one top tier listed in two orders reads as the same
-        tops = [encoding_labels(sorted((e for e, tier in tiers.items() if tier == 1), key=encoding_rank))
-                for tiers in (after, before)]
+        tops = [encoding_labels(sorted((e for e, where in places.items() if where == "tier 1"), key=encoding_rank))
+                for places in (after, before)]
         top = (f"the top tier is {tops[0]} on both sides" if tops[0] == tops[1] else
                f"the top tier is {tops[0]} in the rerun and {tops[1]} in the reference")
         same = sum(before[e] == after[e] for e in both)
         sentences.append(f"Main table of {people_words(experiment, arch)}: {top}; {same} of {len(both)} encodings "
-                         "have the same tier on both sides (or are unranked on both).")
+                         "have the same placement on both sides (a tier, between tiers, no extrapolation, or not "
+                         "ranked).")
     return sentences
 
 

@@ -24,7 +24,15 @@ import numpy as np
 import pandas as pd
 
 from pebench import encodings
-from pebench.analysis.compare import KEYS, OPTIONAL_VERDICT_COLUMNS, VERDICT_COLUMNS, main_table_frame
+from pebench.analysis.compare import (
+    BETWEEN_TIERS,
+    KEYS,
+    NO_EXTRAPOLATION,
+    OPTIONAL_VERDICT_COLUMNS,
+    VERDICT_COLUMNS,
+    main_table_frame,
+    placement,
+)
 from pebench.analysis.leaderboard import TIER_CONFIDENCE
 from pebench.render import blocks
 from pebench.render.tables import Cell, Column, Table, interval_text, markdown_code
@@ -97,28 +105,13 @@ def _interval(point: float, low: float, high: float, digits: int = 2) -> str:
     return "—" if not np.isfinite(point) else interval_text(point, low, high, digits)
 
 
-#: a ranked encoding without a tier (:func:`main_table_frame` reads its tier 0 as NaN)
-NO_EXTRAPOLATION = "no extrapolation"
-
-
-#: a ranked encoding in a tier that holds in under :data:`~pebench.analysis.leaderboard.TIER_CONFIDENCE` of the
-#: board's bootstrap replicates (protocol v4's boards)
-BETWEEN_TIERS = "between tiers"
+def _placement(row: Mapping[str, Any], side: str) -> str:
+    """:func:`~pebench.analysis.compare.placement` of one side of a row of :func:`changes`."""
+    return placement(row, f"_{side}")
 
 
 def _between(row: Mapping[str, Any], side: str) -> bool:
-    probability = row.get(f"tier_probability_{side}")
-    return pd.notna(row[f"tier_{side}"]) and probability is not None and pd.notna(probability) \
-        and probability < TIER_CONFIDENCE
-
-
-def _placement(row: Mapping[str, Any], side: str) -> str:
-    """What a verdict places an encoding as, the probability of its tier aside: ``tier k``, between tiers, no
-    extrapolation or not ranked."""
-    if not row[f"ranked_{side}"]:
-        return "not ranked"
-    tier = row[f"tier_{side}"]
-    return NO_EXTRAPOLATION if pd.isna(tier) else BETWEEN_TIERS if _between(row, side) else f"tier {int(tier)}"
+    return _placement(row, side) == BETWEEN_TIERS
 
 
 def _tier(row: Mapping[str, Any], side: str) -> str:
