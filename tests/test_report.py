@@ -891,6 +891,13 @@ def test_the_perplexity_finding_names_a_least_degrading_encoding_apart_only_wher
                      r"over 1: largest corrected p [0-9.e-]+\); most RoPE", apart)
 
 
+def test_the_perplexity_finding_of_one_encoding_names_no_least_and_no_most():
+    """A sample of a suite (quick) holds one LM run: it said "least degradation Kerple (log) …; most Kerple (log)"."""
+    runs, cells = lm_runs({"kerple_log": [0.93]})
+    (only,) = findings_perplexity(runs, cells, "lm_extrapolation", ReportSpec())
+    assert "least" not in only and "most" not in only and only.endswith("one encoding, nothing to compare it with.")
+
+
 def test_the_perplexity_finding_says_whether_the_declared_spread_goal_was_met():
     """The LM step pilot declared an in-distribution spread (worst over best perplexity at the training context)
     of at most LM_SPREAD_GOAL; the finding says the spread reached and whether the goal was met, either way."""

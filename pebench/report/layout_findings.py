@@ -214,6 +214,10 @@ def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str
                 f"({format_mean_ci(row['perplexity_ratio_mean'], row['perplexity_ratio_ci95'], 'ratio')} times its "
                 f"perplexity at the training length, {format_number(row['train_perplexity_mean'], 'ppl')})")
 
+    lengths = f"{int(runs['train_max_len'].max())}"
+    if len(ranked) == 1:  # a sample of a suite: one encoding, neither a least nor a most
+        return [f"{named(experiment, spec)}: perplexity beyond the training context ({lengths} characters): "
+                f"{describe(best)}; one encoding, nothing to compare it with."]
     base = runs[(runs["variant"] == BASE_VARIANT) & schema.completed(runs)]
     tests = results.compare_to_best(base, "perplexity_ratio", higher_is_better=False)
     tests = tests[tests["encoding"] != best["encoding"]]
@@ -227,7 +231,6 @@ def findings_perplexity(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str
         versus = ""
     if untested:
         versus += ("; " if versus else "") + f"not tested, fewer than 2 seeds: {encoding_labels(untested)}"
-    lengths = f"{int(runs['train_max_len'].max())}"
     return [f"{named(experiment, spec)}: perplexity beyond the training context ({lengths} characters): least "
             f"degradation {describe(best)}" + (f", {versus}" if versus else "") + f"; most {describe(worst)}. "
             + spread_sentence(cells)]
