@@ -168,8 +168,11 @@ def test_an_encoding_whose_tier_is_unstable_is_shown_between_tiers():
     assert ((tiered["tier_probability"] > 0) & (tiered["tier_probability"] <= 1)).all()
     sentence = board_tables.tier_sentence(board, "decoder")
     between = sentence.split("between tiers (their tier holds in under 90% of the replicates): ")[1]
-    for name in tiered.loc[tiered["placement"] == "between tiers", "encoding"]:
-        assert name in between and f"{name} " not in sentence.split("between tiers")[0]
+    for row in tiered[tiered["placement"] == "between tiers"].itertuples():
+        assert row.encoding in between and f"{row.encoding} " not in sentence.split("between tiers")[0]
+        assert f"(P(tier {row.tier}) {row.tier_probability:.3f})" in between  # the tier it holds that often
+    for tier in set(tiered["tier"]) - set(tiered.loc[tiered["placement"] != "between tiers", "tier"]):
+        assert f"tier {tier}: none holds it in 90% of the replicates (its encodings are between tiers)" in sentence
 
 
 def test_an_encoding_at_or_below_the_floor_never_gets_a_tier():

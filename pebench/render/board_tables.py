@@ -287,10 +287,12 @@ def split_half_sentence(halves: pd.DataFrame, arch: str) -> str:
             f"encodings ranked on both: {'; '.join(parts)} (1: the same order, 0: unrelated).")
 
 
-def _described(rows: pd.DataFrame, probability: bool = True) -> str:
-    """The encodings of ``rows`` with their score intervals (and the probability of their tier)."""
+def _described(rows: pd.DataFrame, probability: bool = True, tier: bool = False) -> str:
+    """The encodings of ``rows`` with their score intervals (and the probability of their tier, naming the tier of
+    its point estimate where ``tier``: an encoding between tiers)."""
     return ", ".join(f"{encoding_label(r.encoding)} {interval_text(r.score, r.low, r.high, typographic=False)}"
-                     + (f" (P(tier) {r.tier_probability:.3f})" if probability else "") for r in rows.itertuples())
+                     + (f" (P(tier{f' {r.tier}' if tier else ''}) {r.tier_probability:.3f})" if probability else "")
+                     for r in rows.itertuples())
 
 
 def _leading_part(ranked: pd.DataFrame, tiered: pd.DataFrame) -> tuple[list[str], list[int]]:
@@ -322,11 +324,13 @@ def _tier_parts(ranked: pd.DataFrame) -> list[str]:
     parts, listed = _leading_part(ranked, tiered)
     for tier in listed:
         members = confident[confident["tier"] == tier]
-        parts.append(f"tier {tier}: " + (_described(members) if len(members) else "only encodings between tiers"))
+        parts.append(f"tier {tier}: " + (_described(members) if len(members) else
+                                         f"none holds it in {leaderboard.TIER_CONFIDENCE:.0%} of the replicates (its "
+                                         "encodings are between tiers)"))
     between = ranked[ranked["placement"] == "between tiers"]
     if not between.empty:
         parts.append(f"between tiers (their tier holds in under {leaderboard.TIER_CONFIDENCE:.0%} of the replicates): "
-                     + _described(between))
+                     + _described(between, tier=True))
     below = ranked[~ranked["extrapolates"]]
     if len(tiered) and not below.empty:
         parts.append("no extrapolation (score at or below the position-free floor): "
