@@ -114,11 +114,14 @@ def _between(row: Mapping[str, Any], side: str) -> bool:
     return _placement(row, side) == BETWEEN_TIERS
 
 
+def _held(row: Mapping[str, Any], side: str) -> str:
+    """``P(tier k) p``: how often an encoding between tiers keeps its point estimate's tier ``k``."""
+    return f"P(tier {int(row[f'tier_{side}'])}) {row[f'tier_probability_{side}']:.3f}"
+
+
 def _tier(row: Mapping[str, Any], side: str) -> str:
     """``tier k``, ``between tiers (P(tier k) p)``, ``no extrapolation`` or ``not ranked``."""
-    if _between(row, side):
-        return f"{BETWEEN_TIERS} (P(tier {int(row[f'tier_{side}'])}) {row[f'tier_probability_{side}']:.3f})"
-    return _placement(row, side)
+    return f"{BETWEEN_TIERS} ({_held(row, side)})" if _between(row, side) else _placement(row, side)
 
 
 def _score(row: Mapping[str, Any], side: str) -> str:
@@ -174,7 +177,7 @@ def _sentence(row: Mapping[str, Any], names: tuple[str, str], baseline: str) -> 
         return f"{who} is compared {_under(before)} only ({_verdict(row, 'before')})."
     parts = []
     if "tier" in row["moved"]:
-        held = "".join(f"P(tier {int(row[f'tier_{side}'])}) {row[f'tier_probability_{side}']:.3f} {_under(name)}; "
+        held = "".join(f"{_held(row, side)} {_under(name)}; "
                        for side, name in zip(SIDES, names, strict=True) if _between(row, side))
         parts.append(f"moved from {_placement(row, 'before')} to {_placement(row, 'after')} ({held}score "
                      f"{_score(row, 'before')} {_under(before)}, {_score(row, 'after')} {_under(after)})")
