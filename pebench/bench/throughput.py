@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from pebench import encodings, tasks
+from pebench.bench.times import EVALUATE_PREFIX
 from pebench.learn.batched import train_batched
 from pebench.learn.train import TrainConfig, make_optimizer, train
 from pebench.model import ModelConfig, Transformer, build_model
@@ -504,11 +505,6 @@ def step_profile(encoding: str = "rope", passes: int = 3) -> pd.DataFrame:
                           "ms_per_step": 1e3 * seconds / steps, "share": seconds / wall, "calls_per_step": calls,
                           "matmul": name in MATMUL_OPERATORS, "untraced_ms_per_step": 1e3 * untraced / steps}
                          for name, seconds, calls in rows])
-
-
-#: how a timed suite names one encoding's verdict: ``evaluate:NAME`` times ``pebench evaluate NAME`` (the standard
-#: suite's runs of that encoding, then its verdict against the reference)
-EVALUATE_PREFIX = "evaluate:"
 
 
 def suite_command(suite: str, workers: int, out: Path, plugin: Path | None = None) -> list[str]:

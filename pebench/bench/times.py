@@ -14,10 +14,13 @@ import csv
 import statistics
 from pathlib import Path
 
-from pebench.bench.throughput import EVALUATE_PREFIX
 from pebench.plan.experiment import suite_runs
 from pebench.plan.sweep_time import recorded_seconds, wall_time
 
+#: how a timed suite names one encoding's verdict in ``suites.csv``: ``evaluate:NAME`` times ``pebench evaluate
+#: NAME`` (the standard suite's runs of that encoding, then its verdict; :func:`pebench.bench.throughput.
+#: suite_command`)
+EVALUATE_PREFIX = "evaluate:"
 #: workers of every figure (one per core of a 2-core machine)
 WORKERS = 2
 #: the experiments whose grids compare every encoding: what ``pebench evaluate NAME`` runs of a new one
