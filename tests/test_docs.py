@@ -280,6 +280,20 @@ def test_headline_findings_are_the_reports(gen, tmp_path):
     assert headline and text.startswith("\n".join(f"- {finding}" for finding in headline) + "\n\nFrom `")
 
 
+def test_board_caveats_are_the_reports_stability_and_identical_models(gen, tmp_path):
+    from pebench.render.board_tables import SPLIT_HALF_LEAD
+    from pebench.report.overview import IDENTICAL_LEAD
+
+    folder = fake_results(tmp_path / "results")
+    assert "not in these results" in gen.board_caveats(tmp_path / "results")  # its headline has neither
+    stability = f"Length extrapolation, decoder: {SPLIT_HALF_LEAD}, Kendall's tau 0.85 between its 2 seeds."
+    identical = f"{IDENTICAL_LEAD} iRoPE gave the same rows as RoPE in every one of the 2 runs they share."
+    tiers = "Length extrapolation, decoder: tier 1: RoPE 0.90 [0.80, 0.95] (P(tier) 0.990)."
+    fake_report(folder, findings=[tiers, stability, identical])
+    assert gen.board_caveats(tmp_path / "results") == f"- {stability}\n- {identical}\n"  # the tiers are above them
+    assert "not in these results" in gen.board_caveats(tmp_path / "nowhere")
+
+
 def test_protocol_numbers_come_from_the_code(gen):
     from pebench import protocol
     from pebench.learn.train import TrainConfig

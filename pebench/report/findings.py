@@ -45,6 +45,12 @@ def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[s
     return lines or list(findings[:3])
 
 
+def board_qualifiers(headline_lines: Sequence[str]) -> list[str]:
+    """The lines of a report's ``headline`` (:func:`headline`) that qualify its boards' tiers: each board's
+    split-half stability and any pair of encodings that are one model, in their order there."""
+    return [f for f in headline_lines if SPLIT_HALF_LEAD in f or f.startswith(IDENTICAL_LEAD)]
+
+
 def _runs(folder: Path, suite_run_ids: Collection[str]) -> tuple[set[str], set[str], set[str]]:
     """The run ids of the suite (``suite_run_ids``), those of them missing from ``folder``, and the folder's others."""
     expected = set(suite_run_ids)

@@ -96,6 +96,7 @@ def generate(srcdir: Path = DOCS, results: Path = ROOT / "results") -> dict[str,
                 ("leaderboard_suites", leaderboard_pages.suites_include),
                 ("leaderboard_archive", leaderboard_pages.archive_include))},
             "headline_findings": leaderboard_pages.headline_findings(results),
+            "board_caveats": leaderboard_pages.board_caveats(results),
             "reference_history": protocol_tables.reference_history_text(ROOT, results),
             "results_toc": results_pages.results_toc(suite_pages),
         }

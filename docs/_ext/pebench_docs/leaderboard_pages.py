@@ -9,6 +9,7 @@ from pathlib import Path
 from pebench.protocol import BOARD_KINDS
 from pebench.render import results_text
 from pebench.render.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
+from pebench.report.findings import board_qualifiers
 from pebench.store.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
 from pebench.store.schema import people_words
 
@@ -157,3 +158,17 @@ def headline_findings(results: Path) -> str:
     source = results_text.headline_source_text(path, ROOT, f"/_generated/results/{REFERENCE_SUITE}")
     return caveat + "\n".join(f"- {f}" for f in headline) + f"\n\n{source}\n"
 
+
+
+def board_caveats(results: Path) -> str:
+    """What qualifies the reference's tiers, from its report's headline
+    (:func:`pebench.report.findings.board_qualifiers`): each board's split-half stability and any two encodings
+    that were one model."""
+    folder = results / REFERENCE_SUITE
+    if not has_results(folder):
+        return results_text.not_in_results("What qualifies the tiers", f"no results in `{shown(folder)}`")
+    lines = board_qualifiers(report_index(folder)["headline"])
+    if not lines:
+        return results_text.not_in_results("What qualifies the tiers", f"`{shown(folder / 'report.json')}` "
+                                           "has no split-half stability: it was reported before the report gave it")
+    return "\n".join(f"- {line}" for line in lines) + "\n"
