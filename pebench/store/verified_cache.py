@@ -1,6 +1,6 @@
 """The rows :func:`pebench.store.load` verified, kept between processes.
 
-Reading and verifying the 2,040 run files of the standard reference takes about 6.5 s on 2 idle cores, most of
+Reading and verifying a reference's run files (protocol v3's 2,040 took about 6.5 s on 2 idle cores) is most of
 ``pebench compare`` and of every other command that loads a folder. The rows a folder gives depend only on its run
 files' names and bytes and on pebench's code (and the plugins loaded, whose tasks and encodings the checks consult),
 so they are kept in the user's cache folder (:func:`pebench.store.own_files.cache_dir`) under the SHA-256 of all of
