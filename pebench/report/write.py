@@ -132,9 +132,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     emphasis = _encoding_figures(made, data[data["experiment"] == lead], lead, lead_spec, folders["figures"]) \
         if lead_spec is not None else {}
     made.tables += [save_table(table, folders["tables"], stamp) for table in _run_tables(data, runs)]
-    made.findings.append(findings_status(runs))
-    made.findings += machine_findings(runs)
-    made.findings += findings_identical(data)
+    made.findings += [findings_status(runs), *machine_findings(runs), *findings_identical(data)]
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
     if suite == "smoke":
         made.findings.insert(0, SMOKE_NOTE)
