@@ -49,6 +49,17 @@ def test_a_page_reads_where_a_name_appears_from_its_entry(results_sections, tmp_
     assert results_sections("encoding", "alibi", results) == []
 
 
+def test_a_page_says_its_entry_s_notes_below_where_it_appears_and_refuses_crafted_ones(results_sections, tmp_path):
+    said = "Identical models: iRoPE gave the same rows as RoPE in every one of the 56 runs they share."
+    entry = {"appearances": PAIRS, "tables": {"main": MAIN}, "figures": {}, "notes": [said]}
+    results = reported(tmp_path / "a", entries={"encoding": {"rope": entry}, "task": {}})
+    lines = results_sections("encoding", "rope", results)
+    assert lines[3:6] == ["", said, ""]  # below the line that says where it appears, above its tables
+    crafted = reported(tmp_path / "b", entries={"encoding": {"rope": {**entry, "notes": said}}, "task": {}})
+    with pytest.raises(StaleReport, match="its 'entries' is not an object of entries"):
+        results_sections("encoding", "rope", crafted)
+
+
 
 def test_an_encoding_page_leads_with_its_own_figures_against_the_others(results_sections, tmp_path):
     """An encoding drawn emphasised against every other (``encoding_figures``) is shown with those figures, not

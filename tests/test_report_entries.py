@@ -76,6 +76,19 @@ def test_entries_give_each_encoding_and_task_its_rows_and_the_figures_of_its_exp
     assert copy["figures"]["exp_heatmap"] == "Look for copy in Exp: its panel, row or column."
 
 
+def test_an_encoding_that_is_one_model_with_another_carries_the_note_on_its_entry(tmp_path):
+    """``irope`` below its NoPE interval is ``rope``: both pages say so (a note), an encoding without one has none,
+    and a note never goes to a task or to a name the cells do not hold."""
+    cells = pd.DataFrame({"experiment": "exp", "task": "copy", "encoding": ["rope", "irope", "alibi"],
+                          "arch": "decoder"})
+    said = "Identical models: iRoPE gave the same rows as RoPE in every one of the 2 runs they share."
+    found = entries(tmp_path, cells, [], notes={"rope": [said], "irope": [said], "fire": [said], "copy": [said]})
+    assert found["encoding"]["rope"]["notes"] == found["encoding"]["irope"]["notes"] == [said]
+    assert "notes" not in found["encoding"]["alibi"] and "fire" not in found["encoding"]
+    assert "notes" not in found["task"]["copy"]
+    assert entries(tmp_path, cells, []) == entries(tmp_path, cells, [], notes={})  # no notes: no key
+
+
 
 def test_a_task_page_lists_only_the_part_of_a_battery_s_figures_that_draws_its_panel(tmp_path):
     """A battery of more tasks than one figure holds is drawn in parts (``<name>_part<k>``,

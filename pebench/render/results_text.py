@@ -92,6 +92,12 @@ def entry_view(index: dict[str, Any], column: str, name: str, lead_only: bool = 
     return pairs, rows, drawn
 
 
+def entry_notes(index: dict[str, Any], column: str, name: str) -> list[str]:
+    """What the report ``index`` says of ``name`` (an encoding or a task: ``column``) above its rows: its entry's
+    ``notes`` (:func:`pebench.report.entries.entries`; an encoding that is one model with another), else none."""
+    return list(index.get("entries", {}).get(column, {}).get(name, {}).get("notes", []))
+
+
 def not_in_results(what: str, why: str) -> str:
     """The line shown instead of numbers the committed results do not have: ``what`` is missing, because ``why``."""
     return f"*{what}: not in these results ({why}).*\n"

@@ -69,8 +69,8 @@ def emphasis_sentence(name: str, experiment: str, arch: str | None) -> str:
             "above the grey ones extrapolates better than most encodings on that task.")
 
 
-def entries(out_dir: Path, cells: pd.DataFrame, tables: Sequence[Table], emphasis: Mapping[str, str] | None = None
-            ) -> dict[str, dict[str, Any]]:
+def entries(out_dir: Path, cells: pd.DataFrame, tables: Sequence[Table], emphasis: Mapping[str, str] | None = None,
+            notes: Mapping[str, Sequence[str]] | None = None) -> dict[str, dict[str, Any]]:
     """Per column of :data:`COLUMNS` and name in ``cells`` (``summary/cells.csv``): ``{"appearances": [[experiment,
     arch], ...], "tables": {table: {"header", "rows"}}, "figures": {figure: sentence}}``, its experiments and
     architectures in the order of the cells, the rows of each of ``tables`` (those the report wrote, by name; of a
@@ -78,7 +78,7 @@ def entries(out_dir: Path, cells: pd.DataFrame, tables: Sequence[Table], emphasi
     architectures, each with :func:`look_sentence` (a page orders both as ``report.json`` lists its tables and
     figures). ``emphasis``: figure name -> the encoding it emphasises (:data:`ENCODING_FIGURES`), which gets it with
     :func:`emphasis_sentence` instead of the other figures of its experiment and architecture; no other name gets
-    it."""
+    it. ``notes``: encoding -> sentences its page says above its rows (``"notes"``, only where it has any)."""
     emphasis = emphasis or {}
     figures = sorted({path.stem for path in Path(out_dir, "figures").glob("*.*")})
     by_name = {table.name: table for table in tables}
@@ -95,6 +95,9 @@ def entries(out_dir: Path, cells: pd.DataFrame, tables: Sequence[Table], emphasi
                 if name in per_name:
                     per_name[name]["tables"][table] = {"header": header, "rows": shown}
         _add_figures(per_name, column, figures, cells, places, emphasis, experiments, archs)
+        if column == "encoding":
+            per_name.update({name: {**per_name[name], "notes": list(said)}
+                             for name, said in (notes or {}).items() if name in per_name and said})
         found[column] = per_name
     return found
 

@@ -88,11 +88,27 @@ def findings_status(runs: pd.DataFrame) -> str:
 IDENTICAL_LEAD = "Identical models:"
 
 
-def findings_identical(data: pd.DataFrame) -> list[str]:
-    """One sentence per pair of encodings that are one model in these results
-    (:func:`pebench.analysis.results.identical_encodings`): their places on the boards are one result, not two.
-    None where every encoding's runs differ."""
-    return [f"{IDENTICAL_LEAD} {plots.label(*b)} gave the same rows as {plots.label(*a)} in every one of the {n} "
-            f"runs they share (every length, condition and metric, number for number), so at this scale they are "
-            f"one model: their places on the boards are one result, not two."
+def identical_models(data: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Per pair of encodings that are one model in these results
+    (:func:`pebench.analysis.results.identical_encodings`), ``(a, b, sentence)``: the two encodings' names and the
+    sentence that says so (their places on the boards are one result, not two). None where every encoding's runs
+    differ."""
+    return [(a[0], b[0], f"{IDENTICAL_LEAD} {plots.label(*b)} gave the same rows as {plots.label(*a)} in every one "
+                         f"of the {n} runs they share (every length, condition and metric, number for number), so at "
+                         "this scale they are one model: their places on the boards are one result, not two.")
             for a, b, n in results.identical_encodings(data)]
+
+
+def findings_identical(data: pd.DataFrame) -> list[str]:
+    """The findings of :func:`identical_models`: one sentence per pair of encodings that are one model."""
+    return [sentence for _, _, sentence in identical_models(data)]
+
+
+def identical_notes(data: pd.DataFrame) -> dict[str, list[str]]:
+    """Per encoding that is one model with another (:func:`identical_models`), the sentences that say so: a note on
+    the page of each of the two, whose board places a reader would otherwise take for two results."""
+    notes: dict[str, list[str]] = {}
+    for a, b, sentence in identical_models(data):
+        for name in dict.fromkeys((a, b)):
+            notes.setdefault(name, []).append(sentence)
+    return notes

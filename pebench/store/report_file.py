@@ -133,7 +133,7 @@ def _paths(value: object) -> bool:
 def _entries(value: object) -> bool:
     """Whether ``value`` is a report's ``entries`` as the encoding and task pages read them: per column, per name,
     an object with ``appearances`` (pairs of texts), ``tables`` (by name: a ``header`` of texts and ``rows`` of
-    cells) and ``figures`` (by name: a text), where it appears."""
+    cells), ``figures`` (by name: a text) and, where it has any, ``notes`` (texts), where it appears."""
     def entry(item: object) -> bool:
         if not isinstance(item, dict):
             return False
@@ -142,7 +142,7 @@ def _entries(value: object) -> bool:
         tables_ok = isinstance(tables, dict) and all(
             isinstance(table, dict) and _table({**table, "lead": ""}, sections=False)  # a page gives its own lead
             for table in tables.values())
-        return (pairs_ok and tables_ok and _paths(item.get("figures", {}))
+        return (pairs_ok and tables_ok and _paths(item.get("figures", {})) and _texts(item.get("notes", []))
                 and (not pairs or {"tables", "figures"} <= item.keys()))
 
     return isinstance(value, dict) and all(isinstance(names, dict) and all(map(entry, names.values()))
@@ -186,7 +186,7 @@ _CHECKS = {"text": (_text, "a text"), "texts": (_texts, "a list of texts"),
            "paths": (_paths, "an object of paths"),
            "tables": (_table, "a table (lead, header, rows) or sections of tables"),
            "text_map": (_paths, "an object of texts"),
-           "entries": (_entries, "an object of entries (appearances, tables, figures)"),
+           "entries": (_entries, "an object of entries (appearances, tables, figures, notes)"),
            "replications": (_replications, "a list of replication sections (objects with a list of blocks)")}
 
 

@@ -33,6 +33,7 @@ def results_sections(column: str, name: str, results: Path = ROOT / "results", e
             figures = own  # the encoding against every other, instead of a figure of every encoding
         where = "; ".join(people_words(experiment, arch) for experiment, arch in pairs)
         found += [f"### {folder.name} results", "", f"{{doc}}`The {folder.name} results <{page}>`: {where}.", ""]
+        found += [line for note in results_text.entry_notes(report_index(folder), column, name) for line in (note, "")]
         for title, rows in tables:
             found += [f"#### {title}", "", markdown_table(rows["header"], rows["rows"])]
         found += ["#### Figures", ""] if figures else []
