@@ -106,6 +106,23 @@ def test_a_crafted_table_of_the_report_is_refused_and_escaped_text_stays_escaped
         show_tables.shown_from_record({**bare, "rows": [[{"text": "x"}]], "columns": [["A", "l", True]]})
 
 
+def test_show_says_the_notes_of_the_encodings_it_shows(reported, tmp_path, capsys):
+    """An encoding that is one model with another carries a note in the report's entries: ``show`` says it below the
+    main table for that encoding (or for every one when none is asked), and escapes what a folder's author wrote."""
+    folder = tmp_path / "noted"
+    shutil.copytree(reported, folder)
+    index = json.loads((folder / "report.json").read_text())
+    names = sorted(index["entries"]["encoding"])
+    said = "Identical models: one gave the same rows as the other \x1b[2J."
+    index["entries"]["encoding"][names[0]]["notes"] = [said]
+    (folder / "report.json").write_text(json.dumps(index))
+    escaped = said.replace("\x1b", "\\x1b")
+    for asked, expected in (([], True), (["--encoding", names[0]], True), (["--encoding", names[1]], False)):
+        assert main(["show", str(folder), "--width", "0", *asked]) == 0
+        out = capsys.readouterr().out
+        assert (escaped in out) is expected and "\x1b" not in out, asked
+
+
 def test_show_refuses_an_experiment_the_report_has_no_runs_of(reported, capsys):
     assert main(["show", str(reported), "--experiment", "nope"]) == 2
     assert "no runs of experiment(s) nope; present:" in capsys.readouterr().err

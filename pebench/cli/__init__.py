@@ -640,7 +640,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.width is not None and 0 < args.width < 40:
         raise UsageError(f"--width must be 0 (no limit) or >= 40 columns, got {args.width}")
     folder = _results_dir(args)
-    tables, lead = _shown_tables(folder, args.experiment)
+    tables, lead, notes = _shown_tables(folder, args.experiment)
     shown = {column: sorted({v for t in tables for v in t.rows.get(column, [])}) for column in ("task", "encoding")}
     wanted = {"task": args.task, "encoding": registered_names(args.encoding, shown["encoding"])}
     checks = [(column, names, shown[column]) for column, names in wanted.items()]
@@ -648,7 +648,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     for what, asked, names in checks:
         if problem := shown_problem(what, asked, names, folder):
             raise UsageError(problem)
-    print(wrapped(lead, args.width or None))
+    said = dict.fromkeys(note for name in wanted["encoding"] or notes for note in notes.get(name, ()))
+    print(wrapped("\n\n".join([lead, *map(terminal_text, said)]), args.width or None))
     print()
     for item in tables:
         table = narrowed(item, wanted, args.metric)
@@ -658,17 +659,22 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _shown_tables(folder: Path, experiments: Sequence[str]) -> tuple[list, str]:
-    """The tables ``pebench show`` prints of ``folder`` (:class:`~pebench.render.show_tables.ShownTable`) and what it
-    leads with: from a current report, its tables and main table; else the tables computed from the run files, led
-    by why (the report is missing, older than the run files, or written by an older pebench) and what to run."""
+def _shown_tables(folder: Path, experiments: Sequence[str]) -> tuple[list, str, dict[str, list[str]]]:
+    """The tables ``pebench show`` prints of ``folder`` (:class:`~pebench.render.show_tables.ShownTable`), what it
+    leads with and the notes of its encodings (encoding -> sentences: one that is one model with another): from a
+    current report, its tables, main table and entries' notes; else the tables computed from the run files, led by
+    why (the report is missing, older than the run files, or written by an older pebench) and what to run."""
+    from pebench.render.results_text import entry_notes
     from pebench.render.show_tables import main_table_text, report_tables, shown
     from pebench.store import ResultsError
     from pebench.store.report_file import StaleReport, current_report
 
     try:
-        tables = report_tables(current_report(folder), experiments, folder)
-        return tables, main_table_text(folder) or f"(the report of {folder} names no main table; its tables follow)"
+        index = current_report(folder)
+        tables = report_tables(index, experiments, folder)
+        notes = {name: entry_notes(index, "encoding", name) for name in index.get("entries", {}).get("encoding", {})}
+        return (tables, main_table_text(folder) or f"(the report of {folder} names no main table; its tables follow)",
+                {name: said for name, said in notes.items() if said})
     except StaleReport as stale:
         why = str(stale) if (folder / "report.json").exists() else (
             f"no report of {folder} yet: pebench report {folder} writes its main table, the one to cite")
@@ -679,7 +685,7 @@ def _shown_tables(folder: Path, experiments: Sequence[str]) -> tuple[list, str]:
     from pebench.report import tables_for
 
     computed = [shown(table) for table in tables_for(folder, experiments, declared=declared_reports())]
-    return computed, terminal_text(f"({why}; the tables below are computed now from the run files)")
+    return computed, terminal_text(f"({why}; the tables below are computed now from the run files)"), {}
 
 
 def _results_dir(args: argparse.Namespace) -> Path:
