@@ -24,6 +24,10 @@ PROTOCOL = 4
 PROTOCOLS = (2, 3, 4)
 #: the kinds of protocol v3's boards, whose tables are named ``<kind>_<experiment>`` (:mod:`pebench.report.boards`)
 BOARD_KINDS = ("extrapolation", "capability", "harm")
+#: the last protocol whose reports rank on the MRR leaderboard (a ranking of seed means that scores an unfitted run
+#: 0): from protocol v4 the extrapolation board's tiers on jointly fitted runs are the one ranking, and the MRR board
+#: is kept only in the archived v2 and v3 reports (issue 66)
+MRR_LAST_PROTOCOL = 3
 
 #: every encoding compared by the standard experiments (randomized around RoPE)
 COMPARED_ENCODINGS = (

@@ -817,7 +817,11 @@ def test_results_of_an_earlier_protocol_say_so_above_their_boards():
     assert report_protocol({"results_version": "v2"}) is None  # no digest: not a results version
     old = earlier_protocol_text({"results_version": "v2-aaa7cfcc"})
     assert old.startswith("These results (v2-aaa7cfcc) were made under protocol v2's model and budget")
-    assert f"protocol v{protocol.PROTOCOL}" in old
+    assert "the audit that led to protocol v3" in old  # the audit of v2's budget, whichever protocol is in force
+    if protocol.PROTOCOL > 3:  # a folder of v3 is not said to measure its budget: only that it is v3's answer
+        v3 = earlier_protocol_text({"results_version": "v3-7d9b17de"})
+        assert v3.startswith(f"These results (v3-7d9b17de) were made under protocol v3, and protocol "
+                             f"v{protocol.PROTOCOL} is in force now") and "budget" not in v3
     assert earlier_protocol_text({"results_version": f"v{protocol.PROTOCOL}-0123abcd"}) == ""
     assert earlier_protocol_text({}) == ""
     folder = ROOT / "results" / "extended"  # made under protocol v2, and kept so
@@ -826,6 +830,41 @@ def test_results_of_an_earlier_protocol_say_so_above_their_boards():
     assert lead.endswith(earlier_protocol_text(report)) and "protocol v2's model" in lead
     assert lead.startswith("From `results/extended/tables/`")
     assert tables_from_text(folder, ROOT, "/page") == lead.removesuffix(" " + earlier_protocol_text(report))
+
+def test_a_folder_without_an_mrr_leaderboard_says_why(tmp_path):
+    """Protocol v4 writes no MRR ranking: its folder says so, not that it was reported before the leaderboard."""
+    from pebench.protocol import MRR_LAST_PROTOCOL
+    from pebench.render.results_text import no_leaderboard_text
+
+    later = no_leaderboard_text(tmp_path, tmp_path, {"results_version": f"v{MRR_LAST_PROTOCOL + 1}-0123abcd"})
+    assert later.startswith(f"*Protocol v{MRR_LAST_PROTOCOL + 1}, under which these results were made, ranks by the "
+                            "extrapolation board alone")
+    for report in ({"results_version": f"v{MRR_LAST_PROTOCOL}-0123abcd"}, {}, None):
+        assert "reported before the leaderboard existed" in no_leaderboard_text(tmp_path, tmp_path, report)
+
+
+def test_the_archive_page_shows_each_archived_reference_newest_first(gen, tmp_path):
+    """Each reference a later protocol replaced (``results/archive/<vK>/<suite>``) gets its main table and its
+    protocol's MRR ranking, with its results version, the newest protocol first; copies land per archive."""
+    results = ROOT / "results"
+    roots = [root for root in gen.archived_roots(results) if gen.suite_folders(root)]
+    if not roots:
+        pytest.skip("no archived reference is committed")
+    out = tmp_path / "docs" / "_generated" / "leaderboard"
+    text = gen.archived_references_include(results, out, tmp_path / "docs")
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [f"## `results/archive/{root.name}/{folder.name}`" for root in reversed(roots)
+                        for folder in gen.suite_folders(root)]
+    for root in roots:
+        for folder in gen.suite_folders(root):
+            version = json.loads((folder / "report.json").read_text())["results_version"]
+            assert f"(results version {folder.name} {version}, the name its tables are cited by)" in text
+            assert (out / root.name / folder.name / "main.csv").exists()
+    assert "### Length extrapolation: leaderboard (OOD token accuracy)" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "Archived references: not in these results" in gen.archived_references_include(empty, out, tmp_path)
+
 
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):
     """`tox -e bench` (one command, :mod:`pebench.bench`) runs compare last (its verdict ends the log; a cell that

@@ -198,8 +198,7 @@ def test_report_from_real_runs(tmp_path):
     specs = [make_spec("smoke", "length_extrapolation", {**config, "encoding": e, "seed": 0}) for e in ("none", "rope")]
     run_sweep(specs, tmp_path / "res", on_done=lambda spec, rows: None)
     report = write_report(tmp_path / "res", tmp_path / "out", declared=registered_report_specs())
-    from pebench.protocol import PROTOCOL
-    from pebench.report.boards import MRR_LAST_PROTOCOL
+    from pebench.protocol import MRR_LAST_PROTOCOL, PROTOCOL
 
     mrr = {"leaderboard_length_extrapolation"} if PROTOCOL <= MRR_LAST_PROTOCOL else set()  # new runs: in force
     assert {a.name for a in report.tables} == {

@@ -103,8 +103,14 @@ def not_in_results(what: str, why: str) -> str:
     return f"*{what}: not in these results ({why}).*\n"
 
 
-def no_leaderboard_text(folder: Path, root: Path) -> str:
-    """The line in place of the leaderboard of a folder reported before the leaderboard existed."""
+def no_leaderboard_text(folder: Path, root: Path, report: dict[str, Any] | None = None) -> str:
+    """The line in place of the MRR leaderboard of a folder whose report wrote none: one made under a protocol that
+    ranks by the extrapolation board alone (after :data:`pebench.protocol.MRR_LAST_PROTOCOL`, its ``report`` says),
+    else one reported before the leaderboard existed."""
+    version = report_protocol(report or {})
+    if version is not None and version > protocol.MRR_LAST_PROTOCOL:
+        return (f"*Protocol v{version}, under which these results were made, ranks by the extrapolation board alone "
+                "(the {doc}`leaderboard`): its reports rank no encoding by mean reciprocal rank.*\n")
     return not_in_results("Leaderboard", f"`{display_path(folder, root)}/tables/` has no `leaderboard_*.md`: the "
                           "folder was reported before the leaderboard existed")
 
@@ -173,10 +179,14 @@ def earlier_protocol_text(report: dict[str, Any]) -> str:
     version = report_protocol(report)
     if version is None or version >= protocol.PROTOCOL:
         return ""
-    return (f"These results ({report['results_version']}) were made under protocol v{version}'s model and budget, "
-            f"whose aggregate tables mostly measure which encodings fit within that budget (the audit that led to "
-            f"protocol v{protocol.PROTOCOL}, on the {{doc}}`protocol` page): read the capability board beside the "
-            "tiers, and every interval.")
+    if version < 3:  # protocol v2's budget: what the audit found, and what protocol v3 was declared to change
+        return (f"These results ({report['results_version']}) were made under protocol v{version}'s model and budget, "
+                "whose aggregate tables mostly measure which encodings fit within that budget (the audit that led "
+                "to protocol v3, on the {doc}`protocol` page): read the capability board beside the tiers, and "
+                "every interval.")
+    return (f"These results ({report['results_version']}) were made under protocol v{version}, and protocol "
+            f"v{protocol.PROTOCOL} is in force now (the {{doc}}`protocol` page says what changed and why): its boards "
+            f"are protocol v{version}'s answer, not the current one.")
 
 
 def results_version_text(suite: str, version: str) -> str:
@@ -191,6 +201,19 @@ def tables_from_text(folder: Path, root: Path, page: str, report: dict[str, Any]
     return " ".join(filter(None, [
         f"From `{display_path(folder, root)}/tables/`, written by `pebench report` from the {count_runs(folder)} "
         f"run files of {{doc}}`the {folder.name} results <{page}>`.", earlier_protocol_text(report or {})]))
+
+
+def archived_tables_text(folder: Path, root: Path, report: dict[str, Any]) -> str:
+    """The lead of a reference kept under ``results/archive/`` on the archive page: where its tables come from, its
+    results version (the name its tables are cited by: a hash of its run files) and, as for any folder of an earlier
+    protocol, :func:`earlier_protocol_text`. Its tables are this pebench's reading of those runs, as
+    ``pebench report`` regenerates them."""
+    return " ".join(filter(None, [
+        f"From `{display_path(folder, root)}/tables/`, written by `pebench report` from the {count_runs(folder)} run "
+        f"files kept there (results version {folder.name} {report.get('results_version') or 'not recorded'}, the "
+        "name its tables are cited by): its main table as this version of pebench reports those runs, and the "
+        "ranking by mean reciprocal rank of its protocol, where its protocol had one.",
+        earlier_protocol_text(report)]))
 
 
 def headline_source_text(report: Path, root: Path, page: str) -> str:

@@ -13,6 +13,7 @@ import pandas as pd
 from pebench import metrics as metric_registry
 from pebench import store
 from pebench.analysis import budget, leaderboard
+from pebench.protocol import MRR_LAST_PROTOCOL
 from pebench.render import board_tables
 from pebench.render.tables import Table
 from pebench.report.artifacts import Artifact, save_table
@@ -21,11 +22,6 @@ from pebench.report_spec import ReportSpec
 from pebench.store import schema
 from pebench.store.report_file import task_ranks_name
 from pebench.store.schema import encoding_label
-
-#: the last protocol whose reports rank on the MRR leaderboard (a ranking of seed means that scores an unfitted run
-#: 0): from protocol v4 the extrapolation board's tiers on jointly fitted runs are the one ranking, and the MRR board
-#: is kept only in the archived v2 and v3 reports (issue 66)
-MRR_LAST_PROTOCOL = 3
 
 
 def ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = "",

@@ -15,6 +15,7 @@ from pebench import metrics as metric_registry
 from pebench import store
 from pebench.analysis import declarations, results
 from pebench.analysis.machines import machine_effect
+from pebench.protocol import MRR_LAST_PROTOCOL
 from pebench.render.machine_text import machine_effect_text
 from pebench.render.show_tables import SHOW_KEY, shown, shown_record
 from pebench.render.tables import Table
@@ -27,7 +28,7 @@ from pebench.report.artifacts import (
     save_figure,
     save_table,
 )
-from pebench.report.boards import MRR_LAST_PROTOCOL, ranking_artifacts
+from pebench.report.boards import ranking_artifacts
 from pebench.report.entries import ENCODING_FIGURES
 from pebench.report.index import sections as index_sections
 from pebench.report.layout_findings import titled

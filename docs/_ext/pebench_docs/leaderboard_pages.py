@@ -10,7 +10,15 @@ from pebench.protocol import BOARD_KINDS
 from pebench.render import results_text
 from pebench.render.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
 from pebench.report.findings import board_qualifiers
-from pebench.store.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
+from pebench.store.report_file import (
+    ARCHIVE,
+    archived_roots,
+    artifact_bytes,
+    copy_artifact,
+    has_results,
+    suite_folders,
+    task_ranks_name,
+)
 from pebench.store.schema import people_words
 
 from . import common
@@ -81,7 +89,7 @@ def suite_tables(folder: Path, kinds: Iterable[str], out: Path, srcdir: Path = c
         longer = tuple(f"{other}_" for other, _, _ in LEADERBOARD_TABLES if other.startswith(f"{kind}_"))
         paths = [p for p in sorted((folder / "tables").glob(f"{kind}_*.md")) if not p.stem.startswith(longer)]
         if kind == "leaderboard" and not paths:
-            lines.append(results_text.no_leaderboard_text(folder, ROOT))
+            lines.append(results_text.no_leaderboard_text(folder, ROOT, report_index(folder)))
         for path in paths:
             experiment = path.stem.removeprefix(f"{kind}_")
             heading = titles.get(path.stem) or f"{title}: {people_words(experiment)}"
@@ -131,6 +139,26 @@ def archive_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str
     for folder in _ordered(results):
         lines += [*_suite_heading(folder), *suite_tables(folder, ARCHIVED_KINDS, out, srcdir)]
     return "\n".join(lines) or results_text.not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
+
+
+def archived_references_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
+    """The archive page's references that a later protocol replaced, kept under ``results/archive/<name>/``
+    (:func:`pebench.store.report_file.archived_roots`, the newest first): per reference, its main table (as this
+    pebench reports its runs) and its protocol's ranking by mean reciprocal rank (:data:`ARCHIVED_KINDS`), copies of
+    their downloads under ``out/<name>/<suite>``."""
+    lines = []
+    for root in reversed(archived_roots(results)):
+        for folder in suite_folders(root):
+            index = report_index(folder)
+            lines += [f"## `{shown(folder)}`", "", results_text.archived_tables_text(folder, ROOT, index), ""]
+            titles = {table["name"]: table["title"] for table in index["tables"]}
+            main = folder / "tables" / f"{index['main_table']}.md"
+            if index["main_table"] and main.exists():
+                lines += _table_section(main, titles.get(main.stem, main.stem), "Its main table, as this version of pebench reports its runs.",
+                                        out / root.name / folder.name, srcdir)
+            lines += suite_tables(folder, ARCHIVED_KINDS, out / root.name, srcdir)
+    return "\n".join(lines) or results_text.not_in_results(
+        "Archived references", f"no reference is kept under `{shown(results / ARCHIVE)}`")
 
 
 def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) -> list[str]:
