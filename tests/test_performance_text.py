@@ -53,6 +53,11 @@ def test_sentences_from_the_csvs(tmp_path):
         "**1.26x (t5) to 1.66x (rope)** faster than the faster x-transformers attention path: rope 1.66, t5 1.26 "
         "(15 repeats; the lower ends of the interquartile ranges are 1.10-1.50)")
     assert values["perf_suite_shape"] == "d_model 64, batch 32, sequences of 9 tokens on average, loss on the outputs"
+    assert values["perf_machine"] == "100 GFLOP/s on one thread"  # the best measurement; no other column recorded
+    pd.DataFrame([{"matmul_peak_gflops": 170.4, "matmul_peak_gflops_2_threads": 327.2, "cpu_count": 2,
+                   "torch": "2.13.0+cpu"}]).to_csv(tmp_path / "machine.csv", index=False)
+    assert performance_values(tmp_path)["perf_machine"] == ("170 GFLOP/s on one thread, 327 on two (2 cores, torch "
+                                                            "2.13.0+cpu)")
     assert values["perf_d128_speedup"] == "1.33 (t5) to 1.73 (rope)"
     assert values["perf_all_speedup"] == ("1.26-1.66 at the suite shape and 1.33-1.73 at d_model 128; at the suite "
                                           "shape it is smallest for t5, rope")

@@ -178,8 +178,24 @@ def compile_values(folder: Path) -> dict[str, str]:
                              f"state, so it would pay off {payoff}")}
 
 
+def machine_values(folder: Path) -> dict[str, str]:
+    """``perf_machine``: the measuring machine's fp32 matmul peak on one and two threads, its cores and its torch
+    build, from ``machine.csv``."""
+    rows = read_rows(folder / "machine.csv")
+    if not rows:
+        return {"perf_machine": NOT_MEASURED}
+    one = max(row["matmul_peak_gflops"] for row in rows)  # the best measurement, as the MFU's peak
+    two = [peak for row in rows  # an empty cell (NaN) or no column: not measured
+           if not math.isnan(peak := row.get("matmul_peak_gflops_2_threads", math.nan))]
+    where = [f"{rows[0]['cpu_count']:.0f} cores" if "cpu_count" in rows[0] else "",
+             f"torch {rows[0]['torch']}" if rows[0].get("torch") else ""]
+    peaks = f"{one:.0f} GFLOP/s on one thread" + (f", {max(two):.0f} on two" if two else "")
+    return {"perf_machine": peaks + (f" ({', '.join(filter(None, where))})" if any(where) else "")}
+
+
 def performance_values(folder: Path) -> dict[str, str]:
-    """Every sentence of the performance page's results (:func:`framework_values`, :func:`worker_values`,
-    :func:`seed_batching_values`, :func:`profile_values`, :func:`compile_values`) from the CSVs in ``folder``."""
-    return {**framework_values(folder), **worker_values(folder), **seed_batching_values(folder),
-            **profile_values(folder), **compile_values(folder)}
+    """Every sentence of the performance page's results (:func:`machine_values`, :func:`framework_values`,
+    :func:`worker_values`, :func:`seed_batching_values`, :func:`profile_values`, :func:`compile_values`) from the
+    CSVs in ``folder``."""
+    return {**machine_values(folder), **framework_values(folder), **worker_values(folder),
+            **seed_batching_values(folder), **profile_values(folder), **compile_values(folder)}
