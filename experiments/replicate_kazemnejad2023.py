@@ -33,9 +33,8 @@ import pandas as pd
 
 from pebench import tasks
 from pebench.analysis import published, replication
-from pebench.plan.experiment import Experiment, register_experiment
+from pebench.plan.experiment import replication_experiment
 from pebench.protocol import SCALES, SEEDS, SUITE_ENCODINGS
-from pebench.report_spec import ReportSpec
 from pebench.store.schema import fitted, task_labels
 
 SUITE = "replication"
@@ -133,22 +132,18 @@ def fit_reading(runs: pd.DataFrame,
             + (f" {closing}" if closing else ""))
 
 
-EXPERIMENT = register_experiment(Experiment(
-    name=NAME,
-    description="Replication of Kazemnejad et al. 2023: decoder-only, train on lengths up to 20, test up to 40, "
-                "greedy exact match, every encoding ranked by MRR over tasks.",
-    configs={SUITE: configs},
-    script=__file__,
-    report=ReportSpec(
-        layout="extrapolation",
-        position=200,
-        title="Replication: Kazemnejad et al. 2023",
-        caption="Greedy exact match of decoder-only models trained on lengths up to 20 (Kazemnejad et al. 2023 at "
-                "laptop scale): look at the lengths beyond 20 and at the ranking of the paper's five encodings.",
-        primary_metric=METRIC,
-        comparisons=CLAIMS,
-    ),
-))
+EXPERIMENT = replication_experiment(
+    NAME,
+    "Replication of Kazemnejad et al. 2023: decoder-only, train on lengths up to 20, test up to 40, greedy exact "
+    "match, every encoding ranked by MRR over tasks.",
+    configs, __file__, suite=SUITE,
+    position=200,
+    title="Replication: Kazemnejad et al. 2023",
+    caption="Greedy exact match of decoder-only models trained on lengths up to 20 (Kazemnejad et al. 2023 at "
+            "laptop scale): look at the lengths beyond 20 and at the ranking of the paper's five encodings.",
+    primary_metric=METRIC,
+    comparisons=CLAIMS,
+)
 
 REPLICATION = replication.declare(
     EXPERIMENT,

@@ -27,8 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from pebench.analysis import leaderboard, replication
-from pebench.plan.experiment import Experiment, register_experiment, suite_runs
-from pebench.report_spec import ReportSpec
+from pebench.plan.experiment import replication_experiment, suite_runs
 from pebench.store.schema import fitted
 
 SUITE = "replication"
@@ -120,21 +119,17 @@ def scale_summary(folder: Path):
 #: each size's experiment, the replication's own first
 EXPERIMENTS = {REPLICATES: _replication().EXPERIMENT}
 for _index, (_d_model, _n_layers) in enumerate(SIZES[1:]):
-    EXPERIMENTS[experiment_name(_d_model, _n_layers)] = register_experiment(Experiment(
-        name=experiment_name(_d_model, _n_layers),
-        description=f"Scale check of the Kazemnejad et al. 2023 replication: copy, the paper's five encodings, "
-                    f"d_model {_d_model}, {_n_layers} layers.",
-        configs={SUITE: configs(_d_model, _n_layers)},
-        script=__file__,
-        report=ReportSpec(
-            layout="extrapolation",
-            position=201 + _index,  # after the replication (200), before Press (210)
-            title=f"Replication scale check: Kazemnejad et al. 2023 at width {_d_model}, {_n_layers} layers",
-            caption=f"Greedy exact match on copy of decoders of d_model {_d_model} with {_n_layers} layers trained "
-                    "on lengths up to 20: compare with the replication's d_model 64, 2 layers.",
-            primary_metric="ood_seq_acc",
-        ),
-    ))
+    EXPERIMENTS[experiment_name(_d_model, _n_layers)] = replication_experiment(
+        experiment_name(_d_model, _n_layers),
+        f"Scale check of the Kazemnejad et al. 2023 replication: copy, the paper's five encodings, d_model "
+        f"{_d_model}, {_n_layers} layers.",
+        configs(_d_model, _n_layers), __file__, suite=SUITE,
+        position=201 + _index,  # after the replication (200), before Press (210)
+        title=f"Replication scale check: Kazemnejad et al. 2023 at width {_d_model}, {_n_layers} layers",
+        caption=f"Greedy exact match on copy of decoders of d_model {_d_model} with {_n_layers} layers trained "
+                "on lengths up to 20: compare with the replication's d_model 64, 2 layers.",
+        primary_metric="ood_seq_acc",
+    )
 
 CHECK = replication.CHECKS.register(f"{REPLICATES}_scale")(replication.ScaleCheck(
     name=f"{REPLICATES}_scale",

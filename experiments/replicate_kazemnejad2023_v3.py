@@ -26,9 +26,8 @@ import functools
 import sys
 
 from pebench.analysis import replication
-from pebench.plan.experiment import Experiment, register_experiment
+from pebench.plan.experiment import replication_experiment
 from pebench.protocol import FIT_V3, STANDARD_V3
-from pebench.report_spec import ReportSpec
 
 SUITE = "replication"
 #: the replication this re-makes
@@ -57,23 +56,19 @@ def configs():
     return [({**base, **v3_scale()}, grid) for base, grid in _replication().configs()]
 
 
-EXPERIMENT = register_experiment(Experiment(
-    name=NAME,
-    description="The Kazemnejad et al. 2023 replication re-made at protocol v3's scale (3 layers, v3 fit criterion), "
-                "scored as the replication pre-registered.",
-    configs={SUITE: configs},
-    script=__file__,
-    report=ReportSpec(
-        layout="extrapolation",
-        position=208,  # after the replication (200) and its scale check (201-205), before Press (210)
-        title="Replication at protocol v3's scale: Kazemnejad et al. 2023",
-        caption="Greedy exact match of 3-layer decoder-only models trained on lengths up to 20 under protocol v3's "
-                "fit criterion: look at the lengths beyond 20 and at the ranking of the paper's five encodings, "
-                "beside the 2-layer replication's.",
-        primary_metric=_replication().METRIC,
-        comparisons=_replication().CLAIMS,
-    ),
-))
+EXPERIMENT = replication_experiment(
+    NAME,
+    "The Kazemnejad et al. 2023 replication re-made at protocol v3's scale (3 layers, v3 fit criterion), scored as "
+    "the replication pre-registered.",
+    configs, __file__, suite=SUITE,
+    position=208,  # after the replication (200) and its scale check (201-205), before Press (210)
+    title="Replication at protocol v3's scale: Kazemnejad et al. 2023",
+    caption="Greedy exact match of 3-layer decoder-only models trained on lengths up to 20 under protocol v3's fit "
+            "criterion: look at the lengths beyond 20 and at the ranking of the paper's five encodings, beside the "
+            "2-layer replication's.",
+    primary_metric=_replication().METRIC,
+    comparisons=_replication().CLAIMS,
+)
 
 
 #: the replication's record with this experiment and its score, read against the replication it re-makes

@@ -33,9 +33,8 @@ import pandas as pd
 
 from pebench import store
 from pebench.analysis import published, replication
-from pebench.plan.experiment import Experiment, register_experiment
+from pebench.plan.experiment import replication_experiment
 from pebench.protocol import SCALES, SUITE_ENCODINGS
-from pebench.report_spec import ReportSpec
 from pebench.store.schema import BASE_VARIANT
 from pebench.tasks.charlm import EVAL_SPAN
 
@@ -138,18 +137,15 @@ def _magnitudes(rows: pd.DataFrame, agreement: replication.RankingAgreement) -> 
             "varies neither the model's scale nor the context, so it cannot say whether scale explains it.")
 
 
-EXPERIMENT = register_experiment(Experiment(
-    name=NAME,
-    description="Replication of Press et al. 2022: a character LM trained at a context of 64 and scored at 64..1024 "
-                "with non-overlapping windows; perplexity growth per encoding.",
-    configs={SUITE: configs},
-    script=__file__,
-    report=ReportSpec(
-        layout="perplexity",
-        position=210,
-        title="Replication: Press et al. 2022",
-    ),
-))
+EXPERIMENT = replication_experiment(
+    NAME,
+    "Replication of Press et al. 2022: a character LM trained at a context of 64 and scored at 64..1024 with "
+    "non-overlapping windows; perplexity growth per encoding.",
+    configs, __file__, suite=SUITE,
+    layout="perplexity",
+    position=210,
+    title="Replication: Press et al. 2022",
+)
 
 REPLICATION = replication.declare(
     EXPERIMENT,

@@ -35,9 +35,8 @@ import pandas as pd
 
 from pebench import tasks
 from pebench.analysis import published, replication
-from pebench.plan.experiment import Experiment, register_experiment
+from pebench.plan.experiment import replication_experiment
 from pebench.protocol import SCALES, task_steps
-from pebench.report_spec import ReportSpec
 
 SUITE = "replication"
 NAME = "ruoss2023"
@@ -121,22 +120,18 @@ def score(folder: Path, data: pd.DataFrame | None = None) -> replication.Score |
     return None, claims, sentence
 
 
-EXPERIMENT = register_experiment(Experiment(
-    name=NAME,
-    description="Replication of Ruoss et al. 2023: encoders on the 15 Chomsky-hierarchy tasks, trained to length 8 "
-                "and tested to 40, each base encoding with and without randomized positions.",
-    configs={SUITE: configs},
-    script=__file__,
-    report=ReportSpec(
-        layout="extrapolation",
-        position=220,
-        title="Replication: Ruoss et al. 2023",
-        caption="Per-token accuracy of encoders trained on lengths up to 8 and tested to 40 (Ruoss et al. 2023 at "
-                "laptop scale): compare each randomized encoding with its base beyond length 8.",
-        primary_metric=METRIC,
-        comparisons=CLAIMS,
-    ),
-))
+EXPERIMENT = replication_experiment(
+    NAME,
+    "Replication of Ruoss et al. 2023: encoders on the 15 Chomsky-hierarchy tasks, trained to length 8 and tested "
+    "to 40, each base encoding with and without randomized positions.",
+    configs, __file__, suite=SUITE,
+    position=220,
+    title="Replication: Ruoss et al. 2023",
+    caption="Per-token accuracy of encoders trained on lengths up to 8 and tested to 40 (Ruoss et al. 2023 at laptop "
+            "scale): compare each randomized encoding with its base beyond length 8.",
+    primary_metric=METRIC,
+    comparisons=CLAIMS,
+)
 
 REPLICATION = replication.declare(
     EXPERIMENT,

@@ -37,8 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from pebench.analysis import leaderboard, replication
-from pebench.plan.experiment import Experiment, register_experiment
-from pebench.report_spec import ReportSpec
+from pebench.plan.experiment import replication_experiment
 from pebench.store.schema import fitted
 
 SUITE = "replication"
@@ -136,22 +135,18 @@ def check_summary(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 #: each arm's experiment
 EXPERIMENTS = {}
 for _index, (_name, _change) in enumerate(ARMS.items()):
-    EXPERIMENTS[_name] = register_experiment(Experiment(
-        name=_name,
-        description=f"Check of the Ruoss et al. 2023 replication: {TASK}, {_change}.",
-        configs={SUITE: dense_configs if _name == DENSE else budget_configs},
-        script=__file__,
-        report=ReportSpec(
-            layout="extrapolation",
-            position=221 + _index,  # after the replication (220)
-            title=f"Replication check: Ruoss et al. 2023 with {_change}",
-            caption=f"Per-token accuracy of encoders on {TASK} trained on lengths up to 8, {_change}: compare "
-                    "with the replication's runs of the same seeds.",
-            primary_metric=_replication().METRIC,
-            # the dense arm has no base runs of its own (its comparison is the replication's)
-            comparisons=_replication().CLAIMS if _name == BUDGET else (),
-        ),
-    ))
+    EXPERIMENTS[_name] = replication_experiment(
+        _name,
+        f"Check of the Ruoss et al. 2023 replication: {TASK}, {_change}.",
+        dense_configs if _name == DENSE else budget_configs, __file__, suite=SUITE,
+        position=221 + _index,  # after the replication (220)
+        title=f"Replication check: Ruoss et al. 2023 with {_change}",
+        caption=f"Per-token accuracy of encoders on {TASK} trained on lengths up to 8, {_change}: compare with the "
+                "replication's runs of the same seeds.",
+        primary_metric=_replication().METRIC,
+        # the dense arm has no base runs of its own (its comparison is the replication's)
+        comparisons=_replication().CLAIMS if _name == BUDGET else (),
+    )
 
 CHECK = replication.CHECKS.register(f"{REPLICATES}_check")(replication.ArmCheck(
     name=f"{REPLICATES}_check",

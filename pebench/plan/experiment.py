@@ -387,6 +387,15 @@ class Experiment:
 EXPERIMENTS: Registry[Experiment] = Registry("experiment", base=Experiment)
 
 
+def replication_experiment(name: str, description: str, configs: Callable[[], list], script: str, *,
+                           suite: str = "replication", **report: Any) -> Experiment:
+    """Register the experiment of a replication script (``experiments/replicate_*.py``: a replication, its scale
+    check or its arm check): ``configs`` expanded in ``suite``, reported as the :class:`ReportSpec` fields
+    ``report`` say (the extrapolation layout unless they name another), through :func:`register_experiment`."""
+    spec = ReportSpec(**{"layout": "extrapolation", **report})
+    return register_experiment(Experiment(name, description, {suite: configs}, script, spec))
+
+
 def register_experiment(experiment: Experiment) -> Experiment:
     """Register ``experiment`` (called at import time by each script in ``experiments/`` and by plugins).
 
