@@ -846,24 +846,26 @@ def test_a_folder_without_an_mrr_leaderboard_says_why(tmp_path):
 def test_the_archive_page_shows_each_archived_reference_newest_first(gen, tmp_path):
     """Each reference a later protocol replaced (``results/archive/<vK>/<suite>``) gets its main table and its
     protocol's MRR ranking, with its results version, the newest protocol first; copies land per archive."""
+    from pebench.render.results_text import archived_references
+    from pebench.store.report_file import archived_roots
+
     results = ROOT / "results"
-    roots = [root for root in gen.archived_roots(results) if gen.suite_folders(root)]
-    if not roots:
+    folders = archived_references(results)
+    if not folders:
         pytest.skip("no archived reference is committed")
+    archives = [folder.parent.name for folder in folders]
+    assert archives == sorted(archives, reverse=True)  # the newest protocol's first
+    assert {f.parent for f in folders} <= set(archived_roots(results))
     out = tmp_path / "docs" / "_generated" / "leaderboard"
-    text = gen.archived_references_include(results, out, tmp_path / "docs")
-    headings = [line for line in text.splitlines() if line.startswith("## ")]
-    assert headings == [f"## `results/archive/{root.name}/{folder.name}`" for root in reversed(roots)
-                        for folder in gen.suite_folders(root)]
-    for root in roots:
-        for folder in gen.suite_folders(root):
-            version = json.loads((folder / "report.json").read_text())["results_version"]
-            assert f"(results version {folder.name} {version}, the name its tables are cited by)" in text
-            assert (out / root.name / folder.name / "main.csv").exists()
+    text = gen.archive_include(results, out, tmp_path / "docs")
+    headings = [line for line in text.splitlines() if line.startswith("## `results/archive/")]
+    assert headings == [f"## `results/archive/{folder.parent.name}/{folder.name}`" for folder in folders]
+    for folder in folders:
+        version = json.loads((folder / "report.json").read_text())["results_version"]
+        assert f"(results version {folder.name} {version}, the name its tables are cited by)" in text
+        assert (out / folder.parent.name / folder.name / "main.csv").exists()
     assert "### Length extrapolation: leaderboard (OOD token accuracy)" in text
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert "Archived references: not in these results" in gen.archived_references_include(empty, out, tmp_path)
+    assert text.index("## `standard` suite") < text.index(headings[0])  # after the suites' rankings
 
 
 def test_tox_bench_ends_with_the_verdict_and_the_page_to_read(gen):

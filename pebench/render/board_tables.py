@@ -13,11 +13,9 @@ import pandas as pd
 from pebench import metrics as metric_registry
 from pebench.analysis import leaderboard
 from pebench.analysis.leaderboard import FELL_BACK, verdict_text
+from pebench.render.results_text import SPLIT_HALF_LEAD
 from pebench.render.tables import Cell, Column, Table, column_kinds, interval_text
 from pebench.store.schema import encoding_label, task_label
-
-#: how the board's split-half stability sentence begins (:func:`split_half_sentence`; a headline finding)
-SPLIT_HALF_LEAD = "the board's order on halves of its evidence"
 
 
 def _board(name: str, frame: pd.DataFrame, headers: Sequence[str], rows: list[list[Cell]], caption: str,

@@ -12,6 +12,7 @@ from typing import Any
 from pebench import protocol, store
 from pebench.render import blocks
 from pebench.render.entry_lead import lead
+from pebench.render.tables import text_table, to_markdown
 from pebench.store.report_file import (
     StaleReport,
     archived_roots,
@@ -22,7 +23,14 @@ from pebench.store.report_file import (
     filled,
     rerun_folders,
     rerun_reference,
+    suite_folders,
 )
+
+#: how a board's split-half stability finding begins (:func:`pebench.render.board_tables.split_half_sentence`) and
+#: how the finding on two encodings that are one model begins (:func:`pebench.report.overview.identical_models`):
+#: both are headline findings that qualify the boards' tiers (:func:`board_qualifiers`)
+SPLIT_HALF_LEAD = "the board's order on halves of its evidence"
+IDENTICAL_LEAD = "Identical models:"
 
 #: read once above the tables of a tables page (each caption repeats it for a table copied on its own)
 HOW_TO_READ_TABLES = (
@@ -96,6 +104,31 @@ def entry_notes(index: dict[str, Any], column: str, name: str) -> list[str]:
     """What the report ``index`` says of ``name`` (an encoding or a task: ``column``) above its rows: its entry's
     ``notes`` (:func:`pebench.report.entries.entries`; an encoding that is one model with another), else none."""
     return list(index.get("entries", {}).get(column, {}).get(name, {}).get("notes", []))
+
+
+def board_qualifiers(headline: list[str]) -> list[str]:
+    """The lines of a report's ``headline`` (:func:`pebench.report.findings.headline`) that qualify its boards'
+    tiers: each board's split-half stability and any pair of encodings that are one model, in their order there."""
+    return [line for line in headline if SPLIT_HALF_LEAD in line or line.startswith(IDENTICAL_LEAD)]
+
+
+def board_caveats_text(index: dict[str, Any] | None, folder: str) -> str:
+    """The leaderboard page's list of what qualifies the reference's tiers (:func:`board_qualifiers`) from its report
+    ``index`` (None: ``folder``, as the reader sees it, holds no results), or the line that says why there is none."""
+    what = "What qualifies the tiers"
+    if index is None:
+        return not_in_results(what, f"no results in `{folder}`")
+    lines = board_qualifiers(index["headline"])
+    if not lines:
+        return not_in_results(what, f"`{folder}/report.json` has no split-half stability: it was reported before "
+                                    "the report gave it")
+    return "".join(f"- {line}\n" for line in lines)
+
+
+def archived_references(results: Path) -> list[Path]:
+    """The references a later protocol replaced, kept whole under ``results/archive/<name>/<suite>``
+    (:func:`pebench.store.report_file.archived_roots`), the newest archive first."""
+    return [folder for root in reversed(archived_roots(results)) for folder in suite_folders(root)]
 
 
 def not_in_results(what: str, why: str) -> str:
@@ -214,6 +247,31 @@ def archived_tables_text(folder: Path, root: Path, report: dict[str, Any]) -> st
         "name its tables are cited by): its main table as this version of pebench reports those runs, and the "
         "ranking by mean reciprocal rank of its protocol, where its protocol had one.",
         earlier_protocol_text(report)]))
+
+
+def fit_resolution_text(reports: list[tuple[Path, dict[str, Any]]], root: Path) -> str:
+    """How finely the fit criterion resolves accuracy, and the fitted runs' scores, from the ``fit_resolution`` of
+    each folder's report (``reports``: ``(folder, section)``): the rows of the folders' sections of one criterion
+    under its lead (v2's and v3's differ), their paths as the reader sees them from ``root``."""
+    parts = [(folder, part) for folder, report in reports for part in report.get("sections", []) if part["rows"]]
+    if not parts:
+        return not_in_results("Resolution of the fit criterion", "no committed run has a fit criterion")
+    blocks = []
+    for lead_text, header in dict.fromkeys((part["lead"], tuple(part["header"])) for _, part in parts):
+        rows = [[filled(cell, folder, root) for cell in row] for folder, part in parts if part["lead"] == lead_text
+                for row in part["rows"]]
+        blocks += [lead_text, "", to_markdown(text_table(list(header), rows)), ""]
+    return "\n".join([*blocks, reports[0][1].get("closing", "")])
+
+
+def headline_text(index: dict[str, Any] | None, report: Path, root: Path, page: str, caveat: str = "") -> str:
+    """The headline findings of a report (``index``, None where there are no results; ``report`` its path, shown from
+    ``root``; ``page`` the results page with every finding), below ``caveat`` (the folder's incompleteness)."""
+    shown = display_path(report, root)
+    if index is None or not index["headline"]:
+        return not_in_results("Headline findings", f"no `{shown}`" if index is None else f"`{shown}` has no findings")
+    return (f"{caveat}\n\n" if caveat else "") + "\n".join(f"- {f}" for f in index["headline"]) + \
+        f"\n\n{headline_source_text(report, root, page)}\n"
 
 
 def headline_source_text(report: Path, root: Path, page: str) -> str:

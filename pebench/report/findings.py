@@ -13,9 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from pebench.render.board_tables import SPLIT_HALF_LEAD
+from pebench.render.results_text import IDENTICAL_LEAD, SPLIT_HALF_LEAD
 from pebench.render.tables import markdown_code, markdown_text
-from pebench.report.overview import IDENTICAL_LEAD
 from pebench.report_spec import ReportSpec
 from pebench.store import raw_files, run_file_id
 from pebench.store.report_file import FOLDER
@@ -43,12 +42,6 @@ def headline(findings: Sequence[str], specs: Mapping[str, ReportSpec]) -> list[s
                   and ("tier" in f or " is first" in f or SPLIT_HALF_LEAD in f or any(pair in f for pair in pairs))]
     lines += [f for f in findings if f.startswith(IDENTICAL_LEAD)] if lines else []
     return lines or list(findings[:3])
-
-
-def board_qualifiers(headline_lines: Sequence[str]) -> list[str]:
-    """The lines of a report's ``headline`` (:func:`headline`) that qualify its boards' tiers: each board's
-    split-half stability and any pair of encodings that are one model, in their order there."""
-    return [f for f in headline_lines if SPLIT_HALF_LEAD in f or f.startswith(IDENTICAL_LEAD)]
 
 
 def _runs(folder: Path, suite_run_ids: Collection[str]) -> tuple[set[str], set[str], set[str]]:

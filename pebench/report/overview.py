@@ -8,6 +8,7 @@ import pandas as pd
 
 from pebench import encodings
 from pebench.analysis import results
+from pebench.render.results_text import IDENTICAL_LEAD
 from pebench.render.tables import RESULTS_STYLE, Cell, Table
 from pebench.render.tables import Column as TableColumn
 from pebench.report import plots
@@ -82,10 +83,6 @@ def findings_status(runs: pd.DataFrame) -> str:
     counts = unique["status"].value_counts()
     return (f"{len(unique)} runs: {counts.get('ok', 0)} ok, {counts.get('diverged', 0)} diverged (included in the "
             f"means), {counts.get('failed', 0)} failed (counted, listed in tables/runs).")
-
-
-#: how the sentence on two encodings that are one model begins (:func:`findings_identical`; a headline finding)
-IDENTICAL_LEAD = "Identical models:"
 
 
 def identical_models(data: pd.DataFrame) -> list[tuple[str, str, str]]:

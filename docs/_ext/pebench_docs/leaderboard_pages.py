@@ -9,20 +9,11 @@ from pathlib import Path
 from pebench.protocol import BOARD_KINDS
 from pebench.render import results_text
 from pebench.render.protocol_tables import LEADERBOARD_TABLES, unranked_suites_text
-from pebench.report.findings import board_qualifiers
-from pebench.store.report_file import (
-    ARCHIVE,
-    archived_roots,
-    artifact_bytes,
-    copy_artifact,
-    has_results,
-    suite_folders,
-    task_ranks_name,
-)
+from pebench.store.report_file import artifact_bytes, copy_artifact, has_results, suite_folders, task_ranks_name
 from pebench.store.schema import people_words
 
 from . import common
-from .common import REFERENCE_SUITE, ROOT, fill, report_index, shown
+from .common import REFERENCE_SUITE, ROOT, report_index, shown
 from .results_pages import completeness
 
 #: the tables of a report that the protocol and leaderboard pages include, by key: what they show
@@ -38,18 +29,9 @@ def report_tables(folder: Path, key: str) -> str:
 
 
 def fit_resolution(folders: Iterable[Path]) -> str:
-    """How finely the fit criterion resolves accuracy, and the fitted runs' scores, as ``folders``' reports say:
-    the rows of the folders' sections of one criterion under its lead (v2's and v3's differ)."""
-    reports = [(folder, report_index(folder)["fit_resolution"]) for folder in folders if has_results(folder)]
-    parts = [(folder, part) for folder, report in reports for part in report.get("sections", []) if part["rows"]]
-    if not parts:
-        return results_text.not_in_results("Resolution of the fit criterion", "no committed run has a fit criterion")
-    blocks = []
-    for lead, header in dict.fromkeys((part["lead"], tuple(part["header"])) for _, part in parts):  # per criterion
-        rows = [[fill(cell, folder) for cell in row] for folder, part in parts if part["lead"] == lead
-                for row in part["rows"]]
-        blocks += [lead, "", common.markdown_table(list(header), rows), ""]
-    return "\n".join([*blocks, reports[0][1].get("closing", "")])
+    """How finely the fit criterion resolves accuracy (:func:`pebench.render.results_text.fit_resolution_text`)."""
+    return results_text.fit_resolution_text(
+        [(folder, report_index(folder)["fit_resolution"]) for folder in folders if has_results(folder)], ROOT)
 
 
 def _copied(folder: Path, name: str, out: Path, srcdir: Path) -> str:
@@ -134,31 +116,19 @@ def suites_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
 
 def archive_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
     """The archive page's tables: per suite folder, protocol v2's ranking (:data:`ARCHIVED_KINDS`) with its
-    intervals' edges and every task's ranks."""
-    lines = []
-    for folder in _ordered(results):
-        lines += [*_suite_heading(folder), *suite_tables(folder, ARCHIVED_KINDS, out, srcdir)]
+    intervals' edges and every task's ranks; then per reference a later protocol replaced
+    (:func:`pebench.render.results_text.archived_references`, copies under ``out/<archive>``), its main table and
+    its protocol's ranking."""
+    lines = [line for folder in _ordered(results)
+             for line in (*_suite_heading(folder), *suite_tables(folder, ARCHIVED_KINDS, out, srcdir))]
+    for folder in results_text.archived_references(results):
+        index, place = report_index(folder), out / folder.parent.name
+        lines += [f"## `{shown(folder)}`", "", results_text.archived_tables_text(folder, ROOT, index), ""]
+        lines += [line for table in index["tables"] if table["name"] == index["main_table"] for line in
+                  _table_section(folder / "tables" / f"{table['name']}.md", table["title"], "", place / folder.name,
+                                 srcdir)]
+        lines += suite_tables(folder, ARCHIVED_KINDS, place, srcdir)
     return "\n".join(lines) or results_text.not_in_results("Leaderboard", f"no suite folder in `{shown(results)}`")
-
-
-def archived_references_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str:
-    """The archive page's references that a later protocol replaced, kept under ``results/archive/<name>/``
-    (:func:`pebench.store.report_file.archived_roots`, the newest first): per reference, its main table (as this
-    pebench reports its runs) and its protocol's ranking by mean reciprocal rank (:data:`ARCHIVED_KINDS`), copies of
-    their downloads under ``out/<name>/<suite>``."""
-    lines = []
-    for root in reversed(archived_roots(results)):
-        for folder in suite_folders(root):
-            index = report_index(folder)
-            lines += [f"## `{shown(folder)}`", "", results_text.archived_tables_text(folder, ROOT, index), ""]
-            titles = {table["name"]: table["title"] for table in index["tables"]}
-            main = folder / "tables" / f"{index['main_table']}.md"
-            if index["main_table"] and main.exists():
-                lines += _table_section(main, titles.get(main.stem, main.stem), "Its main table, as this version of pebench reports its runs.",
-                                        out / root.name / folder.name, srcdir)
-            lines += suite_tables(folder, ARCHIVED_KINDS, out / root.name, srcdir)
-    return "\n".join(lines) or results_text.not_in_results(
-        "Archived references", f"no reference is kept under `{shown(results / ARCHIVE)}`")
 
 
 def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) -> list[str]:
@@ -174,29 +144,14 @@ def _ranks(folder: Path, board: Path, experiment: str, out: Path, srcdir: Path) 
 
 
 def headline_findings(results: Path) -> str:
-    """The headline findings of the reference's report (its ``headline``)."""
+    """The headline findings of the reference's report (:func:`pebench.render.results_text.headline_text`)."""
     folder = results / REFERENCE_SUITE
-    path = folder / "report.json"
-    if not has_results(folder):
-        return results_text.not_in_results("Headline findings", f"no `{shown(path)}`")
-    headline = report_index(folder)["headline"]
-    if not headline:
-        return results_text.not_in_results("Headline findings", f"`{shown(path)}` has no findings")
-    caveat = f"{completeness(folder)}\n\n" if report_index(folder).get("complete") is False else ""
-    source = results_text.headline_source_text(path, ROOT, f"/_generated/results/{REFERENCE_SUITE}")
-    return caveat + "\n".join(f"- {f}" for f in headline) + f"\n\n{source}\n"
-
+    index = report_index(folder) if has_results(folder) else None
+    caveat = completeness(folder) if index is not None and index.get("complete") is False else ""
+    return results_text.headline_text(index, folder / "report.json", ROOT, f"/_generated/results/{folder.name}", caveat)
 
 
 def board_caveats(results: Path) -> str:
-    """What qualifies the reference's tiers, from its report's headline
-    (:func:`pebench.report.findings.board_qualifiers`): each board's split-half stability and any two encodings
-    that were one model."""
+    """What qualifies the reference's tiers (:func:`pebench.render.results_text.board_caveats_text`)."""
     folder = results / REFERENCE_SUITE
-    if not has_results(folder):
-        return results_text.not_in_results("What qualifies the tiers", f"no results in `{shown(folder)}`")
-    lines = board_qualifiers(report_index(folder)["headline"])
-    if not lines:
-        return results_text.not_in_results("What qualifies the tiers", f"`{shown(folder / 'report.json')}` "
-                                           "has no split-half stability: it was reported before the report gave it")
-    return "\n".join(f"- {line}" for line in lines) + "\n"
+    return results_text.board_caveats_text(report_index(folder) if has_results(folder) else None, shown(folder))
