@@ -244,8 +244,8 @@ def archived_tables_text(folder: Path, root: Path, report: dict[str, Any]) -> st
     return " ".join(filter(None, [
         f"From `{display_path(folder, root)}/tables/`, written by `pebench report` from the {count_runs(folder)} run "
         f"files kept there (results version {folder.name} {report.get('results_version') or 'not recorded'}, the "
-        "name its tables are cited by): its main table as this version of pebench reports those runs, and the "
-        "ranking by mean reciprocal rank of its protocol, where its protocol had one.",
+        "name its tables are cited by): its main table as this version of pebench reports those runs, and protocol "
+        "v2's ranking by mean reciprocal rank, where its report wrote one.",
         earlier_protocol_text(report)]))
 
 
@@ -270,8 +270,8 @@ def headline_text(index: dict[str, Any] | None, report: Path, root: Path, page: 
     shown = display_path(report, root)
     if index is None or not index["headline"]:
         return not_in_results("Headline findings", f"no `{shown}`" if index is None else f"`{shown}` has no findings")
-    return (f"{caveat}\n\n" if caveat else "") + "\n".join(f"- {f}" for f in index["headline"]) + \
-        f"\n\n{headline_source_text(report, root, page)}\n"
+    findings = "\n".join(f"- {finding}" for finding in index["headline"])
+    return (f"{caveat}\n\n" if caveat else "") + f"{findings}\n\n{headline_source_text(report, root, page)}\n"
 
 
 def headline_source_text(report: Path, root: Path, page: str) -> str:

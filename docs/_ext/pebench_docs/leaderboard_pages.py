@@ -118,7 +118,7 @@ def archive_include(results: Path, out: Path, srcdir: Path = common.DOCS) -> str
     """The archive page's tables: per suite folder, protocol v2's ranking (:data:`ARCHIVED_KINDS`) with its
     intervals' edges and every task's ranks; then per reference a later protocol replaced
     (:func:`pebench.render.results_text.archived_references`, copies under ``out/<archive>``), its main table and
-    its protocol's ranking."""
+    protocol v2's ranking where its report wrote one."""
     lines = [line for folder in _ordered(results)
              for line in (*_suite_heading(folder), *suite_tables(folder, ARCHIVED_KINDS, out, srcdir))]
     for folder in results_text.archived_references(results):
