@@ -281,8 +281,7 @@ def test_headline_findings_are_the_reports(gen, tmp_path):
 
 
 def test_board_caveats_are_the_reports_stability_and_identical_models(gen, tmp_path):
-    from pebench.render.board_tables import SPLIT_HALF_LEAD
-    from pebench.report.overview import IDENTICAL_LEAD
+    from pebench.render.results_text import IDENTICAL_LEAD, SPLIT_HALF_LEAD
 
     folder = fake_results(tmp_path / "results")
     assert "not in these results" in gen.board_caveats(tmp_path / "results")  # its headline has neither
@@ -831,6 +830,7 @@ def test_results_of_an_earlier_protocol_say_so_above_their_boards():
     assert lead.startswith("From `results/extended/tables/`")
     assert tables_from_text(folder, ROOT, "/page") == lead.removesuffix(" " + earlier_protocol_text(report))
 
+
 def test_a_folder_without_an_mrr_leaderboard_says_why(tmp_path):
     """Protocol v4 writes no MRR ranking: its folder says so, not that it was reported before the leaderboard."""
     from pebench.protocol import MRR_LAST_PROTOCOL
@@ -844,8 +844,8 @@ def test_a_folder_without_an_mrr_leaderboard_says_why(tmp_path):
 
 
 def test_the_archive_page_shows_each_archived_reference_newest_first(gen, tmp_path):
-    """Each reference a later protocol replaced (``results/archive/<vK>/<suite>``) gets its main table and its
-    protocol's MRR ranking, with its results version, the newest protocol first; copies land per archive."""
+    """Each reference a later protocol replaced (``results/archive/<vK>/<suite>``) gets its main table and protocol
+    v2's MRR ranking where its report wrote one, with its results version, the newest first; copies land per archive."""
     from pebench.render.results_text import archived_references
     from pebench.store.report_file import archived_roots
 
