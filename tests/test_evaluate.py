@@ -220,6 +220,23 @@ def test_a_builtin_encoding_is_judged_on_its_new_runs_not_the_references():
     assert set(found.per_task["encoding"]) == {"rope", "none"}
 
 
+def test_an_encoding_that_computes_a_baseline_is_said_to_be_that_model():
+    """A new encoding whose runs give the reference's RoPE rows number for number (as ``irope`` below its NoPE
+    interval does) is that model at this scale: the verdict says so first, complete or not; one row apart, it does
+    not."""
+    own = _rows("mine", {t: [0.2, 0.22, 0.18] for t in TASKS})  # the reference's rope scores, seed for seed
+    found = verdict(own, _reference(), "mine", _expected(own), baselines=("none",))
+    assert found.identical == [("rope", 3 * len(TASKS))]
+    said = verdict_module.summary(found)
+    assert said[0].startswith(f"identical to RoPE: the same rows in every one of the {3 * len(TASKS)} runs they "
+                              "share") and said[0].endswith("its placement is RoPE's, not a result of its own")
+    partial = verdict(own, _reference(), "mine", pd.concat([_expected(own), _expected(own).assign(run_id="later")]))
+    assert not partial.complete and verdict_module.summary(partial)[1].startswith("identical to RoPE")
+    other = own.copy()
+    other.loc[other.index[-1], "loss"] += 1e-9  # one number of one run differs: another model
+    assert verdict(other, _reference(), "mine", _expected(other), baselines=("none",)).identical == []
+
+
 def test_a_report_on_a_grid_with_gaps_writes_no_board(reference_folder, tmp_path):
     """The issue's case: a few runs of one encoding beside a reference (pebench combine) ranked it on one task;
     now a folder whose grid lacks runs gets per-task tables and a finding saying why it has no board."""

@@ -26,7 +26,7 @@ import pandas as pd
 from pebench.analysis import leaderboard, results
 from pebench.protocol import PARAMETER_FLAG, VERDICT_BASELINES
 from pebench.store import ResultsError
-from pebench.store.schema import completed, encoding_rank, fitted
+from pebench.store.schema import completed, encoding_label, encoding_rank, fitted
 
 #: the configuration columns a run of the encoding must share with the reference's runs of its task (the protocol
 #: its numbers were made under), besides the encoding itself
@@ -62,6 +62,8 @@ class Verdict:
             without them, and ``flagged`` where that share exceeds :data:`pebench.protocol.PARAMETER_FLAG`.
         reference_version: the results version of the reference's runs (:func:`results_version`).
         own_version: the results version of the encoding's runs.
+        identical: the reference's encodings that gave the same rows as it in every run they share, with how many
+            runs that is (:func:`pebench.analysis.results.identical_encodings`): at this scale it is that model.
     """
 
     encoding: str
@@ -76,6 +78,7 @@ class Verdict:
     parameters: pd.DataFrame = field(default_factory=pd.DataFrame)
     reference_version: str = ""
     own_version: str = ""
+    identical: list[tuple[str, int]] = field(default_factory=list)
 
 
 def score_metric(runs: pd.DataFrame) -> str | None:
@@ -192,7 +195,8 @@ def verdict(own: pd.DataFrame, reference: pd.DataFrame, encoding: str, expected:
     failed_columns = ["run_id", "experiment", "arch", "task", "seed", "error"]
     failed = own_runs.loc[~completed(own_runs), [c for c in failed_columns if c in own_runs]]
     found = Verdict(encoding, missing.empty, missing, failed.reset_index(drop=True), per_task(runs, encoding),
-                    reference_version=results.results_version(reference), own_version=results.results_version(own))
+                    reference_version=results.results_version(reference), own_version=results.results_version(own),
+                    identical=identical_to(own, reference, encoding))
     if not found.complete:
         return found
     board_runs = runs[runs["experiment"].isin(set(own_runs.loc[own_runs[leaderboard.PRIMARY_SCORE].notna(),
@@ -210,6 +214,22 @@ def verdict(own: pd.DataFrame, reference: pd.DataFrame, encoding: str, expected:
     return found
 
 
+def identical_to(own: pd.DataFrame, reference: pd.DataFrame, encoding: str) -> list[tuple[str, int]]:
+    """The encodings of ``reference`` whose runs gave the same rows as ``encoding``'s runs ``own`` in every run they
+    share, each with the number of shared runs (:func:`pebench.analysis.results.identical_encodings`): a new
+    encoding that, at this scale, computes an existing one (as ``irope`` below its NoPE interval is ``rope``)."""
+    pairs = results.identical_encodings(pd.concat([reference, own], ignore_index=True, sort=False))
+    return [(b[0] if a[0] == encoding else a[0], n) for a, b, n in pairs if encoding in (a[0], b[0])]
+
+
+def identical_sentences(found: Verdict) -> list[str]:
+    """One sentence per encoding of the reference that the judged one is, at this scale (:attr:`Verdict.identical`):
+    its placement and comparisons are that encoding's, not a result of its own."""
+    return [f"identical to {encoding_label(other)}: the same rows in every one of the {n} runs they share (every "
+            f"length, condition and metric, number for number), so at this scale it is that model: its placement "
+            f"is {encoding_label(other)}'s, not a result of its own" for other, n in found.identical]
+
+
 def placement(found: Verdict) -> pd.DataFrame:
     """The encoding's rows of its :attr:`Verdict.board` (one per arch): where it stands, with its tier probability,
     advantage, win rate and tasks judged."""
@@ -225,8 +245,9 @@ def summary(found: Verdict) -> list[str]:
         runs = int(found.missing["runs"].sum())
         cells = len(found.missing)
         return [f"{found.encoding}: {runs} run(s) of {cells} cell(s) still to make; no board, no tier and no "
-                "comparison until every run the suite gives it is in (per-task numbers below are partial)"]
-    lines = []
+                "comparison until every run the suite gives it is in (per-task numbers below are partial)",
+                *identical_sentences(found)]
+    lines = identical_sentences(found)
     for row in placement(found).itertuples():
         if not row.ranked:
             lines.append(f"{row.arch}: not ranked: no order-dependent task fitted beside another encoding "

@@ -45,8 +45,9 @@ def verdict_record(found: Verdict, suite: str, source: Mapping[str, Any], eta_se
                    predictions: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """What ``verdict.json`` holds: the encoding, suite, whether complete, the summary sentences, the results
     versions of the reference and of the encoding's runs, the encoding's source (path and SHA-256), the missing
-    cells (with ``eta_seconds``, the calibrated time to make them), failed runs, every table's rows, and its runs'
-    per-example predictions files (``predictions``: :func:`pebench.store.predictions.inventory`)."""
+    cells (with ``eta_seconds``, the calibrated time to make them), failed runs, every table's rows, the reference's
+    encodings it is identical to (:attr:`~pebench.analysis.verdict.Verdict.identical`), and its runs' per-example
+    predictions files (``predictions``: :func:`pebench.store.predictions.inventory`)."""
     return {"encoding": found.encoding, "suite": suite, "complete": found.complete, "summary": summary(found),
             "reference_version": found.reference_version, "own_version": found.own_version,
             "source": dict(source), "baselines": list(VERDICT_BASELINES),
@@ -54,6 +55,7 @@ def verdict_record(found: Verdict, suite: str, source: Mapping[str, Any], eta_se
             "per_task": _records(found.per_task), "placement": _records(placement(found)),
             "board": _records(found.board), "capability": _records(found.capability), "harm": _records(found.harm),
             "comparisons": _records(found.comparisons), "parameters": _records(found.parameters),
+            "identical": [{"encoding": name, "runs": runs} for name, runs in found.identical],
             "predictions": [dict(entry) for entry in predictions]}
 
 
