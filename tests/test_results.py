@@ -394,7 +394,7 @@ def test_differing_values_names_each_shared_column_whose_values_differ_and_compa
 
 def test_identical_encodings_are_the_pairs_whose_shared_runs_match_number_for_number():
     """``irope`` at a depth below its NoPE interval is ``rope``: the report must say the two are one model."""
-    from pebench.report.overview import findings_identical, identical_notes
+    from pebench.report.overview import findings_identical, identical_models, identical_notes
 
     runs = [curve_run(seed, {4: 1.0, 8: 0.5 + seed / 10, 16: 0.2}, encoding=encoding, task=task)
             for seed in (0, 1) for task in ("copy", "reverse") for encoding in ("rope", "irope")]
@@ -403,11 +403,14 @@ def test_identical_encodings_are_the_pairs_whose_shared_runs_match_number_for_nu
     runs += [curve_run(0, {4: 1.0, 8: 0.5, 16: 0.2}, encoding="fire", task="duplicate")]  # shares no run
     data = pd.concat(runs, ignore_index=True)
     assert results.identical_encodings(data) == [(("rope", "{}"), ("irope", "{}"), 4)]
-    assert findings_identical(data) == [
+    assert findings_identical(identical_models(data)) == [
         "Identical models: iRoPE gave the same rows as RoPE in every one of the 4 runs they share (every length, "
         "condition and metric, number for number), so at this scale they are one model: their places on the "
         "boards are one result, not two."]
-    assert identical_notes(data) == {"rope": findings_identical(data), "irope": findings_identical(data)}
+    said = findings_identical(identical_models(data))
+    assert identical_notes(identical_models(data)) == {"rope": said, "irope": said}
     other = data["encoding"].eq("irope") & data["eval_len"].eq(16) & data["seed"].eq(1) & data["task"].eq("reverse")
     data.loc[other, "loss"] += 1e-9  # one loss of one run: no longer one model
-    assert results.identical_encodings(data) == [] and findings_identical(data) == [] and identical_notes(data) == {}
+    models = identical_models(data)
+    assert results.identical_encodings(data) == [] and models == []
+    assert findings_identical(models) == [] and identical_notes(models) == {}

@@ -96,16 +96,17 @@ def identical_models(data: pd.DataFrame) -> list[tuple[str, str, str]]:
             for a, b, n in results.identical_encodings(data)]
 
 
-def findings_identical(data: pd.DataFrame) -> list[str]:
-    """The findings of :func:`identical_models`: one sentence per pair of encodings that are one model."""
-    return [sentence for _, _, sentence in identical_models(data)]
+def findings_identical(models: list[tuple[str, str, str]]) -> list[str]:
+    """The findings of :func:`identical_models` (``models``): one sentence per pair of encodings that are one
+    model."""
+    return [sentence for _, _, sentence in models]
 
 
-def identical_notes(data: pd.DataFrame) -> dict[str, list[str]]:
-    """Per encoding that is one model with another (:func:`identical_models`), the sentences that say so: a note on
-    the page of each of the two, whose board places a reader would otherwise take for two results."""
+def identical_notes(models: list[tuple[str, str, str]]) -> dict[str, list[str]]:
+    """Per encoding that is one model with another (``models``, :func:`identical_models`), the sentences that say
+    so: a note on the page of each of the two, whose board places a reader would otherwise take for two results."""
     notes: dict[str, list[str]] = {}
-    for a, b, sentence in identical_models(data):
+    for a, b, sentence in models:
         for name in dict.fromkeys((a, b)):
             notes.setdefault(name, []).append(sentence)
     return notes

@@ -35,7 +35,14 @@ from pebench.report.layout_findings import titled
 from pebench.report.layout_tables import floor_bounds
 from pebench.report.layouts import encoding_figures, experiments_in_order, views
 from pebench.report.main_table import lead_experiment, main_table
-from pebench.report.overview import findings_identical, findings_status, parameter_table, status_table
+from pebench.report.overview import (
+    findings_identical,
+    findings_status,
+    identical_models,
+    identical_notes,
+    parameter_table,
+    status_table,
+)
 from pebench.report.protocol_text import (
     citation_bibtex,
     distinct_values,
@@ -133,7 +140,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     emphasis = _encoding_figures(made, data[data["experiment"] == lead], lead, lead_spec, folders["figures"]) \
         if lead_spec is not None else {}
     made.tables += [save_table(table, folders["tables"], stamp) for table in _run_tables(data, runs)]
-    made.findings += [findings_status(runs), *machine_findings(runs), *findings_identical(data)]
+    identical = identical_models(data)  # read once: the findings, and the notes on the two encodings' pages
+    made.findings += [findings_status(runs), *machine_findings(runs), *findings_identical(identical)]
     protocol = "\n".join([f"{e}: {p}" for e, p in protocols.items()] + [f"software: {manifest_line(results_dir)}"])
     if suite == "smoke":
         made.findings.insert(0, SMOKE_NOTE)
@@ -146,7 +154,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, *,
     report.encoding_figures = emphasis
     tables = [artifact.table for artifact in made.tables if artifact.table is not None]
     report.sections = index_sections(results_dir, out_dir, data, made.findings, tables, specs, suite_run_ids,
-                                     emphasis, sample)
+                                     emphasis, sample, identical_notes(identical))
     report.other_outputs = made.other_outputs
     report.shown = {"experiments": [name for name, _, _ in experiments], "tables": made.shown}
     _write_index(report, out_dir)
