@@ -18,11 +18,12 @@ def throughput_rows() -> list[dict]:
     for point, d_model, length, loss_on in (("suite", 64, 9.0, "outputs"), ("suite-all", 64, 9.0, "all"),
                                            ("d128", 128, 17.0, "outputs"), ("d128-all", 128, 17.0, "all"),
                                            ("d128-long", 128, 256.0, "all")):
-        for encoding, speedup, gflops in (("rope", 1.6, 60.0), ("t5", 1.2, 40.0)):
+        for encoding, speedup, gflops, spread in (("rope", 1.6, 60.0, 0.2), ("t5", 1.2, 40.0, 0.4)):
             rows.append({"point": point, "d_model": d_model, "batch_size": 32, "mean_length": length,
                          "loss_on": loss_on, "encoding": encoding, "framework": "pebench",
                          "speedup_vs_best_xt": speedup + d_model / 1000,
-                         "speedup_q25": speedup - 0.1, "gflops": gflops + d_model / 8, "mfu": 0.0, "repeats": 15})
+                         "speedup_q25": speedup - 0.1, "speedup_q75": speedup - 0.1 + spread,
+                         "gflops": gflops + d_model / 8, "mfu": 0.0, "repeats": 15})
     rows.append({**rows[0], "framework": "x-transformers", "speedup_vs_best_xt": 0.6})  # never a pebench figure
     return rows
 
@@ -66,6 +67,9 @@ def test_sentences_from_the_csvs(tmp_path):
         "0.56-0.76 of the measured 1-thread matmul peak at the suite's lengths with the loss on the outputs, "
         "0.56-0.76 with the loss everywhere, and 0.56-0.76 for 256-token sequences (t5 is the lowest)")
     assert values["perf_suite_mfu"] == "0.48-0.68"
+    # widths 0.2 (rope) and 0.4 (t5), median of five each: 0.30; 0.2 / 1.728 = 12% and 0.4 / 1.264 = 32% at most
+    assert values["perf_noise"] == ("the interquartile range of one point's per-repeat ratios is 0.20-0.40 wide, 0.30 "
+                                    "in the median (12% to 32% of the ratio)")
     assert values["perf_workers"] == ("two single-thread processes train 84K tokens/s together, 2.1x one "
                                       "single-thread process and 1.20x one process with two threads")
     assert values["perf_seed_batching"] == "0.95-1.02x (S = 1), 1.10x (S = 4): no consistent gain on this CPU"

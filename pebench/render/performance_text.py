@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -64,11 +65,12 @@ def framework_values(folder: Path) -> dict[str, str]:
     lengths), ``perf_suite_speedup``, ``perf_d128_speedup``, ``perf_all_speedup``, ``perf_mfu`` and
     ``perf_suite_mfu``: pebench's training step against the faster x-transformers attention path, and its model
     FLOPs utilization (against the best matmul peak of ``machine.csv``, as the tables compute it), from
-    ``throughput.csv``."""
+    ``throughput.csv``; ``perf_noise``: how wide the interquartile ranges of the per-repeat ratios are (the
+    machine's noise, as one run measures it)."""
     rows = read_rows(folder / "throughput.csv")
     if not rows:
         return dict.fromkeys(("perf_suite_shape", "perf_suite_speedup", "perf_d128_speedup", "perf_all_speedup",
-                              "perf_mfu", "perf_suite_mfu"), NOT_MEASURED)
+                              "perf_mfu", "perf_suite_mfu", "perf_noise"), NOT_MEASURED)
     peaks = [row["matmul_peak_gflops"] for row in read_rows(folder / "machine.csv")]
     ours = [{**row, "mfu": row["gflops"] / max(peaks) if peaks else row["mfu"]} for row in rows
             if row["framework"] == "pebench"]
@@ -91,6 +93,8 @@ def framework_values(folder: Path) -> dict[str, str]:
     lengths = "-".join(f"{n:.0f}" for n in sorted({min(r["mean_length"] for r in long),
                                                     max(r["mean_length"] for r in long)}))
     lowest_mfu = min(long, key=lambda row: row["mfu"])["encoding"]
+    widths = [row["speedup_q75"] - row["speedup_q25"] for row in ours]
+    relative = [(row["speedup_q75"] - row["speedup_q25"]) / speedup(row) for row in ours]
     layers = f"{shape['n_layers']:.0f} layers, " if not math.isnan(shape.get("n_layers", math.nan)) else ""
     return {
         "perf_suite_shape": (f"d_model {shape['d_model']:.0f}, {layers}batch {shape['batch_size']:.0f}, sequences of "
@@ -111,6 +115,9 @@ def framework_values(folder: Path) -> dict[str, str]:
                      f"loss everywhere, and {_span(row['mfu'] for row in long)} for {lengths}-token sequences "
                      f"({lowest_mfu} is the lowest)"),
         "perf_suite_mfu": _span(row["mfu"] for row in suite),
+        "perf_noise": (f"the interquartile range of one point's per-repeat ratios is {_span(widths)} wide, "
+                       f"{statistics.median(widths):.2f} in the median ({min(relative):.0%} to {max(relative):.0%} "
+                       f"of the ratio)"),
     }
 
 
