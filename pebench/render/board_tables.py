@@ -151,13 +151,12 @@ def budget_table(table: pd.DataFrame, caption: str = "", name: str = "budget", l
     their share of the runs), and the encodings they belong to."""
     rows = []
     for (arch, task), part in table.groupby(["arch", "task"], sort=True):
-        improving = int(part["still_improving"].sum())
+        improving, runs, ended = (int(part[column].sum()) for column in ("still_improving", "runs", "budget_ended"))
         if not improving:
             continue
         names = ", ".join(encoding_label(e) for e in part.loc[part["still_improving"] > 0, "encoding"])
-        rows.append([_text(arch), _text(task_label(task)), Cell(str(int(part["runs"].sum())), int(part["runs"].sum())),
-                     Cell(str(int(part["budget_ended"].sum())), int(part["budget_ended"].sum())),
-                     _share_cell(improving, int(part["runs"].sum())), Cell(names, names)])
+        rows.append([_text(arch), _text(task_label(task)), Cell(str(runs), runs), Cell(str(ended), ended),
+                     _share_cell(improving, runs), Cell(names, names)])
     headers = ["Arch", "Task", "Runs", "Ended unfitted by the budget", "Still improving", "Encodings"]
     return _board(name, table, headers, rows, caption, label)
 
