@@ -173,7 +173,7 @@ def metrics_table() -> Table:
     """Every registered metric with its metadata (:mod:`pebench.metrics`, the only source of it)."""
     direction = {True: "higher", False: "lower", None: "—"}
     rows = [[f"`{m.name}`", m.level, m.label, direction[m.higher_is_better], m.applies_to,
-             f"`{m.reference}`" if m.reference else "—", _yes(getattr(m, "needs_fit", False)), m.description]
+             f"`{m.reference}`" if m.reference else "—", _yes(m.needs_fit), m.description]
             for m in metrics.run_metrics() + metrics.length_metrics()]
     return text_table(["metric", "per", "label", "better", "applies to", "reference level", "fitted seeds only",
                        "what it is"], rows)

@@ -104,7 +104,7 @@ def comparisons_table(comparisons: pd.DataFrame, encoding: str, version: str) ->
                      if tested else "—", row["mean_diff"]),
                 Cell(str(int(row["n_tasks"])), int(row["n_tasks"])),
                 Cell(number_text(row["p_holm"], 3) if tested else "—", row["p_holm"]),
-                Cell(number_text(row["mde"]) if np.isfinite(row["mde"]) else "—", row["mde"]),
+                Cell(number_text(row["mde"]), row["mde"]),  # none detectable (infinite): —
                 Cell(_verdict_words(row, encoding))])
     caption = (f"{encoding_label(encoding)} against each declared baseline (pebench.protocol.VERDICT_BASELINES), "
                "the task as the unit: per task the mean difference over the seeds both fitted, then the exact "
