@@ -74,18 +74,13 @@ def check_page(text: str, path: Path) -> None:
     srcdir = source_folder(path)
     where = Path(path).resolve()
     shown = where.relative_to(srcdir.resolve()) if where.is_relative_to(srcdir.resolve()) else where
-    _check(text, str(shown), srcdir, first=True)
+    check_text(text, str(shown), srcdir, page=True)
 
 
-def check_text(text: str, what: str, srcdir: Path) -> None:
-    """:func:`check_page` for a text the site inserts into its pages (a substitution's value), named ``what``."""
-    _check(text, what, srcdir, first=False)
-
-
-def _check(text: str, what: str, srcdir: Path, first: bool) -> None:
-    """Refuse ``text`` (``what``, for the message) where :func:`_problem` finds something; ``first``: a whole page,
-    which may begin with front matter."""
-    if problem := _problem(_parser().parse(text), srcdir, first):
+def check_text(text: str, what: str, srcdir: Path, page: bool = False) -> None:
+    """Refuse ``text`` as :func:`check_page` does, naming it ``what``: a text the site inserts into its pages (a
+    substitution's value), or with ``page`` a whole page, which may begin with front matter."""
+    if problem := _problem(_parser().parse(text), srcdir, page):
         raise UnsafePage(f"pebench_docs: {what} would hold {problem}, which no pebench page writes: a report.json, "
                          "table or manifest of a results folder may have been crafted; the build stops")
 
