@@ -86,7 +86,7 @@ def entry_view(index: dict[str, Any], column: str, name: str, lead_only: bool = 
     (experiment, architecture) pairs it appears in, its rows of each table (title, ``{"header", "rows"}``) and the
     figures that draw it (title, SVG path in the folder, what to look at); ``lead_only``: only what its page leads
     with (:func:`pebench.render.entry_lead.lead`). ``None`` when it appears nowhere."""
-    entry = index.get("entries", {}).get(column, {}).get(name, {"tables": {}, "figures": {}})
+    entry = index.get("entries", {}).get(column, {}).get(name, {})
     pairs = entry.get("appearances")
     if not pairs:
         return None
