@@ -121,8 +121,6 @@ def _figures(data: pd.DataFrame, encoding: str, experiments: list[str], out: Pat
              ) -> list[tuple[str, dict[str, Path]]]:
     """Per experiment of ``experiments`` (those with a floor-normalised score) and arch of the encoding's runs,
     token accuracy vs length on the order-dependent tasks, the encoding beside the declared baselines."""
-    import matplotlib.pyplot as plt
-
     own = data[data["encoding"] == encoding]
     drawn = []
     for experiment in experiments:
@@ -140,6 +138,5 @@ def _figures(data: pd.DataFrame, encoding: str, experiments: list[str], out: Pat
             except ValueError:
                 continue
             drawn.append((name, save_figure(figure, out, name)))
-            plt.close(figure)
     return drawn
 
