@@ -12,7 +12,6 @@ import pandas as pd
 
 from pebench import metrics as metric_registry
 from pebench.analysis import results
-from pebench.config import ARCHS
 from pebench.render.tables import RESULTS_STYLE, Cell, Table, format_mean_ci
 from pebench.render.tables import Column as TableColumn  # this module's Column is a metric column
 from pebench.report import plots
@@ -204,12 +203,6 @@ def registered_columns(layout: str) -> list[Column]:
     return [Column(metric.name) for metric in metric_registry.table_columns(layout)]
 
 
-def _archs(cells: pd.DataFrame) -> list[str]:
-    """Architectures present, in :data:`pebench.config.ARCHS` order, then any others by name."""
-    present = set(cells["arch"])
-    return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
-
-
 def extrapolation_tables(
     runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, protocol: str, spec: ReportSpec
 ) -> list[Table]:
@@ -246,7 +239,7 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
             cells["order_dependent"] == True, cells[f"invariance_gap_{stat}"])  # noqa: E712
     runs = runs.assign(order_effect=runs["order_reliance"].fillna(runs["invariance_gap"]))
     runs = runs.assign(order_effect=runs["order_effect"].where(runs["order_dependent"] == True))  # noqa: E712
-    for arch in _archs(cells):
+    for arch in plots.archs_in_order(cells):
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
         columns = [
             Column("id_chance_token_acc"),

@@ -542,7 +542,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     hatched and its number carries the tables' dagger. ``cells``: what :func:`heatmap_cells` gave for
     ``experiment``, not computed again."""
     cells = cells if cells is not None else heatmap_cells(data, experiment)
-    archs = _archs(cells)
+    archs = archs_in_order(cells)
     tasks = tasks_in_order(cells["task"])
     panel_rows = [cells.loc[cells["arch"] == arch, ["encoding", "encoding_options"]].drop_duplicates().shape[0]
                   for arch in archs]
@@ -596,7 +596,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     return figure
 
 
-def _archs(frame: pd.DataFrame) -> list[str]:
+def archs_in_order(frame: pd.DataFrame) -> list[str]:
     """Architectures present, in :data:`pebench.config.ARCHS` order, then any others by name."""
     present = set(frame["arch"])
     return [a for a in ARCHS if a in present] + sorted(present - set(ARCHS))
@@ -643,7 +643,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str, *, title: str | None 
     if cells["order_effect_mean"].isna().all():
         raise ValueError(f"no run of experiment {experiment!r} was evaluated on shuffled inputs")
     cells["order_dependent"] = cells["task"].map(order_dependent)
-    archs = _archs(cells)
+    archs = archs_in_order(cells)
     tasks = (
         cells.drop_duplicates("task").sort_values("order_dependent", ascending=False, kind="stable")["task"].tolist()
     )
