@@ -20,7 +20,7 @@ from scipy import stats
 from pebench import metrics, tasks
 from pebench.config import TrainConfig
 from pebench.protocol import SCALES
-from pebench.render.tables import BOUND_LEGEND, BOUND_PREFIX, Cell
+from pebench.render.tables import BOUND_LEGEND, BOUND_PREFIX, Cell, format_number
 from pebench.store import first_rows
 from pebench.store.report_file import FOLDER
 from pebench.store.schema import BASE_VARIANT, encoding_label, encoding_rank, sort_key, task_label
@@ -50,10 +50,6 @@ def runs_frame(folder: Path, columns: Iterable[str], what: str) -> tuple[pd.Data
     if "variant" in runs.columns:
         runs = runs[runs["variant"].isna() | (runs["variant"] == BASE_VARIANT)]
     return runs, ""
-
-
-def _two_decimals(value: float) -> str:
-    return f"{value:.2f}" if np.isfinite(value) else "—"
 
 
 def _fit_cells(cell: pd.DataFrame, stops: bool) -> list[str]:
@@ -172,7 +168,7 @@ def _resolution_groups(fitted: pd.DataFrame, examples: int) -> list[tuple[str, s
 def _floor_cells(row: Any, bound: bool) -> list[str]:
     """The chance and floor cells of a floors-table row (:data:`FLOOR_COLUMNS`), each floor printed as a lower
     bound (:class:`pebench.render.tables.Cell`) when ``bound``: its method gives only one."""
-    return [Cell(_two_decimals(value), value, bound=bound and metrics.get(column).floor and np.isfinite(value)).shown
+    return [Cell(format_number(value), value, bound=bound and metrics.get(column).floor and np.isfinite(value)).shown
             for column, value in ((c, getattr(row, c)) for c in FLOOR_COLUMNS)]
 
 

@@ -31,6 +31,7 @@ from pebench.analysis.replication import (
     task_table,
 )
 from pebench.render.blocks import PagePiece, bullet_list, code, heading, table, text
+from pebench.render.tables import format_number
 from pebench.report.findings import training_time
 from pebench.store import load, raw_files, read_manifest, run_file_id
 from pebench.store.schema import BASE_VARIANT, encoding_label, task_label, task_labels
@@ -165,11 +166,6 @@ def _signed(value: float) -> str:
 def _p_value(value: float) -> str:
     """A p-value to 3 significant digits, or ``—`` when the claim was not tested."""
     return "—" if value != value else f"{value:.3g}"
-
-
-def _two_decimals(value: float) -> str:
-    """``0.12``, or ``—`` when undefined."""
-    return f"{value:.2f}" if value == value and abs(value) != float("inf") else "—"
 
 
 def declared_order(found: Iterable, declared: Sequence) -> list:
@@ -333,9 +329,9 @@ def arm_check_section(check: ArmCheck, folder: Path, suite: str) -> list[PagePie
     blocks += [table(
         ["arm", "encoding", "fitted seeds", "held-out token accuracy at the stop", "OOD token accuracy (unfitted: 0)",
          "OOD token accuracy, raw", "OOD token accuracy of the fitted runs"],
-        [[r.arm, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", _two_decimals(r.fit_acc),
-          _two_decimals(r.ood), _two_decimals(r.ood_raw) + ("" if r.fitted == r.n else " (unfitted runs)"),
-          _two_decimals(r.ood_fitted) if r.fitted else "—"] for r in cells.itertuples()]),
+        [[r.arm, encoding_label(r.encoding), f"{int(r.fitted)}/{int(r.n)}", format_number(r.fit_acc),
+          format_number(r.ood), format_number(r.ood_raw) + ("" if r.fitted == r.n else " (unfitted runs)"),
+          format_number(r.ood_fitted) if r.fitted else "—"] for r in cells.itertuples()]),
                text("The dense arm has runs of the randomized encodings only; its bases are the replication's runs of "
                     "the same seeds (positions of a base encoding do not depend on L). The raw column and the fitted "
                     "runs' column are read beside the pre-registered scores, not instead of them."),
