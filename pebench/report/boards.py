@@ -52,16 +52,14 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
         return [], []
     fits = leaderboard.fit_fractions(runs)
     if not fits.empty:
-        fit_name = f"fit_{experiment}"
         where = ("at every training length, on held-out inputs never in the training stream," if protocol >= 3
                  else "at the longest training length")
         fit_caption = (f"Seeds that met the fit criterion (held-out token accuracy {where} reaching the protocol's "
                        "threshold within the step cap), per task; All = the fraction "
                        f"over every task. Look for capable encodings that did not fit: their {label} is not "
                        "judged.")
-        artifacts.append(save_table(dataclasses.replace(
-            board_tables.fit_table(fits, fit_caption, fit_name),
-            title=titled(experiment, spec, "seeds fitted per task")), directory, version))
+        artifacts.append(_save_titled(board_tables.fit_table(fits, fit_caption, f"fit_{experiment}"), experiment,
+                                      spec, "seeds fitted per task", directory, version))
     v3, findings = board_artifacts(runs, experiment, spec, directory, version)
     findings += _stability(runs, experiment, spec, protocol)
     if protocol >= 3:  # whether the scale reaches protocol v3's goal (rule 6), and what its unfitted runs reached
@@ -70,7 +68,6 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
                      for arch, sentence in leaderboard.capacity_goal(runs, shortfall).items()]
         artifacts += _budget_artifacts(runs, rows, experiment, spec, directory, version, findings)
         if not shortfall.empty:
-            short_name = f"capacity_{experiment}"
             short_caption = (
                 "The runs of the capable encodings (those that can represent every task) that did not fit, per "
                 "task, and what their fit checks reached in distribution: the held-out token accuracy each check "
@@ -82,12 +79,11 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
                 "trained on), so that what their checks missed were held-out inputs. No out-of-distribution number "
                 "is read. Look at tasks where none was still improving at the cap: there the step cap is not what "
                 "they evidently lacked.")
-            artifacts.append(save_table(dataclasses.replace(
-                board_tables.shortfall_table(shortfall, short_caption, short_name),
-                title=titled(experiment, spec, "capable encodings' runs not fitted")), directory, version))
+            artifacts.append(_save_titled(
+                board_tables.shortfall_table(shortfall, short_caption, f"capacity_{experiment}"), experiment, spec,
+                "capable encodings' runs not fitted", directory, version))
     artifacts = v3 + artifacts
     if spec.comparisons:
-        name = f"pairwise_{experiment}"
         if protocol >= 3:  # scored as protocol v3 scores: the board's score on jointly fitted pairs, task by task
             table = leaderboard.pairwise(runs, spec.comparisons, leaderboard.PRIMARY_SCORE, jointly_fitted=True)
             caption = task_level_caption(table)
@@ -97,9 +93,8 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
                        "task and seed (an unfitted run scores 0), mean difference a − b with a 95% bootstrap interval, "
                        "two-sided sign-flip permutation test over the pairs, p-values Holm-corrected over the whole "
                        "family (every comparison and architecture). Look at the verdict column.")
-        artifacts.append(save_table(dataclasses.replace(
-            board_tables.pairwise_table(table, caption, name),
-            title=titled(experiment, spec, "declared pairwise comparisons")), directory, version))
+        artifacts.append(_save_titled(board_tables.pairwise_table(table, caption, f"pairwise_{experiment}"),
+                                      experiment, spec, "declared pairwise comparisons", directory, version))
         if protocol >= 3:
             artifacts += by_task_artifacts(runs, experiment, spec, directory, version)
         family = int(table["p_value"].notna().sum())  # the Holm family: every tested comparison and arch
@@ -111,6 +106,13 @@ def _ranking_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, di
                                 f"{row['ci_high']:+.3f}], a 95% interval not adjusted for the {family} comparisons, "
                                 f"while the Holm p = {row['p_holm']:.3g} is; {_units(row)}).")
     return artifacts, findings
+
+
+def _save_titled(table: Table, experiment: str, spec: ReportSpec, what: str, directory: Path, version: str
+                 ) -> Artifact:
+    """Write ``table`` (:func:`~pebench.report.artifacts.save_table`), titled as ``experiment``'s table showing
+    ``what`` (:func:`~pebench.report.layout_findings.titled`)."""
+    return save_table(dataclasses.replace(table, title=titled(experiment, spec, what)), directory, version)
 
 
 def _budget_artifacts(runs: pd.DataFrame, rows: pd.DataFrame | None, experiment: str, spec: ReportSpec,
@@ -128,10 +130,8 @@ def _budget_artifacts(runs: pd.DataFrame, rows: pd.DataFrame | None, experiment:
                "extension rule's gain over its window (the run's own rule, else 0.01 over the last 1000 steps). "
                "Runs = the fit-checked runs of the task; Still improving = those, and their share. Look at tasks "
                "with a large share: there more steps, not the encoding, decide the score.")
-    name = f"budget_{experiment}"
-    title = titled(experiment, spec, "runs the step budget ended still improving")
-    return [save_table(dataclasses.replace(board_tables.budget_table(table, caption, name), title=title),
-                       directory, version)]
+    return [_save_titled(board_tables.budget_table(table, caption, f"budget_{experiment}"), experiment, spec,
+                         "runs the step budget ended still improving", directory, version)]
 
 
 def _units(row: pd.Series) -> str:
@@ -183,7 +183,6 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
     table = leaderboard.pairwise_by_task(runs, spec.comparisons, leaderboard.PRIMARY_SCORE)
     if table.empty:
         return []
-    name = f"pairwise_tasks_{experiment}"
     tests, label = len(table), metric_registry.get(leaderboard.PRIMARY_SCORE).axis_label
     caption = (f"The declared comparisons task by task: on each order-dependent task, the seeds in which both "
                f"encodings fitted, the mean difference a − b of {label}, how many seeds favour a, b or neither, and "
@@ -192,9 +191,8 @@ def by_task_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, dir
                "the declared verdict, which is the task-level test's above (on the task means, Holm-corrected), and "
                "are no verdict themselves. Look at the seed counts: a task where the seeds split is no evidence either "
                "way.")
-    return [save_table(dataclasses.replace(
-        board_tables.pairwise_by_task_table(table, caption, name),
-        title=titled(experiment, spec, "declared comparisons per task")), directory, version)]
+    return [_save_titled(board_tables.pairwise_by_task_table(table, caption, f"pairwise_tasks_{experiment}"),
+                         experiment, spec, "declared comparisons per task", directory, version)]
 
 
 def _stability(runs: pd.DataFrame, experiment: str, spec: ReportSpec, protocol: int) -> list[str]:
@@ -210,18 +208,13 @@ def _stability(runs: pd.DataFrame, experiment: str, spec: ReportSpec, protocol: 
 
 def _mrr_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str,
                    protocol: int) -> list[Artifact] | None:
-    """The MRR leaderboard of ``runs`` under ``protocol`` (none after :data:`MRR_LAST_PROTOCOL`), or ``None`` when
-    no run completed: nothing to rank or report."""
+    """The MRR leaderboard of ``runs`` under ``protocol`` (none after :data:`MRR_LAST_PROTOCOL`), with its per-task
+    ranks beside it, or ``None`` when no run completed: nothing to rank or report."""
     if protocol > MRR_LAST_PROTOCOL:
         return [] if schema.completed(runs).any() else None
     board = leaderboard.leaderboard(runs, spec.primary_metric)
-    return None if board.empty else [_mrr_board(board, runs, experiment, spec, directory, version)]
-
-
-def _mrr_board(board: pd.DataFrame, runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path,
-               version: str) -> Artifact:
-    """The MRR leaderboard of protocols v2 and v3 (``board``: :func:`pebench.analysis.leaderboard.leaderboard` of
-    ``runs``), with its per-task ranks beside it."""
+    if board.empty:
+        return None
     label = metric_registry.get(spec.primary_metric).axis_label
     caption = (f"Encodings ranked per architecture by {label} on every task of {named(experiment, spec)} (rank 1 = "
                "best mean over seeds; a run that did not fit its training distribution scores 0): mean reciprocal "
@@ -229,12 +222,10 @@ def _mrr_board(board: pd.DataFrame, runs: pd.DataFrame, experiment: str, spec: R
                "bootstrap interval (seeds resampled within every task and encoding); tasks fitted = tasks on "
                "which every seed met the fit criterion. Look at the MRR intervals: overlapping ones are not "
                "a ranking.")
-    name = f"leaderboard_{experiment}"
     leaderboard.task_ranks(runs, spec.primary_metric).to_csv(store.path_in(directory, task_ranks_name(experiment)),
                                                              index=False)
-    return save_table(dataclasses.replace(board_tables.leaderboard_table(board, caption, name),
-                                          title=titled(experiment, spec, f"leaderboard ({label})")),
-                      directory, version)
+    return [_save_titled(board_tables.leaderboard_table(board, caption, f"leaderboard_{experiment}"), experiment,
+                         spec, f"leaderboard ({label})", directory, version)]
 
 
 def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, directory: Path, version: str = ""
@@ -247,10 +238,8 @@ def board_artifacts(runs: pd.DataFrame, experiment: str, spec: ReportSpec, direc
     artifacts, findings = [], []
 
     def board(kind: str, frame: pd.DataFrame, make: Callable[..., Table], caption: str, what: str) -> None:
-        name = f"{kind}_{experiment}"
-        table = make(frame, caption, name)
-        artifacts.append(save_table(dataclasses.replace(table, title=titled(experiment, spec, what)),
-                                     directory, version))
+        artifacts.append(_save_titled(make(frame, caption, f"{kind}_{experiment}"), experiment, spec, what, directory,
+                                      version))
 
     tiers = leaderboard.extrapolation_board(runs)
     if not tiers.empty:
