@@ -163,7 +163,7 @@ def _grid(n: int, ncols: int = 3, height: float = 2.3) -> tuple[Figure, np.ndarr
     nrows = -(-n // ncols)
     figure = Figure(figsize=(min(PAGE_WIDTH, max(6.4, 2.7 * ncols + 0.4)), height * nrows + 1.6),
                     layout="constrained")
-    axes = np.atleast_1d(figure.subplots(nrows, ncols, squeeze=False).ravel())
+    axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
     for ax in axes[n:]:
         ax.set_visible(False)
     return figure, axes[:n]
@@ -372,6 +372,7 @@ def _label_outer(axes: np.ndarray) -> None:
 
 
 def _labelled_curves(data: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pebench.analysis.results.curves` of ``data`` (of its completed runs), each line with its label."""
     frame = results.curves(data)
     frame["label"] = [label(e, o) for e, o in zip(frame["encoding"], frame["encoding_options"], strict=True)]
     return frame
@@ -462,7 +463,7 @@ def accuracy_curves(
     rows = rows[(rows["arch"] == arch) & completed(rows)]
     where = arch
     if part is not None:
-        parts = task_parts(data, experiment, arch=arch)
+        parts = split_tasks(rows["task"])
         if not 1 <= part <= len(parts):
             raise ValueError(f"part {part} of {experiment!r} ({arch}) does not exist: its tasks make "
                              f"{len(parts)} figure(s), parts 1 to {len(parts)}")
@@ -500,15 +501,13 @@ def variant_curves(data: pd.DataFrame, experiment: str, *, title: str | None = N
 
 def variant_frame(data: pd.DataFrame, experiment: str) -> pd.DataFrame:
     """The curves :func:`variant_curves` draws, one line per evaluation variant."""
-    rows = _select(data, experiment)
-    frame = _labelled_curves(rows[completed(rows)])
+    frame = _labelled_curves(_select(data, experiment))
     return frame[frame["condition"] == ORIGINAL]
 
 
 def perplexity_vs_length(data: pd.DataFrame, experiment: str, *, title: str | None = None) -> Figure:
     """Character-LM perplexity vs evaluation length (log scale), one line per encoding."""
-    rows = _select(data, experiment)
-    frame = _labelled_curves(rows[completed(rows)])
+    frame = _labelled_curves(_select(data, experiment))
     frame = frame[(frame["condition"] == ORIGINAL) & (frame["variant"] == BASE_VARIANT)]
     return _curve_panels(frame, "label", _encoding_styles(frame), "perplexity", "perplexity (log scale)",
                          f"{title or f'{experiment}: perplexity vs context length'}\nmean and 95% CI over seeds",
@@ -557,8 +556,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     label_height = 0.075 * max(len(task) for task in tasks)  # task names at 45 degrees, under the last panel
     figure = Figure(figsize=(width, 0.3 * sum(panel_rows) + 0.45 * len(archs) + label_height + 1.1),
                     layout="constrained")
-    axes = np.atleast_1d(figure.subplots(len(archs), 1, squeeze=False,
-                                         gridspec_kw={"height_ratios": panel_rows}).ravel())
+    axes = figure.subplots(len(archs), 1, squeeze=False, gridspec_kw={"height_ratios": panel_rows}).ravel()
     image, unfitted_any = None, False
     for index, (ax, arch) in enumerate(zip(axes, archs, strict=True)):
         part = cells[cells["arch"] == arch]
@@ -653,7 +651,7 @@ def order_sensitivity(data: pd.DataFrame, experiment: str, *, title: str | None 
     width = max(5.0, min(PAGE_WIDTH, 2.0 + 0.06 * len(tasks) * max(map(len, per_arch.values()))))
     legend_rows = -(-(len(tasks) + 1) // _legend_columns([f"{t} (control)" for t in tasks], width))
     figure = Figure(figsize=(width, 3.2 * len(archs) + 0.9 + 0.2 * legend_rows), layout="constrained")
-    axes = np.atleast_1d(figure.subplots(len(archs), 1, sharey=True, squeeze=False).ravel())
+    axes = figure.subplots(len(archs), 1, sharey=True, squeeze=False).ravel()
     width = 0.8 / max(1, len(tasks))
     colors = _task_colors(tasks)
     unfitted_any, legend = False, {}  # legend handles drawn as fitted bars, whichever bar comes first
