@@ -349,15 +349,11 @@ def _curve_legend(axes: np.ndarray, styles: dict[str, dict[str, object]]) -> tup
         for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
             drawn.setdefault(text, handle)
     names = {text.removesuffix(NOT_FITTED_LABEL) for text in drawn}
-    handles = [Line2D([], [], markersize=3, **look) for name, look in styles.items() if name in names]
-    labels = [name for name in styles if name in names]
-    references = [(h, t) for t, h in drawn.items() if t.removesuffix(NOT_FITTED_LABEL) not in styles]
-    handles += [h for h, _ in references]
-    labels += [t for _, t in references]
+    keys = {name: Line2D([], [], markersize=3, **look) for name, look in styles.items() if name in names}
+    keys.update({text: handle for text, handle in drawn.items() if text.removesuffix(NOT_FITTED_LABEL) not in styles})
     if any(text.endswith(NOT_FITTED_LABEL) for text in drawn):
-        handles.append(Line2D([], [], color="0.3", marker="o", markersize=2, **NOT_FITTED_LINE))
-        labels.append(NOT_FITTED_KEY)
-    return handles, labels
+        keys[NOT_FITTED_KEY] = Line2D([], [], color="0.3", marker="o", markersize=2, **NOT_FITTED_LINE)
+    return list(keys.values()), list(keys)
 
 
 def _label_outer(axes: np.ndarray) -> None:
