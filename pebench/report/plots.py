@@ -553,7 +553,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     figure = Figure(figsize=(width, 0.3 * sum(panel_rows) + 0.45 * len(archs) + label_height + 1.1),
                     layout="constrained")
     axes = figure.subplots(len(archs), 1, squeeze=False, gridspec_kw={"height_ratios": panel_rows}).ravel()
-    image, unfitted_any = None, False
+    image = None
     for index, (ax, arch) in enumerate(zip(axes, archs, strict=True)):
         part = cells[cells["arch"] == arch]
         order = list(dict.fromkeys(part.sort_values("encoding", key=lambda s: s.map(encoding_rank))["label"]))
@@ -565,7 +565,6 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
         for (i, j), value in np.ndenumerate(table.to_numpy(float)):
             fitted = bool(judged.iat[i, j]) or not metric_registry.get(metric).needs_fit
             if not fitted:
-                unfitted_any = True
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=NOT_FITTED_HATCH,
                                        edgecolor="0.75", linewidth=0))
             if np.isfinite(value):
@@ -581,7 +580,7 @@ def ood_heatmap(data: pd.DataFrame, experiment: str, *, metric: str = "ood_token
     if HEATMAP_CHAR_WIDTH * len(bar_label) > 0.8 * figure.get_figheight():  # a short figure: two lines, not cut off
         bar_label = f"{name}\n(mean over fitted seeds)"
     figure.colorbar(image, ax=list(axes), label=bar_label, shrink=0.9, aspect=30)
-    if unfitted_any:
+    if "not fitted" in heatmap_keys(cells, metric):
         figure.legend([Patch(facecolor=TRANSPARENT, edgecolor="0.5", hatch=NOT_FITTED_HATCH)],
                       ["† no seed fitted: mean over all seeds"], loc="outside lower center", fontsize="small",
                       frameon=False)
