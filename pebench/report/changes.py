@@ -78,7 +78,7 @@ def _moved(row: Mapping[str, Any]) -> list[str]:
     if ranked[0] != ranked[1]:
         moved.append("ranking")
     harms = row["harms_before"], row["harms_after"]
-    if None not in harms and not any(pd.isna(h) for h in harms) and bool(harms[0]) != bool(harms[1]):
+    if not any(pd.isna(h) for h in harms) and bool(harms[0]) != bool(harms[1]):
         moved.append("harms")
     return moved
 
@@ -140,7 +140,7 @@ def _control(row: Mapping[str, Any], side: str) -> str:
 
 def _harms(row: Mapping[str, Any], side: str) -> str:
     harms = row[f"harms_{side}"]
-    return "—" if harms is None or pd.isna(harms) else "yes" if harms else "no"
+    return "—" if pd.isna(harms) else "yes" if harms else "no"
 
 
 #: the verdict columns the table shows, each for both sides
@@ -297,10 +297,9 @@ class Changes:
         sides = [f"{side['suite']} {side['results_version']} (protocol v{side['protocol']}, made at commit "
                  f"{markdown_code(str(side['commit'])[:12] or 'unknown')})" for side in (self.before, self.after)]
         lead = blocks.text(f"The verdicts of {sides[0]} beside those of {sides[1]}.")
-        said = (blocks.bullet_list(self.sentences[1:]) if len(self.sentences) > 1 else None)
+        said = [blocks.bullet_list(self.sentences[1:])] if len(self.sentences) > 1 else []
         table = blocks.table(self.table.headers, [[cell.shown for cell in row] for row in self.table.display_rows()])
-        out = [lead, blocks.text(self.sentences[0])]
-        return [*out, *([said] if said else []), table, *(blocks.text(note) for note in self.table.notes)]
+        return [lead, blocks.text(self.sentences[0]), *said, table, *(blocks.text(note) for note in self.table.notes)]
 
     def to_text(self, width: int | None = None) -> str:
         """The sentences, then the table, for a terminal."""
