@@ -34,8 +34,6 @@ VERDICT_FILE = "verdict.json"
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame as JSON records (NaN as null)."""
-    if frame is None or frame.empty:
-        return []
     return [{key: (None if isinstance(value, float) and not math.isfinite(value) else
                    value.item() if hasattr(value, "item") else value) for key, value in record.items()}
             for record in frame.to_dict("records")]
