@@ -231,14 +231,12 @@ def order_tables(runs: pd.DataFrame, cells: pd.DataFrame, experiment: str, proto
                  ) -> list[Table]:
     """Original vs shuffled accuracy, order reliance / invariance gap and equivariance gaps, one table per arch."""
     tables = []
+    # run_metrics sets order reliance on order-dependent tasks only and the invariance gap on controls only
     cells = cells.copy()
-    cells["order_effect_mean"] = cells["order_reliance_mean"].fillna(cells["invariance_gap_mean"])
-    cells["order_effect_ci95"] = cells["order_reliance_ci95"].fillna(cells["invariance_gap_ci95"])
-    for stat in ("std", "best", "n"):
+    for stat in ("mean", "ci95", "std", "best", "n"):
         cells[f"order_effect_{stat}"] = cells[f"order_reliance_{stat}"].where(
             cells["order_dependent"] == True, cells[f"invariance_gap_{stat}"])  # noqa: E712
-    runs = runs.assign(order_effect=runs["order_reliance"].fillna(runs["invariance_gap"]))
-    runs = runs.assign(order_effect=runs["order_effect"].where(runs["order_dependent"] == True))  # noqa: E712
+    runs = runs.assign(order_effect=runs["order_reliance"])  # so only order-dependent tasks are marked
     for arch in plots.archs_in_order(cells):
         part_runs, part_cells = runs[runs["arch"] == arch], cells[cells["arch"] == arch]
         columns = [
