@@ -242,11 +242,6 @@ def _length_axis(ax, lengths: Sequence[int], xlabel: str) -> None:
     ax.set_xlabel(xlabel)
 
 
-def _shade_training(ax, frame: pd.DataFrame) -> None:
-    low = float(frame["eval_len"].min())
-    ax.axvspan(low / 1.2, float(frame["train_max_len"].max()), **TRAIN_SHADE, label="training lengths")
-
-
 def _curve_panels(
     curves: pd.DataFrame, hue: str, styles: dict[str, dict[str, str]], metric: str, ylabel: str, title: str,
     *, log_y: bool = False, references: bool = True, xlabel: str = "evaluation length (input tokens)",
@@ -267,7 +262,8 @@ def _curve_panels(
     figure, axes = _grid(len(tasks))
     for ax, task in zip(axes, tasks, strict=True):
         frame = curves[curves["task"] == task]
-        _shade_training(ax, frame)
+        ax.axvspan(float(frame["eval_len"].min()) / 1.2, float(frame["train_max_len"].max()), **TRAIN_SHADE,
+                   label="training lengths")
         for name, line in frame.groupby(hue, sort=False):
             _draw_line(ax, line.sort_values("eval_len"), metric, name, styles[name], emphasised)
         if references:
