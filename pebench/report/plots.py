@@ -631,7 +631,6 @@ def order_sensitivity(data: pd.DataFrame, experiment: str, *, title: str | None 
         cells[f"order_effect_{stat}"] = cells[f"order_reliance_{stat}"].fillna(cells[f"invariance_gap_{stat}"])
     if cells["order_effect_mean"].isna().all():
         raise ValueError(f"no run of experiment {experiment!r} was evaluated on shuffled inputs")
-    cells["order_dependent"] = cells["task"].map(order_dependent)
     archs = archs_in_order(cells)
     tasks = (
         cells.drop_duplicates("task").sort_values("order_dependent", ascending=False, kind="stable")["task"].tolist()
