@@ -480,6 +480,30 @@ def test_the_fit_table_counts_fitted_seeds_and_median_steps_per_encoding_and_arc
                                              ["copy", "encoder", "0.10", "0.53", "0.10", "0.32", "—"]]
 
 
+def test_the_fit_table_says_how_the_unfitted_runs_stopped_where_the_runs_record_it(tmp_path):
+    """The run-level rows carry ``stop_reason`` and ``fit_token_acc`` (pebench.analysis.results.run_metrics): the
+    table shows them for the unfitted runs. Merged again from the raw rows, both became ``*_x``/``*_y`` columns and
+    the table silently left them out."""
+    import gzip
+
+    from pebench.report import fit
+
+    folder = fit_summary_folder(tmp_path)
+    runs = pd.read_csv(folder / "summary" / "runs.csv")
+    runs["stop_reason"] = ["plateau" if seed == 1 else "cap" for seed in runs["seed"]]
+    runs["fit_token_acc"] = runs["seed"].map({0: 1.0, 1: 0.90, 2: 0.96})  # NoPE's unfitted seeds are 1 and 2
+    runs.to_csv(folder / "summary" / "runs.csv", index=False)
+    for run in runs.itertuples():  # the raw rows hold them too, as every run file of protocol v3 on does
+        text = f"run_id,stop_reason,fit_token_acc\n{run.run_id},{run.stop_reason},{run.fit_token_acc}\n"
+        (folder / "raw" / f"{run.run_id}.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+    (section,) = fit.fit_table(folder)["sections"]
+    assert section["header"][1:5] == ["decoder: seeds fitted", "decoder: median steps to fit",
+                                      "decoder: unfitted runs stopped by", "decoder: unfitted, held-out acc. at stop"]
+    none, rope = section["rows"]
+    assert none[1:5] == ["1/3 (33%)", "100", "plateau 1, cap 1", f"median 0.93; 1 of 2 >= {fit.NEAR_MISS}"]
+    assert rope[1:5] == ["3/3 (100%)", "200", "—", "—"]  # every seed fitted: nothing stopped unfitted
+
+
 def test_the_floors_table_marks_a_floor_computed_by_permutation_as_a_lower_bound(tmp_path):
     """Issue 36, 3: a floor that is only a lower bound is printed as one (≥), and the section says what ≥ means."""
     import gzip

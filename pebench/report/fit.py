@@ -71,10 +71,10 @@ def _fit_cells(cell: pd.DataFrame, stops: bool) -> list[str]:
     return cells
 
 
-def fit_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
+def fit_table(folder: Path) -> dict[str, Any]:
     """Per experiment with a fit criterion: for every encoding and architecture, the seeds (over every task)
-    that met the fit criterion, the median optimizer steps they needed and how the others stopped, from
-    ``folder/summary/runs.csv`` (and ``stop_reason`` from the raw rows of ``raw``, default ``folder``)."""
+    that met the fit criterion, the median optimizer steps they needed and, where the runs record them
+    (``stop_reason``, ``fit_token_acc``), how the others stopped, from ``folder/summary/runs.csv``."""
     runs, missing = runs_frame(folder, ("fitted", "steps_to_fit"), "Fit of the training distribution")
     if runs is None:
         return {"missing": missing}
@@ -82,13 +82,10 @@ def fit_table(folder: Path, raw: Path | None = None) -> dict[str, Any]:
     if runs.empty:
         return {"missing": not_in_results("Fit of the training distribution",
                                           "no run of these results had a fit criterion")}
-    stops = first_rows(raw or folder, ("stop_reason", "fit_token_acc"))
-    if "stop_reason" in stops.columns:
-        runs = runs.merge(stops.drop_duplicates("run_id"), on="run_id", how="left")
+    stops = "stop_reason" in runs.columns  # run-level rows carry it (pebench.analysis.results.run_metrics)
     sections = []
     for experiment, part in runs.groupby("experiment", sort=False):
         archs = list(dict.fromkeys(part["arch"]))
-        stops = "stop_reason" in part.columns
         header = ["encoding"]
         for arch in archs:
             header += [f"{arch}: seeds fitted", f"{arch}: median steps to fit",

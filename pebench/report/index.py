@@ -42,7 +42,7 @@ def sections(results_dir: Path, out_dir: Path, data: pd.DataFrame, findings: Seq
                                                  findings_module.training_time(data)),
         "headline": findings_module.headline(findings, specs),
         "interval_edges": findings_module.leaderboard_edges(out_dir / "tables"),
-        "fit_table": fit.fit_table(out_dir, raw=results_dir),
+        "fit_table": fit.fit_table(out_dir),
         "floors_table": fit.floors_table(out_dir, raw=results_dir),
         "fit_resolution": fit.fit_resolution(data),
         "entries": entries(out_dir, cells, tables, emphasis, notes),
