@@ -94,7 +94,7 @@ def framework_values(folder: Path) -> dict[str, str]:
                                                     max(r["mean_length"] for r in long)}))
     lowest_mfu = min(long, key=lambda row: row["mfu"])["encoding"]
     widths = [row["speedup_q75"] - row["speedup_q25"] for row in ours]
-    relative = [(row["speedup_q75"] - row["speedup_q25"]) / speedup(row) for row in ours]
+    relative = [width / speedup(row) for width, row in zip(widths, ours, strict=True)]
     layers = f"{shape['n_layers']:.0f} layers, " if not math.isnan(shape.get("n_layers", math.nan)) else ""
     return {
         "perf_suite_shape": (f"d_model {shape['d_model']:.0f}, {layers}batch {shape['batch_size']:.0f}, sequences of "
