@@ -654,15 +654,21 @@ def test_a_report_nested_beyond_the_parser_is_stale_on_one_line(tmp_path):
 
 
 def test_show_never_reads_a_linked_report(tmp_path, capsys):
+    """A ``report.json`` that is a link to a file elsewhere is not read, even one that would be current and name a
+    main table: ``show`` says the report cannot be read and prints the tables computed from the run files."""
     folder = small_results(tmp_path / "results")
     assert main(["report", str(folder)]) == 0
+    index = json.loads((folder / "report.json").read_text())
+    index["main_table"] = "runs"  # this folder's suite has no main table: name one it wrote
     secret = tmp_path / "elsewhere.json"
-    secret.write_text((folder / "report.json").read_text())
+    secret.write_text(json.dumps(index))
     (folder / "report.json").unlink()
     (folder / "report.json").symlink_to(secret)
-    from pebench.render.show_tables import main_table_text
-
-    assert main_table_text(folder) is None  # as without a report: the link is not followed
+    capsys.readouterr()
+    assert main(["show", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "cannot be read" in out and "computed now from the run files" in out
+    assert "the table to cite" not in out  # as without a report: the link is not followed
 
 
 def test_show_never_reads_a_linked_main_table(tmp_path, capsys):
@@ -670,20 +676,34 @@ def test_show_never_reads_a_linked_main_table(tmp_path, capsys):
     elsewhere (a key, say) is not printed; ``show`` says the report names no main table and goes on."""
     folder = small_results(tmp_path / "results")
     assert main(["report", str(folder)]) == 0
-    from pebench.render.show_tables import main_table_text
-
     index = json.loads((folder / "report.json").read_text())
     name = index["main_table"] = "runs"  # this folder's suite has no main table: name one it wrote
     (folder / "report.json").write_text(json.dumps(index))
-    assert "the table to cite" in main_table_text(folder)
+    capsys.readouterr()
+    assert main(["show", str(folder)]) == 0
+    assert "the table to cite" in capsys.readouterr().out
     secret = tmp_path / "id_ed25519"
     secret.write_text("PRIVATE KEY\n")
     (folder / "tables" / f"{name}.md").unlink()
     (folder / "tables" / f"{name}.md").symlink_to(secret)
-    assert main_table_text(folder) is None
+    assert main(["show", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "PRIVATE KEY" not in out and "the table to cite" not in out
+    assert "names no main" in out  # the rest of the sentence is wrapped onto the next line
+
+
+def test_show_leads_with_the_main_table_of_a_report_that_lists_no_tables(tmp_path, capsys):
+    """A current report may omit its list of tables (no field is required of it but its digest): the main table it
+    names is then printed under its file name, not a traceback."""
+    folder = small_results(tmp_path / "results")
+    assert main(["report", str(folder)]) == 0
+    index = json.loads((folder / "report.json").read_text())
+    index["main_table"] = "runs"
+    del index["tables"]
+    (folder / "report.json").write_text(json.dumps(index))
     capsys.readouterr()
     assert main(["show", str(folder)]) == 0
-    assert "PRIVATE KEY" not in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("runs (the table to cite:")
 
 
 # --------------------------------------------------------------------------- fields a spreadsheet would run

@@ -673,8 +673,8 @@ def _shown_tables(folder: Path, experiments: Sequence[str]) -> tuple[list, str, 
         index = current_report(folder)
         tables = report_tables(index, experiments, folder)
         notes = {name: entry_notes(index, "encoding", name) for name in index.get("entries", {}).get("encoding", {})}
-        return (tables, main_table_text(folder) or f"(the report of {folder} names no main table; its tables follow)",
-                {name: said for name, said in notes.items() if said})
+        lead = main_table_text(folder, index) or f"(the report of {folder} names no main table; its tables follow)"
+        return tables, lead, {name: said for name, said in notes.items() if said}
     except StaleReport as stale:
         why = str(stale) if (folder / "report.json").exists() else (
             f"no report of {folder} yet: pebench report {folder} writes its main table, the one to cite")

@@ -28,27 +28,23 @@ from pebench.store.report_file import artifact_bytes
 BOARD_PREFIX = "extrapolation_"
 
 
-def main_table_text(folder: Path) -> str | None:
+def main_table_text(folder: Path, index: Mapping[str, Any]) -> str | None:
     """The main table of the results ``folder`` as ``pebench report`` wrote it, titled and with its file
     (``tables/<name>.md`` of report.json's ``main_table``; before a report recorded one, the extrapolation
-    board); ``None`` when the folder has no report. The folder is read as untrusted data: the name must be a
-    plain file stem, the text is escaped for the terminal."""
-    try:
-        index = store.read_json(folder / "report.json", "report")  # never through a link
-    except (OSError, ValueError):  # ValueError: a ResultsError too
-        return None
-    entries = index.get("tables") if isinstance(index, dict) else None
-    names = [t["name"] for t in entries or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
-    name = index.get("main_table") or next((n for n in names if n.startswith(BOARD_PREFIX)), "")
-    if not isinstance(name, str) or not re.fullmatch(r"[\w-]+", name):
+    board); ``None`` when the report names none. ``index`` is the folder's report as
+    :func:`~pebench.store.report_file.current_report` gave it (checked to be of the shape pebench writes). The
+    folder is read as untrusted data: the name must be a plain file stem, the table's file is not read through a
+    link, the text is escaped for the terminal."""
+    titles = {table["name"]: table["title"] for table in index.get("tables", [])}
+    name = index.get("main_table") or next((n for n in titles if n.startswith(BOARD_PREFIX)), "")
+    if not re.fullmatch(r"[\w-]+", name):
         return None
     path = folder / "tables" / f"{name}.md"
     try:
         text = artifact_bytes(folder, f"tables/{name}.md").decode("utf-8", errors="replace")  # never through a link
     except (OSError, ValueError):  # missing, or a link or a folder (a ResultsError)
         return None
-    title = next((t.get("title") for t in entries if isinstance(t, dict) and t.get("name") == name), "") or name
-    return terminal_text(f"{title} (the table to cite: {path})\n\n{text.strip()}")
+    return terminal_text(f"{titles.get(name) or name} (the table to cite: {path})\n\n{text.strip()}")
 
 
 def wrapped(text: str, width: int | None) -> str:
