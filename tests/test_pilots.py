@@ -332,6 +332,15 @@ def test_the_fit_criterion_blocks_name_the_unsplit_lengths_of_each_task():
     assert fit_criterion_blocks(["copy"], longest=1)[1]["rows"][0][2] == "no split length"
 
 
+def test_the_fit_criterion_of_a_suite_gives_that_suites_check_interval():
+    from pebench.protocol import SCALES
+    from pebench.render.protocol_tables import fit_criterion
+
+    assert SCALES["smoke"]["fit_every"] != SCALES["standard"]["fit_every"]  # else this test could not fail
+    for suite in ("standard", "smoke"):
+        assert fit_criterion(suite)[0]["items"][0].startswith(f"checked every {SCALES[suite]['fit_every']} steps")
+
+
 def test_the_probe_pilot_trains_the_capable_encodings_at_the_standard_scale_and_caps_in_distribution_only():
     from pebench.protocol import CAPABLE_ENCODINGS, SCALES, task_steps
 

@@ -371,7 +371,7 @@ def ranked_battery(suite: str = REFERENCE_SUITE) -> list[str]:
 def fit_criterion(suite: str = REFERENCE_SUITE) -> list[PagePiece]:
     """Protocol v3's fit criterion with the training lengths of ``suite``'s ranked battery that are too small to
     split (:func:`pebench.render.fit_criterion.fit_criterion_blocks`)."""
-    return fit_criterion_blocks(ranked_battery(suite))
+    return fit_criterion_blocks(ranked_battery(suite), suite=suite)
 
 
 #: the standard suite's wall-time budget on 2 CPU cores (#12)
