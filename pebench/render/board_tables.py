@@ -135,8 +135,8 @@ def shortfall_table(table: pd.DataFrame, caption: str = "", name: str = "capacit
     evaluation set ("—" where the rows do not say)."""
     rows = [[_text(row.arch), _text(task_label(row.task)), _share_cell(row.unfitted, row.runs),
              # 4 decimals: at 3, a best check of 0.98968 would show as 0.990, the threshold it missed
-             Cell(interval_text(row.best_median, row.best_low, row.best_high, digits=4), (row.best_median,
-                  row.best_low, row.best_high)) if row.best_median == row.best_median else Cell("—"),
+             _interval_cell(row.best_median, row.best_low, row.best_high, digits=4)
+             if row.best_median == row.best_median else Cell("—"),
              Cell(str(row.rising), row.rising), Cell(str(row.fell_back), row.fell_back),
              Cell(str(int(row.eval_met)), row.eval_met) if row.eval_met == row.eval_met else Cell("—")]
             for row in table.itertuples()]
