@@ -185,19 +185,20 @@ def test_a_report_removes_the_staging_folders_that_killed_reports_left(tmp_path,
     folder = small_results(tmp_path / "results")
     machine = own_files.machine_mark()
     dead = dead_pid()
-    left = folder / own_files.temporary_name(f".report-{machine}-{dead}-")  # a report killed with kill -9
-    running = folder / own_files.temporary_name(f".report-{machine}-{os.getpid()}-")  # a report in progress
+    left = own_files.make_folder(folder, f".report-{machine}-{dead}-")  # a report killed with kill -9
+    running = own_files.make_folder(folder, f".report-{machine}-{os.getpid()}-")  # a report in progress
     other = f"{'0' if machine != '0' * 8 else '1'}{machine[1:]}"
-    elsewhere = folder / own_files.temporary_name(f".report-{other}-{dead}-")  # on a shared disk: its pid is not ours
-    forged = folder / f".report-{machine}-{dead}-k3j9xabc-{left.name[-16:]}"  # a stranger's, in the same shape
-    untagged = folder / f".report-{machine}-{dead}-k3j9xabc"  # a stranger's, or made where no key could be kept
+    elsewhere = own_files.make_folder(folder, f".report-{other}-{dead}-")  # on a shared disk: its pid is not ours
+    stranger = folder / f".report-{machine}-{dead}-k3j9xabc"  # a stranger's, in the same shape
+    (tmp_path / "seen").mkdir()
+    copied = folder / own_files.make_folder(tmp_path / "seen", f".report-{machine}-{dead}-").name  # a name seen
     mine = folder / ".report-notes"
-    for staging in (left, running, elsewhere, forged, untagged, mine):
+    for staging in (left, running, elsewhere, stranger, copied, mine):
         (staging / "tables").mkdir(parents=True)
         (staging / "tables" / "t.md").write_text("| a table |\n")
     assert main(["report", str(folder)]) == 0
     capsys.readouterr()
-    kept = [running, elsewhere, forged, untagged, mine]
+    kept = [running, elsewhere, stranger, copied, mine]
     assert sorted(p.name for p in folder.glob(".report-*")) == sorted(p.name for p in kept)
     assert all((staging / "tables" / "t.md").read_text() == "| a table |\n" for staging in kept)
 
@@ -224,10 +225,10 @@ def test_combine_extract_and_snapshot_remove_the_staging_folders_that_killed_one
         make = lambda: history.snapshot(reported, parent)  # noqa: E731
     parent.mkdir(exist_ok=True)
     machine, dead = own_files.machine_mark(), dead_pid()
-    left = parent / own_files.temporary_name(f"{prefix}{machine}-{dead}-")
+    left = own_files.make_folder(parent, f"{prefix}{machine}-{dead}-")
     stranger = parent / f"{prefix}{machine}-{dead}-k3j9xabc"
+    stranger.mkdir()
     for staging in (left, stranger):
-        staging.mkdir()
         (staging / "manifest.json").write_text("{}\n")
     made = make()
     assert not left.exists() and (stranger / "manifest.json").read_text() == "{}\n"
@@ -240,10 +241,14 @@ def test_a_sweep_removes_the_manifest_copies_that_killed_sweeps_left(tmp_path):
 
     out = tmp_path / "out"
     run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)
-    left = out / own_files.temporary_name(".manifest.json.", ".tmp")  # a copy write_text_atomic made, killed
+    handle, left = own_files.make_file(out, ".manifest.json.", ".tmp")  # a copy write_text_atomic made, killed
+    os.close(handle)
+    (tmp_path / "seen").mkdir()
+    handle, seen = own_files.make_file(tmp_path / "seen", ".manifest.json.", ".tmp")
+    os.close(handle)
     mine = [out / ".manifest.json.draft.tmp", out / f"{left.name}.orig",
-            out / ".manifest.json.k3j9xabc.tmp",  # a stranger's copy in the untagged shape
-            out / f".manifest.json.k3j9xabc-{left.name[-20:-4]}.tmp"]  # a stranger's, with a tag copied from ours
+            out / ".manifest.json.k3j9xabc.tmp",  # a stranger's copy in the same shape
+            out / seen.name]  # a stranger's, named as one of ours elsewhere
     for path in [left, *mine]:
         path.write_text("{}\n")
     run_sweep([tiny_spec()], out, on_done=lambda spec, rows: None)

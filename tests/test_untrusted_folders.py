@@ -597,11 +597,14 @@ def test_a_sweep_removes_only_its_own_leftover_temporary_files(tmp_path, monkeyp
     mine = [raw / ".draft.tmp", raw / ".notes.csv.tmp"]
     for path in mine:
         path.write_text("mine\n")
-    leftover = raw / own_files.temporary_name(f".{spec.run_id}.csv.gz.", ".tmp")  # a sweep killed while writing
-    leftover.write_bytes(b"")
-    mine += [raw / f".{spec.run_id}.csv.gz.k3j9xabc.tmp",  # a stranger's, in the shape of an untagged leftover
-             raw / f".{spec.run_id}.csv.gz.k3j9xabc-{leftover.name[-20:-4]}.tmp",  # with a tag copied from ours
-             raw / f".{'0' * 16}.csv.gz.{leftover.name.split('.')[-2]}.tmp"]  # our tag, another file's name
+    handle, leftover = own_files.make_file(raw, f".{spec.run_id}.csv.gz.", ".tmp")  # a sweep killed while writing
+    os.close(handle)
+    (tmp_path / "seen").mkdir()
+    handle, seen = own_files.make_file(tmp_path / "seen", f".{spec.run_id}.csv.gz.", ".tmp")
+    os.close(handle)
+    mine += [raw / f".{spec.run_id}.csv.gz.k3j9xabc.tmp",  # a stranger's, in the shape of a leftover
+             raw / seen.name,  # a stranger's, named as one of ours elsewhere
+             raw / f".{'0' * 16}.csv.gz.{leftover.name.split('.')[-2]}.tmp"]  # our random part, another file's name
     for path in mine[2:]:
         path.write_text("mine\n")
     renamed, replace = [], os.replace

@@ -462,7 +462,7 @@ def suite_run_ids(folder: Path) -> list[str]:
 
 
 #: the prefix of a report's staging folder beside its outputs (:func:`pebench.store.own_files.staging_folder`):
-#: ``.report-<machine>-<pid>-<random>-<tag>``
+#: ``.report-<machine>-<pid>-<random>``
 REPORT_STAGING = ".report-"
 
 
@@ -484,13 +484,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_report_folders(out)  # before the work, and again as the files are moved into place
     # Written into a staging folder beside the outputs, then moved into place file by file (os.replace):
     # a report that fails half-way (a full disk) leaves the previous outputs as they were, never a cut file.
-    staging = own_files.staging_folder(out, REPORT_STAGING)
-    try:
+    with own_files.staging_folder(out, REPORT_STAGING) as staging:
         report = write_report(results_dir, staging, declared=declared_reports(),
                               suite_run_ids=suite_run_ids(results_dir), sample=declared_sample(results_dir))
         published = publish_report(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     for path in published.removed:
         print(f"removed {terminal_text(str(path))}: written by the previous report, not by this one")
     for path in published.kept:

@@ -651,9 +651,9 @@ def raw_dir(out: Path) -> Path:
     return Path(out) / "raw"
 
 
-#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file:
-#: ``.<run file name>.<random>-<tag>.tmp`` (:func:`pebench.store.own_files.temporary_name`; no tag where no key is kept)
-RUN_TEMP_FILE = re.compile(r"\.(?P<target>[0-9a-f]{16}\.csv(\.gz)?)\.[a-z0-9]{8}(-[0-9a-f]{16})?\.tmp")
+#: the name of a temporary file :func:`write_bytes_atomic` makes for a run file: ``.<run file name>.<random>.tmp``
+#: (:func:`pebench.store.own_files.make_file`, :func:`tempfile.mkstemp`'s random part)
+RUN_TEMP_FILE = re.compile(r"\.(?P<target>[0-9a-f]{16}\.csv(\.gz)?)\.[a-z0-9_]+\.tmp")
 
 
 def temporary_prefix(name: str) -> str:
@@ -662,26 +662,25 @@ def temporary_prefix(name: str) -> str:
 
 
 def left_by_this_user(path: Path, target: str) -> bool:
-    """Whether ``path`` is a plain file that :func:`write_bytes_atomic` of this user left behind while writing a
-    file named ``target`` (its name's tag verifies: :func:`pebench.store.own_files.written_here`), and so may be
-    removed; a file of the same shape from anyone else is not."""
-    return (own_files.written_here(path.name, temporary_prefix(target), ".tmp")
-            and path.is_file() and not path.is_symlink())
+    """Whether ``path`` is a temporary file that :func:`write_bytes_atomic` of this user left behind while writing
+    a file named ``target`` (named so, and the very file it made: :func:`pebench.store.own_files.made_here`), and so
+    may be removed; a file of the same shape from anyone else is not."""
+    return (path.name.startswith(temporary_prefix(target)) and path.name.endswith(".tmp")
+            and own_files.made_here(path))
 
 
 def remove_manifest_copies(out: Path) -> None:
-    """Remove the temporary copies of ``out/manifest.json`` (``.manifest.json.<random>-<tag>.tmp``) that this
-    user's sweep, killed while writing it, left behind (:func:`left_by_this_user`; call it only while holding
+    """Remove the temporary copies of ``out/manifest.json`` (``.manifest.json.<random>.tmp``) that this user's
+    sweep, killed while writing it, left behind (:func:`left_by_this_user`; call it only while holding
     :func:`lock_folder`: they may be another sweep's copies in flight otherwise). Every other file is left
     untouched."""
     for tmp in Path(out).glob(".manifest.json.*.tmp"):
         if left_by_this_user(tmp, "manifest.json"):
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            own_files.remove_leftover(tmp)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder, tagged as
+    """Write ``data`` to ``path`` atomically: a temporary file with a unique name in the same folder, recorded as
     this user's (:func:`pebench.store.own_files.make_file`, so that only this user's commands remove it if a kill
     leaves it behind), fsync, rename; the temporary file is removed if anything fails (e.g. a full disk). The file
     gets the mode any new file gets (``0o666`` less the umask), not the temporary file's private ``0o600``."""
@@ -697,6 +696,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        own_files.forget(tmp)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -735,7 +735,7 @@ def scan(out: Path, expected: Iterable[str]) -> ExistingResults:
     count the run twice (``doubled`` names both; :func:`pebench.plan.runner.run_sweep` refuses the folder).
 
     Leftover temporary files that a killed sweep of this user left (named as :func:`write_bytes_atomic` names
-    those of run files, :data:`RUN_TEMP_FILE`, with a tag that verifies: :func:`left_by_this_user`) are removed
+    those of run files, :data:`RUN_TEMP_FILE`, the very files it made: :func:`left_by_this_user`) are removed
     (call it only while holding :func:`lock_folder`, as :func:`pebench.plan.runner.run_sweep` does: they may be
     another sweep's files in flight otherwise); every other file is left untouched.
     """
@@ -773,8 +773,7 @@ def _remove_own_leftovers(folder: Path) -> None:
     for tmp in folder.glob(".*.tmp"):
         match = RUN_TEMP_FILE.fullmatch(tmp.name)
         if match and left_by_this_user(tmp, match["target"]):
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            own_files.remove_leftover(tmp)
 
 
 def _scanned(path: Path) -> tuple[str | None, pd.DataFrame | None, str | None]:

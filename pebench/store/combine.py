@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -186,8 +185,7 @@ def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
     into place: until then ``out`` does not exist (or stays empty), so an interrupted combine leaves no folder
     that ``show`` or ``report`` would take for a complete one."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = own_files.staging_folder(out.parent, f".{out.name}.combine-")  # a killed combine's removed
-    try:
+    with own_files.staging_folder(out.parent, f".{out.name}.combine-") as staging:  # a killed one's removed
         staging.chmod(0o777 & ~store.umask())  # a folder like any other, not a staging folder's private 0700
         (staging / "raw").mkdir()
         for run_id, (path, _frame) in taken.items():
@@ -210,5 +208,3 @@ def _write(out: Path, folders: list[Path], manifests: dict[Path, dict | None],
         }
         store.write_text_atomic(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
         os.replace(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -21,7 +21,6 @@ import io
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -116,15 +115,12 @@ def snapshot(folder: str | Path, history: str | Path) -> Path:
             return target
         raise store.ResultsError(f"{target} already holds another snapshot of {described['results_version']}; move "
                                  "it away to make it again")
-    staging = own_files.staging_folder(history, f".{target.name}.")  # a killed snapshot's removed
-    try:
+    with own_files.staging_folder(history, f".{target.name}.") as staging:  # a killed snapshot's removed
         for name, data in files.items():
             store.write_bytes_atomic(staging / name, data)
         store.write_text_atomic(staging / SNAPSHOT_FILE, json.dumps(record, indent=2) + "\n")
         os.chmod(staging, 0o777 & ~store.umask())  # a staging folder is private; a snapshot is committed data
         os.rename(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

@@ -1,47 +1,39 @@
-"""Which leftover temporary files this user's pebench wrote, so that cleaning up never deletes anyone else's.
+"""Which leftover temporary files this user's pebench made, so that cleaning up never deletes anyone else's.
 
 A command killed with ``kill -9`` (or by the kernel) can leave a temporary file or folder behind: a run file's or a
 manifest's copy written before its rename (:func:`pebench.store.write_bytes_atomic`), or the staging folder of a
 report, a combine, an extracted reference or a history snapshot (:func:`staging_folder`). The next command into that
 folder removes them, but a results folder may come from a stranger, and a name alone proves nothing: anyone can name
-a file like one of pebench's. So each temporary name carries a tag, an HMAC of the name under a key kept in the
-user's cache folder (:func:`key_path`, readable by the user only), and a leftover is removed only when its tag
-verifies under this user's key (:func:`written_here`). A file of the same shape from anyone else, or from before the
-key existed, is kept.
+a file like one of pebench's. So the names come from the standard library (:func:`tempfile.mkstemp`,
+:func:`tempfile.mkdtemp`), and each file or folder made is recorded in the user's cache folder (:func:`records_dir`,
+readable by the user only): a record names the folder it was made in by device and inode, and the name, and holds
+the inode of the file itself (:func:`record_path`). A leftover is removed only when it is the very file this user's
+command made there (:func:`made_here`); its record goes with it, as it goes when the file is renamed into place
+(:func:`forget`). A file of the same name from anyone else (a stranger's folder unpacked: new inodes; a name seen
+and copied) is kept, and so is one made before pebench kept records.
 
-Where the key cannot be kept (a read-only home), names carry no tag and nothing is ever removed: leftovers are
+Where the records cannot be kept (a read-only home), nothing is recorded and nothing is ever removed: leftovers are
 then the user's to delete, never a guess.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import glob
 import hashlib
-import hmac
 import os
 import platform
 import re
-import secrets
 import shutil
-import string
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 #: the environment variable naming pebench's cache folder (tests point it at a temporary one)
 CACHE_ENV = "PEBENCH_CACHE_DIR"
 
-#: the key's file name in the cache folder
-KEY_FILE = "leftover-key"
-
-#: a key's length in bytes
-KEY_BYTES = 32
-
-#: the characters of a temporary name's random part, and of its tag (lowercase hexadecimal)
-NONCE_ALPHABET = string.ascii_lowercase + string.digits
-
-#: how many random characters (36 possible) and tag characters (hexadecimal) a temporary name carries
-NONCE_LENGTH, TAG_LENGTH = 8, 16
+#: the folder of the records in the cache folder
+RECORDS = "leftovers"
 
 
 def cache_dir() -> Path:
@@ -53,93 +45,75 @@ def cache_dir() -> Path:
     return Path(base) / "pebench"
 
 
-def key_path() -> Path:
-    """The file of the key that tags this user's temporary names."""
-    return cache_dir() / KEY_FILE
+def records_dir() -> Path:
+    """The folder of the records of this user's temporary files and folders."""
+    return cache_dir() / RECORDS
 
 
-def user_key() -> bytes | None:
-    """This user's key (made on first use, readable by the user only), or None where it cannot be kept or the
-    file there is not a key (a link, another size): no name is then tagged, and no leftover is removed."""
-    return _key(str(key_path()))
+def record_path(path: Path) -> Path:
+    """The record of the temporary file or folder ``path``: named by the SHA-256 of the device and inode of the
+    folder it is in (wherever that folder is moved on its file system) and of its name.
+
+    Raises:
+        OSError: the folder of ``path`` is gone.
+    """
+    folder = os.stat(Path(path).parent)
+    key = f"{folder.st_dev}-{folder.st_ino}/{Path(path).name}"
+    return records_dir() / hashlib.sha256(key.encode()).hexdigest()
 
 
-@functools.cache
-def _key(path: str) -> bytes | None:
-    """The key in ``path`` (read once per process and path). A first use writes a new key whole into a file of its
-    own and links it into place, so that of concurrent first uses one key wins and none reads a part of it."""
+def _record(path: Path) -> None:
+    """Record the temporary file or folder ``path``, just made, as this user's; where the record cannot be written,
+    nothing (it is then never removed by a later command)."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(OSError):
+        records_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(record_path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | nofollow, 0o600)
+        with os.fdopen(descriptor, "w") as stream:
+            stream.write(str(os.lstat(path).st_ino))
+
+
+def made_here(path: Path) -> bool:
+    """Whether ``path`` is the very file or folder :func:`make_file` or :func:`make_folder` of this user made there
+    (its record holds its inode; a link, with an inode of its own, is never one), so that it may be removed."""
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if not os.path.lexists(path):
-            new = f"{path}.{os.getpid()}-{secrets.token_hex(4)}.new"
-            descriptor = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
-            try:
-                with os.fdopen(descriptor, "wb") as stream:
-                    stream.write(secrets.token_bytes(KEY_BYTES))
-                    stream.flush()
-                    os.fsync(stream.fileno())
-                with contextlib.suppress(FileExistsError):
-                    os.link(new, path)
-            finally:
-                os.unlink(new)
-        descriptor = os.open(path, os.O_RDONLY | nofollow)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as stream:
-        key = stream.read(KEY_BYTES + 1)
-    return key if len(key) == KEY_BYTES else None  # not a key (another size): tag nothing
-
-
-def tag(stem: str) -> str:
-    """The tag of the temporary name ``stem`` under this user's key ("" where there is none)."""
-    key = user_key()
-    if key is None:
-        return ""
-    return hmac.new(key, stem.encode(), hashlib.sha256).hexdigest()[:TAG_LENGTH]
-
-
-def temporary_name(prefix: str, suffix: str = "") -> str:
-    """A new temporary name, ``<prefix><random>-<tag><suffix>`` (``<prefix><random><suffix>`` where no key can
-    be kept): the tag covers the prefix and the random part, so it proves the name was made here."""
-    stem = prefix + "".join(secrets.choice(NONCE_ALPHABET) for _ in range(NONCE_LENGTH))
-    mark = tag(stem)
-    return f"{stem}-{mark}{suffix}" if mark else f"{stem}{suffix}"
-
-
-def written_here(name: str, prefix: str, suffix: str = "") -> bool:
-    """Whether ``name`` is a temporary name that :func:`temporary_name` made with ``prefix`` and ``suffix`` under
-    this user's key (its tag verifies): only such a leftover may be removed."""
-    if not (name.startswith(prefix) and name.endswith(suffix)):
+        with open(record_path(path), encoding="ascii", errors="replace") as stream:
+            return stream.read(32) == str(os.lstat(path).st_ino)
+    except OSError:  # no record (or none kept), or no such file
         return False
-    middle = name[len(prefix):len(name) - len(suffix)]
-    nonce, dash, mark = middle.partition("-")
-    if not dash or len(nonce) != NONCE_LENGTH or any(c not in NONCE_ALPHABET for c in nonce):
-        return False
-    expected = tag(prefix + nonce)
-    return bool(expected) and hmac.compare_digest(mark, expected)
+
+
+def forget(path: Path) -> None:
+    """Remove the record of the temporary file or folder ``path`` (renamed into place or removed)."""
+    with contextlib.suppress(OSError):
+        os.unlink(record_path(path))
+
+
+def remove_leftover(path: Path) -> None:
+    """Remove the leftover file or folder ``path`` that :func:`made_here` says this user's command made, and its
+    record."""
+    if Path(path).is_dir() and not Path(path).is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    forget(path)
 
 
 def make_file(folder: Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
-    """Create a new temporary file in ``folder`` named by :func:`temporary_name` (readable by the user only, as
-    ``tempfile.mkstemp`` makes one); return its open descriptor (for writing) and path."""
-    while True:
-        path = Path(folder) / temporary_name(prefix, suffix)
-        try:
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600), path
-        except FileExistsError:
-            continue
+    """Create a new temporary file in ``folder`` (:func:`tempfile.mkstemp`: readable by the user only), recorded as
+    this user's; return its open descriptor (for writing) and path. :func:`forget` it once renamed or removed."""
+    handle, name = tempfile.mkstemp(suffix, prefix, folder)
+    _record(Path(name))
+    return handle, Path(name)
 
 
 def make_folder(parent: Path, prefix: str) -> Path:
-    """Create a new temporary folder in ``parent`` named by :func:`temporary_name`; return its path."""
-    while True:
-        path = Path(parent) / temporary_name(prefix)
-        try:
-            path.mkdir(mode=0o700)
-            return path
-        except FileExistsError:
-            continue
+    """Create a new temporary folder in ``parent`` (:func:`tempfile.mkdtemp`: the user's only), recorded as this
+    user's; return its path."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    _record(folder)
+    return folder
 
 
 def machine_mark() -> str:
@@ -159,12 +133,14 @@ def running(pid: int) -> bool:
     return True
 
 
-def staging_folder(parent: Path, prefix: str) -> Path:
-    """A new staging folder in ``parent``, ``<prefix><machine>-<pid>-<random>-<tag>`` (:func:`machine_mark`,
-    this process, :func:`make_folder`), made after removing the staging folders of ``prefix`` that this user's
-    commands on this machine left when their process died (``kill -9``). A folder whose process still runs, of
-    another machine (a shared disk), or whose tag does not verify under this user's key (anyone can name a folder
-    so: a results folder may come from a stranger) is kept, and so is a link.
+@contextlib.contextmanager
+def staging_folder(parent: Path, prefix: str) -> Iterator[Path]:
+    """A new staging folder in ``parent``, ``<prefix><machine>-<pid>-<random>`` (:func:`machine_mark`, this
+    process, :func:`make_folder`), removed with its record on exit (what was not moved out of it with it), made
+    after removing the staging folders of ``prefix`` that this user's commands on this machine left when their
+    process died (``kill -9``). A folder whose process still runs, of another machine (a shared disk), or that is
+    not the very folder this user's command made (:func:`made_here`: anyone can name a folder so, and a results
+    folder may come from a stranger) is kept, and so is a link.
 
     Raises:
         OSError: the folder cannot be made (``parent`` missing or not writable).
@@ -174,7 +150,11 @@ def staging_folder(parent: Path, prefix: str) -> Path:
     shape = re.compile(re.escape(f"{prefix}{machine}-") + r"(?P<pid>[0-9]{1,10})-")
     for folder in parent.glob(glob.escape(prefix) + "*"):
         match = shape.match(folder.name)
-        if (match and not running(int(match["pid"])) and written_here(folder.name, match[0])
-                and not folder.is_symlink() and folder.is_dir()):
-            shutil.rmtree(folder, ignore_errors=True)
-    return make_folder(parent, f"{prefix}{machine}-{os.getpid()}-")
+        if match and not running(int(match["pid"])) and made_here(folder):
+            remove_leftover(folder)
+    staging = make_folder(parent, f"{prefix}{machine}-{os.getpid()}-")
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        forget(staging)

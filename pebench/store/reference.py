@@ -25,7 +25,6 @@ import contextlib
 import gzip
 import io
 import os
-import shutil
 import sys
 import tarfile
 import tempfile
@@ -222,16 +221,13 @@ def extract(archive: str | Path, out: str | Path) -> list[Path]:
     check_new_folder(out)
     members = read_archive(archive)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = own_files.staging_folder(out.parent, f".{out.name}.reference-")  # a killed one's removed
-    try:
+    with own_files.staging_folder(out.parent, f".{out.name}.reference-") as staging:  # a killed one's removed
         staging.chmod(0o777 & ~store.umask())  # a folder like any other, not a staging folder's private 0700
         (staging / "raw").mkdir()
         for name, data in members:
             folder, _, file_name = name.rpartition("/")
             _write_new(store.path_in(staging / folder, file_name), data)
         os.replace(staging, out)  # fails, writing nothing, when a file appeared in `out` meanwhile
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return [out / name for name, _ in sorted(members, key=lambda member: member[0] != MANIFEST)]
 
 
