@@ -389,6 +389,48 @@ def test_compare_of_one_protocol_still_reproduces(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("2 of 2 cells reproduce")
 
 
+def write_board(folder: Path, **changes) -> Path:
+    """A leaderboard (``tables/leaderboard_order_sensitivity.csv``) of two encoders, its first row changed by
+    ``changes`` (a column to ``None``: the column dropped); returns the file."""
+    board = pd.DataFrame({"arch": ["encoder", "encoder"], "encoding": ["rope", "none"], "mrr": [1.0, 0.5],
+                          "mrr_low": [1.0, 0.5], "mrr_high": [1.0, 0.5]}).astype(object)
+    for column, value in changes.items():
+        board = board.drop(columns=column) if value is None else board.assign(**{column: [value, *board[column][1:]]})
+    (folder / "tables").mkdir(exist_ok=True)
+    board.to_csv(folder / "tables" / "leaderboard_order_sensitivity.csv", index=False)
+    return folder / "tables" / "leaderboard_order_sensitivity.csv"
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"mrr": "abc"}, "its mrr 'abc' is not a finite number"),
+    ({"mrr_high": ""}, "its mrr_high 'nan' is not a finite number"),
+    ({"arch": None}, "missing column(s) arch"),
+    ({"encoding": ""}, "a row without its arch or encoding"),
+])
+def test_compare_refuses_a_leaderboard_pebench_never_writes_on_one_line(tmp_path, capsys, changes, said):
+    """The leaderboards ``compare`` sets side by side come with the folders: one of another shape is named on one
+    line, not a traceback."""
+    rerun, original = small_results(tmp_path / "rerun"), small_results(tmp_path / "reference")
+    write_board(original)
+    board = write_board(rerun, **changes)
+    assert main(["compare", str(rerun), str(original)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(board) in err and said in err, err
+
+
+def test_compare_says_nothing_of_a_leaderboard_architecture_the_rerun_has_no_row_of(tmp_path, capsys):
+    """A rerun's board without the reference's architecture (a rerun of the decoders only) has nothing to set
+    beside it: no sentence of it, not an error on an empty comparison."""
+    rerun, original = small_results(tmp_path / "rerun"), small_results(tmp_path / "reference")
+    write_board(original)
+    (rerun / "tables").mkdir()
+    (rerun / "tables" / "leaderboard_order_sensitivity.csv").write_text(
+        "arch,encoding,mrr,mrr_low,mrr_high\ndecoder,rope,1.0,1.0,1.0\n")
+    assert main(["compare", str(rerun), str(original)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 of 2 cells reproduce") and "Leaderboard" not in out
+
+
 def test_an_interrupted_combine_leaves_no_folder_that_show_or_report_accept(tmp_path, monkeypatch, capsys):
     import pebench.store.combine as combine_module
 

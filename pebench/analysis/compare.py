@@ -474,6 +474,36 @@ def fit_agreement(local_dir: str | Path, reference_dir: str | Path) -> str:
             f"{reference_fit.mean():.1%} in the reference).")
 
 
+#: the leaderboard columns a comparison reads (:func:`pebench.analysis.leaderboard.leaderboard`'s)
+LEADERBOARD_COLUMNS = ("arch", "encoding", "mrr", "mrr_low", "mrr_high")
+
+
+def leaderboard_frame(data: bytes, source: str | Path = "<leaderboard>") -> pd.DataFrame:
+    """A leaderboard's CSV (``tables/leaderboard_<experiment>.csv``) as a frame with :data:`LEADERBOARD_COLUMNS`:
+    an architecture and an encoding on every row, the MRR and its 95% interval as finite numbers.
+
+    Raises:
+        ResultsError: not a CSV with those columns, or a value of them that pebench never writes, naming
+            ``source``.
+    """
+    try:
+        frame = pd.read_csv(io.BytesIO(data), dtype={"arch": str, "encoding": str})
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{source}: not a readable leaderboard ({exc})") from None
+    if missing := [c for c in LEADERBOARD_COLUMNS if c not in frame]:
+        raise ResultsError(f"{source}: not a leaderboard of pebench, missing column(s) {', '.join(missing)}")
+    if frame[["arch", "encoding"]].isna().any(axis=None):
+        raise ResultsError(f"{source}: a row without its arch or encoding; not a leaderboard pebench writes")
+    for column in ("mrr", "mrr_low", "mrr_high"):
+        written = frame[column]
+        frame[column] = pd.to_numeric(written, errors="coerce")
+        bad = ~np.isfinite(frame[column])
+        if bad.any():
+            raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
+                               "not a leaderboard pebench writes")
+    return frame
+
+
 def leaderboard_agreement(local_report: str | Path, reference_report: str | Path) -> list[str]:
     """One sentence per leaderboard (``tables/leaderboard_<experiment>.csv``, written by ``pebench report`` into
     the report folders ``local_report`` and ``reference_report``) on both sides: per architecture, for how many
@@ -483,11 +513,13 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
     for path in sorted((Path(reference_report) / "tables").glob("leaderboard_*.csv")):
         if not (Path(local_report) / "tables" / path.name).exists():
             continue
-        ref, new = (pd.read_csv(io.BytesIO(store.read_plain_file(table, "table")))
+        ref, new = (leaderboard_frame(store.read_plain_file(table, "table"), table)
                     for table in (path, Path(local_report) / "tables" / path.name))
         arches = []
         for arch, group in ref.groupby("arch", sort=True):
             both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
+            if both.empty:  # no encoding of this architecture on the rerun's board: nothing to compare
+                continue
             inside = int(both["mrr_rerun"].between(both["mrr_low"], both["mrr_high"]).sum())
             rho = both["mrr"].rank().corr(both["mrr_rerun"].rank())  # Spearman's: Pearson's of the ranks
             first = [encoding_label(name) for name in (group.loc[group["mrr"].idxmax(), "encoding"],
@@ -497,7 +529,9 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
                           + (f"{first[0]} on both sides" if first[0] == first[1] else
                              f"{first[1]} in the rerun and {first[0]} in the reference"))
         experiment = path.stem.removeprefix("leaderboard_")
-        sentences.append(f"Leaderboard of {people_words(experiment)} (protocol v2's MRR): " + "; ".join(arches) + ".")
+        if arches:
+            sentences.append(f"Leaderboard of {people_words(experiment)} (protocol v2's MRR): " + "; ".join(arches)
+                             + ".")
     return sentences
 
 
