@@ -312,6 +312,12 @@ def with_tier(value: str) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
+def without_experiment() -> bytes:
+    frame = pd.read_csv(COMMITTED_SNAPSHOT / "main.csv", dtype=str)
+    frame.loc[0, "experiment"] = ""
+    return frame.to_csv(index=False).encode()
+
+
 @pytest.mark.parametrize("fields, main_csv, said", [
     ({"protocol": "x"}, None, "is not a snapshot description"),
     ({"protocol": 3}, None, "is not a snapshot description"),  # its results version says v2
@@ -322,6 +328,7 @@ def with_tier(value: str) -> bytes:
     ({}, with_tier("-1"), "not a main table pebench writes"),
     ({}, with_tier("1.5"), "not a main table pebench writes"),
     ({}, with_tier("many"), "not a main table pebench writes"),
+    ({}, without_experiment(), "a row without its experiment, arch or encoding"),
 ])
 def test_r10_changes_refuses_a_snapshot_of_values_pebench_never_writes(tmp_path, capsys, fields, main_csv, said):
     from pebench.cli import main

@@ -203,7 +203,8 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
     or None (None where there is no control interval: the baseline itself, or no controls).
 
     Raises:
-        ResultsError: not a CSV with those columns, naming ``source``.
+        ResultsError: not a CSV with those columns, or a value there that pebench never writes (a row without its
+            keys, a number that is not finite), naming ``source``.
     """
     try:
         frame = pd.read_csv(io.BytesIO(data), dtype={key: str for key in KEYS})
@@ -214,6 +215,8 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
         raise ResultsError(f"{source}: not a main table of pebench, missing column(s) {', '.join(missing)}")
     if frame.empty:
         raise ResultsError(f"{source}: no rows; a main table has one row per architecture and encoding")
+    if frame[list(KEYS)].isna().any(axis=None):
+        raise ResultsError(f"{source}: a row without its experiment, arch or encoding; not a main table pebench writes")
     frame = frame.reindex(columns=[*KEYS, *VERDICT_COLUMNS, *OPTIONAL_VERDICT_COLUMNS])  # optional ones: NaN
     truth = {True: True, "True": True, "true": True, False: False, "False": False, "false": False}
     frame["ranked"] = frame["ranked"].map(lambda v: truth.get(v, False)).astype(bool)
