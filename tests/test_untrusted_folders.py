@@ -431,6 +431,32 @@ def test_compare_says_nothing_of_a_leaderboard_architecture_the_rerun_has_no_row
     assert out.startswith("2 of 2 cells reproduce") and "Leaderboard" not in out
 
 
+def write_main(folder: Path) -> None:
+    """A main table (``tables/main.csv``) of one ranked encoder, with every column a comparison reads."""
+    from pebench.analysis.compare import VERDICT_COLUMNS
+
+    (folder / "tables").mkdir(exist_ok=True)
+    pd.DataFrame([{**dict.fromkeys(VERDICT_COLUMNS), "experiment": "order_sensitivity", "arch": "encoder",
+                   "encoding": "rope", "ranked": True, "tier": 1}]).to_csv(folder / "tables" / "main.csv", index=False)
+
+
+@pytest.mark.parametrize("write", [write_board, write_main])
+@pytest.mark.parametrize("side", ["rerun", "reference"])
+def test_compare_never_reads_tables_through_a_linked_tables_folder(tmp_path, capsys, side, write):
+    """A folder's ``tables/`` that is a link to a folder elsewhere is refused on one line, not read: the main
+    tables and boards ``compare`` sets side by side come from the folders themselves."""
+    folders = {name: small_results(tmp_path / name) for name in ("rerun", "reference")}
+    write(folders["rerun" if side == "reference" else "reference"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write(elsewhere)
+    (elsewhere / "tables").rename(elsewhere / "linked")
+    (folders[side] / "tables").symlink_to(elsewhere / "linked", target_is_directory=True)
+    assert main(["compare", str(folders["rerun"]), str(folders["reference"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{folders[side] / 'tables'} is a symbolic link" in err, err
+
+
 def test_an_interrupted_combine_leaves_no_folder_that_show_or_report_accept(tmp_path, monkeypatch, capsys):
     import pebench.store.combine as combine_module
 

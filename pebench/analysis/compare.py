@@ -511,13 +511,16 @@ def leaderboard_agreement(local_report: str | Path, reference_report: str | Path
     """One sentence per leaderboard (``tables/leaderboard_<experiment>.csv``, written by ``pebench report`` into
     the report folders ``local_report`` and ``reference_report``) on both sides: per architecture, for how many
     encodings the rerun's MRR lies inside the reference's 95% interval, the Spearman correlation of the two
-    MRRs, and the first encoding on each side."""
+    MRRs, and the first encoding on each side. A ``tables/`` that is a symbolic link is refused on one line
+    (:func:`pebench.store.refuse_link`), never followed out of its folder."""
     sentences = []
-    for path in sorted((Path(reference_report) / "tables").glob("leaderboard_*.csv")):
-        if not (Path(local_report) / "tables" / path.name).exists():
+    reference_tables, local_tables = (store.refuse_link(Path(folder) / "tables")
+                                      for folder in (reference_report, local_report))
+    for path in sorted(reference_tables.glob("leaderboard_*.csv")):
+        if not (local_tables / path.name).exists():
             continue
         ref, new = (leaderboard_frame(store.read_plain_file(table, "table"), table)
-                    for table in (path, Path(local_report) / "tables" / path.name))
+                    for table in (path, local_tables / path.name))
         arches = []
         for arch, group in ref.groupby("arch", sort=True):
             both = group.merge(new[new["arch"] == arch], on=["arch", "encoding"], suffixes=("", "_rerun"))
@@ -567,8 +570,9 @@ def main_table_agreement(local_report: str | Path, reference_report: str | Path)
     ``pebench report`` into the report folders ``local_report`` and ``reference_report``) on both sides: the top
     tier of each side (its encodings placed in tier 1, none between tiers), and for how many encodings the
     placement (a tier, between tiers, no extrapolation, not ranked) is the same on both; a side that ranks no
-    encoding has no board to compare (a sample of a suite, or a folder missing runs), and the sentence says so."""
-    paths = [Path(reference_report) / "tables" / "main.csv", Path(local_report) / "tables" / "main.csv"]
+    encoding has no board to compare (a sample of a suite, or a folder missing runs), and the sentence says so. A
+    ``tables/`` that is a symbolic link is refused on one line (:func:`pebench.store.refuse_link`), never followed."""
+    paths = [store.refuse_link(Path(folder) / "tables") / "main.csv" for folder in (reference_report, local_report)]
     if not all(path.is_file() for path in paths):
         return []
     ref, new = (main_table_frame(store.read_plain_file(path, "table"), path) for path in paths)
