@@ -583,6 +583,8 @@ def test_run_and_report_both_refuse_two_files_of_one_run(tmp_path, capsys):
 @pytest.mark.parametrize("manifest", [
     "[1, 2]", '{"suite": "standard", "latest": "yesterday"}', '{"suite": "standard", "combined": {"sources": 3}}',
     '{"suite": "standard", "combined": {"sources": [{"folder": "a", "manifest": "b"}]}}',
+    '{"suite": "standard", "invocations": [1]}', '{"suite": "standard", "invocations": [null]}',
+    '{"suite": "standard", "invocations": [{"git_sha": "abc"}, "yesterday"]}',
 ])
 def test_report_of_a_manifest_of_the_wrong_shape_is_one_line(tmp_path, capsys, manifest):
     folder = small_results(tmp_path / "results")

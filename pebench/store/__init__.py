@@ -417,8 +417,8 @@ def read_manifest(folder: str | Path) -> dict | None:
     Raises:
         ResultsError: it is a link, not JSON, or not of the manifest's shape (an object with a ``suite`` named by the
             name rule, :func:`pebench.registry.is_name`,
-            a list of ``invocations``, an object ``latest`` if any, and if combined, a list of ``sources``
-            objects whose ``manifest`` is an object or null), on one line.
+            a list of ``invocations`` that are objects, an object ``latest`` if any, and if combined, a list of
+            ``sources`` objects whose ``manifest`` is an object or null), on one line.
     """
     path = Path(folder) / "manifest.json"
     if not path.exists() and not path.is_symlink():
@@ -430,9 +430,10 @@ def read_manifest(folder: str | Path) -> dict | None:
                            "suite); move it away to continue")
     if not (isinstance(manifest, dict) and (suite == "" or is_name(suite))
             and isinstance(manifest.get("invocations", []), list)
+            and all(isinstance(invocation, dict) for invocation in manifest.get("invocations", []))
             and isinstance(manifest.get("latest") or {}, dict) and _combined_shape(manifest.get("combined"))):
         raise ResultsError(f"{path} is not a pebench manifest (expected an object with 'suite' and a list of "
-                           "'invocations'); move it away to continue")
+                           "'invocations', each an object); move it away to continue")
     return manifest
 
 
