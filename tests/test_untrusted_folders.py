@@ -528,6 +528,24 @@ def test_the_report_of_a_rerun_of_another_protocol_says_it_is_not_compared(tmp_p
     assert section["comparison"]["rows"] == []
 
 
+@pytest.mark.parametrize("invocation", [
+    {"workers": [2]}, {"workers": float("inf")}, {"workers": "two"}, {"seed_batched_runs": "x"},
+    {"seed_batched_runs": None}, {"seed_batched_runs": [4]},
+])
+def test_the_report_of_a_rerun_reads_no_count_its_manifest_records_as_another_kind(tmp_path, capsys, invocation):
+    """A rerun's manifest comes with it: workers or seed-batched runs recorded as a text, a list, null or infinity
+    are no record (the summary says ``?`` workers, no seed-batched count), not a traceback."""
+    import json
+
+    results = tmp_path / "results"
+    small_results(results / "standard")
+    rerun = small_results(results / "local" / "standard")
+    (rerun / "manifest.json").write_text(json.dumps({"suite": "standard", "invocations": [invocation]}))
+    assert main(["report", str(rerun)]) == 0, capsys.readouterr().err
+    summary = json.loads((rerun / "report.json").read_text())["rerun"]["summary"][0]
+    assert "with ? workers" in summary and "seed-batched" not in summary, summary
+
+
 def small_results_with_other_accuracy(folder: Path) -> str:
     """The text of the first run file of :func:`small_results` with its token accuracy changed."""
     from pebench import store

@@ -121,6 +121,12 @@ def manifest_differences(rerun: Mapping[str, Any] | None, reference: Mapping[str
     return f"It was made with the reference's {_joined([name for name, _, _ in compared])}; same suite, seeds and data."
 
 
+def _counts(invocations: Sequence[Mapping[str, Any]], key: str) -> list[int]:
+    """The ``key`` of each of ``invocations`` that recorded it as a count, an integer >= 0 (the manifest may come from
+    anyone: any other value is no record)."""
+    return [run[key] for run in invocations if type(run.get(key)) is int and run[key] >= 0]
+
+
 def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Comparison, report: Path | None = None
                   ) -> list[str]:
     """What a rerun says about reproducing its reference, one sentence per point: where and how long it ran and
@@ -136,8 +142,8 @@ def rerun_summary(rerun: Path, reference: Path, comparison: compare_module.Compa
     seconds = sum(float(i["wall_seconds"]) for i in timed)
     # a lower bound where an invocation recorded no wall time, or stopped without recording its end
     bound = "at least " if len(timed) < len(invocations) or any("outcome" not in i for i in timed) else ""
-    workers = "/".join(str(w) for w in sorted({int(i["workers"]) for i in invocations if i.get("workers")})) or "?"
-    recorded = [i["seed_batched_runs"] for i in invocations if "seed_batched_runs" in i]  # since the manifest has it
+    workers = "/".join(str(w) for w in sorted(set(_counts(invocations, "workers")) - {0})) or "?"
+    recorded = _counts(invocations, "seed_batched_runs")  # since the manifest has it
     batched = f", {sum(recorded)} runs seed-batched" if len(recorded) == len(invocations) and invocations else ""
     of_sample = f"of the {comparison.sample} sample " if comparison.sample else ""
     what = f"the {comparison.sample} sample of the" if comparison.sample else "the"
