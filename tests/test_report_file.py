@@ -114,6 +114,28 @@ def test_a_report_whose_encoding_figures_are_not_texts_is_refused():
     assert report_shape_problem({"encoding_figures": ["rope"]}) == "its 'encoding_figures' is not an object of texts"
 
 
+#: a rerun's section as pebench report writes it (pebench.report.reruns.rerun_section), compared with nothing
+RERUN = {"reference": "standard", "reference_raw_sha256": "0" * 64, "summary": ["Not compared with its reference."],
+         "comparison": {"verdict": "**not compared**", "method": "", "notes": [], "header": [], "rows": [],
+                        "one_side": []}}
+
+
+@pytest.mark.parametrize("rerun", [
+    "compared", [], {**RERUN, "reference_raw_sha256": None}, {**RERUN, "summary": "reproduces"},
+    {**RERUN, "comparison": None}, {**RERUN, "comparison": {**RERUN["comparison"], "verdict": 1}},
+    {**RERUN, "comparison": {**RERUN["comparison"], "rows": [[{"cell": 1}]]}},
+])
+def test_a_report_whose_rerun_section_is_not_of_its_shape_is_refused(tmp_path, rerun):
+    """A rerun's pages read its report's ``rerun`` section (:func:`~pebench.store.report_file.current_rerun`): one of
+    another shape is refused with the report on one line, before a page reads it."""
+    folder = results_folder(tmp_path / "results")
+    (folder / "report.json").write_text(json.dumps({DIGEST_KEY: raw_digest(folder), "rerun": RERUN}))
+    assert current_report(folder)["rerun"] == RERUN
+    (folder / "report.json").write_text(json.dumps({DIGEST_KEY: raw_digest(folder), "rerun": rerun}))
+    with pytest.raises(StaleReport, match="its 'rerun' is not a rerun's section"):
+        current_report(folder)
+
+
 def test_first_rows_keeps_a_run_id_that_reads_as_a_number(tmp_path):
     """A run id is 16 hexadecimal digits, so some read as numbers ("2541511e19009924" as 2.5e25): each file's first
     row parsed on its own once turned that id into ``inf``, and its run fell out of every merge on ``run_id``."""

@@ -101,6 +101,7 @@ REPORT_FIELDS = {
     **dict.fromkeys(("interval_edges", "encoding_figures"), "text_map"),
     "entries": "entries",
     "replications": "replications",
+    "rerun": "rerun",
 }
 
 
@@ -180,6 +181,19 @@ def _replications(value: object) -> bool:
                                            for part in value)
 
 
+def _rerun(value: object) -> bool:
+    """Whether ``value`` is a rerun's section as its pages read it (:func:`current_rerun`): an object with a text
+    ``reference_raw_sha256``, a ``summary`` of texts and a ``comparison`` with a text ``verdict`` and ``method``,
+    ``notes`` and ``one_side`` texts, a ``header`` of texts and ``rows`` of cells."""
+    if not isinstance(value, dict) or not isinstance(value.get("reference_raw_sha256"), str):
+        return False
+    comparison = value.get("comparison")
+    return (_texts(value.get("summary")) and isinstance(comparison, dict)
+            and all(isinstance(comparison.get(key), str) for key in ("verdict", "method"))
+            and all(_texts(comparison.get(key)) for key in ("notes", "one_side", "header"))
+            and isinstance(comparison.get("rows"), list) and all(map(_cells, comparison["rows"])))
+
+
 #: each kind of :data:`REPORT_FIELDS`: its check, and what it is in words
 _CHECKS = {"text": (_text, "a text"), "texts": (_texts, "a list of texts"),
            "artifacts": (_artifacts, "a list of artifacts (name, title, caption, paths)"),
@@ -187,7 +201,8 @@ _CHECKS = {"text": (_text, "a text"), "texts": (_texts, "a list of texts"),
            "tables": (_table, "a table (lead, header, rows) or sections of tables"),
            "text_map": (_paths, "an object of texts"),
            "entries": (_entries, "an object of entries (appearances, tables, figures, notes)"),
-           "replications": (_replications, "a list of replication sections (objects with a list of blocks)")}
+           "replications": (_replications, "a list of replication sections (objects with a list of blocks)"),
+           "rerun": (_rerun, "a rerun's section (reference digest, summary, comparison)")}
 
 
 def report_shape_problem(index: dict[str, Any]) -> str | None:
