@@ -861,3 +861,18 @@ def test_report_and_show_end_every_crafted_run_file_with_a_status_not_a_tracebac
             status = main([command, str(folder)])  # an exception here is the failure this test looks for
             err = capsys.readouterr().err
             assert status in (0, 2) and (status == 0 or err.count("\n") == 1), (command, err)
+
+
+# --------------------------------------------------------------------------- run, verify and evaluate (round 2)
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "raw/first"])
+def test_a_folder_where_a_file_is_expected_is_named_on_one_line(tmp_path, capsys, name):
+    """A folder opens as a descriptor: it is refused as a folder, by its path, not as ``Is a directory: 3``."""
+    folder = small_results(tmp_path / "results")
+    path = sorted((folder / "raw").iterdir())[0] if name == "raw/first" else folder / name
+    path.unlink(missing_ok=True)
+    path.mkdir()
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: a folder, not a" in err, err

@@ -184,12 +184,11 @@ def read_plain_file(path: str | Path, what: str = "run file") -> bytes:
             raise ResultsError(f"{path}: a symbolic link, not a {what} (pebench never follows a link in a results "
                                "folder); replace it with the file itself") from None
         raise
+    mode = os.fstat(handle).st_mode  # before fdopen, which refuses a folder with only its descriptor's number
+    if not stat.S_ISREG(mode):
+        os.close(handle)
+        raise ResultsError(f"{path}: {'a folder' if stat.S_ISDIR(mode) else 'not a regular file'}, not a {what}")
     with os.fdopen(handle, "rb") as stream:
-        mode = os.fstat(stream.fileno()).st_mode
-        if stat.S_ISDIR(mode):
-            raise ResultsError(f"{path}: a folder, not a {what}")
-        if not stat.S_ISREG(mode):
-            raise ResultsError(f"{path}: not a regular file, not a {what}")
         return bounded_read(stream, path, what)
 
 
