@@ -876,3 +876,25 @@ def test_a_folder_where_a_file_is_expected_is_named_on_one_line(tmp_path, capsys
     assert main(["report", str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: a folder, not a" in err, err
+
+
+@pytest.mark.parametrize("entry", ["verdict", "verdict/verdict.json", "verdict/source", "verdict/verdict.md fifo"])
+def test_evaluate_never_writes_a_verdict_through_a_link_or_into_a_fifo(tmp_path, capsys, entry):
+    import os
+
+    reference = small_results(tmp_path / "reference")
+    out, elsewhere = tmp_path / "mine", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "verdict.json").write_text("mine\n")
+    path = out / entry.removesuffix(" fifo")
+    path.parent.mkdir(parents=True)
+    if entry.endswith("fifo"):
+        os.mkfifo(path)  # writing the verdict into it would wait for a reader for ever
+    else:
+        path.symlink_to(elsewhere if path.name != "verdict.json" else elsewhere / "verdict.json")
+    argv = ["evaluate", "none", "--suite", "smoke", "--no-run", "--out", str(out), "--reference", str(reference)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path} is " in err, err
+    assert [p.name for p in elsewhere.iterdir()] == ["verdict.json"]
+    assert (elsewhere / "verdict.json").read_text() == "mine\n"

@@ -112,7 +112,7 @@ def judge(args: argparse.Namespace, out: Path, specs: list) -> int:
     from pebench.analysis.verdict import summary, verdict
     from pebench.cli import EXIT_OK, UsageError
     from pebench.report.layouts import figure_stem
-    from pebench.report.verdict import VERDICT_FOLDER, write_verdict
+    from pebench.report.verdict import VERDICT_FOLDER, check_verdict_folder, write_verdict
     from pebench.store.predictions import inventory
     from pebench.store.reference import temporary_reference
     from pebench.store.schema import BASE_VARIANT
@@ -130,6 +130,7 @@ def judge(args: argparse.Namespace, out: Path, specs: list) -> int:
     eta = _eta([s for s in specs if s.run_id not in have], args) if not found.complete else None
     source = source_record(args.encoding)
     target = out / VERDICT_FOLDER
+    check_verdict_folder(target)  # before its source is copied there
     sources = target / "source"
     sources.mkdir(parents=True, exist_ok=True)
     for file in source["files"]:  # the encoding's source beside its verdict: the folder is self-contained

@@ -74,13 +74,37 @@ def predictions_sentence(predictions: Sequence[Mapping[str, Any]]) -> str:
     return sentence
 
 
+def check_verdict_folder(out: Path) -> None:
+    """Refuse a verdict folder (``out``, and its ``source/``) that is a symbolic link or not a folder, or that holds
+    an entry that is a link or neither a file nor a folder: the verdict writes its files there in place, and a
+    folder may come from anyone (a link would lead a write out of it, a FIFO would hang it).
+
+    Raises:
+        ResultsError: naming the entry and what to do, on one line.
+    """
+    for folder in (out, out / "source"):
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise store.ResultsError(f"{folder} is {'a symbolic link' if folder.is_symlink() else 'not a folder'}; "
+                                     "a verdict writes only into a folder of its own: move it away or choose "
+                                     "another --out")
+        for entry in folder.iterdir() if folder.is_dir() else ():
+            if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
+                raise store.ResultsError(f"{entry} is {'a symbolic link' if entry.is_symlink() else 'not a file'}; "
+                                         "a verdict never writes through one: move it away or choose another --out")
+
+
 def write_verdict(found: Verdict, data: pd.DataFrame, out: Path, *, suite: str, source: Mapping[str, Any],
                   eta_seconds: float | None = None, predictions: Sequence[Mapping[str, Any]] = ()) -> list[Path]:
     """Write the verdict's files into ``out`` (a folder this command owns, created here); returns their paths.
 
     ``data``: the rows of the reference (without the encoding's own runs there) and of the encoding, for the
     figure; ``source``: the encoding's source file and its SHA-256; ``predictions``: its runs' predictions files
-    (:func:`pebench.store.predictions.inventory`)."""
+    (:func:`pebench.store.predictions.inventory`).
+
+    Raises:
+        ResultsError: ``out`` is a link, or holds one (:func:`check_verdict_folder`).
+    """
+    check_verdict_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     version = (f"{suite} reference {found.reference_version}; {found.encoding} {found.own_version}; source sha256 "
                f"{str(source.get('sha256') or 'unknown')[:12]}")
