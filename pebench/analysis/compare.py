@@ -195,6 +195,41 @@ VERDICT_COLUMNS = ("ranked", "tier", "score", "score_low", "score_high", "depend
 #: replicates is between tiers); NaN where the table has none
 OPTIONAL_VERDICT_COLUMNS = ("tier_probability",)
 
+def _table_frame(data: bytes, source: str | Path, what: str, keys: Sequence[str], columns: Sequence[str]
+                 ) -> pd.DataFrame:
+    """A table's CSV that ``pebench report`` writes (``what``, for the messages) as a frame, its ``keys`` read as
+    texts, checked to have the ``keys`` and ``columns`` and a key in every row's every key column.
+
+    Raises:
+        ResultsError: not such a CSV, naming ``source``.
+    """
+    try:
+        frame = pd.read_csv(io.BytesIO(data), dtype={key: str for key in keys})
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{source}: not a readable {what} ({exc})") from None
+    if missing := [c for c in (*keys, *columns) if c not in frame]:
+        raise ResultsError(f"{source}: not a {what} of pebench, missing column(s) {', '.join(missing)}")
+    if frame[list(keys)].isna().any(axis=None):
+        raise ResultsError(f"{source}: a row without its {', '.join(keys[:-1])} or {keys[-1]}; not a {what} pebench "
+                           "writes")
+    return frame
+
+
+def _numbers(frame: pd.DataFrame, column: str, source: str | Path, what: str, empty: bool) -> None:
+    """Read ``frame``'s ``column`` as numbers, in place, each a finite one (or, with ``empty``, an empty cell).
+
+    Raises:
+        ResultsError: a value that is not, naming it and ``source`` (a ``what`` that pebench never writes so).
+    """
+    written = frame[column]
+    frame[column] = pd.to_numeric(written, errors="coerce")
+    bad = ((frame[column].isna() & written.notna()) | np.isinf(frame[column]) if empty
+           else ~np.isfinite(frame[column]))
+    if bad.any():
+        raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
+                           f"not a {what} pebench writes")
+
+
 def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.DataFrame:
     """A main table's CSV (``tables/main.csv``) as a frame of :data:`KEYS`, :data:`VERDICT_COLUMNS` and
     :data:`OPTIONAL_VERDICT_COLUMNS`:
@@ -206,28 +241,15 @@ def main_table_frame(data: bytes, source: str | Path = "<main table>") -> pd.Dat
         ResultsError: not a CSV with those columns, or a value there that pebench never writes (a row without its
             keys, a number that is not finite), naming ``source``.
     """
-    try:
-        frame = pd.read_csv(io.BytesIO(data), dtype={key: str for key in KEYS})
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{source}: not a readable main table ({exc})") from None
-    missing = [c for c in (*KEYS, *VERDICT_COLUMNS) if c not in frame]
-    if missing:
-        raise ResultsError(f"{source}: not a main table of pebench, missing column(s) {', '.join(missing)}")
+    frame = _table_frame(data, source, "main table", KEYS, VERDICT_COLUMNS)
     if frame.empty:
         raise ResultsError(f"{source}: no rows; a main table has one row per architecture and encoding")
-    if frame[list(KEYS)].isna().any(axis=None):
-        raise ResultsError(f"{source}: a row without its experiment, arch or encoding; not a main table pebench writes")
     frame = frame.reindex(columns=[*KEYS, *VERDICT_COLUMNS, *OPTIONAL_VERDICT_COLUMNS])  # optional ones: NaN
     truth = {True: True, "True": True, "true": True, False: False, "False": False, "false": False}
     frame["ranked"] = frame["ranked"].map(lambda v: truth.get(v, False)).astype(bool)
     for column in (*VERDICT_COLUMNS, *OPTIONAL_VERDICT_COLUMNS):
         if column not in ("ranked", "harms"):
-            written = frame[column]
-            frame[column] = pd.to_numeric(written, errors="coerce")
-            bad = (frame[column].isna() & written.notna()) | np.isinf(frame[column])
-            if bad.any():
-                raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
-                                   "not a main table pebench writes")
+            _numbers(frame, column, source, "main table", empty=True)
     if not frame["tier_probability"].dropna().between(0, 1).all():
         raise ResultsError(f"{source}: a tier_probability outside [0, 1]; not a main table pebench writes")
     tiers = frame.loc[frame["ranked"], "tier"]
@@ -489,21 +511,10 @@ def leaderboard_frame(data: bytes, source: str | Path = "<leaderboard>") -> pd.D
         ResultsError: not a CSV with those columns, or a value of them that pebench never writes, naming
             ``source``.
     """
-    try:
-        frame = pd.read_csv(io.BytesIO(data), dtype={"arch": str, "encoding": str})
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{source}: not a readable leaderboard ({exc})") from None
-    if missing := [c for c in LEADERBOARD_COLUMNS if c not in frame]:
-        raise ResultsError(f"{source}: not a leaderboard of pebench, missing column(s) {', '.join(missing)}")
-    if frame[["arch", "encoding"]].isna().any(axis=None):
-        raise ResultsError(f"{source}: a row without its arch or encoding; not a leaderboard pebench writes")
-    for column in ("mrr", "mrr_low", "mrr_high"):
-        written = frame[column]
-        frame[column] = pd.to_numeric(written, errors="coerce")
-        bad = ~np.isfinite(frame[column])
-        if bad.any():
-            raise ResultsError(f"{source}: its {column} {str(written[bad].iloc[0])[:40]!r} is not a finite number; "
-                               "not a leaderboard pebench writes")
+    keys, numbers = LEADERBOARD_COLUMNS[:2], LEADERBOARD_COLUMNS[2:]
+    frame = _table_frame(data, source, "leaderboard", keys, numbers)
+    for column in numbers:
+        _numbers(frame, column, source, "leaderboard", empty=False)
     return frame
 
 
